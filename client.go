@@ -1,0 +1,184 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Client acquires locks from one Store. It is safe for concurrent use; create
+// one per store and share it. The Client does not own the store's connection:
+// closing that is the caller's business.
+type Client struct {
+	store   Store
+	cfg     config
+	renewer *renewer
+}
+
+// New returns a Client for store with the given default options. It returns
+// an error matching ErrInvalid if store is nil or an option is out of range.
+func New(store Store, opts ...Option) (*Client, error) {
+	if store == nil {
+		return nil, invalidf("nil store")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{store: store, cfg: cfg}
+	c.renewer = newRenewer(c)
+	return c, nil
+}
+
+// Store returns the store the client was created with.
+func (c *Client) Store() Store { return c.store }
+
+// Lock acquires the lock on key, waiting while another owner holds it until
+// the lock is free, the wait bound (WithWait) elapses, or ctx ends. By default
+// the lease is renewed automatically until Release (see WithAutoRenew).
+//
+// On failure it returns a nil Lease and an error matching ErrNotAcquired, and
+// leaves the store unchanged. If ctx ended, the error also matches ctx.Err();
+// if the store was unreachable, it also matches ErrUnavailable. Invalid
+// arguments return an error matching ErrInvalid before any I/O.
+func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	cfg, err := c.callConfig(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, key, cfg)
+}
+
+// TryLock makes a single attempt to acquire the lock on key. If another owner
+// holds it, TryLock returns a nil Lease and a *ContendedError (which matches
+// ErrNotAcquired) without waiting. Other failures are as for Lock.
+func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	cfg, err := c.callConfig(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.wait = 0
+	return c.acquire(ctx, key, cfg)
+}
+
+// Do acquires the lock on key as Lock does, runs fn, and releases the lock
+// when fn returns. fn's context carries the lease's owner (so nested calls on
+// the same key re-enter) and is cancelled, with the loss as its cause, if the
+// lock is lost while fn runs.
+//
+// Do returns the acquisition error if the lock was not acquired (fn does not
+// run), otherwise fn's error joined with any release error. If the lock was
+// lost while fn ran, the result matches ErrLost even when fn returned nil:
+// fn's work may not have been protected.
+func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) error, opts ...Option) error {
+	if fn == nil {
+		return invalidf("nil function")
+	}
+	l, err := c.Lock(ctx, key, opts...)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ContextWithOwner(ctx, Owner{l.token}))
+	stop := l.onLost(cancel)
+	ferr := fn(fctx)
+	stop()
+	cancel(nil)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(l.ttl))
+	defer rcancel()
+	return errors.Join(ferr, l.Release(rctx))
+}
+
+// releaseTimeout bounds a release made on the caller's behalf after its own
+// context may have ended; past the TTL the key has expired anyway.
+func releaseTimeout(ttl time.Duration) time.Duration {
+	return min(ttl, 10*time.Second)
+}
+
+func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (config, error) {
+	if ctx == nil {
+		return config{}, invalidf("nil context")
+	}
+	if err := ValidateKey(key); err != nil {
+		return config{}, err
+	}
+	cfg := c.cfg
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg, cfg.validate()
+}
+
+// errWaitElapsed is the cause of the wait-bound context, to tell it apart
+// from the caller's own deadline.
+var errWaitElapsed = errors.New("wait bound elapsed")
+
+func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, error) {
+	token := newToken()
+	if o, ok := OwnerFromContext(ctx); ok {
+		token = o.token
+	}
+	wctx := ctx
+	if cfg.wait > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
+		defer cancel()
+	}
+	w := waiter{c: c, key: key, cfg: cfg}
+	defer w.unsubscribe()
+	for {
+		l, err := c.attempt(wctx, key, token, cfg)
+		if err == nil {
+			return l, nil
+		}
+		if errors.Is(err, ErrInvalid) {
+			return nil, err
+		}
+		if cfg.wait == 0 {
+			return nil, notAcquired(err)
+		}
+		if !w.pause(wctx, err) {
+			return nil, c.waitError(ctx, wctx, key, err)
+		}
+	}
+}
+
+// attempt makes one acquisition and turns a grant into a Lease, discarding a
+// grant whose validity ran out before its reply arrived.
+func (c *Client) attempt(ctx context.Context, key, token string, cfg config) (*Lease, error) {
+	start := cfg.clock.Now()
+	g, err := c.store.Acquire(ctx, key, token, cfg.ttl)
+	if err != nil {
+		return nil, classify(err)
+	}
+	validUntil := start.Add(g.TTL - drift(cfg.ttl))
+	if !cfg.clock.Now().Before(validUntil) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(cfg.ttl))
+		defer cancel()
+		_ = c.store.Release(rctx, key, token) // best effort: the grant is unusable
+		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
+	}
+	return c.newLease(key, token, g, cfg, validUntil), nil
+}
+
+// notAcquired makes sure an error from a failed attempt matches ErrNotAcquired.
+func notAcquired(err error) error {
+	if errors.Is(err, ErrNotAcquired) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNotAcquired, err)
+}
+
+// waitError explains why a wait ended, keeping the context's error matchable.
+func (c *Client) waitError(ctx, wctx context.Context, key string, last error) error {
+	if ctx.Err() != nil {
+		return errors.Join(notAcquired(last), ctx.Err())
+	}
+	if errors.Is(context.Cause(wctx), errWaitElapsed) {
+		return fmt.Errorf("dlock: lock %q: wait bound elapsed: %w", key, notAcquired(last))
+	}
+	return errors.Join(notAcquired(last), wctx.Err())
+}

@@ -1,0 +1,129 @@
+package dlock_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/memstore"
+)
+
+// fakeClock is advanced by hand; AfterFunc callbacks run when it passes them.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c    *fakeClock
+	at   time.Time
+	f    func()
+	done bool
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) dlock.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.done
+	t.done = true
+	return was
+}
+
+// Advance moves time forward and runs, synchronously, the callbacks due.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []func()
+	for _, t := range c.timers {
+		if !t.done && !t.at.After(c.now) {
+			t.done = true
+			due = append(due, t.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
+
+// The validity of a grant is the Redlock formula on the local clock:
+// start + TTL - (TTL/100 + 2ms), checked exactly with a fake clock.
+func TestValidityIsTTLMinusElapsedMinusDrift(t *testing.T) {
+	clk := newFakeClock()
+	store := memstore.New(clk.Now)
+	c, err := dlock.New(store, dlock.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 10 * time.Second
+	start := clk.Now()
+	l := mustLock(t, c, testCtx(t), "k", dlock.WithTTL(ttl))
+	want := start.Add(ttl - ttl/100 - 2*time.Millisecond)
+	if got := l.ValidUntil(); !got.Equal(want) {
+		t.Fatalf("ValidUntil = %v, want %v", got.Sub(start), want.Sub(start))
+	}
+	clk.Advance(want.Sub(start) - time.Millisecond)
+	if l.Err() != nil || l.Remaining() != time.Millisecond {
+		t.Fatalf("1ms before validity ends: err %v, remaining %v", l.Err(), l.Remaining())
+	}
+	clk.Advance(time.Millisecond)
+	within(t, l.Done(), time.Second, "expiry on the fake clock")
+	// The store still has the key for another 102ms of its own time: the
+	// client gives up first, which is the safe side.
+	if _, err := c.TryLock(testCtx(t), "k"); err == nil {
+		t.Fatal("store released the key before its TTL")
+	}
+}
+
+func TestExponentialBackoffIsJitteredAndBounded(t *testing.T) {
+	b := dlock.ExponentialBackoff(2*time.Millisecond, 100*time.Millisecond)
+	for n := 1; n < 40; n++ {
+		ceiling := min(2*time.Millisecond<<(n-1), 100*time.Millisecond)
+		seen := map[time.Duration]bool{}
+		for i := 0; i < 50; i++ {
+			d := b(n)
+			if d < ceiling/2 || d > ceiling {
+				t.Fatalf("attempt %d: %v outside [%v, %v]", n, d, ceiling/2, ceiling)
+			}
+			seen[d] = true
+		}
+		if len(seen) < 10 {
+			t.Fatalf("attempt %d: only %d distinct delays in 50: waiters would wake in lock-step", n, len(seen))
+		}
+	}
+}
+
+func TestFenceGateRejectsStaleTokens(t *testing.T) {
+	var g dlock.FenceGate
+	ran := 0
+	inc := func() error { ran++; return nil }
+	for _, f := range []uint64{3, 3, 5} {
+		if err := g.Admit("stock", f, inc); err != nil {
+			t.Fatalf("fence %d: %v", f, err)
+		}
+	}
+	if err := g.Admit("stock", 4, inc); err == nil || ran != 3 {
+		t.Fatalf("stale fence 4 admitted (err %v, ran %d)", err, ran)
+	}
+	if err := g.Admit("other", 1, inc); err != nil {
+		t.Fatalf("fences are per resource: %v", err)
+	}
+}

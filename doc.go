@@ -1,0 +1,58 @@
+// Package dlock provides distributed locks: leases on a shared store (Redis,
+// Redlock over several Redis primaries, SQL databases, ZooKeeper) that one
+// process at a time may hold, with automatic renewal, a signal when a lock is
+// lost, and fencing tokens for the resource it protects.
+//
+// # Using it
+//
+// Create one Client per store and share it:
+//
+//	store, _ := redisstore.New(rdb, nil)
+//	locks, _ := dlock.New(store)
+//	err := locks.Do(ctx, "stock:10000", func(ctx context.Context) error {
+//		// ctx is cancelled if the lock is lost while this runs
+//		return decrement(ctx)
+//	})
+//
+// Lock blocks until the lock is held, the wait bound (WithWait) elapses or the
+// context ends; it never gives up after a hidden number of tries and its wait
+// is not tied to the lease. TryLock makes one attempt. Waiters on stores that
+// can notify (Redis pub/sub) sleep until a release is announced, or until the
+// holder's lease would run out, instead of polling.
+//
+// # What a lease promises
+//
+// A Lease is valid until ValidUntil, measured on the local monotonic clock
+// from the moment the acquisition started, minus clock drift (1% of the TTL
+// plus 2 ms). Within that window no other Client following the protocol can
+// acquire the same key, provided the store keeps its data and clocks run at
+// roughly the same rate. By default the lease is 30 s and renewed every 10 s
+// while the holder lives; if renewal fails, Done is closed no later than
+// ValidUntil, from the local clock, even when the store is unreachable.
+//
+// No lease can protect against a holder that pauses (GC, SIGSTOP, a slow
+// disk) past its validity and then writes: by then another holder may exist.
+// For that, pass Lease.Fence to the protected resource and have it reject
+// fences lower than one it has seen (FenceGate, or a conditional write).
+//
+// # Ownership and re-entry
+//
+// Go has no thread identity, so ownership is explicit. A lock acquired with a
+// context carrying an Owner (ContextWithOwner) belongs to that owner, and the
+// owner re-acquiring it increments a hold count instead of deadlocking. Do
+// passes such a context to its function.
+//
+// # Errors
+//
+// Errors match the package's sentinels with errors.Is: ErrNotAcquired,
+// ErrNotHeld, ErrLost (with cause ErrExpired, ErrTaken or ErrUnavailable),
+// ErrInvalid and ErrUnavailable. A wait ended by its context also matches the
+// context's error. Invalid input is rejected before any I/O.
+//
+// # Stores
+//
+// A Store makes one attempt per call; this package does everything generic
+// (waiting, backoff with jitter, renewal, validity, loss signals) once.
+// Package storetest checks a Store against the written contract. Package
+// memstore is an in-memory store for examples and tests.
+package dlock

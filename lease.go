@@ -1,0 +1,244 @@
+package dlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lease is a held lock. It is safe for concurrent use. Its identity (key,
+// token, fence, hold count) never changes; its validity moves forward with
+// each renewal until it is released or lost.
+//
+// A Lease is valid until ValidUntil, measured on the local monotonic clock
+// and already reduced by the time the acquisition took and by clock drift.
+// Past that point another owner may hold the lock. Done is closed when the
+// lease ends, and Err says why.
+type Lease struct {
+	c          *Client
+	key, token string
+	fence      uint64
+	holds      int
+	ttl        time.Duration
+	clock      Clock
+	done       chan struct{}
+
+	mu         sync.Mutex
+	validUntil time.Time
+	err        error // nil while held
+	expiry     Timer
+	renewErr   error // last failed renewal, reported as the cause on expiry
+	hooks      map[int]func(error)
+	nextHook   int
+
+	// Renewal queue bookkeeping, guarded by the renewer's mutex.
+	next  time.Time
+	index int
+}
+
+var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
+
+func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time) *Lease {
+	l := &Lease{
+		c: c, key: key, token: token, fence: g.Fence, holds: g.Holds, ttl: cfg.ttl,
+		clock: cfg.clock, done: make(chan struct{}), validUntil: validUntil, index: -1,
+	}
+	l.mu.Lock()
+	l.expiry = l.clock.AfterFunc(validUntil.Sub(l.clock.Now()), l.expire)
+	l.mu.Unlock()
+	if cfg.renew {
+		c.renewer.add(l)
+	}
+	return l
+}
+
+// Key returns the locked key.
+func (l *Lease) Key() string { return l.key }
+
+// Token returns the owner token that holds the lock. It is a bearer secret:
+// whoever knows it can release the lock. Do not log it.
+func (l *Lease) Token() string { return l.token }
+
+// Fence returns the fencing token: strictly greater than that of every earlier
+// holding of the key, and the same for re-entrant holds. Pass it to the
+// protected resource and have it reject lower values (see FenceGate).
+func (l *Lease) Fence() uint64 { return l.fence }
+
+// Holds returns the hold count right after this acquisition: 1 for a first
+// acquisition, more for a re-entrant one.
+func (l *Lease) Holds() int { return l.holds }
+
+// Done returns a channel closed when the lease ends: released, or lost.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lease is held, an error matching ErrNotHeld once
+// it was released, and one matching ErrLost (and its cause: ErrExpired,
+// ErrTaken or ErrUnavailable) once it was lost.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// ValidUntil returns the local monotonic time up to which the lock is held.
+func (l *Lease) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.validUntil
+}
+
+// Remaining returns how much validity is left, or zero once the lease ended.
+func (l *Lease) Remaining() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return 0
+	}
+	return max(0, l.validUntil.Sub(l.clock.Now()))
+}
+
+// Extend resets the lease to ttl from now. It is needed only for leases taken
+// with WithTTL; automatically renewed leases extend themselves.
+//
+// If the store says the lock is no longer held, the lease is lost and Extend
+// returns an error matching ErrLost. If the store cannot be reached, Extend
+// returns an error matching ErrUnavailable and the lease keeps its current
+// validity. Invalid ttl values return ErrInvalid before any I/O.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if ctx == nil {
+		return invalidf("nil context")
+	}
+	cfg := config{ttl: ttl, wait: -1, backoff: l.c.cfg.backoff, clock: l.clock}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	start := l.clock.Now()
+	g, err := l.c.store.Extend(ctx, l.key, l.token, ttl)
+	if err = classify(err); err != nil {
+		if isNotHeld(err) {
+			return l.lose(err)
+		}
+		return err
+	}
+	l.extended(start.Add(g.TTL - drift(ttl)))
+	return nil
+}
+
+// Release gives up one hold of the lock; the lock is free once every hold of
+// its owner is released. Renewal stops before the store is asked, so it never
+// outlives the release.
+//
+// If the lock had already been lost, Release returns an error matching ErrLost:
+// the work done under it may not have been protected. If the store cannot be
+// reached, it returns an error matching ErrUnavailable; the lease is released
+// locally all the same and the key expires at the end of its TTL. Releasing
+// twice returns an error matching ErrNotHeld.
+func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return fmt.Errorf("%w: nil lease", ErrNotHeld)
+	}
+	if ctx == nil {
+		return invalidf("nil context")
+	}
+	l.mu.Lock()
+	if l.err != nil {
+		defer l.mu.Unlock()
+		return l.err
+	}
+	l.err = errReleased
+	l.expiry.Stop()
+	close(l.done)
+	l.mu.Unlock()
+	l.c.renewer.remove(l)
+	err := classify(l.c.store.Release(ctx, l.key, l.token))
+	if isNotHeld(err) {
+		return lostError(l.key, err)
+	}
+	return err
+}
+
+// extended moves the validity forward after a successful renewal.
+func (l *Lease) extended(validUntil time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.renewErr = nil
+	if l.err != nil || !validUntil.After(l.validUntil) {
+		return
+	}
+	l.validUntil = validUntil
+	l.expiry.Stop()
+	l.expiry = l.clock.AfterFunc(validUntil.Sub(l.clock.Now()), l.expire)
+}
+
+func (l *Lease) renewFailed(err error) {
+	l.mu.Lock()
+	l.renewErr = err
+	l.mu.Unlock()
+}
+
+// expire runs when the validity timer fires; a renewal may have moved the
+// deadline since the timer was set.
+func (l *Lease) expire() {
+	l.mu.Lock()
+	if l.err != nil || l.clock.Now().Before(l.validUntil) {
+		l.mu.Unlock()
+		return
+	}
+	cause := ErrExpired
+	if l.renewErr != nil {
+		cause = fmt.Errorf("%w after renewal failed: %w", ErrExpired, l.renewErr)
+	}
+	l.mu.Unlock()
+	l.lose(cause)
+}
+
+// lose ends the lease with cause, runs the loss hooks and returns the error.
+func (l *Lease) lose(cause error) error {
+	l.mu.Lock()
+	if l.err != nil {
+		defer l.mu.Unlock()
+		return l.err
+	}
+	l.err = lostError(l.key, cause)
+	l.expiry.Stop()
+	close(l.done)
+	hooks := l.hooks
+	l.hooks = nil
+	err := l.err
+	l.mu.Unlock()
+	l.c.renewer.remove(l)
+	for _, h := range hooks {
+		h(err)
+	}
+	return err
+}
+
+// onLost registers f to run once if the lease is lost (immediately if it was
+// lost already) and returns a function that unregisters it.
+func (l *Lease) onLost(f func(error)) (stop func()) {
+	l.mu.Lock()
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		if err != errReleased {
+			f(err)
+		}
+		return func() {}
+	}
+	if l.hooks == nil {
+		l.hooks = make(map[int]func(error))
+	}
+	id := l.nextHook
+	l.nextHook++
+	l.hooks[id] = f
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		delete(l.hooks, id)
+		l.mu.Unlock()
+	}
+}

@@ -1,0 +1,174 @@
+// Package memstore is an in-memory dlock.Store for examples, for unit tests
+// of code that uses dlock, and as the reference the conformance suite and the
+// reliability checks compare real stores against.
+//
+// It holds locks in one process only, so it protects nothing across
+// processes; use a server-backed store (package redisstore) for that.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"example.com/dlock"
+)
+
+// Store is an in-memory lock store. The zero value is not usable; call New.
+// It is safe for concurrent use.
+type Store struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	locks  map[string]*entry
+	fences map[string]uint64
+	subs   map[string]map[chan struct{}]struct{}
+}
+
+type entry struct {
+	token   string
+	holds   int
+	fence   uint64
+	expires time.Time
+}
+
+var (
+	_ dlock.Store     = (*Store)(nil)
+	_ dlock.Notifier  = (*Store)(nil)
+	_ dlock.Inspector = (*Store)(nil)
+)
+
+// New returns an empty store that reads time from now (time.Now if nil).
+func New(now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{
+		now:    now,
+		locks:  make(map[string]*entry),
+		fences: make(map[string]uint64),
+		subs:   make(map[string]map[chan struct{}]struct{}),
+	}
+}
+
+// live returns the unexpired entry for key, dropping an expired one.
+func (s *Store) live(key string) *entry {
+	e := s.locks[key]
+	if e != nil && !s.now().Before(e.expires) {
+		delete(s.locks, key)
+		return nil
+	}
+	return e
+}
+
+// Acquire implements dlock.Store.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return dlock.Grant{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.live(key)
+	switch {
+	case e == nil:
+		s.fences[key]++
+		e = &entry{token: token, fence: s.fences[key]}
+		s.locks[key] = e
+	case e.token != token:
+		return dlock.Grant{}, &dlock.ContendedError{Remaining: e.expires.Sub(s.now())}
+	}
+	e.holds++
+	e.expires = s.now().Add(ttl)
+	return dlock.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
+}
+
+// Extend implements dlock.Store.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return dlock.Grant{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.owned(key, token)
+	if err != nil {
+		return dlock.Grant{}, err
+	}
+	e.expires = s.now().Add(ttl)
+	return dlock.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
+}
+
+// Release implements dlock.Store.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.owned(key, token)
+	if err != nil {
+		return err
+	}
+	if e.holds--; e.holds > 0 {
+		return nil
+	}
+	delete(s.locks, key)
+	for ch := range s.subs[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func (s *Store) owned(key, token string) (*entry, error) {
+	e := s.live(key)
+	switch {
+	case e == nil:
+		return nil, fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrExpired)
+	case e.token != token:
+		return nil, fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrTaken)
+	}
+	return e, nil
+}
+
+// Subscribe implements dlock.Notifier.
+func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	if s.subs[key] == nil {
+		s.subs[key] = make(map[chan struct{}]struct{})
+	}
+	s.subs[key][ch] = struct{}{}
+	s.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			delete(s.subs[key], ch)
+			if len(s.subs[key]) == 0 {
+				delete(s.subs, key)
+			}
+		})
+	}, nil
+}
+
+// Inspect implements dlock.Inspector.
+func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return dlock.Info{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	info := dlock.Info{Fence: s.fences[key]}
+	if e := s.live(key); e != nil {
+		info.Held, info.Token, info.Holds = true, e.token, e.holds
+		info.Remaining = e.expires.Sub(s.now())
+	}
+	return info, nil
+}

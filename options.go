@@ -1,0 +1,142 @@
+package dlock
+
+import (
+	"math/rand/v2"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits enforced before any I/O. Anything outside them is rejected with an
+// error matching ErrInvalid.
+const (
+	// MaxKeyLen is the longest key accepted, in bytes.
+	MaxKeyLen = 512
+	// MinTTL is the shortest lease accepted. Shorter leases leave no validity
+	// once clock drift is subtracted.
+	MinTTL = 10 * time.Millisecond
+	// MaxTTL is the longest lease accepted. A longer one is almost always a
+	// unit mistake, and would block the key for that long after a crash.
+	MaxTTL = 24 * time.Hour
+
+	// DefaultLease is the lease used when no TTL is given: it is renewed every
+	// DefaultLease/3 while the holder lives, as Redisson's watchdog does.
+	DefaultLease = 30 * time.Second
+)
+
+// Option configures a Client (passed to New, where it sets the default) or a
+// single call (passed to Lock, TryLock or Do, where it overrides it).
+type Option func(*config)
+
+type config struct {
+	ttl     time.Duration // lease length
+	renew   bool          // renew automatically every ttl/3
+	wait    time.Duration // bound on waiting; <0 means "until ctx ends"
+	backoff Backoff
+	clock   Clock
+}
+
+func defaultConfig() config {
+	return config{
+		ttl:     DefaultLease,
+		renew:   true,
+		wait:    -1,
+		backoff: ExponentialBackoff(2*time.Millisecond, 250*time.Millisecond),
+		clock:   systemClock{},
+	}
+}
+
+// WithTTL sets a fixed lease: the lock expires ttl after it is acquired (or
+// last extended with Lease.Extend) and is not renewed automatically.
+// Default: automatic renewal of a DefaultLease lease (see WithAutoRenew).
+func WithTTL(ttl time.Duration) Option {
+	return func(c *config) { c.ttl, c.renew = ttl, false }
+}
+
+// WithAutoRenew sets a lease of length lease that the Client renews every
+// lease/3 for as long as the Lease is held. Default: WithAutoRenew(DefaultLease).
+func WithAutoRenew(lease time.Duration) Option {
+	return func(c *config) { c.ttl, c.renew = lease, true }
+}
+
+// WithWait bounds how long Lock waits for a held lock, independently of the
+// lease. Zero means a single attempt, as TryLock. Default: wait until the
+// context ends.
+func WithWait(d time.Duration) Option {
+	return func(c *config) {
+		c.wait = d
+		if d < 0 {
+			c.wait = -2 // remembered as invalid; see validate
+		}
+	}
+}
+
+// WithBackoff sets how long a waiter sleeps between attempts when the store
+// cannot notify it of a release. Default: ExponentialBackoff(2ms, 250ms).
+func WithBackoff(b Backoff) Option {
+	return func(c *config) { c.backoff = b }
+}
+
+// WithClock replaces the clock used for validity, expiry and waiting; meant
+// for tests. Default: the system's monotonic clock.
+func WithClock(clk Clock) Option {
+	return func(c *config) { c.clock = clk }
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.ttl < MinTTL:
+		return invalidf("ttl %v is below the minimum %v", c.ttl, MinTTL)
+	case c.ttl > MaxTTL:
+		return invalidf("ttl %v is above the maximum %v", c.ttl, MaxTTL)
+	case c.wait == -2:
+		return invalidf("negative wait")
+	case c.backoff == nil:
+		return invalidf("nil backoff")
+	case c.clock == nil:
+		return invalidf("nil clock")
+	}
+	return nil
+}
+
+// ValidateKey reports whether key is acceptable: non-empty, valid UTF-8 and at
+// most MaxKeyLen bytes. The error matches ErrInvalid.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return invalidf("empty key")
+	case len(key) > MaxKeyLen:
+		return invalidf("key of %d bytes is longer than %d", len(key), MaxKeyLen)
+	case !utf8.ValidString(key):
+		return invalidf("key is not valid UTF-8")
+	}
+	return nil
+}
+
+// Backoff returns how long to sleep before the next attempt, given how many
+// attempts have failed so far (starting at 1). It must be a pure function of
+// its argument, safe for concurrent use: no state is shared between waiters.
+type Backoff func(failures int) time.Duration
+
+// ExponentialBackoff doubles the delay from min up to max, and picks a random
+// point in the upper half of it so that waiters do not wake in lock-step.
+func ExponentialBackoff(min, max time.Duration) Backoff {
+	return func(failures int) time.Duration {
+		d := min
+		for i := 1; i < failures && d < max; i++ {
+			d *= 2
+		}
+		if d > max || d <= 0 {
+			d = max
+		}
+		if d <= 0 {
+			return 0
+		}
+		return d/2 + rand.N(d/2+1)
+	}
+}
+
+// drift is the margin subtracted from every lease for clock-rate differences
+// between client and server: 1% of the TTL plus 2 ms, as in Redlock.
+func drift(ttl time.Duration) time.Duration {
+	return ttl/100 + 2*time.Millisecond
+}

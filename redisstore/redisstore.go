@@ -1,0 +1,281 @@
+// Package redisstore is the dlock.Store for Redis: a single server, a
+// Sentinel-managed primary or a Cluster, through any go-redis
+// redis.UniversalClient.
+//
+// Each operation is one round trip: a Lua script run by EVALSHA (falling back
+// to EVAL when the server lacks it). A lock named K lives in the hash
+// PREFIX{K} = {owner, holds, fence} with a PEXPIRE; its fence counter in
+// PREFIX{K}:fence; its release channel is PREFIX{K}:released. The {K} hash
+// tag keeps all three in one Cluster slot.
+//
+// Safety: Redis replicates asynchronously, so a failover can lose a lock, and
+// the fence counter survives a restart only with appendfsync always. Use the
+// fencing token at the protected resource when correctness matters (see the
+// README's safety model).
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed extend.lua
+	extendSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed inspect.lua
+	inspectSrc string
+	//go:embed fenced_set.lua
+	fencedSetSrc string
+
+	acquireScript   = redis.NewScript(acquireSrc)
+	extendScript    = redis.NewScript(extendSrc)
+	releaseScript   = redis.NewScript(releaseSrc)
+	inspectScript   = redis.NewScript(inspectSrc)
+	fencedSetScript = redis.NewScript(fencedSetSrc)
+)
+
+// DefaultPrefix is the key prefix used when Options.Prefix is empty.
+const DefaultPrefix = "dlock:"
+
+// Options configures a Store. The zero value (or nil) gives the defaults.
+type Options struct {
+	// Prefix is prepended to every Redis key and channel the store uses.
+	// Default: DefaultPrefix ("dlock:").
+	Prefix string
+}
+
+// Store is a dlock.Store backed by Redis. It is safe for concurrent use.
+// It does not own the client: Close releases only the store's subscription.
+type Store struct {
+	client redis.UniversalClient
+	prefix string
+	subs   *subscriber
+}
+
+var (
+	_ dlock.Store         = (*Store)(nil)
+	_ dlock.Notifier      = (*Store)(nil)
+	_ dlock.BatchExtender = (*Store)(nil)
+	_ dlock.Inspector     = (*Store)(nil)
+)
+
+// New returns a store that uses client. It returns an error matching
+// dlock.ErrInvalid if client is nil. It makes no network call.
+func New(client redis.UniversalClient, opts *Options) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil redis client", dlock.ErrInvalid)
+	}
+	prefix := DefaultPrefix
+	if opts != nil && opts.Prefix != "" {
+		prefix = opts.Prefix
+	}
+	return &Store{client: client, prefix: prefix, subs: newSubscriber(client)}, nil
+}
+
+// Close ends the store's shared subscription connection, if one is open.
+// It does not close the client. Waiters still subscribed fall back to waking
+// at the holder's expiry.
+func (s *Store) Close() error { return s.subs.close() }
+
+// Keys returns the Redis keys of lock key: the lock hash and its fence counter.
+func (s *Store) Keys(key string) (lock, fence string) {
+	lock = s.prefix + "{" + key + "}"
+	return lock, lock + ":fence"
+}
+
+func (s *Store) channel(key string) string {
+	lock, _ := s.Keys(key)
+	return lock + ":released"
+}
+
+// checkKey rejects keys that would break the hash tag: a key starting with
+// '}' would make the tag empty and scatter the lock's keys over slots.
+func checkKey(key string) error {
+	if err := dlock.ValidateKey(key); err != nil {
+		return err
+	}
+	if strings.HasPrefix(key, "}") {
+		return fmt.Errorf("%w: key must not start with '}' (it would break the Cluster hash tag)", dlock.ErrInvalid)
+	}
+	return nil
+}
+
+// ms converts a TTL to whole milliseconds, rounding up so the server never
+// holds the key for less than the caller was promised.
+func ms(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Acquire implements dlock.Store.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Grant{}, err
+	}
+	lock, fence := s.Keys(key)
+	v, err := acquireScript.Run(ctx, s.client, []string{lock, fence}, token, ms(ttl)).Int64Slice()
+	if err != nil {
+		return dlock.Grant{}, err
+	}
+	if len(v) == 2 && v[0] == 0 {
+		return dlock.Grant{}, &dlock.ContendedError{Remaining: pttl(v[1])}
+	}
+	if len(v) != 3 {
+		return dlock.Grant{}, fmt.Errorf("redisstore: unexpected acquire reply %v", v)
+	}
+	return dlock.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
+}
+
+// pttl turns a PTTL reply into a duration; -1 (no expiry) and -2 (no key)
+// become "unknown" (negative).
+func pttl(v int64) time.Duration {
+	if v < 0 {
+		return -1
+	}
+	return time.Duration(v) * time.Millisecond
+}
+
+// Extend implements dlock.Store.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Grant{}, err
+	}
+	lock, _ := s.Keys(key)
+	v, err := extendScript.Run(ctx, s.client, []string{lock}, token, ms(ttl)).Int64Slice()
+	return extendGrant(v, err, ttl)
+}
+
+func extendGrant(v []int64, err error, ttl time.Duration) (dlock.Grant, error) {
+	switch {
+	case err != nil:
+		return dlock.Grant{}, err
+	case len(v) == 3 && v[0] == 1:
+		return dlock.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
+	case len(v) == 1:
+		return dlock.Grant{}, notHeld(v[0] == 0)
+	}
+	return dlock.Grant{}, fmt.Errorf("redisstore: unexpected extend reply %v", v)
+}
+
+func notHeld(expired bool) error {
+	if expired {
+		return fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrExpired)
+	}
+	return fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrTaken)
+}
+
+// Release implements dlock.Store.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	lock, _ := s.Keys(key)
+	n, err := releaseScript.Run(ctx, s.client, []string{lock}, token, s.channel(key)).Int64()
+	switch {
+	case err != nil:
+		return err
+	case n >= 0:
+		return nil
+	}
+	return notHeld(n == -1)
+}
+
+// ExtendBatch implements dlock.BatchExtender with one pipeline. It loads the
+// script and retries once if the server had lost it (after a restart, say).
+func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []dlock.ExtendResult {
+	out := make([]dlock.ExtendResult, len(reqs))
+	for i, r := range reqs {
+		if err := checkKey(r.Key); err != nil {
+			out[i].Err = err
+		}
+	}
+	cmds, err := s.extendPipeline(ctx, reqs, out)
+	if err != nil && isNoScript(err) {
+		if err = extendScript.Load(ctx, s.client).Err(); err == nil {
+			cmds, _ = s.extendPipeline(ctx, reqs, out)
+		}
+	}
+	for i, c := range cmds {
+		if c != nil {
+			v, err := c.Int64Slice()
+			out[i].Grant, out[i].Err = extendGrant(v, err, reqs[i].TTL)
+		}
+	}
+	return out
+}
+
+func (s *Store) extendPipeline(ctx context.Context, reqs []dlock.ExtendRequest, out []dlock.ExtendResult) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(reqs))
+	pipe := s.client.Pipeline()
+	for i, r := range reqs {
+		if out[i].Err == nil {
+			lock, _ := s.Keys(r.Key)
+			cmds[i] = extendScript.EvalSha(ctx, pipe, []string{lock}, r.Token, ms(r.TTL))
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	return cmds, err
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// Inspect implements dlock.Inspector.
+func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Info{}, err
+	}
+	lock, fence := s.Keys(key)
+	v, err := inspectScript.Run(ctx, s.client, []string{lock, fence}).Slice()
+	if err != nil {
+		return dlock.Info{}, err
+	}
+	if len(v) != 4 {
+		return dlock.Info{}, fmt.Errorf("redisstore: unexpected inspect reply %v", v)
+	}
+	owner, _ := v[0].(string)
+	holds, _ := v[1].(int64)
+	ttl, _ := v[2].(int64)
+	f, _ := v[3].(int64)
+	return dlock.Info{Held: owner != "", Token: owner, Holds: int(holds), Remaining: max(0, pttl(ttl)), Fence: uint64(f)}, nil
+}
+
+// SetFenced writes value to the Redis hash key (a protected resource, not a
+// lock key: no prefix is added) only if fence is not below the fence stored
+// with its current value. A stale write changes nothing and returns an error
+// matching dlock.ErrStaleFence.
+func SetFenced(ctx context.Context, client redis.Scripter, key, value string, fence uint64) error {
+	n, err := fencedSetScript.Run(ctx, client, []string{key}, fence, value).Int64()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: fence %d for %q", dlock.ErrStaleFence, fence, key)
+	}
+	return nil
+}
+
+// GetFenced reads a value written by SetFenced, with its fence. A missing key
+// returns "", 0 and no error.
+func GetFenced(ctx context.Context, client redis.Cmdable, key string) (value string, fence uint64, err error) {
+	v, err := client.HMGet(ctx, key, "value", "fence").Result()
+	if err != nil || v[0] == nil {
+		return "", 0, err
+	}
+	value, _ = v[0].(string)
+	fs, _ := v[1].(string)
+	_, err = fmt.Sscan(fs, &fence)
+	return value, fence, errors.Join(err)
+}

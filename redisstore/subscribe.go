@@ -1,0 +1,185 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
+)
+
+// subscriber multiplexes the release channels of all waiters of one Store
+// over a single pub/sub connection. The connection opens with the first
+// waiter and closes with the last, so an idle store holds no connection and
+// no goroutine.
+type subscriber struct {
+	client redis.UniversalClient
+
+	mu    sync.Mutex // also serialises SUBSCRIBE/UNSUBSCRIBE so they reach Redis in order
+	ps    *redis.PubSub
+	chans map[string]*channelState
+}
+
+type channelState struct {
+	waiters map[chan struct{}]struct{}
+	ready   chan struct{} // closed when Redis confirms the subscription
+	live    bool
+}
+
+// confirmTimeout bounds the wait for Redis to confirm a subscription; a
+// waiter that gives up falls back to waking at the holder's expiry.
+const confirmTimeout = 2 * time.Second
+
+func newSubscriber(client redis.UniversalClient) *subscriber {
+	return &subscriber{client: client, chans: make(map[string]*channelState)}
+}
+
+// Subscribe implements dlock.Notifier. It returns once Redis has confirmed the
+// subscription, so a release published after it returns is never missed
+// while the connection stays up.
+func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := checkKey(key); err != nil {
+		return nil, nil, err
+	}
+	return s.subs.subscribe(ctx, s.channel(key))
+}
+
+func (s *subscriber) subscribe(ctx context.Context, channel string) (<-chan struct{}, func(), error) {
+	ch := make(chan struct{}, 1)
+	st, err := s.register(ctx, channel, ch)
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	cancel := func() { once.Do(func() { s.unregister(channel, ch) }) }
+	timer := time.NewTimer(confirmTimeout)
+	defer timer.Stop()
+	select {
+	case <-st.ready:
+		return ch, cancel, nil
+	case <-ctx.Done():
+		cancel()
+		return nil, nil, ctx.Err()
+	case <-timer.C:
+		cancel()
+		return nil, nil, fmt.Errorf("%w: subscription to %q not confirmed", dlock.ErrUnavailable, channel)
+	}
+}
+
+func (s *subscriber) register(ctx context.Context, channel string, ch chan struct{}) (*channelState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.chans[channel]
+	if st == nil {
+		st = &channelState{waiters: make(map[chan struct{}]struct{}), ready: make(chan struct{})}
+		if err := s.send(ctx, channel); err != nil {
+			return nil, err
+		}
+		s.chans[channel] = st
+	}
+	st.waiters[ch] = struct{}{}
+	return st, nil
+}
+
+// send issues SUBSCRIBE, opening the shared connection first if needed.
+// Called with s.mu held.
+func (s *subscriber) send(ctx context.Context, channel string) error {
+	if s.ps != nil {
+		return s.ps.Subscribe(ctx, channel)
+	}
+	ps := s.client.Subscribe(ctx, channel)
+	if ps == nil {
+		return fmt.Errorf("%w: no pub/sub connection", dlock.ErrUnavailable)
+	}
+	s.ps = ps
+	go s.read(ps, ps.ChannelWithSubscriptions())
+	return nil
+}
+
+func (s *subscriber) unregister(channel string, ch chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.chans[channel]
+	if st == nil {
+		return
+	}
+	delete(st.waiters, ch)
+	if len(st.waiters) > 0 {
+		return
+	}
+	delete(s.chans, channel)
+	if len(s.chans) == 0 {
+		_ = s.ps.Close()
+		s.ps = nil
+		return
+	}
+	_ = s.ps.Unsubscribe(context.Background(), channel)
+}
+
+// read dispatches messages from one pub/sub connection until it closes.
+func (s *subscriber) read(ps *redis.PubSub, msgs <-chan any) {
+	for m := range msgs {
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				s.confirmed(ps, m.Channel)
+			}
+		case *redis.Message:
+			s.notify(ps, m.Channel)
+		}
+	}
+}
+
+// confirmed marks a subscription live. A repeated confirmation means go-redis
+// reconnected and resubscribed: messages may have been lost meanwhile, so the
+// waiters are woken to retry.
+func (s *subscriber) confirmed(ps *redis.PubSub, channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.chans[channel]
+	if st == nil || s.ps != ps {
+		return
+	}
+	if !st.live {
+		st.live = true
+		close(st.ready)
+		return
+	}
+	st.wakeAll()
+}
+
+func (s *subscriber) notify(ps *redis.PubSub, channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.chans[channel]; st != nil && s.ps == ps {
+		st.wakeAll()
+	}
+}
+
+func (st *channelState) wakeAll() {
+	for ch := range st.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *subscriber) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ps == nil {
+		return nil
+	}
+	err := s.ps.Close()
+	s.ps = nil
+	s.chans = make(map[string]*channelState)
+	if errors.Is(err, redis.ErrClosed) {
+		return nil
+	}
+	return err
+}

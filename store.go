@@ -1,0 +1,104 @@
+package dlock
+
+import (
+	"context"
+	"time"
+)
+
+// Store records lock ownership on a server. It is the seam between the
+// generic machinery in this package (waiting, backoff, renewal, lost-lock
+// signals, validity) and one kind of server.
+//
+// The rules every implementation follows, checked by package storetest:
+//
+//   - One attempt per call: no retries, sleeps or goroutines left running.
+//     Callers own waiting and renewal.
+//   - Methods are safe for concurrent use and honour ctx.
+//   - Ownership is by token. Acquire by the token that already holds a key
+//     re-enters: the hold count goes up, the fence stays the same.
+//   - Every acquisition of a free key gets a fence strictly greater than any
+//     earlier fence of that key (as far as the store can promise; a store
+//     documents its limits).
+//   - Extend and Release by a token that does not hold the key change nothing
+//     and return an error matching ErrNotHeld and either ErrExpired (no
+//     holder) or ErrTaken (another holder). Extend never re-creates a key.
+//   - Errors other than those sentinels mean the store could not be reached
+//     or failed; the caller treats them as ErrUnavailable.
+//
+// Keys and tokens reach the store already validated (see ValidateKey).
+type Store interface {
+	// Acquire makes token the holder of key for ttl if key is free, or adds a
+	// hold if token already holds it (resetting the expiry to ttl). If another
+	// token holds key, it returns a *ContendedError and changes nothing.
+	Acquire(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
+
+	// Extend resets the expiry of key to ttl if token holds it.
+	Extend(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
+
+	// Release removes one hold of token on key; the key is freed, and waiters
+	// notified, when the count reaches zero.
+	Release(ctx context.Context, key, token string) error
+}
+
+// Grant describes a successful Acquire or Extend.
+type Grant struct {
+	// Fence is the fencing token of the current holding: strictly greater than
+	// any earlier holding's, unchanged by re-entry and extension.
+	Fence uint64
+	// Holds is the hold count after the call (1 for a first acquisition).
+	Holds int
+	// TTL is how long, counted from the moment the call started, the store
+	// keeps the key for token at least. Stores return the requested ttl
+	// unless they had to shorten it (Redlock subtracts its own elapsed time).
+	TTL time.Duration
+}
+
+// Notifier is an optional Store capability: waking waiters when a key is
+// released instead of polling.
+type Notifier interface {
+	// Subscribe registers interest in releases of key. Once it returns
+	// without error, every later release of key sends a value on the channel
+	// (values may be coalesced; the channel is never closed). cancel ends the
+	// subscription and must be called exactly once.
+	Subscribe(ctx context.Context, key string) (ch <-chan struct{}, cancel func(), err error)
+}
+
+// ExtendRequest is one item of a batched renewal.
+type ExtendRequest struct {
+	Key, Token string
+	TTL        time.Duration
+}
+
+// ExtendResult is the outcome of one ExtendRequest.
+type ExtendResult struct {
+	Grant Grant
+	Err   error
+}
+
+// BatchExtender is an optional Store capability used by the renewal loop to
+// renew many leases in one round trip (a pipeline).
+type BatchExtender interface {
+	// ExtendBatch behaves like calling Extend for each request, returning one
+	// result per request in the same order.
+	ExtendBatch(ctx context.Context, reqs []ExtendRequest) []ExtendResult
+}
+
+// Info describes the state of one key, as reported by an Inspector.
+type Info struct {
+	// Held reports whether some owner holds the key.
+	Held bool
+	// Token is the holder's owner token (a secret: abbreviate it for display).
+	Token string
+	// Holds is the holder's hold count.
+	Holds int
+	// Remaining is the holder's remaining time to live.
+	Remaining time.Duration
+	// Fence is the last fence issued for the key (held or not); 0 if none.
+	Fence uint64
+}
+
+// Inspector is an optional Store capability used by tools such as
+// `dlock status`: it reads a key's state without changing it.
+type Inspector interface {
+	Inspect(ctx context.Context, key string) (Info, error)
+}
