@@ -17,7 +17,8 @@
 //     (SIGSTOP/SIGCONT, a frozen but connected node) and Restart (same port,
 //     same directory, same options).
 //
-// StartN starts independent primaries concurrently (for Redlock). Server.Do sends one raw RESP command, which is
+// StartN and StartCluster build the multi-node topologies (independent
+// primaries for Redlock, a Redis Cluster). Server.Do sends one raw RESP command, which is
 // enough for test set-up such as CONFIG SET, DEBUG or CLIENT PAUSE without a
 // client library.
 //

@@ -128,7 +128,7 @@ func (s *Server) Close() error {
 	if p != nil {
 		p.kill()
 	}
-	releasePorts(s.port)
+	releasePorts(s.port, s.busPort)
 	if s.ownDir {
 		if err := os.RemoveAll(s.dir); err != nil {
 			return fmt.Errorf("redisserver: remove %s: %w", s.dir, err)

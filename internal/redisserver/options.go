@@ -5,8 +5,8 @@ import (
 	"strconv"
 )
 
-// Option configures a Server started by Start, StartProcess or StartN.
-// Options are applied in order.
+// Option configures a Server started by Start, StartProcess, StartN or
+// StartCluster. Options are applied in order.
 type Option func(*config)
 
 // config is the launch configuration of a server. It is kept unchanged for
@@ -15,6 +15,11 @@ type config struct {
 	aof         bool
 	fsyncAlways bool
 	extra       []string
+
+	// clusterBus makes the server allocate a second free port for the
+	// cluster bus (--cluster-port) instead of relying on port+10000, which
+	// may lie above 65535 for ports from the ephemeral range.
+	clusterBus bool
 }
 
 // WithAOF enables the append-only file (--appendonly yes). With
@@ -36,6 +41,17 @@ func WithAOF(fsyncAlways bool) Option {
 func WithArgs(extra ...string) Option {
 	return func(c *config) {
 		c.extra = append(c.extra, extra...)
+	}
+}
+
+// withCluster configures a cluster-enabled node.
+func withCluster() Option {
+	return func(c *config) {
+		c.clusterBus = true
+		c.extra = append(c.extra,
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "2000")
 	}
 }
 
@@ -70,6 +86,9 @@ func (s *Server) args() []string {
 			fsync = "always"
 		}
 		a = append(a, "--appendonly", "yes", "--appendfsync", fsync)
+	}
+	if s.cfg.clusterBus {
+		a = append(a, "--cluster-port", strconv.Itoa(s.busPort))
 	}
 	return append(a, s.cfg.extra...)
 }

@@ -60,11 +60,17 @@ func (s *Server) bootFresh() error {
 		if s.port, err = reservePort(); err != nil {
 			return err
 		}
+		if s.cfg.clusterBus {
+			if s.busPort, err = reservePort(); err != nil {
+				releasePorts(s.port)
+				return err
+			}
+		}
 		if err = s.bootOnce(); !errors.Is(err, errAddrInUse) {
 			return err
 		}
-		releasePorts(s.port)
-		s.port = 0
+		releasePorts(s.port, s.busPort)
+		s.port, s.busPort = 0, 0
 	}
 	return fmt.Errorf("redisserver: no free port after %d attempts: %w", bindAttempts, err)
 }

@@ -175,6 +175,19 @@ func TestStartN(t *testing.T) {
 	}
 }
 
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	c := StartCluster(t, 3)
+	if len(c.Addrs()) != 3 || len(c.Nodes()) != 3 {
+		t.Fatalf("Addrs %v", c.Addrs())
+	}
+	for _, n := range c.Nodes() {
+		if got := infoField(mustDo(t, n, "CLUSTER", "INFO"), "cluster_state"); got != "ok" {
+			t.Fatalf("%s cluster_state = %q", n.Addr(), got)
+		}
+	}
+}
+
 // TestNoOrphanAfterTestBinaryKilled SIGKILLs a child test binary that runs a
 // server and checks that the server dies with it (Pdeathsig).
 func TestNoOrphanAfterTestBinaryKilled(t *testing.T) {

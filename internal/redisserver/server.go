@@ -18,11 +18,12 @@ var ErrNotInstalled = errors.New("redis-server not found in PATH")
 // directory and options are fixed for its whole life, so Restart brings the
 // same server back. All methods are safe for concurrent use.
 type Server struct {
-	bin    string
-	dir    string
-	ownDir bool
-	cfg    config
-	port   int
+	bin     string
+	dir     string
+	ownDir  bool
+	cfg     config
+	port    int
+	busPort int
 
 	life   sync.Mutex // serialises Kill, Stop, Restart and Close
 	mu     sync.Mutex // guards p and closed
