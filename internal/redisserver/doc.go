@@ -9,6 +9,8 @@
 //     in a private temporary directory (t.TempDir()).
 //   - Persistence is off by default (no RDB snapshots, no AOF); WithAOF turns
 //     the append-only file on so that data survives a Kill and Restart.
+//     Full resynchronisation of replicas starts without the default 5 s
+//     delay (--repl-diskless-sync-delay 0).
 //   - Every server is always cleaned up: Start registers a t.Cleanup that
 //     SIGKILLs the process group and waits for it, and on Linux the child is
 //     started with Pdeathsig=SIGKILL so a crashed or killed test binary does
@@ -17,8 +19,9 @@
 //     (SIGSTOP/SIGCONT, a frozen but connected node) and Restart (same port,
 //     same directory, same options).
 //
-// StartN and StartCluster build the multi-node topologies (independent
-// primaries for Redlock, a Redis Cluster). Server.Do sends one raw RESP command, which is
+// StartN, StartCluster and StartSentinel build the multi-node topologies
+// (independent primaries for Redlock, a Redis Cluster, a primary/replica pair
+// watched by three sentinels). Server.Do sends one raw RESP command, which is
 // enough for test set-up such as CONFIG SET, DEBUG or CLIENT PAUSE without a
 // client library.
 //

@@ -1,12 +1,14 @@
 package redisserver
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 )
 
-// Option configures a Server started by Start, StartProcess, StartN or
-// StartCluster. Options are applied in order.
+// Option configures a Server started by Start, StartProcess, StartN,
+// StartCluster or StartSentinel. Options are applied in order.
 type Option func(*config)
 
 // config is the launch configuration of a server. It is kept unchanged for
@@ -20,6 +22,10 @@ type config struct {
 	// cluster bus (--cluster-port) instead of relying on port+10000, which
 	// may lie above 65535 for ports from the ephemeral range.
 	clusterBus bool
+
+	// sentinelOf, when non-zero, turns the process into a sentinel that
+	// monitors the primary listening on 127.0.0.1:sentinelOf.
+	sentinelOf int
 }
 
 // WithAOF enables the append-only file (--appendonly yes). With
@@ -55,6 +61,11 @@ func withCluster() Option {
 	}
 }
 
+// withSentinel configures a sentinel monitoring 127.0.0.1:primaryPort.
+func withSentinel(primaryPort int) Option {
+	return func(c *config) { c.sentinelOf = primaryPort }
+}
+
 func newConfig(opts []Option) config {
 	var c config
 	for _, o := range opts {
@@ -64,12 +75,19 @@ func newConfig(opts []Option) config {
 }
 
 const (
-	logName    = "redis.log"
-	stderrName = "stderr.log"
+	logName      = "redis.log"
+	stderrName   = "stderr.log"
+	sentinelConf = "sentinel.conf"
+	sentinelName = "mymaster"
 )
 
 // args returns the redis-server arguments for the server's current ports.
-func (s *Server) args() []string {
+// For a sentinel it (re)writes the configuration file when writeConf is
+// true; on Restart the file sentinel rewrote itself is kept.
+func (s *Server) args(writeConf bool) ([]string, error) {
+	if s.cfg.sentinelOf != 0 {
+		return s.sentinelArgs(writeConf)
+	}
 	a := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
@@ -79,6 +97,8 @@ func (s *Server) args() []string {
 		"--logfile", filepath.Join(s.dir, logName),
 		"--save", "",
 		"--appendonly", "no",
+		// Start full syncs at once instead of waiting 5 s for more replicas.
+		"--repl-diskless-sync-delay", "0",
 	}
 	if s.cfg.aof {
 		fsync := "everysec"
@@ -90,5 +110,30 @@ func (s *Server) args() []string {
 	if s.cfg.clusterBus {
 		a = append(a, "--cluster-port", strconv.Itoa(s.busPort))
 	}
-	return append(a, s.cfg.extra...)
+	return append(a, s.cfg.extra...), nil
+}
+
+// sentinelArgs writes sentinel.conf into the server directory (sentinel
+// needs a writable configuration file it can rewrite) and returns the
+// arguments that start redis-server in sentinel mode.
+func (s *Server) sentinelArgs(writeConf bool) ([]string, error) {
+	path := filepath.Join(s.dir, sentinelConf)
+	if writeConf {
+		conf := fmt.Sprintf("port %d\n"+
+			"bind 127.0.0.1\n"+
+			"protected-mode no\n"+
+			"daemonize no\n"+
+			"dir %q\n"+
+			"logfile %q\n"+
+			"sentinel resolve-hostnames no\n"+
+			"sentinel monitor %s 127.0.0.1 %d 2\n"+
+			"sentinel down-after-milliseconds %s 1000\n"+
+			"sentinel failover-timeout %s 3000\n",
+			s.port, s.dir, filepath.Join(s.dir, logName),
+			sentinelName, s.cfg.sentinelOf, sentinelName, sentinelName)
+		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+			return nil, fmt.Errorf("redisserver: write %s: %w", path, err)
+		}
+	}
+	return append([]string{path, "--sentinel"}, s.cfg.extra...), nil
 }

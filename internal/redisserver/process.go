@@ -66,7 +66,7 @@ func (s *Server) bootFresh() error {
 				return err
 			}
 		}
-		if err = s.bootOnce(); !errors.Is(err, errAddrInUse) {
+		if err = s.bootOnce(true); !errors.Is(err, errAddrInUse) {
 			return err
 		}
 		releasePorts(s.port, s.busPort)
@@ -80,7 +80,7 @@ func (s *Server) bootFresh() error {
 func (s *Server) bootSamePort() error {
 	deadline := time.Now().Add(restartTimeout)
 	for {
-		err := s.bootOnce()
+		err := s.bootOnce(false)
 		if !errors.Is(err, errAddrInUse) || time.Now().After(deadline) {
 			return err
 		}
@@ -90,9 +90,13 @@ func (s *Server) bootSamePort() error {
 
 // bootOnce launches one process and waits until it is ready. On failure the
 // process is killed and the error carries the log written by this attempt.
-func (s *Server) bootOnce() error {
+func (s *Server) bootOnce(writeConf bool) error {
+	args, err := s.args(writeConf)
+	if err != nil {
+		return err
+	}
 	off := s.offsets()
-	p, err := s.launch(s.args())
+	p, err := s.launch(args)
 	if err != nil {
 		return err
 	}

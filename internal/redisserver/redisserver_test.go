@@ -188,6 +188,27 @@ func TestCluster(t *testing.T) {
 	}
 }
 
+func TestSentinel(t *testing.T) {
+	t.Parallel()
+	s := StartSentinel(t)
+	if len(s.SentinelAddrs()) != 3 || s.MasterName() != "mymaster" {
+		t.Fatalf("SentinelAddrs %v MasterName %q", s.SentinelAddrs(), s.MasterName())
+	}
+	for _, sn := range s.Sentinels() {
+		got := mustDo(t, sn, "SENTINEL", "get-master-addr-by-name", s.MasterName())
+		if want := "127.0.0.1\n" + strconv.Itoa(s.Primary().Port()); got != want {
+			t.Fatalf("%s master = %q, want %q", sn.Addr(), got, want)
+		}
+	}
+	if role := infoField(mustDo(t, s.Replica(), "INFO", "replication"), "role"); role != "slave" {
+		t.Fatalf("replica role = %q", role)
+	}
+	addr, err := s.MasterAddr(context.Background())
+	if err != nil || addr != s.Primary().Addr() {
+		t.Fatalf("MasterAddr = %q, %v", addr, err)
+	}
+}
+
 // TestNoOrphanAfterTestBinaryKilled SIGKILLs a child test binary that runs a
 // server and checks that the server dies with it (Pdeathsig).
 func TestNoOrphanAfterTestBinaryKilled(t *testing.T) {
