@@ -94,13 +94,15 @@ func (r *renewer) due() (due []*Lease, wait time.Duration, ok bool) {
 
 func (r *renewer) renew(due []*Lease) {
 	start := r.c.cfg.clock.Now()
-	deadline := start
+	// An attempt may take half a renewal period: a hung call then fails in
+	// time to record why and to retry before the validity runs out.
+	timeout := time.Duration(1<<63 - 1)
 	reqs := make([]ExtendRequest, len(due))
 	for i, l := range due {
 		reqs[i] = ExtendRequest{Key: l.key, Token: l.token, TTL: l.ttl}
-		deadline = maxTime(deadline, l.ValidUntil())
+		timeout = min(timeout, renewEvery(l.ttl)/2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deadline.Sub(start))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var results []ExtendResult
 	if b, ok := r.c.store.(BatchExtender); ok && len(reqs) > 1 {
@@ -140,13 +142,6 @@ func (r *renewer) settle(l *Lease, start time.Time, res ExtendResult) {
 }
 
 func isNotHeld(err error) bool { return errors.Is(err, ErrNotHeld) }
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
 
 // leaseQueue is a min-heap of leases by next renewal time.
 type leaseQueue []*Lease

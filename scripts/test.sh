@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test of the project on a fresh Debian machine with Go:
+# installs the servers the tests start (from Debian's packages, when run as
+# root), then gofmt, go vet and go test -race over all packages.
+#
+#   scripts/test.sh            # everything
+#   scripts/test.sh ./redisstore/...   # a subset (arguments go to go test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# command -> Debian package providing it
+declare -A packages=(
+	[redis-server]=redis-server
+	[redis-cli]=redis-tools
+)
+missing=()
+for cmd in "${!packages[@]}"; do
+	command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
+done
+if ((${#missing[@]})); then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "test.sh: missing ${missing[*]}; run as root to install them, or install them yourself" >&2
+		exit 1
+	fi
+	echo "test.sh: installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "test.sh: gofmt would change: $unformatted" >&2
+	exit 1
+fi
+go vet ./...
+if (($#)); then
+	go test -race -count=1 -timeout 20m "$@"
+else
+	go test -race -count=1 -timeout 20m ./...
+fi
