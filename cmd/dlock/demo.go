@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"example.com/dlock/internal/inventory"
 )
@@ -135,7 +136,11 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	if err != nil {
 		return exitWith(ExitUnavailable, err)
 	}
-	load := &inventory.Load{Progress: stderr,
+	var progress io.Writer
+	if fd, ok := stderr.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
+		progress = stderr // bars only for people watching, not in logs
+	}
+	load := &inventory.Load{Progress: progress,
 		Restart: func(ctx context.Context, i int) error { return insts[i].Restart(ctx) }}
 	for _, in := range insts {
 		load.Targets = append(load.Targets, in.URL)

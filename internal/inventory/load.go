@@ -33,8 +33,9 @@ func Scenarios(name string, requests int, work time.Duration) (Scenario, error) 
 	var sc Scenario
 	switch name {
 	case "", "contention":
-		// The articles' run: a burst of concurrent requests, 30 s leases.
-		sc = Scenario{Name: "contention", Requests: 100, Params: Params{Work: work}}
+		// The articles' run: 100 requests ramped up over 100 ms (as a load
+		// tool's ramp-up does), 30 s leases.
+		sc = Scenario{Name: "contention", Requests: 100, Interval: time.Millisecond, Params: Params{Work: work}}
 	case "slow-holder":
 		// Each holder keeps the lock 1.4 leases: it writes within the lease,
 		// then stalls before its release (v3: between check and delete).
@@ -110,7 +111,7 @@ func (l *Load) runOne(ctx context.Context, sc Scenario, strategy string) (Result
 		start = time.Now()
 	}
 	bar := l.bar(sc, strategy)
-	answers, lat := l.fire(ctx, sc, strategy, targets, bar)
+	answers, lat, first := l.fire(ctx, sc, strategy, targets, bar)
 	wall := time.Since(start)
 	if bar != nil {
 		_ = bar.Finish()
@@ -124,8 +125,7 @@ func (l *Load) runOne(ctx context.Context, sc Scenario, strategy string) (Result
 			return Result{}, err
 		}
 	}
-	r := summarise(strategy, sc, answers, lat, st.Stock, wall)
-	return r, nil
+	return summarise(strategy, sc, answers, lat, first, st.Stock, wall), nil
 }
 
 func (l *Load) bar(sc Scenario, strategy string) *progressbar.ProgressBar {
@@ -143,10 +143,13 @@ func (l *Load) bar(sc Scenario, strategy string) *progressbar.ProgressBar {
 }
 
 // fire sends sc.Requests requests spread round-robin over targets and
-// returns the answers with their latencies (since each request was sent).
-func (l *Load) fire(ctx context.Context, sc Scenario, strategy string, targets []string, bar *progressbar.ProgressBar) ([]Answer, []time.Duration) {
+// returns the answers with their latencies (since each request was sent),
+// and when the first sale was answered (since the first request; -1: none).
+func (l *Load) fire(ctx context.Context, sc Scenario, strategy string, targets []string, bar *progressbar.ProgressBar) ([]Answer, []time.Duration, time.Duration) {
 	answers := make([]Answer, sc.Requests)
 	lat := make([]time.Duration, sc.Requests)
+	ended := make([]time.Duration, sc.Requests)
+	start := time.Now()
 	var wg sync.WaitGroup
 	var tick *time.Ticker
 	if sc.Interval > 0 {
@@ -168,14 +171,20 @@ func (l *Load) fire(ctx context.Context, sc Scenario, strategy string, targets [
 			if err := l.post(ctx, buyURL(targets[i%len(targets)], strategy, sc.Params), &a); err != nil && a.Outcome == "" {
 				a = failed(err)
 			}
-			answers[i], lat[i] = a, time.Since(t0)
+			answers[i], lat[i], ended[i] = a, time.Since(t0), time.Since(start)
 			if bar != nil {
 				_ = bar.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	return answers, lat
+	first := time.Duration(-1)
+	for i, a := range answers {
+		if a.Outcome == Sold && (first < 0 || ended[i] < first) {
+			first = ended[i]
+		}
+	}
+	return answers, lat, first
 }
 
 func buyURL(base, strategy string, p Params) string {

@@ -35,6 +35,7 @@ type Result struct {
 	P50           Duration `json:"p50_ms"`
 	P99           Duration `json:"p99_ms"`
 	Wall          Duration `json:"wall_ms"`
+	FirstSale     Duration `json:"first_sale_ms"` // first sale answered, since the first request (crash: since the crash)
 	Kind          string   `json:"verdict_kind"`
 	Verdict       string   `json:"verdict"`
 	SampleError   string   `json:"sample_error,omitempty"`
@@ -69,9 +70,12 @@ func (d Duration) String() string {
 	return t.Round(100 * time.Microsecond).String()
 }
 
-func summarise(strategy string, sc Scenario, answers []Answer, lat []time.Duration, final int64, wall time.Duration) Result {
+// summarise counts answers; first is when the first sale was answered
+// (negative: never).
+func summarise(strategy string, sc Scenario, answers []Answer, lat []time.Duration, first time.Duration, final int64, wall time.Duration) Result {
 	r := Result{Strategy: strategy, Scenario: sc.Name, Requests: len(answers), FinalStock: final,
-		P50: Duration(quantile(lat, 0.50)), P99: Duration(quantile(lat, 0.99)), Wall: Duration(wall)}
+		P50: Duration(quantile(lat, 0.50)), P99: Duration(quantile(lat, 0.99)), Wall: Duration(wall),
+		FirstSale: Duration(max(first, 0))}
 	for _, a := range answers {
 		switch a.Outcome {
 		case Sold:
@@ -110,12 +114,19 @@ func verdict(r Result, sc Scenario) (kind, text string) {
 		return KindDeadlock, fmt.Sprintf("DEADLOCK: the crashed holder's lock never expired; %d of %d requests refused", r.LockFailures, r.Requests)
 	case r.LockFailures > 0 || r.Errors > 0:
 		t := fmt.Sprintf("failed requests: %d could not get the lock", r.LockFailures)
+		if sc.Crash {
+			t = fmt.Sprintf("recovered: first sale %s after the crash; %d refused while the dead holder's lease ran", r.FirstSale, r.LockFailures)
+		}
 		if r.Errors > 0 {
 			t += fmt.Sprintf(", %d errors (%s)", r.Errors, r.SampleError)
 		}
 		return KindFailed, t + "; stock consistent" + overlapNote(r)
 	}
-	return KindCorrect, fmt.Sprintf("correct: %d sold, stock %d, every request served", r.Successes, r.FinalStock) + overlapNote(r)
+	t := fmt.Sprintf("correct: %d sold, stock %d, every request served", r.Successes, r.FinalStock)
+	if sc.Crash {
+		t += fmt.Sprintf(", first sale %s after the crash", r.FirstSale)
+	}
+	return KindCorrect, t + overlapNote(r)
 }
 
 func overlapNote(r Result) string {
