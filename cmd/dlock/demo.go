@@ -56,7 +56,7 @@ Strategies, in the order of the articles' ladder:
 
 Scenarios:
   contention   (default) a burst of N requests, 30 s leases
-  slow-holder  holders keep the lock 1.4 leases (lease 250ms): v2 and v3 delete
+  slow-holder  holders keep the lock 1.25 leases (lease 400ms): v2 and v3 delete
                another holder's lock; v4, v5 and dlock do not
   crash        an instance is SIGKILLed holding the lock: v1 deadlocks, leases
                (300ms) expire and the survivors sell again
@@ -72,7 +72,7 @@ Scenarios:
 	}
 	f.store.register(cmd)
 	fl := cmd.Flags()
-	fl.IntVar(&f.requests, "requests", 0, "requests per strategy (default: 100; slow-holder 10, crash 20)")
+	fl.IntVar(&f.requests, "requests", 0, "requests per strategy (default: 100; slow-holder 12, crash 20)")
 	fl.IntVar(&f.instances, "instances", 2, "inventory service instances (separate processes), at least 2")
 	fl.StringSliceVar(&f.strategies, "strategies", inventory.Strategies, "strategies to run, comma-separated")
 	fl.StringVar(&f.scenario, "scenario", "contention", "contention, slow-holder or crash")

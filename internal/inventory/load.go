@@ -37,10 +37,11 @@ func Scenarios(name string, requests int, work time.Duration) (Scenario, error) 
 		// tool's ramp-up does), 30 s leases.
 		sc = Scenario{Name: "contention", Requests: 100, Interval: time.Millisecond, Params: Params{Work: work}}
 	case "slow-holder":
-		// Each holder keeps the lock 1.4 leases: it writes within the lease,
-		// then stalls before its release (v3: between check and delete).
-		sc = Scenario{Name: "slow-holder", Requests: 10, Interval: 50 * time.Millisecond,
-			Params: Params{Lease: 250 * time.Millisecond, Work: 150 * time.Millisecond, Stall: 200 * time.Millisecond}}
+		// Each holder keeps the lock 1.25 leases: it writes well within the
+		// lease, then stalls before its release (v3: between its check and
+		// its delete), so the lease ends while it still holds the lock.
+		sc = Scenario{Name: "slow-holder", Requests: 12, Interval: 50 * time.Millisecond,
+			Params: Params{Lease: 400 * time.Millisecond, Work: 100 * time.Millisecond, Stall: 400 * time.Millisecond}}
 	case "crash":
 		// An instance dies holding the lock; the survivors keep selling.
 		sc = Scenario{Name: "crash", Requests: 20, Interval: 50 * time.Millisecond, Crash: true,
