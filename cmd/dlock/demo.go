@@ -184,11 +184,10 @@ func writeReport(path, scenario, server string, rs []inventory.Result) error {
 func demoStore(ctx context.Context, f *storeFlags) (env []string, server string, embedded bool, cleanup func(), err error) {
 	cleanup = func() {}
 	if f.redisURL != "" || f.clusterURL != "" || f.sentinelURL != "" {
-		main, nodes, err := inventoryClients(f)
+		main, nodes, desc, err := inventoryClients(f)
 		if err != nil {
 			return nil, "", false, cleanup, err
 		}
-		_, desc, _ := f.client()
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		svc, err := inventory.New(inventory.Config{Redis: main, RedlockNodes: nodes})

@@ -72,7 +72,7 @@ func runInventoryServe(cmd *cobra.Command, f *serveFlags) error {
 	if f.port < 0 || f.port > 65535 {
 		return exitWith(ExitUsage, fmt.Errorf("--port %d: want 0-65535", f.port))
 	}
-	main, nodes, err := inventoryClients(&f.store)
+	main, nodes, _, err := inventoryClients(&f.store)
 	if err != nil {
 		return err
 	}
@@ -97,22 +97,22 @@ func runInventoryServe(cmd *cobra.Command, f *serveFlags) error {
 }
 
 // inventoryClients opens the main client (--redis, --redis-cluster or
-// --redis-sentinel) and one client per --redlock URL. The caller closes them.
-func inventoryClients(f *storeFlags) (redis.UniversalClient, []redis.UniversalClient, error) {
-	main, _, err := f.client()
+// --redis-sentinel), described by desc, and one client per --redlock URL.
+// The caller closes them. Bad URLs return an exitError with ExitUsage.
+func inventoryClients(f *storeFlags) (main redis.UniversalClient, nodes []redis.UniversalClient, desc string, err error) {
+	main, desc, err = f.client()
 	if err != nil {
-		return nil, nil, exitWith(ExitUsage, err)
+		return nil, nil, "", exitWith(ExitUsage, err)
 	}
-	var nodes []redis.UniversalClient
 	for _, u := range f.redlockURLs {
 		o, err := redis.ParseURL(u)
 		if err != nil {
 			closeAll(append(nodes, main))
-			return nil, nil, exitWith(ExitUsage, fmt.Errorf("--redlock %s: %w", u, err))
+			return nil, nil, "", exitWith(ExitUsage, fmt.Errorf("--redlock: %w", err))
 		}
 		nodes = append(nodes, redis.NewClient(o))
 	}
-	return main, nodes, nil
+	return main, nodes, desc, nil
 }
 
 func closeAll(cs []redis.UniversalClient) {

@@ -96,7 +96,7 @@ func btoi(b bool) int {
 }
 
 func (l *Load) runOne(ctx context.Context, sc Scenario, strategy string) (Result, error) {
-	if err := l.post(ctx, l.Targets[0]+"/reset?stock="+fmt.Sprint(InitialStock), nil); err != nil {
+	if err := l.reset(ctx); err != nil {
 		return Result{}, err
 	}
 	targets := l.Targets
@@ -207,6 +207,17 @@ func buyURL(base, strategy string, p Params) string {
 		u += "?" + q.Encode()
 	}
 	return u
+}
+
+// reset restores the stock. It is idempotent, which lets the HTTP client
+// retry it on a connection the crash scenario's restart left dead.
+func (l *Load) reset(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.Targets[0]+"/reset?stock="+fmt.Sprint(InitialStock), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Idempotency-Key", "reset")
+	return l.do(req, nil)
 }
 
 // post sends a POST and decodes a JSON body into v (if not nil) whatever

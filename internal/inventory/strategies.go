@@ -182,7 +182,9 @@ func (s *Service) buyV4(ctx context.Context, p Params, renew bool) Answer {
 	stop := func() {}
 	if renew {
 		stop = every(lease/2, func() {
-			extendScript.Run(context.Background(), rdb, []string{LockKey}, id, lease.Milliseconds())
+			ectx, cancel := context.WithTimeout(context.Background(), lease/2)
+			defer cancel()
+			extendScript.Run(ectx, rdb, []string{LockKey}, id, lease.Milliseconds())
 		})
 	}
 	a := s.decrement(ctx, p, nil)
