@@ -127,7 +127,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		fmt.Fprintln(cmd.OutOrStdout(), "store:", server)
 	}
 	fmt.Fprintf(stderr, "dlock demo: %s; starting %d instances\n", server, f.instances)
-	insts, err := startInstances(ctx, env, f.instances)
+	insts, err := demoStartInstances(ctx, env, f.instances)
 	defer func() {
 		for _, in := range insts {
 			in.Stop()
@@ -150,7 +150,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return exitWith(ExitUnavailable, err)
 	}
 	if f.report != "" {
-		if err := writeReport(f.report, sc.Name, server, results); err != nil {
+		if err := demoWriteReport(f.report, sc.Name, server, results); err != nil {
 			return err
 		}
 		fmt.Fprintln(stderr, "dlock demo: wrote", f.report)
@@ -169,7 +169,7 @@ func printDemo(w io.Writer, f *demoFlags, out demoOutput) error {
 	return inventory.WriteTable(w, out.Results)
 }
 
-func writeReport(path, scenario, server string, rs []inventory.Result) error {
+func demoWriteReport(path, scenario, server string, rs []inventory.Result) error {
 	file, err := os.Create(path)
 	if err != nil {
 		return exitWith(ExitUsage, fmt.Errorf("--report: %w", err))
@@ -184,18 +184,18 @@ func writeReport(path, scenario, server string, rs []inventory.Result) error {
 func demoStore(ctx context.Context, f *storeFlags) (env []string, server string, embedded bool, cleanup func(), err error) {
 	cleanup = func() {}
 	if f.redisURL != "" || f.clusterURL != "" || f.sentinelURL != "" {
-		main, nodes, desc, err := inventoryClients(f)
+		primary, nodes, desc, err := inventoryClients(f)
 		if err != nil {
 			return nil, "", false, cleanup, err
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		svc, err := inventory.New(inventory.Config{Redis: main, RedlockNodes: nodes})
+		svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes})
 		if err == nil {
 			err = svc.Ping(pctx)
 			_ = svc.Close()
 		}
-		closeAll(append(nodes, main))
+		closeClients(append(nodes, primary))
 		if err != nil {
 			return nil, "", false, cleanup, exitWith(ExitUnavailable, err)
 		}
@@ -230,8 +230,8 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 	return env, server, true, cleanup, nil
 }
 
-// startInstances re-executes this binary as `dlock inventory serve`.
-func startInstances(ctx context.Context, env []string, n int) ([]*inventory.Instance, error) {
+// demoStartInstances re-executes this binary as `dlock inventory serve`.
+func demoStartInstances(ctx context.Context, env []string, n int) ([]*inventory.Instance, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err

@@ -18,8 +18,8 @@ import (
 	"example.com/dlock/internal/redisserver"
 )
 
-// buildDlock builds the dlock binary into dir, as a user would run it.
-func buildDlock(t *testing.T, dir string) string {
+// demoBuild builds the dlock binary into dir, as a user would run it.
+func demoBuild(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "dlock")
 	args := []string{"build", "-o", bin}
@@ -49,17 +49,17 @@ func runDemoJSON(t *testing.T, bin string, args ...string) demoOutput {
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		t.Fatalf("--json output does not parse: %v\n%s", err, stdout.String())
 	}
-	t.Logf("dlock demo %v: %v\n%s", args, time.Since(start).Round(time.Millisecond), tableOf(out.Results))
+	t.Logf("dlock demo %v: %v\n%s", args, time.Since(start).Round(time.Millisecond), demoTable(out.Results))
 	return out
 }
 
-func tableOf(rs []inventory.Result) string {
+func demoTable(rs []inventory.Result) string {
 	var b bytes.Buffer
 	_ = inventory.WriteTable(&b, rs)
 	return b.String()
 }
 
-func results(t *testing.T, out demoOutput, want ...string) map[string]inventory.Result {
+func demoResults(t *testing.T, out demoOutput, want ...string) map[string]inventory.Result {
 	t.Helper()
 	m := map[string]inventory.Result{}
 	for _, r := range out.Results {
@@ -79,7 +79,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := buildDlock(t, dir)
+	bin := demoBuild(t, dir)
 
 	t.Run("EmbeddedContention", func(t *testing.T) {
 		report := filepath.Join(dir, "report.html")
@@ -87,7 +87,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		if !out.Embedded || !strings.Contains(out.Server, "embedded") || out.Instances != 2 {
 			t.Errorf("the demo must say it uses the embedded server: %+v", out)
 		}
-		m := results(t, out, inventory.Strategies...)
+		m := demoResults(t, out, inventory.Strategies...)
 		if d := m["dlock"]; d.Successes != 100 || d.FinalStock != 0 || d.Overlaps != 0 || d.Kind != inventory.KindCorrect {
 			t.Errorf("dlock: want 100 sold and stock 0, got %+v", d)
 		}
@@ -116,7 +116,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	t.Run("SlowHolder", func(t *testing.T) {
 		out := runDemoJSON(t, bin, "--scenario", "slow-holder", "--strategies", "v2,v3,v4,v5", "--requests", "20")
-		m := results(t, out, "v2", "v3", "v4", "v5")
+		m := demoResults(t, out, "v2", "v3", "v4", "v5")
 		// v2 deletes whatever lock is there; v3 checks, then deletes after
 		// its lease ended: both free a lock another request holds.
 		for _, s := range []string{"v2", "v3"} {
@@ -130,7 +130,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			}
 		}
 		out = runDemoJSON(t, bin, "--scenario", "slow-holder", "--strategies", "dlock", "--requests", "5")
-		d := results(t, out, "dlock")["dlock"]
+		d := demoResults(t, out, "dlock")["dlock"]
 		if d.Successes != 5 || d.FinalStock != 95 || d.ReleasedOther != 0 || d.LeaseLost != 0 || d.Overlaps != 0 {
 			t.Errorf("dlock's watchdog keeps the lock through the stall: %+v", d)
 		}
@@ -138,7 +138,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	t.Run("Crash", func(t *testing.T) {
 		out := runDemoJSON(t, bin, "--scenario", "crash", "--strategies", "v1,v2,v5,dlock")
-		m := results(t, out, "v1", "v2", "v5", "dlock")
+		m := demoResults(t, out, "v1", "v2", "v5", "dlock")
 		if v1 := m["v1"]; v1.Successes != 0 || v1.FinalStock != 100 || v1.Kind != inventory.KindDeadlock {
 			t.Errorf("v1: the crashed holder's lock must block everyone: %+v", v1)
 		}
@@ -158,7 +158,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		if out.Embedded || strings.Contains(out.Server, "embedded") {
 			t.Errorf("--redis must be used: %+v", out)
 		}
-		m := results(t, out, "nolock", "v4", "dlock")
+		m := demoResults(t, out, "nolock", "v4", "dlock")
 		if d := m["dlock"]; d.Successes != 100 || d.FinalStock != 0 || d.Kind != inventory.KindCorrect {
 			t.Errorf("dlock on redis-server: %+v", d)
 		}
@@ -171,11 +171,11 @@ func TestDemoEndToEnd(t *testing.T) {
 	})
 
 	t.Run("InventoryServeStandalone", func(t *testing.T) {
-		testInventoryServe(t, bin)
+		demoTestInventoryServe(t, bin)
 	})
 }
 
-func testInventoryServe(t *testing.T, bin string) {
+func demoTestInventoryServe(t *testing.T, bin string) {
 	e, err := inventory.StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func testInventoryServe(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	post := func(path string) (int, string) {
-		resp, err := httpPost(base + path)
+		resp, err := demoHTTPPost(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func newInventoryCmd() *cobra.Command {
 	return cmd
 }
 
-type serveFlags struct {
+type inventoryServeFlags struct {
 	store      storeFlags
 	host       string
 	port       int
@@ -32,7 +32,7 @@ type serveFlags struct {
 }
 
 func newInventoryServeCmd() *cobra.Command {
-	var f serveFlags
+	var f inventoryServeFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run one instance of the stock service (run two, like the articles' ports 5000 and 5010)",
@@ -68,15 +68,15 @@ locks redlock:10000 on the --redlock nodes (default: the --redis server).
 	return cmd
 }
 
-func runInventoryServe(cmd *cobra.Command, f *serveFlags) error {
+func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 	if f.port < 0 || f.port > 65535 {
 		return exitWith(ExitUsage, fmt.Errorf("--port %d: want 0-65535", f.port))
 	}
-	main, nodes, _, err := inventoryClients(&f.store)
+	primary, nodes, _, err := inventoryClients(&f.store)
 	if err != nil {
 		return err
 	}
-	defer closeAll(append(nodes, main))
+	defer closeClients(append(nodes, primary))
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return exitWith(ExitUsage, err)
@@ -85,7 +85,7 @@ func runInventoryServe(cmd *cobra.Command, f *serveFlags) error {
 	if name == "" {
 		name = ln.Addr().String()
 	}
-	svc, err := inventory.New(inventory.Config{Redis: main, RedlockNodes: nodes, Name: name, AllowCrash: f.allowCrash})
+	svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes, Name: name, AllowCrash: f.allowCrash})
 	if err != nil {
 		return err
 	}
@@ -99,23 +99,23 @@ func runInventoryServe(cmd *cobra.Command, f *serveFlags) error {
 // inventoryClients opens the main client (--redis, --redis-cluster or
 // --redis-sentinel), described by desc, and one client per --redlock URL.
 // The caller closes them. Bad URLs return an exitError with ExitUsage.
-func inventoryClients(f *storeFlags) (main redis.UniversalClient, nodes []redis.UniversalClient, desc string, err error) {
-	main, desc, err = f.client()
+func inventoryClients(f *storeFlags) (primary redis.UniversalClient, nodes []redis.UniversalClient, desc string, err error) {
+	primary, desc, err = f.client()
 	if err != nil {
 		return nil, nil, "", exitWith(ExitUsage, err)
 	}
 	for _, u := range f.redlockURLs {
 		o, err := redis.ParseURL(u)
 		if err != nil {
-			closeAll(append(nodes, main))
+			closeClients(append(nodes, primary))
 			return nil, nil, "", exitWith(ExitUsage, fmt.Errorf("--redlock: %w", err))
 		}
 		nodes = append(nodes, redis.NewClient(o))
 	}
-	return main, nodes, desc, nil
+	return primary, nodes, desc, nil
 }
 
-func closeAll(cs []redis.UniversalClient) {
+func closeClients(cs []redis.UniversalClient) {
 	for _, c := range cs {
 		_ = c.Close()
 	}

@@ -109,3 +109,20 @@ func TestBuyReportsOutOfStockAndCrashIsRefusedWithoutAllowCrash(t *testing.T) {
 		t.Fatalf("second: %+v %v", a, err)
 	}
 }
+
+// The dlock strategy writes the stock through a fence check: a holder
+// whose fence is older than the last writer's changes nothing.
+func TestFencedStockWriteRejectsStaleFence(t *testing.T) {
+	_, rdb := newInstances(t, 0)
+	ctx := context.Background()
+	keys := []string{StockKey, fenceKey}
+	if n, err := fencedSet.Run(ctx, rdb, keys, 5, 42).Int(); err != nil || n != 1 {
+		t.Fatalf("first write: %d %v", n, err)
+	}
+	if n, err := fencedSet.Run(ctx, rdb, keys, 4, 41).Int(); err != nil || n != 0 {
+		t.Fatalf("stale write: %d %v", n, err)
+	}
+	if v, _ := rdb.Get(ctx, StockKey).Int(); v != 42 {
+		t.Fatalf("a stale fence changed the stock to %d", v)
+	}
+}

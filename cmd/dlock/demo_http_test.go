@@ -5,17 +5,17 @@ import (
 	"net/http"
 )
 
-type httpReply struct {
+type demoHTTPReply struct {
 	code int
 	body string
 }
 
-func httpPost(url string) (httpReply, error) {
+func demoHTTPPost(url string) (demoHTTPReply, error) {
 	resp, err := http.Post(url, "", nil)
 	if err != nil {
-		return httpReply{}, err
+		return demoHTTPReply{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return httpReply{resp.StatusCode, string(b)}, err
+	return demoHTTPReply{resp.StatusCode, string(b)}, err
 }
