@@ -123,10 +123,11 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return err
 	}
 	defer cleanup()
-	if !f.json {
+	if f.json { // keep stdout pure JSON; the document names the server too
+		fmt.Fprintln(stderr, "dlock demo: store:", server)
+	} else {
 		fmt.Fprintln(cmd.OutOrStdout(), "store:", server)
 	}
-	fmt.Fprintf(stderr, "dlock demo: %s; starting %d instances\n", server, f.instances)
 	insts, err := demoStartInstances(ctx, env, f.instances)
 	defer func() {
 		for _, in := range insts {
