@@ -61,7 +61,8 @@ Scenarios:
   crash        an instance is SIGKILLed holding the lock: v1 deadlocks, leases
                (300ms) expire and the survivors sell again
 
-` + storeFlagsHelp,
+` + storeFlagsHelp + `
+For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
 		Example: `  dlock demo
   dlock demo --requests 200 --instances 3
   dlock demo --scenario crash --strategies v1,v2,dlock
@@ -200,7 +201,7 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 		if err != nil {
 			return nil, "", false, cleanup, exitWith(ExitUnavailable, err)
 		}
-		env = []string{"DLOCK_REDIS=" + f.redisURL, "DLOCK_REDIS_CLUSTER=" + f.clusterURL,
+		env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_REDIS=" + f.redisURL, "DLOCK_REDIS_CLUSTER=" + f.clusterURL,
 			"DLOCK_REDIS_SENTINEL=" + f.sentinelURL, "DLOCK_REDLOCK=" + strings.Join(f.redlockURLs, ",")}
 		return env, desc, false, cleanup, nil
 	}
@@ -226,7 +227,7 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 	}
 	server = fmt.Sprintf("embedded Redis-protocol server (miniredis) on %s, Redlock over %d nodes; pass --redis URL to use a real Redis",
 		servers[0].Addr(), len(redlock))
-	env = []string{"DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
+	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
 		"DLOCK_REDLOCK=" + strings.Join(redlock, ",")}
 	return env, server, true, cleanup, nil
 }

@@ -85,7 +85,8 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 	if name == "" {
 		name = ln.Addr().String()
 	}
-	svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes, Name: name, AllowCrash: f.allowCrash})
+	svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes, Prefix: f.store.prefix,
+		Name: name, AllowCrash: f.allowCrash})
 	if err != nil {
 		return err
 	}

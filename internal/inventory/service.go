@@ -81,6 +81,7 @@ type Params struct {
 type Config struct {
 	Redis        redis.UniversalClient   // stock and v1 to v5 locks; also the dlock store
 	RedlockNodes []redis.UniversalClient // independent primaries for redlock; default: Redis only
+	Prefix       string                  // key prefix of the dlock strategy's lock; default redisstore's
 	Name         string                  // instance name put in answers
 	AllowCrash   bool                    // honour crash=1 (the demo's crash scenario)
 }
@@ -100,7 +101,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Redis == nil {
 		return nil, fmt.Errorf("%w: inventory: nil redis client", dlock.ErrInvalid)
 	}
-	store, err := redisstore.New(cfg.Redis, nil)
+	store, err := redisstore.New(cfg.Redis, &redisstore.Options{Prefix: cfg.Prefix})
 	if err != nil {
 		return nil, err
 	}
