@@ -56,7 +56,7 @@ Strategies, in the order of the articles' ladder:
 
 Scenarios:
   contention   (default) a burst of N requests, 30 s leases
-  slow-holder  holders keep the lock 1.25 leases (lease 400ms): v2 and v3 delete
+  slow-holder  holders keep the lock 1.25 leases (lease 600ms): v2 and v3 delete
                another holder's lock; v4, v5 and dlock do not
   crash        an instance is SIGKILLed holding the lock: v1 deadlocks, leases
                (300ms) expire and the survivors sell again

@@ -40,8 +40,10 @@ func Scenarios(name string, requests int, work time.Duration) (Scenario, error) 
 		// Each holder keeps the lock 1.25 leases: it writes well within the
 		// lease, then stalls before its release (v3: between its check and
 		// its delete), so the lease ends while it still holds the lock.
-		sc = Scenario{Name: "slow-holder", Requests: 12, Interval: 50 * time.Millisecond,
-			Params: Params{Lease: 400 * time.Millisecond, Work: 100 * time.Millisecond, Stall: 400 * time.Millisecond}}
+		// The lease leaves 400 ms of slack to the watchdog (renewing every
+		// 200 ms) and 500 ms to the write, for loaded machines.
+		sc = Scenario{Name: "slow-holder", Requests: 12, Interval: 75 * time.Millisecond,
+			Params: Params{Lease: 600 * time.Millisecond, Work: 100 * time.Millisecond, Stall: 650 * time.Millisecond}}
 	case "crash":
 		// An instance dies holding the lock; the survivors keep selling.
 		sc = Scenario{Name: "crash", Requests: 20, Interval: 50 * time.Millisecond, Crash: true,
