@@ -109,7 +109,7 @@ svg{background:#fafafa;border:1px solid #ddd}
 .ok{fill:#2e7d32}.fail{fill:#ef6c00}.lost{fill:#c62828}.p50{fill:#1565c0}.p99{fill:#90caf9}
 .axis{stroke:#999}.grid{stroke:#e4e4e4}
 text{font-size:12px}.val{font-size:10px;text-anchor:middle}.name{text-anchor:middle;font-weight:600}
-.verdict-correct{fill:#2e7d32}.verdict-failed_requests{fill:#ef6c00}.verdict-lost_updates,.verdict-deadlock{fill:#c62828}
+.verdict-correct{fill:#2e7d32}.verdict-failed_requests{fill:#ef6c00}.verdict-lost_updates,.verdict-unsafe,.verdict-deadlock{fill:#c62828}
 table{border-collapse:collapse;margin-top:16px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 td:first-child,td:last-child{text-align:left}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}

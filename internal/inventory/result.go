@@ -12,6 +12,7 @@ import (
 // Verdict kinds, worst first.
 const (
 	KindLostUpdates = "lost_updates"
+	KindUnsafe      = "unsafe" // no update lost this time, but the lock did not exclude
 	KindDeadlock    = "deadlock"
 	KindFailed      = "failed_requests"
 	KindCorrect     = "correct"
@@ -101,7 +102,9 @@ func summarise(strategy string, sc Scenario, answers []Answer, lat []time.Durati
 }
 
 // verdict judges a result: lost updates (or overselling) first, then a
-// deadlock (a crash left a lock nobody could take), then failed requests.
+// lock that did not exclude (two requests inside at once, or a release of
+// another request's lock), then a deadlock (a crash left a lock nobody
+// could take), then failed requests.
 func verdict(r Result, sc Scenario) (kind, text string) {
 	switch {
 	case r.LostUpdates > 0 || r.Oversold > 0:
@@ -110,6 +113,8 @@ func verdict(r Result, sc Scenario) (kind, text string) {
 			t += fmt.Sprintf(", %d oversold", r.Oversold)
 		}
 		return KindLostUpdates, t + overlapNote(r)
+	case r.ReleasedOther > 0 || r.Overlaps > 0:
+		return KindUnsafe, "UNSAFE: no sale lost this time, but the lock did not exclude" + overlapNote(r)
 	case sc.Crash && r.Successes == 0 && r.LockFailures > 0:
 		return KindDeadlock, fmt.Sprintf("DEADLOCK: the crashed holder's lock never expired; %d of %d requests refused", r.LockFailures, r.Requests)
 	case r.LockFailures > 0 || r.Errors > 0:
@@ -120,13 +125,13 @@ func verdict(r Result, sc Scenario) (kind, text string) {
 		if r.Errors > 0 {
 			t += fmt.Sprintf(", %d errors (%s)", r.Errors, r.SampleError)
 		}
-		return KindFailed, t + "; stock consistent" + overlapNote(r)
+		return KindFailed, t + "; stock consistent"
 	}
 	t := fmt.Sprintf("correct: %d sold, stock %d, every request served", r.Successes, r.FinalStock)
 	if sc.Crash {
 		t += fmt.Sprintf(", first sale %s after the crash", r.FirstSale)
 	}
-	return KindCorrect, t + overlapNote(r)
+	return KindCorrect, t
 }
 
 func overlapNote(r Result) string {

@@ -48,6 +48,8 @@ func TestVerdict(t *testing.T) {
 		{"crash, nobody served", crash, answers(20, refused), 100, KindDeadlock, 0, 0},
 		{"crash, recovered", crash, append(answers(5, refused), answers(15, sold)...), 85, KindFailed, 0, 0},
 		{"no crash, nobody served is not a deadlock", contention, answers(20, refused), 100, KindFailed, 0, 0},
+		{"freed another's lock", contention, append(answers(3, sold), Answer{Outcome: Sold, ReleasedOther: true}), 96, KindUnsafe, 0, 0},
+		{"overlap without a lost update", contention, append(answers(3, sold), Answer{Outcome: Sold, Overlap: true}), 96, KindUnsafe, 0, 0},
 		{"errors count as failed", contention, append(answers(99, sold), Answer{Outcome: Failed, Message: "boom"}), 1, KindFailed, 0, 0},
 	}
 	for _, tc := range cases {
