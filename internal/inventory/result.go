@@ -149,6 +149,7 @@ func overlapNote(r Result) string {
 }
 
 // WriteTable prints the comparison table and one verdict line per strategy.
+// It returns the first error of w.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tok\tlock fail\tsold out\terrors\tfinal\tlost\toversold\toverlaps\tfreed other\tp50\tp99\twall\t")

@@ -211,7 +211,8 @@ func (s *Service) serveStock(w http.ResponseWriter, r *http.Request) {
 // Reset sets the stock and deletes every lock of every strategy (this is
 // the "someone intervenes" that a v1 deadlock needs). The dlock fence
 // counter is kept (fences only grow); the stock's last-writer fence is
-// cleared with the stock it guarded.
+// cleared with the stock it guarded. On a Redis error some locks may
+// already be deleted; the stock is written last.
 func (s *Service) Reset(ctx context.Context, stock int64) error {
 	lock, _ := s.store.Keys(LockKey)
 	if err := s.cfg.Redis.Del(ctx, LockKey, lock, occupancyKey, fenceKey).Err(); err != nil {
@@ -225,7 +226,8 @@ func (s *Service) Reset(ctx context.Context, stock int64) error {
 	return s.cfg.Redis.Set(ctx, StockKey, stock, 0).Err()
 }
 
-// Stock reads the current stock; a missing key reads as 0.
+// Stock reads the current stock; a missing key reads as 0. Redis errors
+// are returned as they come.
 func (s *Service) Stock(ctx context.Context) (int64, error) {
 	n, err := s.cfg.Redis.Get(ctx, StockKey).Int64()
 	if errors.Is(err, redis.Nil) {
