@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 declare -A packages=(
 	[redis-server]=redis-server
 	[redis-cli]=redis-tools
+	[chromium]=chromium
 )
 missing=()
 for cmd in "${!packages[@]}"; do

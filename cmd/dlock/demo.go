@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"example.com/dlock/internal/inventory"
+)
+
+func init() { subcommands = append(subcommands, newDemoCmd) }
+
+type demoFlags struct {
+	store      storeFlags
+	requests   int
+	instances  int
+	strategies []string
+	scenario   string
+	work       time.Duration
+	json       bool
+	report     string
+}
+
+func newDemoCmd() *cobra.Command {
+	var f demoFlags
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the articles' inventory demo: every lock strategy under 100 concurrent requests",
+		Long: `Runs the source articles' scenario live: ProductStock_10000 starts at 100,
+several instances of the stock service (separate processes) get N concurrent
+requests per strategy, and a table shows which strategies lose updates, which
+refuse requests, and which are correct.
+
+Without --redis it starts an embedded Redis-protocol server (miniredis) on a
+loopback port, and three more as Redlock nodes: nothing to install.
+
+Strategies, in the order of the articles' ladder:
+  nolock   read, write stock-1                 lost updates
+  local    in-process mutex                    useless across instances
+  v1       SETNX + DEL                         a crash leaves the lock forever
+  v2       SET NX EX                           a slow holder deletes the next one's lock
+  v3       owner token, GET then DEL           check-then-delete is not atomic
+  v4       Lua compare-and-delete              work longer than the lease
+  v5       v4 + renewal timer                  (Redis failover)
+  redlock  RedLock.net: wait 20s, retry 1s, majority of the --redlock nodes
+  dlock    this library: blocking Lock, watchdog, fenced write
+
+Scenarios:
+  contention   (default) a burst of N requests, 30 s leases
+  slow-holder  holders keep the lock 1.25 leases (lease 600ms): v2 and v3 delete
+               another holder's lock; v4, v5 and dlock do not
+  crash        an instance is SIGKILLed holding the lock: v1 deadlocks, leases
+               (300ms) expire and the survivors sell again
+
+` + storeFlagsHelp + `
+For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
+		Example: `  dlock demo
+  dlock demo --requests 200 --instances 3
+  dlock demo --scenario crash --strategies v1,v2,dlock
+  dlock demo --redis redis://127.0.0.1:6379 --json
+  dlock demo --report demo.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, &f) },
+	}
+	f.store.register(cmd)
+	fl := cmd.Flags()
+	fl.IntVar(&f.requests, "requests", 0, "requests per strategy (default: 100; slow-holder 12, crash 20)")
+	fl.IntVar(&f.instances, "instances", 2, "inventory service instances (separate processes), at least 2")
+	fl.StringSliceVar(&f.strategies, "strategies", inventory.Strategies, "strategies to run, comma-separated")
+	fl.StringVar(&f.scenario, "scenario", "contention", "contention, slow-holder or crash")
+	fl.DurationVar(&f.work, "work", time.Millisecond, "pause between reading and writing the stock (contention, crash)")
+	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
+	fl.StringVar(&f.report, "report", "", "write an HTML chart of the results to this file")
+	return cmd
+}
+
+// demoOutput is the --json document.
+type demoOutput struct {
+	Server    string             `json:"server"`
+	Embedded  bool               `json:"embedded"`
+	Scenario  string             `json:"scenario"`
+	Instances int                `json:"instances"`
+	Results   []inventory.Result `json:"results"`
+}
+
+func (f *demoFlags) validate() (inventory.Scenario, error) {
+	sc, err := inventory.Scenarios(f.scenario, f.requests, f.work)
+	switch {
+	case err != nil:
+		return sc, err
+	case f.requests < 0 || f.requests > 100000:
+		return sc, fmt.Errorf("--requests %d: want 1-100000", f.requests)
+	case f.instances < 2 || f.instances > 32:
+		return sc, fmt.Errorf("--instances %d: want 2-32", f.instances)
+	case f.work < 0 || f.work > time.Minute:
+		return sc, fmt.Errorf("--work %v: want 0-1m", f.work)
+	}
+	for _, s := range f.strategies {
+		if !slices.Contains(inventory.Strategies, s) {
+			return sc, fmt.Errorf("--strategies: unknown %q (want some of %s)", s, strings.Join(inventory.Strategies, ","))
+		}
+	}
+	return sc, nil
+}
+
+func runDemo(cmd *cobra.Command, f *demoFlags) error {
+	sc, err := f.validate()
+	if err != nil {
+		return exitWith(ExitUsage, err)
+	}
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	env, server, embedded, cleanup, err := demoStore(ctx, &f.store)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if f.json { // keep stdout pure JSON; the document names the server too
+		fmt.Fprintln(stderr, "dlock demo: store:", server)
+	} else {
+		fmt.Fprintln(cmd.OutOrStdout(), "store:", server)
+	}
+	insts, err := demoStartInstances(ctx, env, f.instances)
+	defer func() {
+		for _, in := range insts {
+			in.Stop()
+		}
+	}()
+	if err != nil {
+		return exitWith(ExitUnavailable, err)
+	}
+	var progress io.Writer
+	if fd, ok := stderr.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
+		progress = stderr // bars only for people watching, not in logs
+	}
+	load := &inventory.Load{Progress: progress,
+		Restart: func(ctx context.Context, i int) error { return insts[i].Restart(ctx) }}
+	for _, in := range insts {
+		load.Targets = append(load.Targets, in.URL)
+	}
+	results, err := load.Run(ctx, sc, f.strategies)
+	if err != nil {
+		return exitWith(ExitUnavailable, err)
+	}
+	if f.report != "" {
+		if err := demoWriteReport(f.report, sc.Name, server, results); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "dlock demo: wrote", f.report)
+	}
+	return printDemo(cmd.OutOrStdout(), f, demoOutput{Server: server, Embedded: embedded,
+		Scenario: sc.Name, Instances: f.instances, Results: results})
+}
+
+func printDemo(w io.Writer, f *demoFlags, out demoOutput) error {
+	if f.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintf(w, "scenario: %s, %d instances, stock %d\n\n", out.Scenario, out.Instances, inventory.InitialStock)
+	return inventory.WriteTable(w, out.Results)
+}
+
+func demoWriteReport(path, scenario, server string, rs []inventory.Result) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return exitWith(ExitUsage, fmt.Errorf("--report: %w", err))
+	}
+	err = inventory.WriteReport(file, "dlock demo: "+scenario+" ("+server+")", rs)
+	return errors.Join(err, file.Close())
+}
+
+// demoStore picks the Redis the instances use: the flags', or embedded
+// servers. It returns the environment that passes the choice to the
+// instances (never on their command line, where passwords would show).
+func demoStore(ctx context.Context, f *storeFlags) (env []string, server string, embedded bool, cleanup func(), err error) {
+	cleanup = func() {}
+	if f.redisURL != "" || f.clusterURL != "" || f.sentinelURL != "" {
+		primary, nodes, desc, err := inventoryClients(f)
+		if err != nil {
+			return nil, "", false, cleanup, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes})
+		if err == nil {
+			err = svc.Ping(pctx)
+			_ = svc.Close()
+		}
+		closeClients(append(nodes, primary))
+		if err != nil {
+			return nil, "", false, cleanup, exitWith(ExitUnavailable, err)
+		}
+		env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_REDIS=" + f.redisURL, "DLOCK_REDIS_CLUSTER=" + f.clusterURL,
+			"DLOCK_REDIS_SENTINEL=" + f.sentinelURL, "DLOCK_REDLOCK=" + strings.Join(f.redlockURLs, ",")}
+		return env, desc, false, cleanup, nil
+	}
+	var servers []*inventory.Embedded
+	cleanup = func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
+	var redlock []string
+	for i := 0; i < 4; i++ {
+		s, err := inventory.StartEmbedded()
+		if err != nil {
+			return nil, "", false, cleanup, exitWith(ExitUnavailable, err)
+		}
+		servers = append(servers, s)
+		if i > 0 {
+			redlock = append(redlock, s.URL())
+		}
+	}
+	if len(f.redlockURLs) > 0 {
+		redlock = f.redlockURLs
+	}
+	server = fmt.Sprintf("embedded Redis-protocol server (miniredis) on %s, Redlock over %d nodes; pass --redis URL to use a real Redis",
+		servers[0].Addr(), len(redlock))
+	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
+		"DLOCK_REDLOCK=" + strings.Join(redlock, ",")}
+	return env, server, true, cleanup, nil
+}
+
+// demoStartInstances re-executes this binary as `dlock inventory serve`.
+func demoStartInstances(ctx context.Context, env []string, n int) ([]*inventory.Instance, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var insts []*inventory.Instance
+	for i := 1; i <= n; i++ {
+		in, err := inventory.StartInstance(ctx, env, exe, "inventory", "serve", "--port", "0",
+			"--name", fmt.Sprintf("instance-%d", i), "--allow-crash")
+		if err != nil {
+			return insts, err
+		}
+		insts = append(insts, in)
+	}
+	return insts, nil
+}

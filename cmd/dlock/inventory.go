@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"example.com/dlock/internal/inventory"
+)
+
+func init() { subcommands = append(subcommands, newInventoryCmd) }
+
+func newInventoryCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "inventory",
+		Short: "The articles' stock service, one endpoint per lock strategy",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newInventoryServeCmd())
+	return cmd
+}
+
+type inventoryServeFlags struct {
+	store      storeFlags
+	host       string
+	port       int
+	name       string
+	allowCrash bool
+}
+
+func newInventoryServeCmd() *cobra.Command {
+	var f inventoryServeFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run one instance of the stock service (run two, like the articles' ports 5000 and 5010)",
+		Long: `Runs one instance of the source articles' stock service over Redis. Start
+several on different ports against the same Redis and point any load tool at
+them:
+
+  POST /buy/{strategy}   nolock local v1 v2 v3 v4 v5 redlock dlock
+                         query: work=D (pause between read and write),
+                         lease=D (v2-v5, redlock, dlock), stall=D (pause
+                         before release; v3: between its check and delete)
+                         200 sold, 410 out of stock, 423 could not get lock
+  POST /reset?stock=100  set the stock, delete every lock
+  GET  /stock            {"stock": N}
+
+The stock is ProductStock_10000; v1-v5 lock DistributedLock_10000, redlock
+locks redlock:10000 on the --redlock nodes (default: the --redis server).
+
+` + storeFlagsHelp,
+		Example: `  dlock inventory serve --port 5000 --redis redis://127.0.0.1:6379 &
+  dlock inventory serve --port 5010 --redis redis://127.0.0.1:6379 &
+  curl -X POST localhost:5000/reset
+  seq 100 | xargs -P100 -I{} curl -s -X POST localhost:5000/buy/v1 ; curl localhost:5010/stock`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runInventoryServe(cmd, &f) },
+	}
+	f.store.register(cmd)
+	cmd.Flags().StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	cmd.Flags().IntVar(&f.port, "port", 5000, "port to listen on (0: any free port)")
+	cmd.Flags().StringVar(&f.name, "name", "", "instance name in answers (default host:port)")
+	cmd.Flags().BoolVar(&f.allowCrash, "allow-crash", false, "honour crash=1: SIGKILL this process inside the critical section")
+	_ = cmd.Flags().MarkHidden("allow-crash")
+	return cmd
+}
+
+func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
+	if f.port < 0 || f.port > 65535 {
+		return exitWith(ExitUsage, fmt.Errorf("--port %d: want 0-65535", f.port))
+	}
+	primary, nodes, _, err := inventoryClients(&f.store)
+	if err != nil {
+		return err
+	}
+	defer closeClients(append(nodes, primary))
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	if err != nil {
+		return exitWith(ExitUsage, err)
+	}
+	name := f.name
+	if name == "" {
+		name = ln.Addr().String()
+	}
+	svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes, Prefix: f.store.prefix,
+		Name: name, AllowCrash: f.allowCrash})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	if err := svc.Ping(cmd.Context()); err != nil {
+		return exitWith(ExitUnavailable, err)
+	}
+	return inventory.Serve(cmd.Context(), ln, svc.Handler(), cmd.OutOrStdout())
+}
+
+// inventoryClients opens the main client (--redis, --redis-cluster or
+// --redis-sentinel), described by desc, and one client per --redlock URL.
+// The caller closes them. Bad URLs return an exitError with ExitUsage.
+func inventoryClients(f *storeFlags) (primary redis.UniversalClient, nodes []redis.UniversalClient, desc string, err error) {
+	primary, desc, err = f.client()
+	if err != nil {
+		return nil, nil, "", exitWith(ExitUsage, err)
+	}
+	for _, u := range f.redlockURLs {
+		o, err := redis.ParseURL(u)
+		if err != nil {
+			closeClients(append(nodes, primary))
+			return nil, nil, "", exitWith(ExitUsage, fmt.Errorf("--redlock: %w", err))
+		}
+		nodes = append(nodes, redis.NewClient(o))
+	}
+	return primary, nodes, desc, nil
+}
+
+func closeClients(cs []redis.UniversalClient) {
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}

@@ -1,0 +1,166 @@
+package inventory
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleResults() []Result {
+	sc, _ := Scenarios("contention", 0, 0)
+	var rs []Result
+	for i, s := range Strategies {
+		as := append(answers(60, Answer{Outcome: Sold}), answers(40, Answer{Outcome: LockFailed})...)
+		rs = append(rs, summarise(s, sc, as, lats(100+10*i), 0, int64(40+3*i), time.Second))
+	}
+	return rs
+}
+
+var svgRe = regexp.MustCompile(`(?s)<svg .*?</svg>`)
+
+// svgGroups parses every inline SVG of page as XML and returns, per chart,
+// the strategy of each bar group and its number of bars.
+func svgGroups(t *testing.T, page string) [][]string {
+	t.Helper()
+	svgs := svgRe.FindAllString(page, -1)
+	if len(svgs) == 0 {
+		t.Fatal("no inline SVG in the report")
+	}
+	var charts [][]string
+	for _, s := range svgs {
+		var doc struct {
+			Groups []struct {
+				Class    string `xml:"class,attr"`
+				Strategy string `xml:"data-strategy,attr"`
+				Rects    []struct {
+					Height float64 `xml:"height,attr"`
+				} `xml:"rect"`
+			} `xml:"g"`
+		}
+		if err := xml.Unmarshal([]byte(s), &doc); err != nil {
+			t.Fatalf("SVG does not parse: %v", err)
+		}
+		var names []string
+		for _, g := range doc.Groups {
+			if g.Class == "bar-group" && len(g.Rects) >= 2 {
+				names = append(names, g.Strategy)
+			}
+		}
+		charts = append(charts, names)
+	}
+	return charts
+}
+
+func TestReportHasOneBarGroupPerStrategy(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteReport(&b, "test <&> report", sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "http://") && !strings.Contains(page, `xmlns="http://www.w3.org/2000/svg"`) ||
+		strings.Contains(page, "<script") || strings.Contains(page, "<link") || strings.Contains(page, "src=") {
+		t.Fatal("the report must be self-contained")
+	}
+	if !strings.Contains(page, "test &lt;&amp;&gt; report") {
+		t.Fatal("the title must be escaped")
+	}
+	charts := svgGroups(t, page)
+	if len(charts) != 2 {
+		t.Fatalf("want 2 charts (counts, latency), got %d", len(charts))
+	}
+	for _, names := range charts {
+		if strings.Join(names, ",") != strings.Join(Strategies, ",") {
+			t.Fatalf("bar groups %v, want %v", names, Strategies)
+		}
+	}
+}
+
+// The report renders in a real browser: headless Chromium loads it, the
+// DOM it builds has every bar group, and the screenshot is not blank.
+func TestReportRendersInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed (scripts/test.sh installs it)")
+		}
+		t.Skip("chromium is not installed")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := WriteReport(&b, "chromium test", sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "out.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run := func(extra ...string) []byte {
+		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir=" + t.TempDir(), "--window-size=1200,800"}, extra...)
+		cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+page)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.String())
+		}
+		return stdout.Bytes()
+	}
+	dom := string(run("--dump-dom"))
+	for _, names := range svgGroups(t, dom) {
+		if len(names) != len(Strategies) {
+			t.Fatalf("rendered DOM has bar groups %v", names)
+		}
+	}
+	run("--screenshot=" + shot)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Count the bars' colours: green (sold) and orange (refused) must show.
+	var green, orange int
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y += 2 {
+		for x := bounds.Min.X; x < bounds.Max.X; x += 2 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			r, g, b = r>>8, g>>8, b>>8
+			switch {
+			case r < 80 && g > 100 && g < 150 && b < 80:
+				green++
+			case r > 200 && g > 80 && g < 130 && b < 40:
+				orange++
+			}
+		}
+	}
+	if green < 500 || orange < 200 {
+		t.Fatalf("screenshot shows no bars (green %d, orange %d px)", green, orange)
+	}
+	if os.Getenv("DLOCK_KEEP_SCREENSHOT") != "" {
+		_ = os.WriteFile(os.Getenv("DLOCK_KEEP_SCREENSHOT"), mustRead(t, shot), 0o644)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
