@@ -39,7 +39,7 @@ type lockOutput struct {
 // Operations with an unknown outcome may or may not have taken effect.
 func LockModel(slack time.Duration) porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init:      func() []any { return []any{lockState{}} },
+		Init: func() []any { return []any{lockState{}} },
 		Step: func(s, in, out any) []any {
 			return step(s.(lockState), in.(lockInput), out.(lockOutput), int64(slack))
 		},
