@@ -118,9 +118,9 @@ func childHold(ctx context.Context, locks *dlock.Client, res *redis.Client) int 
 
 // child is a running app process.
 type child struct {
-	cmd   *exec.Cmd
-	out   *bufio.Reader
-	stdin interface{ Write([]byte) (int, error) }
+	cmd    *exec.Cmd
+	out    *bufio.Reader
+	stdin  interface{ Write([]byte) (int, error) }
 	waited bool
 }
 
