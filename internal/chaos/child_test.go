@@ -86,7 +86,11 @@ func childStock(ctx context.Context, locks *dlock.Client, res *redis.Client) int
 // fence, says HELD, and writes stock−1 when told to on stdin.
 func childHold(ctx context.Context, locks *dlock.Client, res *redis.Client) int {
 	ttl := envDur("TTL")
-	l, err := locks.Lock(ctx, env("LOCK"), dlock.WithAutoRenew(ttl))
+	lease := dlock.WithAutoRenew(ttl)
+	if env("RENEW") == "no" {
+		lease = dlock.WithTTL(ttl)
+	}
+	l, err := locks.Lock(ctx, env("LOCK"), lease)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hold:", err)
 		return 1
