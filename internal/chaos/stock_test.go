@@ -97,6 +97,17 @@ func runStock(t *testing.T, r stockRun) stockResult {
 	}
 	out.final = v
 	out.violations = verify(t, out.ops, r.Stock, v)
+	out.tally()
+	t.Logf("RESULT seed=%d procs=%d workers=%d faults=%d ops=%d grants=%d writes=%d stale-rejected=%d final=%d violations=%v",
+		r.Seed, r.Procs, r.Workers, out.faults, len(out.ops), out.grants, out.writes, out.staleRejected, v, out.violations)
+	if len(e.faults) > 0 {
+		t.Logf("fault schedule: %v", e.faults)
+	}
+	return out
+}
+
+// tally counts grants, accepted writes and rejected stale writes.
+func (out *stockResult) tally() {
 	for _, op := range out.ops {
 		switch {
 		case op.Kind == history.Write && op.Outcome == history.Failed:
@@ -107,12 +118,6 @@ func runStock(t *testing.T, r stockRun) stockResult {
 			out.grants++
 		}
 	}
-	t.Logf("RESULT seed=%d procs=%d workers=%d faults=%d ops=%d grants=%d writes=%d stale-rejected=%d final=%d violations=%v",
-		r.Seed, r.Procs, r.Workers, out.faults, len(out.ops), out.grants, out.writes, out.staleRejected, v, out.violations)
-	if len(e.faults) > 0 {
-		t.Logf("fault schedule: %v", e.faults)
-	}
-	return out
 }
 
 // verify runs every checker over a history and returns violations per
