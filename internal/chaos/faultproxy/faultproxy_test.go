@@ -1,0 +1,105 @@
+package faultproxy
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// echo starts a line echo server and returns its address.
+func echo(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if _, err := c.Write([]byte(line)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
+func roundTrip(c net.Conn, r *bufio.Reader, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	_ = c.SetDeadline(start.Add(timeout))
+	if _, err := c.Write([]byte("ping\n")); err != nil {
+		return 0, err
+	}
+	_, err := r.ReadString('\n')
+	return time.Since(start), err
+}
+
+func TestFaults(t *testing.T) {
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if _, err := roundTrip(c, r, 2*time.Second); err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+
+	p.SetDelay(Downstream, 150*time.Millisecond)
+	if d, err := roundTrip(c, r, 2*time.Second); err != nil || d < 150*time.Millisecond {
+		t.Fatalf("delay: %v after %v", err, d)
+	}
+	p.Clear()
+
+	p.Blackhole(Upstream, true)
+	if _, err := roundTrip(c, r, 200*time.Millisecond); err == nil {
+		t.Fatal("blackhole: reply arrived")
+	}
+	p.Clear()
+
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	r2 := bufio.NewReader(c2)
+	release := p.Hold(Downstream)
+	if _, err := roundTrip(c2, r2, 200*time.Millisecond); err == nil {
+		t.Fatal("hold: reply arrived while held")
+	}
+	release()
+	_ = c2.SetDeadline(time.Now().Add(2 * time.Second))
+	if line, err := r2.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("held reply not delivered after release: %q %v", line, err)
+	}
+
+	p.ResetAll()
+	if _, err := roundTrip(c2, r2, 2*time.Second); err == nil {
+		t.Fatal("reset: connection still works")
+	}
+}

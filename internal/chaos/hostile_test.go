@@ -1,0 +1,71 @@
+package chaos_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/redisstore"
+)
+
+// hostile are keys and tokens that would do harm if they were ever
+// interpolated into a script or a command instead of passed as data.
+var hostile = []string{
+	`x"; redis.call('FLUSHALL'); --`, `']]..redis.call('DEL','victim')..[['`, "a\x00b", "line\r\n*1\r\n$8\r\nFLUSHALL\r\n",
+	"*", "?", "[a-z]", "{victim}", "a}b{c", "dlock:{victim}", "victim ", "%s%d%n", "$(rm -rf /)", "é🙂",
+}
+
+// R22. Invariant: keys and tokens reach Lua only through KEYS/ARGV and are
+// used literally. Pass: every hostile key locks and unlocks exactly its own
+// PREFIX{key} (plus its fence counter), a hostile token owns only what it
+// acquired, another owner's lock and an unrelated key are untouched, and
+// DBSIZE grows by exactly the fence counters.
+func TestHostileKeysAndTokensAreData(t *testing.T) {
+	_, rdb := newRedis(t)
+	ctx := testCtx(t, time.Minute)
+	s, _ := redisstore.New(rdb, nil)
+	defer s.Close()
+	if err := rdb.Set(ctx, "victim", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, "victim", "owner-token", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := rdb.DBSize(ctx).Result()
+	for i, key := range hostile {
+		tok := hostile[len(hostile)-1-i]
+		g, err := s.Acquire(ctx, key, tok, time.Minute)
+		if err != nil {
+			t.Fatalf("acquire %q: %v", key, err)
+		}
+		lock, fence := s.Keys(key)
+		owner, _ := rdb.HGet(ctx, lock, "owner").Result()
+		if owner != tok || g.Holds != 1 {
+			t.Fatalf("key %q: stored owner %q, holds %d", key, owner, g.Holds)
+		}
+		// The hostile token must not release or extend the victim's lock.
+		if err := s.Release(ctx, "victim", tok); !errors.Is(err, dlock.ErrTaken) {
+			t.Fatalf("token %q released victim: %v", tok, err)
+		}
+		if err := s.Release(ctx, key, tok); err != nil {
+			t.Fatalf("release %q: %v", key, err)
+		}
+		if n, _ := rdb.Exists(ctx, lock).Result(); n != 0 {
+			t.Fatalf("key %q: lock hash left behind", key)
+		}
+		if n, _ := rdb.Exists(ctx, fence).Result(); n != 1 {
+			t.Fatalf("key %q: fence counter %q missing", key, fence)
+		}
+	}
+	if v, _ := rdb.Get(ctx, "victim").Result(); v != "v" {
+		t.Fatalf("unrelated key changed to %q", v)
+	}
+	if i, _ := s.Inspect(ctx, "victim"); !i.Held || i.Token != "owner-token" {
+		t.Fatalf("victim's lock changed: %+v", i.Held)
+	}
+	if n, _ := rdb.DBSize(ctx).Result(); n != base+int64(len(hostile)) {
+		t.Fatalf("DBSIZE %d, want %d (one fence counter per hostile key)", n, base+int64(len(hostile)))
+	}
+	t.Logf("RESULT hostile-values keys=%d dbsize-before=%d after=%d", len(hostile), base, base+int64(len(hostile)))
+}
