@@ -73,21 +73,20 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	}
 	start := s.clock.Now()
 	timeout := s.nodeTimeout(ttl)
-	n, q := len(s.nodes), s.quorum
+	q := s.quorum
 	rs := fanout(ctx, timeout, s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
 		return s.nodes[i].Acquire(ctx, key, token, ttl)
 	}, func(rs []reply[dlock.Grant]) bool {
-		// Stop early only once the outcome and its kind are settled.
-		ok, contended := 0, 0
+		// Stop early only on success. A failure waits for every answer (at
+		// most the node timeout) to learn which nodes need a release: one
+		// that answered "contended" changed nothing.
+		ok := 0
 		for _, r := range rs {
-			var ce *dlock.ContendedError
 			if r.answered && r.err == nil {
 				ok++
-			} else if r.answered && errors.As(r.err, &ce) {
-				contended++
 			}
 		}
-		return ok >= q || contended > n-q
+		return ok >= q
 	})
 	t := tallyAcquire(rs)
 	if t.invalid != nil {

@@ -17,18 +17,18 @@ const subscribeTimeoutFactor = 4
 
 // Subscribe implements dlock.Notifier: it subscribes on every node that is a
 // Notifier, in parallel, and merges their wake-ups into one channel (a
-// Redlock release publishes on each node; the wake-ups coalesce). It
-// succeeds if at least one node subscribed; nodes that failed only cost
-// wake-ups, and dlock's waiter still wakes at the holder's expiry. It
-// returns an error matching dlock.ErrUnavailable if no node subscribed.
-// cancel ends every node's subscription and the merging goroutine.
+// Redlock release publishes on each node it reaches; the wake-ups coalesce).
+// It returns as soon as a majority confirmed: every successful release
+// reaches a majority too, and two majorities share a node, so no release is
+// missed. Nodes that confirm later are dropped (their subscriptions ended);
+// nodes that fail only cost wake-ups, and dlock's waiter still wakes at the
+// holder's expiry. If fewer than a majority confirm, it waits for every
+// node's answer (bounded by four node timeouts) and succeeds if at least one
+// confirmed; if none did, it returns an error matching dlock.ErrUnavailable.
+// cancel ends every kept subscription and the merging goroutine.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := dlock.ValidateKey(key); err != nil {
 		return nil, nil, err
-	}
-	type sub struct {
-		ch     <-chan struct{}
-		cancel func()
 	}
 	var notifiers []int
 	for i, n := range s.nodes {
@@ -36,21 +36,7 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 			notifiers = append(notifiers, i)
 		}
 	}
-	// Wait for every node (each bounded by its context, as the Store
-	// contract requires): a subscription must never be left uncancelled.
-	rs := make([]reply[sub], len(notifiers))
-	var wg sync.WaitGroup
-	for pos, i := range notifiers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, subscribeTimeoutFactor*s.timeout)
-			defer cancel()
-			ch, c, err := s.nodes[i].(dlock.Notifier).Subscribe(nctx, key)
-			rs[pos] = reply[sub]{val: sub{ch, c}, err: err, answered: true}
-		}()
-	}
-	wg.Wait()
+	rs := s.subscribeAll(ctx, key, notifiers)
 	var subs []sub
 	var errs []error
 	for pos, r := range rs {
@@ -116,4 +102,56 @@ func merge[S any](first <-chan struct{}, subs []S, parts func(S) (<-chan struct{
 		})
 	}
 	return out, cancel, nil
+}
+
+type sub struct {
+	ch     <-chan struct{}
+	cancel func()
+}
+
+// subscribeAll subscribes on nodes in parallel and returns once a majority
+// confirmed or every node answered. Each goroutine hands its result over
+// under mu; one that finishes after the hand-over ended cancels its own
+// subscription, so none is left behind.
+func (s *Store) subscribeAll(ctx context.Context, key string, nodes []int) []reply[sub] {
+	var mu sync.Mutex
+	sealed := false
+	out := make([]reply[sub], len(nodes))
+	for i := range out {
+		out[i].err = errNoReply
+	}
+	done := make(chan struct{}, len(nodes))
+	for pos, i := range nodes {
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, subscribeTimeoutFactor*s.timeout)
+			defer cancel()
+			ch, c, err := s.nodes[i].(dlock.Notifier).Subscribe(nctx, key)
+			mu.Lock()
+			defer mu.Unlock()
+			if sealed {
+				if err == nil {
+					c()
+				}
+				return
+			}
+			out[pos] = reply[sub]{val: sub{ch, c}, err: err, answered: true}
+			done <- struct{}{}
+		}()
+	}
+	confirmed := 0
+	for n := 0; n < len(nodes) && confirmed < s.quorum; n++ {
+		<-done // every goroutine answers within its context's bound
+		mu.Lock()
+		confirmed = 0
+		for _, r := range out {
+			if r.answered && r.err == nil {
+				confirmed++
+			}
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	sealed = true
+	return append([]reply[sub](nil), out...)
 }
