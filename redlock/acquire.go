@@ -154,7 +154,11 @@ func (s *Store) acquireError(ctx context.Context, t *acquireTally) error {
 	if c := len(t.contended); c > n-q {
 		return &dlock.ContendedError{Remaining: contendedRemaining(t.contended, n, q)}
 	}
-	return noQuorum("acquire", len(t.granted), n, q, t.errs, ctx.Err())
+	errs := t.errs
+	if len(t.contended) > 0 {
+		errs = append(errs, fmt.Errorf("%d nodes held by another owner", len(t.contended)))
+	}
+	return noQuorum("acquire", len(t.granted), n, q, errs, ctx.Err())
 }
 
 // contendedRemaining estimates when a majority can next be free: c of n nodes

@@ -42,16 +42,35 @@ var _ FenceRaiser = (*RedisNode)(nil)
 // redisstore.DefaultPrefix). It returns an error matching dlock.ErrInvalid if
 // client is nil. It makes no network call.
 //
-// Use clients with ContextTimeoutEnabled: true, so that the node timeout
-// also bounds the socket I/O; otherwise a hung node keeps the call's
-// goroutine until the client's own ReadTimeout (the Store stops waiting for
-// it at the node timeout either way).
+// Configure the client with ClientOptions (or equivalent settings): the
+// Store is the retry layer, and the node timeout should bound the I/O.
 func NewRedisNode(client redis.UniversalClient, prefix string) (*RedisNode, error) {
 	s, err := redisstore.New(client, &redisstore.Options{Prefix: prefix})
 	if err != nil {
 		return nil, err
 	}
 	return &RedisNode{Store: s, client: client}, nil
+}
+
+// ClientOptions adjusts go-redis options for a Redlock node:
+//
+//   - ContextTimeoutEnabled: the node timeout (a context deadline) bounds the
+//     socket I/O; otherwise a hung node keeps the call's goroutine until the
+//     client's ReadTimeout (the Store stops waiting at the node timeout
+//     either way);
+//   - MaxRetries -1: a command retried by the client after a network error
+//     may run twice on the node (an acquire by the same token then counts
+//     two holds), and hides the failure from the quorum count;
+//   - DialerRetries 1: a dial retried in the background can deliver an
+//     acquisition to a node long after its caller gave up (a stray key that
+//     blocks that node until its TTL).
+//
+// The Store tolerates any settings; these make its timing match its
+// documentation.
+func ClientOptions(o *redis.Options) {
+	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1
+	o.DialerRetries = 1
 }
 
 // RaiseFence implements FenceRaiser with one script call.

@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -33,11 +35,12 @@ type cluster struct {
 }
 
 // newRedisClient returns a client whose socket I/O honours context
-// deadlines, so the node timeout bounds it, and that does not retry (a retry
-// would hide a node failure from the Redlock layer).
+// deadlines, so the node timeout bounds it, and that neither retries
+// commands nor dials (see redlock.ClientOptions).
 func newRedisClient(t testing.TB, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true,
-		DialTimeout: 200 * time.Millisecond})
+	o := &redis.Options{Addr: addr}
+	redlock.ClientOptions(o)
+	c := redis.NewClient(o)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -104,4 +107,10 @@ func delayedRestart(t testing.TB, s *redisserver.Server, maxTTL time.Duration) {
 	s.Kill()
 	time.Sleep(maxTTL + maxTTL/100 + 2*time.Millisecond + 50*time.Millisecond)
 	s.Restart(t)
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
