@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"example.com/dlock"
@@ -14,7 +15,8 @@ type acquireTally struct {
 	granted   []int // node indices
 	grants    []dlock.Grant
 	contended []time.Duration // remaining TTLs (negative: unknown)
-	failed    []int           // errors and non-answers: outcome unknown
+	failed    []int           // errors: outcome unknown
+	silent    int             // no answer yet: handled by lateCleanup
 	errs      []error
 	invalid   error
 }
@@ -31,6 +33,9 @@ func tallyAcquire(rs []reply[dlock.Grant]) acquireTally {
 			t.contended = append(t.contended, ce.Remaining)
 		case errors.Is(r.err, dlock.ErrInvalid):
 			t.invalid = r.err
+		case !r.answered:
+			t.silent++
+			t.errs = append(t.errs, &NodeError{Node: i, Err: r.err})
 		default:
 			t.failed = append(t.failed, i)
 			t.errs = append(t.errs, &NodeError{Node: i, Err: r.err})
@@ -53,9 +58,12 @@ func (t *acquireTally) holds(q int) int {
 // left (TTL − elapsed − drift > 0, elapsed measured on the monotonic clock
 // from the start of the call, including the fence raise).
 //
-// On failure it releases the key on every node that granted or did not give
-// a clear answer (a node that answered "contended" changed nothing, so when
-// all did, no release is sent), then returns a *dlock.ContendedError if
+// It stops waiting as soon as the outcome is settled. On failure it releases
+// the key on every node that granted or failed with an unknown outcome, in
+// parallel; a node that had not answered yet releases its own grant when its
+// answer arrives, from the fan-out goroutine, within the node timeout. A
+// node that answered "contended" changed nothing, so when all did, no
+// release is sent. It then returns a *dlock.ContendedError if
 // contention alone ruled out a majority, an error matching ErrNoQuorum (and
 // dlock.ErrUnavailable) if failed or silent nodes did, or one matching
 // dlock.ErrNotAcquired and ErrValidityElapsed if the grant came too late.
@@ -72,37 +80,98 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return dlock.Grant{}, fmt.Errorf("%w: ttl %v", dlock.ErrInvalid, ttl)
 	}
 	start := s.clock.Now()
-	timeout := s.nodeTimeout(ttl)
-	q := s.quorum
-	rs := fanout(ctx, timeout, s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
+	q, n := s.quorum, len(s.nodes)
+	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
+	rs := fanout(ctx, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
 		return s.nodes[i].Acquire(ctx, key, token, ttl)
 	}, func(rs []reply[dlock.Grant]) bool {
-		// Stop early only on success. A failure waits for every answer (at
-		// most the node timeout) to learn which nodes need a release: one
-		// that answered "contended" changed nothing.
-		ok := 0
+		// Stop early once the outcome is settled: success, or contention
+		// alone rules a majority out. Nodes still pending then clean up
+		// after themselves (lateCleanup).
+		ok, contended := 0, 0
 		for _, r := range rs {
+			var ce *dlock.ContendedError
 			if r.answered && r.err == nil {
 				ok++
+			} else if r.answered && errors.As(r.err, &ce) {
+				contended++
 			}
 		}
-		return ok >= q
-	})
+		return ok >= q || contended > n-q
+	}, lc.arrive)
 	t := tallyAcquire(rs)
-	if t.invalid != nil {
-		s.cleanup(key, token, ttl, append(t.granted, t.failed...))
-		return dlock.Grant{}, t.invalid
+	var g dlock.Grant
+	var err error
+	switch {
+	case t.invalid != nil:
+		err = t.invalid
+	case len(t.granted) < q:
+		err = s.acquireError(ctx, &t)
+	default:
+		g, err = s.settle(ctx, key, token, ttl, start, &t)
 	}
-	if len(t.granted) < q {
-		s.cleanup(key, token, ttl, s.undoSet(&t))
-		return dlock.Grant{}, s.acquireError(ctx, &t)
-	}
-	g, err := s.settle(ctx, key, token, ttl, start, &t)
+	reentry := t.holds(1) > 1
+	late := lc.decide(err != nil, reentry)
 	if err != nil {
-		s.cleanup(key, token, ttl, s.undoSet(&t))
+		s.cleanup(key, token, ttl, append(s.undoSet(&t, reentry), late...))
 		return dlock.Grant{}, err
 	}
 	return g, nil
+}
+
+// lateCleanup handles node replies that arrive after an acquisition stopped
+// waiting. Before the outcome is decided they are queued for the caller;
+// afterwards, if the acquisition failed, the node's goroutine releases its
+// own grant (or its unknown outcome) itself, bounded by the node timeout.
+type lateCleanup struct {
+	s          *Store
+	key, token string
+	ttl        time.Duration
+
+	mu              sync.Mutex
+	decided, failed bool
+	reentry         bool
+	pending         []int
+}
+
+// needsUndo reports whether a node's reply leaves something to release after
+// a failed acquisition: a grant, or (outside re-entry) an unknown outcome.
+func needsUndo(err error, reentry bool) bool {
+	var ce *dlock.ContendedError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &ce), errors.Is(err, dlock.ErrInvalid):
+		return false
+	}
+	return !reentry
+}
+
+func (lc *lateCleanup) arrive(node int, _ dlock.Grant, err error) {
+	lc.mu.Lock()
+	if !lc.decided {
+		lc.pending = append(lc.pending, node)
+		lc.mu.Unlock()
+		return
+	}
+	undo := lc.failed && needsUndo(err, lc.reentry)
+	lc.mu.Unlock()
+	if undo {
+		lc.s.cleanup(lc.key, lc.token, lc.ttl, []int{node})
+	}
+}
+
+// decide records the outcome and returns the nodes whose late replies
+// arrived before it (the caller releases them too if the acquisition failed:
+// their outcome is unknown to it).
+func (lc *lateCleanup) decide(failed, reentry bool) []int {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.decided, lc.failed, lc.reentry = true, failed, reentry
+	if reentry {
+		return nil
+	}
+	return lc.pending
 }
 
 // undoSet is the set of nodes to release after a failed acquisition: those
@@ -110,8 +179,8 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 // re-entry, the unknown nodes are left alone: releasing them could remove a
 // hold of the outer lease where this attempt never arrived; a hold this
 // attempt did add there only keeps that node's key until its expiry.
-func (s *Store) undoSet(t *acquireTally) []int {
-	if t.holds(1) > 1 {
+func (s *Store) undoSet(t *acquireTally, reentry bool) []int {
+	if reentry {
 		return t.granted
 	}
 	return append(append([]int(nil), t.granted...), t.failed...)
@@ -187,5 +256,5 @@ func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
 	}
 	fanout(context.Background(), s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
-	}, nil)
+	}, nil, nil)
 }

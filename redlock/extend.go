@@ -91,7 +91,7 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []d
 		return extendOn(ctx, s.nodes[i], reqs), nil
 	}, func(rs []reply[[]dlock.ExtendResult]) bool {
 		return allDecided(rs, len(reqs), n, q)
-	})
+	}, nil)
 	elapsed := s.clock.Now().Sub(start)
 	for i, r := range reqs {
 		if out[i].Err != nil {
@@ -188,7 +188,7 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 			}
 		}
 		return v.decided(n, q)
-	})
+	}, nil)
 	var v verdict
 	for node, r := range rs {
 		v.add(node, dlock.Grant{}, r.err)

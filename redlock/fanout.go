@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -20,24 +21,36 @@ type reply[T any] struct {
 //
 // One goroutine per node per call: this is the fan-out, bounded by the node
 // count. A goroutine whose node has not answered when fanout returns finishes
-// in the background when its call returns: within the timeout for go-redis
-// clients with ContextTimeoutEnabled, otherwise within the client's own
-// read/write timeouts. It writes into a buffered channel, so it never blocks.
+// in the background when its call returns (within the timeout for go-redis
+// clients set up with ClientOptions) and then hands its reply to late, if
+// late is not nil, in that goroutine.
 func fanout[T any](ctx context.Context, timeout time.Duration, nodes []int,
 	call func(ctx context.Context, node int) (T, error), enough func(got []reply[T]) bool,
+	late func(node int, val T, err error),
 ) []reply[T] {
 	type msg struct {
 		pos int
 		val T
 		err error
 	}
+	var mu sync.Mutex // orders hand-overs against the end of collection
+	stopped := false
 	ch := make(chan msg, len(nodes))
 	for pos, node := range nodes {
 		go func() {
 			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			v, err := call(nctx, node)
-			ch <- msg{pos, v, err}
+			mu.Lock()
+			if !stopped {
+				ch <- msg{pos, v, err}
+				mu.Unlock()
+				return
+			}
+			mu.Unlock()
+			if late != nil {
+				late(node, v, err)
+			}
 		}()
 	}
 	out := make([]reply[T], len(nodes))
@@ -46,18 +59,31 @@ func fanout[T any](ctx context.Context, timeout time.Duration, nodes []int,
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for n := 0; n < len(nodes); n++ {
+	got := 0
+collect:
+	for got < len(nodes) {
 		select {
 		case m := <-ch:
 			out[m.pos] = reply[T]{val: m.val, err: m.err, answered: true}
+			got++
 			if enough != nil && enough(out) {
-				return out
+				break collect
 			}
 		case <-timer.C:
-			return out
+			break collect
 		case <-ctx.Done():
+			break collect
+		}
+	}
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
+	for { // replies handed over before the stop are answers too
+		select {
+		case m := <-ch:
+			out[m.pos] = reply[T]{val: m.val, err: m.err, answered: true}
+		default:
 			return out
 		}
 	}
-	return out
 }

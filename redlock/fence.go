@@ -121,7 +121,7 @@ func (s *Store) raise(ctx context.Context, key, token string, ttl time.Duration,
 			}
 		}
 		return ok >= q
-	})
+	}, nil)
 	ok := 0
 	var errs []error
 	for pos, r := range rs {
