@@ -1,0 +1,150 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/redlock"
+)
+
+// The fault tests use leases of 500 ms and a node timeout of 100 ms: long
+// enough for a shared, loaded 2-core machine running the race detector,
+// short enough to keep the tests quick.
+const (
+	faultTTL         = 500 * time.Millisecond
+	faultNodeTimeout = 100 * time.Millisecond
+)
+
+var faultOpts = &redlock.Options{NodeTimeout: faultNodeTimeout}
+
+// hammer runs clients×cycles critical sections on one key, each client with
+// its own Redlock store over its own connections (like separate processes),
+// recording every section. guard == nil runs the sections without any lock
+// (the negative control).
+func hammer(t *testing.T, c *cluster, clients, cycles int, seed uint64, locked bool) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for id := range clients {
+		cl := newClient(t, c.independentStore(t, faultOpts), dlock.WithAutoRenew(faultTTL), dlock.WithWait(20*time.Second))
+		rng := rand.New(rand.NewPCG(seed, uint64(id)))
+		var fence uint64
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work := func(context.Context) error {
+				rec.run(id, fence, func() { time.Sleep(time.Duration(rng.IntN(400)) * time.Microsecond) })
+				return nil
+			}
+			for range cycles {
+				var err error
+				if locked {
+					var l *dlock.Lease
+					if l, err = cl.Lock(context.Background(), "hammer"); err == nil {
+						fence = l.Fence()
+						err = work(nil)
+						// A release that reaches no majority is not a
+						// safety problem: the key expires at its TTL.
+						if rerr := l.Release(context.Background()); rerr != nil && !errors.Is(rerr, dlock.ErrUnavailable) {
+							err = rerr
+						} else if rerr != nil {
+							rec.releaseFailed.Add(1)
+						}
+					}
+				} else {
+					fence++
+					err = work(nil)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("client: %v", err)
+	}
+	return rec
+}
+
+// TestMinorityDownKeepsMutualExclusion: with 2 of 5 nodes killed (SIGKILL)
+// or paused (SIGSTOP), 4 clients complete 1000 lock cycles on one key with
+// no overlapping critical sections and strictly increasing fences.
+func TestMinorityDownKeepsMutualExclusion(t *testing.T) {
+	for _, mode := range []string{"killed", "paused"} {
+		t.Run(mode, func(t *testing.T) {
+			seed := rand.Uint64()
+			t.Logf("seed %d", seed)
+			c := startCluster(t, 5)
+			for _, s := range c.servers[3:] {
+				if mode == "killed" {
+					s.Kill()
+				} else {
+					s.Pause()
+					t.Cleanup(s.Resume)
+				}
+			}
+			start := time.Now()
+			rec := hammer(t, c, 4, 250, seed, true)
+			t.Logf("1000 cycles in %v", time.Since(start))
+			rec.assertClean(t, 1000)
+			// Resume before the stores close: redisstore's Close waits for
+			// subscriptions still dialling a stopped server.
+			for _, s := range c.servers[3:] {
+				s.Resume()
+			}
+		})
+	}
+}
+
+// TestHammerNegativeControl: the same load without the lock overlaps, so the
+// recorder can see a violation.
+func TestHammerNegativeControl(t *testing.T) {
+	seed := rand.Uint64()
+	c := startCluster(t, 1)
+	rec := hammer(t, c, 4, 100, seed, false)
+	n, over, _, _ := rec.check()
+	t.Logf("seed %d: %d sections, %d overlaps without a lock", seed, n, over)
+	if over == 0 {
+		t.Fatalf("seed %d: no overlap without a lock: the detector has no teeth", seed)
+	}
+}
+
+// TestMinorityDownLatency: with 2 of 5 nodes paused, each uncontended
+// acquisition still returns within the node timeout per round trip (grant,
+// then fence raise), because the fan-out stops at the majority.
+func TestMinorityDownLatency(t *testing.T) {
+	c := startCluster(t, 5)
+	for _, s := range c.servers[3:] {
+		s.Pause()
+		t.Cleanup(s.Resume)
+	}
+	const nodeTimeout = faultNodeTimeout
+	cl := newClient(t, c.store(t, faultOpts), dlock.WithTTL(faultTTL))
+	var worst time.Duration
+	for range 50 {
+		start := time.Now()
+		l, err := cl.TryLock(testCtx(t), "latency")
+		el := time.Since(start)
+		if err != nil {
+			t.Fatalf("TryLock with 3 of 5 nodes up: %v", err)
+		}
+		worst = max(worst, el)
+		if err := l.Release(testCtx(t)); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	t.Logf("worst acquisition with 2 of 5 nodes paused: %v", worst)
+	if bound := 2*nodeTimeout + 250*time.Millisecond; worst > bound {
+		t.Fatalf("worst acquisition %v, want ≤ %v (two node timeouts + slack)", worst, bound)
+	}
+}
