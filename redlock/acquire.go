@@ -82,7 +82,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	start := s.clock.Now()
 	q, n := s.quorum, len(s.nodes)
 	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
+	finished := s.flights.start(key, token, n, s.all)
 	rs := fanout(ctx, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
+		defer finished(i)
 		return s.nodes[i].Acquire(ctx, key, token, ttl)
 	}, func(rs []reply[dlock.Grant]) bool {
 		// Stop early once the outcome is settled: success, or contention
@@ -255,6 +257,7 @@ func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
 		return
 	}
 	fanout(context.Background(), s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
+		s.flights.wait(ctx, key, token, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, nil, nil)
 }

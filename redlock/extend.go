@@ -179,6 +179,7 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	}
 	n, q := len(s.nodes), s.quorum
 	rs := fanout(ctx, s.timeout, s.all, func(ctx context.Context, i int) (struct{}, error) {
+		s.flights.wait(ctx, key, token, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, func(rs []reply[struct{}]) bool {
 		var v verdict

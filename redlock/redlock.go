@@ -59,6 +59,7 @@ type Store struct {
 	fencing  bool
 	clock    dlock.Clock
 	closeFns []func() error
+	flights  flights // acquisitions still in progress on some node
 }
 
 var (
