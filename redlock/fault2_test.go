@@ -263,12 +263,11 @@ func TestGrantAfterTTLIsRejected(t *testing.T) {
 	if !errors.Is(err, redlock.ErrValidityElapsed) || !errors.Is(err, dlock.ErrNotAcquired) {
 		t.Fatalf("Acquire across a pause longer than the TTL = %v, want ErrValidityElapsed", err)
 	}
-	for i, srv := range c.servers {
+	for _, srv := range c.servers {
 		waitFor(t, time.Second, "grant released", func() bool {
 			n, err := srv.Do("EXISTS", "dlock:{late}")
 			return err == nil && n == "0"
 		})
-		_ = i
 	}
 }
 

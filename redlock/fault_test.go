@@ -24,8 +24,8 @@ var faultOpts = &redlock.Options{NodeTimeout: faultNodeTimeout}
 
 // hammer runs clients×cycles critical sections on one key, each client with
 // its own Redlock store over its own connections (like separate processes),
-// recording every section. guard == nil runs the sections without any lock
-// (the negative control).
+// recording every section. locked == false runs the sections without any
+// lock (the negative control).
 func hammer(t *testing.T, c *cluster, clients, cycles int, seed uint64, locked bool) *recorder {
 	t.Helper()
 	rec := &recorder{}
