@@ -10,7 +10,7 @@
 //
 // Every call asks all nodes in parallel (one goroutine per node for the
 // call), with the same key and the same 128-bit owner token everywhere, each
-// node bounded by Options.NodeTimeout (default 50 ms, at most TTL/5).
+// node bounded by Options.NodeTimeout (default 50 ms, at most TTL/3).
 //
 //   - Acquire succeeds when a majority (N/2+1) granted and validity is left:
 //     TTL − elapsed − drift > 0, elapsed measured on the monotonic clock from

@@ -31,8 +31,9 @@ const coreDriftFactor = 0.01
 type Options struct {
 	// NodeTimeout bounds each node's answer to one call (acquire, extend,
 	// release, fence raise). It must be much smaller than the TTL: for a TTL
-	// below 5×NodeTimeout the store uses TTL/5 instead, so that a slow node
-	// can never eat more than a fifth of the validity per round trip.
+	// below 3×NodeTimeout the store uses TTL/3 instead, so that the two round
+	// trips of an acquisition (grant and fence raise) leave at least a third
+	// of the TTL, less drift, however slow the nodes.
 	// Default: DefaultNodeTimeout (50 ms).
 	NodeTimeout time.Duration
 	// DriftFactor is the share of the TTL subtracted from the validity for
@@ -145,7 +146,7 @@ func (s *Store) Close() error {
 
 // nodeTimeout is the per-node bound for a call with lease length ttl.
 func (s *Store) nodeTimeout(ttl time.Duration) time.Duration {
-	return max(time.Millisecond, min(s.timeout, ttl/5))
+	return max(time.Millisecond, min(s.timeout, ttl/3))
 }
 
 // driftOf is the store's drift allowance for ttl: ttl×factor + 2 ms.
