@@ -82,9 +82,10 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	start := s.clock.Now()
 	q, n := s.quorum, len(s.nodes)
 	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
-	finished := s.flights.start(key, token, n, s.all)
+	earlier, finished := s.flights.start(key, token, n, s.all)
 	rs := fanout(ctx, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
 		defer finished(i)
+		earlier(ctx, i)
 		return s.nodes[i].Acquire(ctx, key, token, ttl)
 	}, func(rs []reply[dlock.Grant]) bool {
 		// Stop early once the outcome is settled: success, or contention
