@@ -28,14 +28,9 @@ func fanout[T any](ctx context.Context, timeout time.Duration, nodes []int,
 	call func(ctx context.Context, node int) (T, error), enough func(got []reply[T]) bool,
 	late func(node int, val T, err error),
 ) []reply[T] {
-	type msg struct {
-		pos int
-		val T
-		err error
-	}
 	var mu sync.Mutex // orders hand-overs against the end of collection
 	stopped := false
-	ch := make(chan msg, len(nodes))
+	ch := make(chan msg[T], len(nodes))
 	for pos, node := range nodes {
 		go func() {
 			nctx, cancel := context.WithTimeout(ctx, timeout)
@@ -43,7 +38,7 @@ func fanout[T any](ctx context.Context, timeout time.Duration, nodes []int,
 			v, err := call(nctx, node)
 			mu.Lock()
 			if !stopped {
-				ch <- msg{pos, v, err}
+				ch <- msg[T]{pos, v, err}
 				mu.Unlock()
 				return
 			}
@@ -53,28 +48,7 @@ func fanout[T any](ctx context.Context, timeout time.Duration, nodes []int,
 			}
 		}()
 	}
-	out := make([]reply[T], len(nodes))
-	for i := range out {
-		out[i].err = errNoReply
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	got := 0
-collect:
-	for got < len(nodes) {
-		select {
-		case m := <-ch:
-			out[m.pos] = reply[T]{val: m.val, err: m.err, answered: true}
-			got++
-			if enough != nil && enough(out) {
-				break collect
-			}
-		case <-timer.C:
-			break collect
-		case <-ctx.Done():
-			break collect
-		}
-	}
+	out := collect(ctx, timeout, ch, len(nodes), enough)
 	mu.Lock()
 	stopped = true
 	mu.Unlock()
@@ -86,4 +60,37 @@ collect:
 			return out
 		}
 	}
+}
+
+// msg is a node's reply on its way from the node goroutine to fanout.
+type msg[T any] struct {
+	pos int
+	val T
+	err error
+}
+
+// collect gathers replies from ch until enough holds, all n arrived, the
+// timeout passed or ctx ended.
+func collect[T any](ctx context.Context, timeout time.Duration, ch <-chan msg[T], n int, enough func([]reply[T]) bool) []reply[T] {
+	out := make([]reply[T], n)
+	for i := range out {
+		out[i].err = errNoReply
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for got := 0; got < n; {
+		select {
+		case m := <-ch:
+			out[m.pos] = reply[T]{val: m.val, err: m.err, answered: true}
+			got++
+			if enough != nil && enough(out) {
+				return out
+			}
+		case <-timer.C:
+			return out
+		case <-ctx.Done():
+			return out
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +156,56 @@ func TestMinorityDownLatency(t *testing.T) {
 	}
 	if bound := 2*nodeTimeout + 250*time.Millisecond; worst > bound {
 		t.Fatalf("worst acquisition %v, want ≤ %v (two node timeouts + slack)", worst, bound)
+	}
+}
+
+// TestReleaseWakesWaiterWithMinorityPaused: the merged subscription wakes a
+// waiter on another store within a second of the release, although the
+// holder's lease is a minute long and 2 of 5 nodes are paused (their
+// subscriptions never confirm).
+func TestReleaseWakesWaiterWithMinorityPaused(t *testing.T) {
+	c := startCluster(t, 5)
+	holder := newClient(t, c.store(t, faultOpts), dlock.WithTTL(time.Minute))
+	waiter := newClient(t, c.independentStore(t, faultOpts), dlock.WithTTL(time.Minute), dlock.WithWait(20*time.Second))
+	for _, s := range c.servers[3:] {
+		s.Pause()
+	}
+	ctx := testCtx(t)
+	l, err := holder.TryLock(ctx, "wake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l2, err := waiter.Lock(ctx, "wake")
+		if err == nil {
+			err = l2.Release(ctx)
+		}
+		got <- err
+	}()
+	// Wait until the waiter's subscription is confirmed on the live nodes.
+	waitFor(t, 5*time.Second, "waiter subscribed", func() bool {
+		for _, s := range c.servers[:3] {
+			if r, err := s.Do("PUBSUB", "NUMSUB", "dlock:{wake}:released"); err != nil || !strings.HasSuffix(r, "\n1") {
+				return false
+			}
+		}
+		return true
+	})
+	released := time.Now()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+		t.Logf("waiter acquired %v after the release", time.Since(released))
+	case <-time.After(time.Second):
+		t.Fatal("waiter not woken within 1s of the release (the holder's lease was a minute)")
+	}
+	for _, s := range c.servers[3:] {
+		s.Resume() // before the stores close (see TestMinorityDownKeepsMutualExclusion)
 	}
 }
