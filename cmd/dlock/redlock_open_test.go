@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/internal/redisserver"
+)
+
+func TestOpenRedlockLocksOnThreeServers(t *testing.T) {
+	servers := redisserver.StartN(t, 3)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.URL())
+	}
+	o, err := openRedlock(urls, "clitest:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := o.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	c, err := dlock.New(o.Store, dlock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := c.TryLock(ctx, "job")
+	if err != nil {
+		t.Fatalf("TryLock via --redlock store: %v", err)
+	}
+	if _, err := c.TryLock(ctx, "job"); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Fatalf("second TryLock = %v, want ErrNotAcquired", err)
+	}
+	for i, s := range servers { // the lock is on every node, under the prefix
+		if n, err := s.Do("EXISTS", "clitest:{job}"); err != nil || n != "1" {
+			t.Errorf("node %d: EXISTS = %q, %v; want 1", i, n, err)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenRedlockRejectsBadURLs(t *testing.T) {
+	for _, urls := range [][]string{{"redis://127.0.0.1:1", "not a url"}, {""}, {"redis://127.0.0.1:1", " "}} {
+		_, err := openRedlock(urls, "")
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != ExitUsage {
+			t.Errorf("openRedlock(%q) = %v, want a usage error", urls, err)
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"example.com/dlock"
+)
+
+// acquireTally sorts the replies of one acquisition fan-out.
+type acquireTally struct {
+	granted   []int // node indices
+	grants    []dlock.Grant
+	contended []time.Duration // remaining TTLs (negative: unknown)
+	failed    []int           // errors: outcome unknown
+	silent    int             // no answer yet: handled by lateCleanup
+	errs      []error
+	invalid   error
+}
+
+func tallyAcquire(rs []reply[dlock.Grant]) acquireTally {
+	var t acquireTally
+	for i, r := range rs {
+		var ce *dlock.ContendedError
+		switch {
+		case r.err == nil:
+			t.granted = append(t.granted, i)
+			t.grants = append(t.grants, r.val)
+		case errors.As(r.err, &ce):
+			t.contended = append(t.contended, ce.Remaining)
+		case errors.Is(r.err, dlock.ErrInvalid):
+			t.invalid = r.err
+		case !r.answered:
+			t.silent++
+			t.errs = append(t.errs, &NodeError{Node: i, Err: r.err})
+		default:
+			t.failed = append(t.failed, i)
+			t.errs = append(t.errs, &NodeError{Node: i, Err: r.err})
+		}
+	}
+	return t
+}
+
+// holds returns the hold count that at least k of the granting nodes reach.
+func (t *acquireTally) holds(q int) int {
+	hs := make([]int, len(t.grants))
+	for i, g := range t.grants {
+		hs[i] = g.Holds
+	}
+	return kthLargest(hs, q)
+}
+
+// Acquire implements dlock.Store: it asks every node in parallel, each within
+// the node timeout, and succeeds when a majority granted and validity is
+// left (TTL − elapsed − drift > 0, elapsed measured on the monotonic clock
+// from the start of the call, including the fence raise).
+//
+// It stops waiting as soon as the outcome is settled. On failure it releases
+// the key on every node that granted or failed with an unknown outcome, in
+// parallel; a node that had not answered yet releases its own grant when its
+// answer arrives, from the fan-out goroutine, within the node timeout. A
+// node that answered "contended" changed nothing, so when all did, no
+// release is sent. It then returns a *dlock.ContendedError if
+// contention alone ruled out a majority, an error matching ErrNoQuorum (and
+// dlock.ErrUnavailable) if failed or silent nodes did, or one matching
+// dlock.ErrNotAcquired and ErrValidityElapsed if the grant came too late.
+// Invalid keys return the node's dlock.ErrInvalid error.
+//
+// The grant's Holds is the count a majority agrees on (the quorum-th largest
+// of the nodes' counts); its TTL is explained on Options and in the package
+// documentation.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	if err := dlock.ValidateKey(key); err != nil {
+		return dlock.Grant{}, err
+	}
+	if ttl <= 0 {
+		return dlock.Grant{}, fmt.Errorf("%w: ttl %v", dlock.ErrInvalid, ttl)
+	}
+	start := s.clock.Now()
+	q, n := s.quorum, len(s.nodes)
+	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
+	earlier, finished := s.flights.start(key, token, n, s.all)
+	rs := fanout(ctx, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
+		defer finished(i)
+		earlier(ctx, i)
+		return s.nodes[i].Acquire(ctx, key, token, ttl)
+	}, func(rs []reply[dlock.Grant]) bool {
+		// Stop early once the outcome is settled: success, or contention
+		// alone rules a majority out. Nodes still pending then clean up
+		// after themselves (lateCleanup).
+		ok, contended := 0, 0
+		for _, r := range rs {
+			var ce *dlock.ContendedError
+			if r.answered && r.err == nil {
+				ok++
+			} else if r.answered && errors.As(r.err, &ce) {
+				contended++
+			}
+		}
+		return ok >= q || contended > n-q
+	}, lc.arrive)
+	t := tallyAcquire(rs)
+	var g dlock.Grant
+	var err error
+	switch {
+	case t.invalid != nil:
+		err = t.invalid
+	case len(t.granted) < q:
+		err = s.acquireError(ctx, &t)
+	default:
+		g, err = s.settle(ctx, key, token, ttl, start, &t)
+	}
+	reentry := t.holds(1) > 1
+	late := lc.decide(err != nil, reentry)
+	if err != nil {
+		s.cleanup(key, token, ttl, append(s.undoSet(&t, reentry), late...))
+		return dlock.Grant{}, err
+	}
+	return g, nil
+}
+
+// lateCleanup handles node replies that arrive after an acquisition stopped
+// waiting. Before the outcome is decided they are queued for the caller;
+// afterwards, if the acquisition failed, the node's goroutine releases its
+// own grant (or its unknown outcome) itself, bounded by the node timeout.
+type lateCleanup struct {
+	s          *Store
+	key, token string
+	ttl        time.Duration
+
+	mu              sync.Mutex
+	decided, failed bool
+	reentry         bool
+	pending         []int
+}
+
+// needsUndo reports whether a node's reply leaves something to release after
+// a failed acquisition: a grant, or (outside re-entry) an unknown outcome.
+func needsUndo(err error, reentry bool) bool {
+	var ce *dlock.ContendedError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &ce), errors.Is(err, dlock.ErrInvalid):
+		return false
+	}
+	return !reentry
+}
+
+func (lc *lateCleanup) arrive(node int, _ dlock.Grant, err error) {
+	lc.mu.Lock()
+	if !lc.decided {
+		lc.pending = append(lc.pending, node)
+		lc.mu.Unlock()
+		return
+	}
+	undo := lc.failed && needsUndo(err, lc.reentry)
+	lc.mu.Unlock()
+	if undo {
+		lc.s.cleanup(lc.key, lc.token, lc.ttl, []int{node})
+	}
+}
+
+// decide records the outcome and returns the nodes whose late replies
+// arrived before it (the caller releases them too if the acquisition failed:
+// their outcome is unknown to it).
+func (lc *lateCleanup) decide(failed, reentry bool) []int {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.decided, lc.failed, lc.reentry = true, failed, reentry
+	if reentry {
+		return nil
+	}
+	return lc.pending
+}
+
+// undoSet is the set of nodes to release after a failed acquisition: those
+// that granted and those whose outcome is unknown. When the grants show a
+// re-entry, the unknown nodes are left alone: releasing them could remove a
+// hold of the outer lease where this attempt never arrived; a hold this
+// attempt did add there only keeps that node's key until its expiry.
+func (s *Store) undoSet(t *acquireTally, reentry bool) []int {
+	if reentry {
+		return t.granted
+	}
+	return append(append([]int(nil), t.granted...), t.failed...)
+}
+
+// settle turns a majority of grants into one Grant: it raises the fence on
+// the granting nodes (first acquisitions with fencing on) and checks that
+// validity is left.
+func (s *Store) settle(ctx context.Context, key, token string, ttl time.Duration, start time.Time, t *acquireTally) (dlock.Grant, error) {
+	q := s.quorum
+	holds := t.holds(q)
+	fences := make([]uint64, len(t.grants))
+	for i, g := range t.grants {
+		fences[i] = g.Fence
+	}
+	var fence uint64
+	switch {
+	case !s.fencing:
+	case holds > 1:
+		// Re-entry: the fence a majority reports is the one raised at the
+		// first acquisition.
+		fence = kthLargest(fences, q)
+	default:
+		fence = kthLargest(fences, 1)
+		if err := s.raise(ctx, key, token, ttl, fence, t.granted); err != nil {
+			return dlock.Grant{}, err
+		}
+	}
+	if elapsed := s.clock.Now().Sub(start); s.validLeft(ttl, elapsed) <= 0 {
+		return dlock.Grant{}, fmt.Errorf("%w: %w: took %v of a %v lease", dlock.ErrNotAcquired, ErrValidityElapsed, elapsed, ttl)
+	}
+	return dlock.Grant{Fence: fence, Holds: holds, TTL: s.grantTTL(ttl)}, nil
+}
+
+// acquireError explains a failed acquisition. Contention wins when it alone
+// rules out a majority: the waiter then sleeps until the holder's majority
+// could lapse (or a release is announced) instead of backing off.
+func (s *Store) acquireError(ctx context.Context, t *acquireTally) error {
+	n, q := len(s.nodes), s.quorum
+	if c := len(t.contended); c > n-q {
+		return &dlock.ContendedError{Remaining: contendedRemaining(t.contended, n, q)}
+	}
+	errs := t.errs
+	if len(t.contended) > 0 {
+		errs = append(errs, fmt.Errorf("%d nodes held by another owner", len(t.contended)))
+	}
+	return noQuorum("acquire", len(t.granted), n, q, errs, ctx.Err())
+}
+
+// contendedRemaining estimates when a majority can next be free: c of n nodes
+// are held by another owner; once k = q−(n−c) of them lapse, q nodes are free.
+// That is the k-th smallest remaining TTL: for c = n = 5 the median, for
+// c = 4 the second smallest, for c = q the smallest, which is also when the
+// holder's own majority lapses. Unknown remaining TTLs give -1 (unknown).
+func contendedRemaining(rem []time.Duration, n, q int) time.Duration {
+	c := len(rem)
+	k := q - (n - c) // contended nodes that must lapse before a majority is free
+	for _, r := range rem {
+		if r < 0 {
+			return -1
+		}
+	}
+	return kthLargest(rem, c-k+1)
+}
+
+// cleanup releases key on nodes after a failed acquisition, in parallel,
+// detached from the caller's context (which may have ended: that is often
+// why the acquisition failed) and bounded by the node timeout. It reports
+// nothing: a node it cannot reach drops the key at its expiry.
+func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
+	if len(nodes) == 0 {
+		return
+	}
+	fanout(context.Background(), s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
+		s.flights.wait(ctx, key, token, i)
+		return struct{}{}, s.nodes[i].Release(ctx, key, token)
+	}, nil, nil)
+}

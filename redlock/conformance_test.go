@@ -1,0 +1,59 @@
+package redlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/memstore"
+	"example.com/dlock/redlock"
+	"example.com/dlock/storetest"
+)
+
+// conformanceOpts tolerates a loaded CI machine (2 cores, the race
+// detector, other packages' tests in parallel); the suite's short-TTL cases
+// still get TTL/3.
+var conformanceOpts = &redlock.Options{NodeTimeout: 250 * time.Millisecond}
+
+func TestConformanceFiveNodes(t *testing.T) {
+	c := startCluster(t, 5)
+	s := c.store(t, conformanceOpts)
+	if !s.Fencing() || s.Quorum() != 3 {
+		t.Fatalf("Fencing() = %v, Quorum() = %d; want true, 3", s.Fencing(), s.Quorum())
+	}
+	storetest.Run(t, func(t *testing.T) dlock.Store { return s })
+}
+
+func TestConformanceThreeNodesOneDown(t *testing.T) {
+	c := startCluster(t, 3)
+	c.servers[2].Kill()
+	s := c.store(t, conformanceOpts)
+	storetest.Run(t, func(t *testing.T) dlock.Store { return s })
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	ok := []dlock.Store{memstore.New(nil), memstore.New(nil), memstore.New(nil)}
+	cases := map[string]struct {
+		nodes []dlock.Store
+		opts  *redlock.Options
+	}{
+		"no nodes":         {nil, nil},
+		"nil node":         {[]dlock.Store{ok[0], nil, ok[2]}, nil},
+		"negative timeout": {ok, &redlock.Options{NodeTimeout: -1}},
+		"drift too big":    {ok, &redlock.Options{DriftFactor: 0.5}},
+		"negative drift":   {ok, &redlock.Options{DriftFactor: -0.1}},
+	}
+	for name, tc := range cases {
+		if _, err := redlock.New(tc.nodes, tc.opts); !errors.Is(err, dlock.ErrInvalid) {
+			t.Errorf("%s: New = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := redlock.NewRedis(nil, "", nil); !errors.Is(err, dlock.ErrInvalid) {
+		t.Errorf("NewRedis(nil) = %v, want ErrInvalid", err)
+	}
+	s, err := redlock.New(ok, nil)
+	if err != nil || s.Fencing() {
+		t.Fatalf("New(memstores) = %v, fencing %v; want no error, fencing off (memstore cannot raise fences)", err, s.Fencing())
+	}
+}

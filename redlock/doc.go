@@ -1,0 +1,81 @@
+// Package redlock is a dlock.Store that holds each lock on a majority of N
+// independent Redis primaries (the Redlock algorithm of the Redis
+// documentation, "Distributed Locks with Redis"). Swap it in for the
+// single-Redis store without changing the code that locks:
+//
+//	s, err := redlock.NewRedis(clients, "", nil) // 5 independent primaries
+//	c, err := dlock.New(s)
+//
+// # Algorithm
+//
+// Every call asks all nodes in parallel (one goroutine per node for the
+// call), with the same key and the same 128-bit owner token everywhere, each
+// node bounded by Options.NodeTimeout (default 50 ms, at most TTL/3).
+//
+//   - Acquire succeeds when a majority (N/2+1) granted and validity is left:
+//     TTL − elapsed − drift > 0, elapsed measured on the monotonic clock from
+//     the start of the call, drift = TTL × DriftFactor + 2 ms (default factor
+//     0.01). On failure the key is released on every node that granted or
+//     whose outcome is unknown (never on nodes that answered "held by
+//     another owner", so a fully contended attempt costs one round trip);
+//     dlock's Client then retries after a jittered delay within its wait
+//     bound.
+//   - Extend (and so dlock's renewal) needs a majority within the validity
+//     window; when nodes say the token no longer holds the key on enough of
+//     them that no majority is possible, the lease is lost at once. When
+//     nodes simply do not answer, the lease keeps its current validity and
+//     is lost when that runs out, unless a later renewal reaches a majority.
+//     Renewal batches go to every node as one pipeline per node, all nodes in
+//     parallel.
+//   - Release asks all nodes in parallel and succeeds when a majority
+//     released.
+//
+// # Validity and Grant.TTL
+//
+// dlock's Client computes a lease's validity as start + Grant.TTL − (TTL/100
+// + 2 ms), start being the moment it called Acquire. This store therefore
+// reports Grant.TTL = TTL − (the part of its drift allowance beyond TTL/100),
+// counted from the start of the call, as the dlock.Store contract asks: every
+// node set its expiry after that moment. The lease's remaining validity right
+// after Lock is exactly Redlock's TTL − elapsed − drift (checked on a fake
+// clock in the tests), with elapsed and drift each counted once.
+//
+// # Fencing tokens: what they promise
+//
+// Each node keeps its own fence counter, and those counters diverge: a
+// failed attempt increments the nodes that granted it, a holding may miss a
+// node. Taking the maximum of the majority's counters is therefore not
+// monotonic on its own (a test shows a later holding getting a smaller
+// maximum). After a first acquisition this store raises the counter of every
+// granting node to the maximum F and records F as the holding's fence on
+// those nodes (one extra round trip; it needs a majority of confirmations or
+// the acquisition fails). Any later majority shares a node with this one,
+// whose counter is then at least F, so its next grant, and the later
+// holding's maximum, exceed F.
+//
+// The promise is exactly this: fences strictly increase across holdings that
+// do not overlap in time, as long as every node in the majorities involved
+// keeps its counter, i.e. runs with appendonly yes and appendfsync always
+// (or never crashes). A node that restarts without its data can hand out a
+// smaller fence (a test shows it). Re-entrant acquisitions report the same
+// fence. With Options.DisableFencing, or nodes that do not implement
+// FenceRaiser, grants carry Fence 0 (no token).
+//
+// # Restarts
+//
+// A node restarted without fsync'd persistence has forgotten the locks it
+// granted, and a second client can then win a majority that includes it
+// while the first still holds (a test shows it). The Redis documentation's
+// rule: keep such a node unavailable for at least the longest TTL in use
+// (delayed restart), or run every node with appendfsync always. The tests
+// enforce the rule with a helper that kills a node and restarts it only
+// after the maximum TTL plus the drift allowance.
+//
+// # Limits
+//
+// Redlock assumes bounded network delay, bounded process pauses and clocks
+// that run at about the same rate; Redis expires keys by wall-clock time. It
+// is not a consensus protocol: use the fencing token at the protected
+// resource when correctness matters, and see the README's safety model.
+// Configure node clients with ClientOptions.
+package redlock

@@ -1,0 +1,207 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"example.com/dlock"
+)
+
+// verdict sorts the per-node outcomes of one Extend or Release.
+type verdict struct {
+	ok            int
+	expired, lost int // not held: no holder / another holder
+	invalid       error
+	grants        []dlock.Grant
+	errs          []error
+}
+
+func (v *verdict) add(node int, g dlock.Grant, err error) {
+	switch {
+	case err == nil:
+		v.ok++
+		v.grants = append(v.grants, g)
+	case errors.Is(err, dlock.ErrInvalid):
+		v.invalid = err
+	case errors.Is(err, dlock.ErrNotHeld) && errors.Is(err, dlock.ErrTaken):
+		v.lost++
+	case errors.Is(err, dlock.ErrNotHeld):
+		v.expired++
+	default:
+		v.errs = append(v.errs, &NodeError{Node: node, Err: err})
+	}
+}
+
+// decided reports whether the outcome and its kind can no longer change
+// (success, or not held); other failures wait for every node's answer.
+func (v *verdict) decided(n, q int) bool {
+	return v.ok >= q || v.expired+v.lost > n-q || v.invalid != nil
+}
+
+// notHeld is the error once a majority is out of reach because nodes said
+// the token does not hold the key: ErrTaken if any node has another holder.
+func (v *verdict) notHeld(n, q int) error {
+	if v.expired+v.lost <= n-q {
+		return nil
+	}
+	cause := dlock.ErrExpired
+	if v.lost > 0 {
+		cause = dlock.ErrTaken
+	}
+	return fmt.Errorf("%w: %w: redlock: %d of %d nodes no longer hold it", dlock.ErrNotHeld, cause, v.expired+v.lost, n)
+}
+
+// Extend implements dlock.Store: it resets the expiry on every node in
+// parallel and succeeds if a majority did within the validity window
+// (TTL − elapsed − drift > 0). If so many nodes answered that the token does
+// not hold the key that no majority is possible, it returns an error matching
+// dlock.ErrNotHeld (and ErrExpired or ErrTaken) and dlock's lease is lost at
+// once. If nodes did not answer, it returns an error matching ErrNoQuorum:
+// the lease keeps its current validity and dlock retries the renewal until
+// that runs out, when the lost signal fires; the nodes' keys outlive that
+// moment by at least the drift allowance. Extend never re-creates a key.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	rs := s.ExtendBatch(ctx, []dlock.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
+	return rs[0].Grant, rs[0].Err
+}
+
+// ExtendBatch implements dlock.BatchExtender: every node gets the whole batch
+// at once (one pipeline per node when the node is itself a BatchExtender),
+// all nodes in parallel, so a renewal round costs one fan-out however many
+// leases it renews. Each request then succeeds or fails as Extend describes.
+func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []dlock.ExtendResult {
+	out := make([]dlock.ExtendResult, len(reqs))
+	if len(reqs) == 0 {
+		return out
+	}
+	minTTL := reqs[0].TTL
+	for i, r := range reqs {
+		if err := dlock.ValidateKey(r.Key); err != nil {
+			out[i].Err = err
+		} else if r.TTL <= 0 {
+			out[i].Err = fmt.Errorf("%w: ttl %v", dlock.ErrInvalid, r.TTL)
+		}
+		minTTL = min(minTTL, r.TTL)
+	}
+	n, q := len(s.nodes), s.quorum
+	start := s.clock.Now()
+	rs := fanout(ctx, s.nodeTimeout(minTTL), s.all, func(ctx context.Context, i int) ([]dlock.ExtendResult, error) {
+		return extendOn(ctx, s.nodes[i], reqs), nil
+	}, func(rs []reply[[]dlock.ExtendResult]) bool {
+		return allDecided(rs, len(reqs), n, q)
+	}, nil)
+	elapsed := s.clock.Now().Sub(start)
+	for i, r := range reqs {
+		if out[i].Err != nil {
+			continue
+		}
+		v := tallyRequest(rs, i)
+		out[i] = s.extendResult(ctx, r, &v, elapsed)
+	}
+	return out
+}
+
+func (s *Store) extendResult(ctx context.Context, r dlock.ExtendRequest, v *verdict, elapsed time.Duration) dlock.ExtendResult {
+	n, q := len(s.nodes), s.quorum
+	switch {
+	case v.invalid != nil:
+		return dlock.ExtendResult{Err: v.invalid}
+	case v.ok >= q && s.validLeft(r.TTL, elapsed) > 0:
+		fences, holds := make([]uint64, len(v.grants)), make([]int, len(v.grants))
+		for j, g := range v.grants {
+			fences[j], holds[j] = g.Fence, g.Holds
+		}
+		g := dlock.Grant{Holds: kthLargest(holds, q), TTL: s.grantTTL(r.TTL)}
+		if s.fencing {
+			g.Fence = kthLargest(fences, q)
+		}
+		return dlock.ExtendResult{Grant: g}
+	case v.ok >= q:
+		return dlock.ExtendResult{Err: fmt.Errorf("%w: redlock: extend took %v of a %v lease", ErrNoQuorum, elapsed, r.TTL)}
+	}
+	if err := v.notHeld(n, q); err != nil {
+		return dlock.ExtendResult{Err: err}
+	}
+	return dlock.ExtendResult{Err: noQuorum("extend", v.ok, n, q, v.errs, ctx.Err())}
+}
+
+// extendOn runs a batch on one node: one pipeline if the node batches.
+func extendOn(ctx context.Context, node dlock.Store, reqs []dlock.ExtendRequest) []dlock.ExtendResult {
+	if b, ok := node.(dlock.BatchExtender); ok && len(reqs) > 1 {
+		return b.ExtendBatch(ctx, reqs)
+	}
+	out := make([]dlock.ExtendResult, len(reqs))
+	for i, r := range reqs {
+		out[i].Grant, out[i].Err = node.Extend(ctx, r.Key, r.Token, r.TTL)
+	}
+	return out
+}
+
+// tallyRequest collects request i's outcome over all nodes.
+func tallyRequest(rs []reply[[]dlock.ExtendResult], i int) verdict {
+	var v verdict
+	for node, r := range rs {
+		if !r.answered {
+			v.add(node, dlock.Grant{}, r.err)
+			continue
+		}
+		v.add(node, r.val[i].Grant, r.val[i].Err)
+	}
+	return v
+}
+
+func allDecided(rs []reply[[]dlock.ExtendResult], nreq, n, q int) bool {
+	for i := 0; i < nreq; i++ {
+		var v verdict
+		for node, r := range rs {
+			if r.answered {
+				v.add(node, r.val[i].Grant, r.val[i].Err)
+			}
+		}
+		if !v.decided(n, q) {
+			return false
+		}
+	}
+	return true
+}
+
+// Release implements dlock.Store: it releases one hold on every node in
+// parallel. It returns nil once a majority released; an error matching
+// dlock.ErrNotHeld (and ErrExpired or ErrTaken) if enough nodes said the
+// token did not hold the key that no majority held it; otherwise an error
+// matching ErrNoQuorum. Nodes that were not reached drop the key at its
+// expiry.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := dlock.ValidateKey(key); err != nil {
+		return err
+	}
+	n, q := len(s.nodes), s.quorum
+	rs := fanout(ctx, s.timeout, s.all, func(ctx context.Context, i int) (struct{}, error) {
+		s.flights.wait(ctx, key, token, i)
+		return struct{}{}, s.nodes[i].Release(ctx, key, token)
+	}, func(rs []reply[struct{}]) bool {
+		var v verdict
+		for node, r := range rs {
+			if r.answered {
+				v.add(node, dlock.Grant{}, r.err)
+			}
+		}
+		return v.decided(n, q)
+	}, nil)
+	var v verdict
+	for node, r := range rs {
+		v.add(node, dlock.Grant{}, r.err)
+	}
+	switch {
+	case v.invalid != nil:
+		return v.invalid
+	case v.ok >= q:
+		return nil
+	}
+	if err := v.notHeld(n, q); err != nil {
+		return err
+	}
+	return noQuorum("release", v.ok, n, q, v.errs, ctx.Err())
+}

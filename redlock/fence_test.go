@@ -1,0 +1,193 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/redlock"
+)
+
+// recordingNode hides the node's FenceRaiser (so the store cannot raise
+// fences) and records each node-level grant's fence by token: the naive
+// "maximum of the majority's counters" without the raise.
+type recordingNode struct {
+	inner dlock.Store
+	mu    *sync.Mutex
+	seen  map[string]uint64 // token -> max fence over nodes that granted
+}
+
+func (r recordingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	g, err := r.inner.Acquire(ctx, key, token, ttl)
+	if err == nil {
+		r.mu.Lock()
+		r.seen[token] = max(r.seen[token], g.Fence)
+		r.mu.Unlock()
+	}
+	return g, err
+}
+
+func (r recordingNode) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	return r.inner.Extend(ctx, key, token, ttl)
+}
+
+func (r recordingNode) Release(ctx context.Context, key, token string) error {
+	return r.inner.Release(ctx, key, token)
+}
+
+// divergeAndSwitchMajorities runs a schedule on 3 nodes (all with
+// appendfsync always, so every node keeps its counter across a crash) in
+// which the per-node fence counters diverge and two holdings use different
+// majorities, and returns the fences the store reported for the holdings Z
+// (on nodes 0,1) and W (on nodes 1,2), plus the naive maxima seen by the
+// recorder:
+//
+//  1. a foreign owner holds the key on nodes 1 and 2 only;
+//  2. five Redlock attempts fail on contention; each bumps node 0's counter
+//     (granted there, then released by the cleanup);
+//  3. the foreign owner releases; node 2 crashes; Z acquires on 0 and 1 and
+//     releases; node 2 comes back (with its counter);
+//  4. node 0 crashes; W acquires on 1 and 2.
+func divergeAndSwitchMajorities(t *testing.T, raise bool) (z, w uint64, naive map[string]uint64) {
+	c := startCluster(t, 3, redisserver.WithAOF(true))
+	nodes := make([]*redlock.RedisNode, 3)
+	stores := make([]dlock.Store, 3)
+	var mu sync.Mutex
+	naive = map[string]uint64{}
+	for i, cl := range c.clients {
+		n, err := redlock.NewRedisNode(cl, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		nodes[i] = n
+		stores[i] = n
+		if !raise {
+			stores[i] = recordingNode{inner: n, mu: &mu, seen: naive}
+		}
+	}
+	s, err := redlock.New(stores, &redlock.Options{NodeTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, key, ttl := testCtx(t), "fenced", 10*time.Second
+	for _, i := range []int{1, 2} {
+		if _, err := nodes[i].Acquire(ctx, key, "foreign", ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		if _, err := s.Acquire(ctx, key, newToken(), ttl); !errors.Is(err, dlock.ErrNotAcquired) {
+			t.Fatalf("attempt against the foreign majority = %v, want ErrNotAcquired", err)
+		}
+		// Node 0 may answer after the attempt gave up and then release its
+		// grant from the fan-out goroutine: wait for that cleanup.
+		waitFor(t, 2*time.Second, "node 0 cleanup", func() bool {
+			n, err := c.servers[0].Do("EXISTS", "dlock:{"+key+"}")
+			return err == nil && n == "0"
+		})
+	}
+	for _, i := range []int{1, 2} {
+		if err := nodes[i].Release(ctx, key, "foreign"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holding := func(down int) uint64 {
+		c.servers[down].Kill()
+		defer c.servers[down].Restart(t)
+		tok := newToken()
+		g, err := s.Acquire(ctx, key, tok, ttl)
+		if err != nil {
+			t.Fatalf("acquire with node %d down: %v", down, err)
+		}
+		if err := s.Release(ctx, key, tok); err != nil {
+			t.Fatalf("release with node %d down: %v", down, err)
+		}
+		if !raise {
+			return naive[tok]
+		}
+		return g.Fence
+	}
+	z = holding(2)
+	w = holding(0)
+	return z, w, naive
+}
+
+// TestFenceRaiseKeepsFencesIncreasingAcrossMajorities checks the claim made
+// for Redlock fences: while a majority of nodes keep their counters, every
+// holding's fence exceeds every earlier holding's, even when counters
+// diverge and holdings use different majorities.
+func TestFenceRaiseKeepsFencesIncreasingAcrossMajorities(t *testing.T) {
+	z, w, _ := divergeAndSwitchMajorities(t, true)
+	t.Logf("fences: Z (nodes 0,1) = %d, then W (nodes 1,2) = %d", z, w)
+	if w <= z {
+		t.Fatalf("fence went backwards: Z = %d, later W = %d", z, w)
+	}
+}
+
+// TestNaiveMaxFenceGoesBackwards is the negative control: the same schedule
+// without the raise, taking the maximum of the granting nodes' counters,
+// hands the later holding a smaller fence.
+func TestNaiveMaxFenceGoesBackwards(t *testing.T) {
+	z, w, _ := divergeAndSwitchMajorities(t, false)
+	t.Logf("naive fences: Z = %d, then W = %d", z, w)
+	if w >= z {
+		t.Fatalf("naive max fences did not go backwards (Z = %d, W = %d): the schedule lost its teeth", z, w)
+	}
+}
+
+// TestFenceRestartWithoutPersistence shows the limit of the claim: a node
+// that loses its counter (restarted without persistence) can make a later
+// holding's fence smaller when it is the only node the two majorities share.
+// With appendfsync always the same schedule keeps fences increasing.
+func TestFenceRestartWithoutPersistence(t *testing.T) {
+	for _, persist := range []bool{false, true} {
+		var opts []redisserver.Option
+		if persist {
+			opts = append(opts, redisserver.WithAOF(true))
+		}
+		c := startCluster(t, 3, opts...)
+		s := c.store(t, &redlock.Options{NodeTimeout: 200 * time.Millisecond})
+		ctx, key, ttl := testCtx(t), "restart", 10*time.Second
+		// Z: the 5th holding, taken while node 2 is down, on nodes {0, 1}.
+		c.servers[2].Kill()
+		var z uint64
+		for range 5 {
+			tok := newToken()
+			g, err := s.Acquire(ctx, key, tok, ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			z = g.Fence
+			if err := s.Release(ctx, key, tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.servers[2].Restart(t) // back, with its lagging counter
+		c.servers[1].Kill()     // crash of the one node both majorities share
+		c.servers[1].Restart(t) // immediate restart: empty unless persisted
+		c.servers[0].Kill()
+		tok := newToken()
+		g, err := s.Acquire(ctx, key, tok, ttl) // W: majority {1, 2}
+		if err != nil {
+			for _, i := range []int{1, 2} {
+				v, _ := c.servers[i].Do("HGETALL", "dlock:{"+key+"}")
+				f, _ := c.servers[i].Do("GET", "dlock:{"+key+"}:fence")
+				t.Logf("node %d: %q fence %q", i, v, f)
+			}
+			t.Fatal(err)
+		}
+		_ = s.Release(ctx, key, tok)
+		t.Logf("persist=%v: Z = %d, W = %d", persist, z, g.Fence)
+		if persist && g.Fence <= z {
+			t.Errorf("with appendfsync always: fence went backwards (Z = %d, W = %d)", z, g.Fence)
+		}
+		if !persist && g.Fence >= z {
+			t.Errorf("without persistence: expected the fence to go backwards (Z = %d, W = %d)", z, g.Fence)
+		}
+	}
+}
