@@ -32,6 +32,10 @@ type Lease struct {
 	hooks      map[int]func(error)
 	nextHook   int
 
+	// slot is the key's local queue place this lease holds (nil for owners
+	// that bypass the queue); it passes on when the lease ends.
+	slot *keyQueue
+
 	// Renewal queue bookkeeping, guarded by the renewer's mutex.
 	next  time.Time
 	index int
@@ -39,10 +43,13 @@ type Lease struct {
 
 var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
-func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time) *Lease {
+func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time, slot *keyQueue) *Lease {
 	l := &Lease{
 		c: c, key: key, token: token, fence: g.Fence, holds: g.Holds, ttl: cfg.ttl,
-		clock: cfg.clock, done: make(chan struct{}), validUntil: validUntil, index: -1,
+		clock: cfg.clock, done: make(chan struct{}), validUntil: validUntil, index: -1, slot: slot,
+	}
+	if slot != nil {
+		c.queues.held(slot, l)
 	}
 	l.mu.Lock()
 	l.expiry = l.clock.AfterFunc(validUntil.Sub(l.clock.Now()), l.expire)
@@ -155,6 +162,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	l.c.renewer.remove(l)
 	err := classify(l.c.store.Release(ctx, l.key, l.token))
+	if l.slot != nil {
+		l.c.queues.leave(l.key, l.slot, true) // after the store freed the key
+	}
 	if isNotHeld(err) {
 		return lostError(l.key, err)
 	}
@@ -211,6 +221,9 @@ func (l *Lease) lose(cause error) error {
 	err := l.err
 	l.mu.Unlock()
 	l.c.renewer.remove(l)
+	if l.slot != nil {
+		l.c.queues.leave(l.key, l.slot, false)
+	}
 	for _, h := range hooks {
 		h(err)
 	}
