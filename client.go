@@ -132,12 +132,16 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 	var q *keyQueue
 	yield := false
 	if !explicit {
+		var l *Lease
 		var err error
-		if q, yield, err = c.queue(wctx, key, cfg); q == nil {
+		if q, l, yield, err = c.queue(wctx, key, cfg); q == nil {
 			if errors.Is(err, ErrNotAcquired) {
 				return nil, err
 			}
 			return nil, c.waitError(ctx, wctx, key, errQueued)
+		}
+		if l != nil {
+			return l, nil // handed over by the previous local holder
 		}
 	}
 	l, err := c.acquireLoop(wctx, key, token, cfg, q, yield)
@@ -159,13 +163,13 @@ var errQueued = &ContendedError{Remaining: -1}
 // queue takes the key's local slot (see queue.go). A single try (wait 0)
 // does not wait for it: a busy slot means another local owner holds or is
 // acquiring the key, so a round trip could not succeed.
-func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, bool, error) {
+func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, *Lease, bool, error) {
 	if cfg.wait != 0 {
-		return c.queues.enter(ctx, key)
+		return c.queues.enter(ctx, key, cfg)
 	}
 	q, holder := c.queues.tryEnter(key)
 	if q != nil {
-		return q, false, nil
+		return q, nil, false, nil
 	}
 	ce := &ContendedError{Remaining: -1}
 	if holder != nil {
@@ -173,7 +177,7 @@ func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, 
 			ce.Remaining = r
 		}
 	}
-	return nil, false, ce
+	return nil, nil, false, ce
 }
 
 // acquireLoop makes attempts until one succeeds, the error is final, or the

@@ -161,6 +161,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	close(l.done)
 	l.mu.Unlock()
 	l.c.renewer.remove(l)
+	if l.slot != nil {
+		if handled, err := l.c.handoff(ctx, l); handled {
+			return err
+		}
+	}
 	err := classify(l.c.store.Release(ctx, l.key, l.token))
 	if l.slot != nil {
 		l.c.queues.leave(l.key, l.slot, true) // after the store freed the key

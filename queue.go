@@ -10,33 +10,34 @@ import (
 // Local queueing. The waiters of one Client for one key line up in a FIFO
 // queue in the process, as Spring's RedisLockRegistry does, so that only the
 // head of the queue talks to the store: the others cost no round trip and no
-// subscription, and a release is followed by exactly one acquire from this
+// subscription, and a release is followed by one store call from this
 // process instead of a stampede of them. The head keeps its place (the
-// "slot") while it holds the lease and hands it to the next waiter when the
-// lease ends: after the store's release has returned, so the successor's
-// single acquire finds the key free.
+// "slot") while it holds the lease and passes it on when the lease ends.
+//
+// Local handoff: when the slot's lease is released while another waiter is
+// queued and the store is a Transferer, the lock passes to that waiter in a
+// single store call (Transfer) instead of a release and an acquire. The
+// handoff is a new holding with its own owner token and a new, greater
+// fence, so fencing stays exact: a delayed write of the previous holder
+// carries a lower fence and is rejected by a fenced resource. No release is
+// published during a handoff, so other processes' waiters are not woken.
+//
+// Fairness between processes: after maxHandoffs consecutive handoffs the
+// lock is released for real (waking other processes' waiters), and if other
+// owners were seen holding the key, the next local waiter yields for a
+// moment before its own attempt so that a remote waiter can take the key.
 //
 // The queue is an optimisation, never a guarantee: exclusion is the store's.
-// The lock itself is always released to the store and re-acquired, so every
-// holding gets its own fence; there is no local handoff of a held lock.
-//
 // Callers that acquire as an explicit Owner (ContextWithOwner) bypass the
 // queue: that owner may already hold the key (re-entry) and must not queue
 // behind a waiter that is itself waiting for the owner's release.
-//
-// Fairness between processes: a successor that takes the key straight from a
-// local release wins against a remote waiter woken by pub/sub. After
-// maxStreak such local successions on a key that other owners were seen to
-// want, the next successor yields for a moment before its attempt so that a
-// remote waiter can take the key; if nobody did, the key is marked as
-// uncontended again and local successions continue without yielding.
 
-// maxStreak is how many consecutive local successions a key may see while
-// other processes want it before a successor yields.
-const maxStreak = 4
+// maxHandoffs bounds consecutive local handoffs of one key.
+const maxHandoffs = 8
 
-// yieldFor is how long a yielding successor waits: long enough for a remote
-// waiter's pub/sub wake-up and acquire on a LAN, short next to a lease.
+// yieldFor is how long a local successor waits after a capped run of
+// handoffs on a key other processes want: long enough for a remote waiter's
+// pub/sub wake-up and acquire on a LAN, short next to a lease.
 const yieldFor = time.Millisecond
 
 type queues struct {
@@ -46,52 +47,64 @@ type queues struct {
 
 // keyQueue is the local state of one key. Guarded by queues.mu.
 type keyQueue struct {
-	busy    bool      // the slot is taken: its owner is acquiring or holding
-	lease   *Lease    // the slot owner's lease once acquired
-	waiters []*queued // FIFO
-	streak  int       // consecutive local successions
-	remote  bool      // another owner was seen holding the key
+	busy     bool      // the slot is taken: its owner is acquiring or holding
+	lease    *Lease    // the slot owner's lease once acquired
+	waiters  []*queued // FIFO
+	handoffs int       // consecutive local handoffs
+	remote   bool      // another owner was seen holding the key
 }
 
 type queued struct {
-	ready   chan struct{} // receives when the slot is granted
+	cfg     config
+	ready   chan struct{} // receives once when the slot is granted
 	granted bool
 	yield   bool
+	lease   *Lease // set if the lock was handed off: already held
 }
 
 // enter takes the slot for key, waiting in line behind the other local
-// waiters. It returns the queue and whether to yield before the first
-// attempt, or ctx's error if ctx ended first (holding nothing then).
-func (qs *queues) enter(ctx context.Context, key string) (*keyQueue, bool, error) {
+// waiters. It returns the queue, the lease if the lock was handed over while
+// queued, and whether to yield before the first attempt; or ctx's error if
+// ctx ended first (holding nothing then).
+func (qs *queues) enter(ctx context.Context, key string, cfg config) (*keyQueue, *Lease, bool, error) {
 	qs.mu.Lock()
 	q := qs.get(key)
 	if !q.busy {
 		q.busy = true
 		qs.mu.Unlock()
-		return q, false, nil
+		return q, nil, false, nil
 	}
-	w := &queued{ready: make(chan struct{}, 1)}
+	w := &queued{cfg: cfg, ready: make(chan struct{}, 1)}
 	q.waiters = append(q.waiters, w)
 	qs.mu.Unlock()
 	select {
 	case <-w.ready:
-		return q, w.yield, nil
+		return q, w.lease, w.yield, nil
 	case <-ctx.Done():
 	}
 	qs.mu.Lock()
-	if w.granted {
-		qs.mu.Unlock()
-		qs.leave(key, q, false) // granted as we gave up: pass it on
-		return nil, false, ctx.Err()
-	}
-	for i, x := range q.waiters {
-		if x == w {
-			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-			break
+	if !w.granted {
+		for i, x := range q.waiters {
+			if x == w {
+				q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+				break
+			}
 		}
+		qs.mu.Unlock()
+		return nil, nil, false, ctx.Err()
 	}
 	qs.mu.Unlock()
-	return nil, false, ctx.Err()
+	// Granted as we gave up: a handoff may be in flight (one store call);
+	// take what it brings and pass it on.
+	<-w.ready
+	if w.lease != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(w.lease.ttl))
+		_ = w.lease.Release(rctx)
+		cancel()
+	} else {
+		qs.leave(key, q, false)
+	}
+	return nil, nil, false, ctx.Err()
 }
 
 // tryEnter takes the slot only if it is free. Otherwise it returns the local
@@ -119,43 +132,70 @@ func (qs *queues) get(key string) *keyQueue {
 	return q
 }
 
-// leave gives up the slot: to the next local waiter, or frees the key's
-// queue. succession says the slot owner held the lock and released it.
-func (qs *queues) leave(key string, q *keyQueue, succession bool) {
+// leave gives up the slot: to the next local waiter, who then acquires from
+// the store itself, or frees the key's queue. released says the slot owner
+// held the lock and released it to the store.
+func (qs *queues) leave(key string, q *keyQueue, released bool) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	q.lease = nil
+	capped := q.handoffs >= maxHandoffs
+	q.handoffs = 0
+	w := qs.pop(key, q)
+	if w == nil {
+		return
+	}
+	w.yield = released && capped && q.remote
+	w.ready <- struct{}{}
+}
+
+// pop removes the next waiter and marks it granted, or frees the queue if
+// nobody waits. Called with qs.mu held.
+func (qs *queues) pop(key string, q *keyQueue) *queued {
 	if len(q.waiters) == 0 {
 		q.busy = false
 		if qs.m[key] == q {
 			delete(qs.m, key)
 		}
-		return
+		return nil
 	}
 	w := q.waiters[0]
 	q.waiters[0] = nil
 	q.waiters = q.waiters[1:]
 	w.granted = true
-	if succession {
-		q.streak++
-	} else {
-		q.streak = 0
+	return w
+}
+
+// handoffTarget pops the waiter a releasing slot owner may hand the lock to,
+// or returns nil if nobody waits or the run of handoffs reached its cap.
+func (qs *queues) handoffTarget(key string, q *keyQueue) *queued {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if len(q.waiters) == 0 || q.handoffs >= maxHandoffs {
+		return nil
 	}
-	if q.remote && q.streak >= maxStreak {
-		w.yield = true
-		q.streak = 0
-	}
+	q.lease = nil
+	q.handoffs++
+	return qs.pop(key, q)
+}
+
+// deliver completes a handoff to w: with the lease if the transfer
+// succeeded, or with nil, and w then acquires from the store itself.
+func (qs *queues) deliver(w *queued, l *Lease) {
+	qs.mu.Lock()
+	w.lease = l
+	qs.mu.Unlock()
 	w.ready <- struct{}{}
 }
 
-// held records the slot owner's lease; contended records that another owner
-// held the key; uncontended clears that after a yield nobody used.
+// held records the slot owner's lease.
 func (qs *queues) held(q *keyQueue, l *Lease) {
 	qs.mu.Lock()
 	q.lease = l
 	qs.mu.Unlock()
 }
 
+// contended records whether another owner was seen holding the key.
 func (qs *queues) contended(q *keyQueue, remote bool) {
 	qs.mu.Lock()
 	q.remote = remote

@@ -1,0 +1,41 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
+)
+
+var (
+	//go:embed transfer.lua
+	transferSrc    string
+	transferScript = redis.NewScript(transferSrc)
+)
+
+var _ dlock.Transferer = (*Store)(nil)
+
+// Transfer implements dlock.Transferer in one round trip. The new holding
+// gets the next value of the key's fence counter, as an Acquire would.
+func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (dlock.Grant, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Grant{}, err
+	}
+	lock, fence := s.Keys(key)
+	v, err := transferScript.Run(ctx, s.client, []string{lock, fence}, from, to, ms(ttl)).Int64Slice()
+	switch {
+	case err != nil:
+		return dlock.Grant{}, err
+	case len(v) == 2 && v[0] == 1:
+		return dlock.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}, nil
+	case len(v) == 1 && v[0] == -2:
+		return dlock.Grant{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
+	case len(v) == 1:
+		return dlock.Grant{}, notHeld(v[0] == 0)
+	}
+	return dlock.Grant{}, fmt.Errorf("redisstore: unexpected transfer reply %v", v)
+}
