@@ -106,6 +106,9 @@ func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (con
 	if err := ValidateKey(key); err != nil {
 		return config{}, err
 	}
+	if len(opts) == 0 {
+		return c.cfg, nil // validated by New; no copy escapes to the heap
+	}
 	cfg := c.cfg
 	for _, o := range opts {
 		o(&cfg)

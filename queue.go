@@ -126,11 +126,15 @@ func (qs *queues) get(key string) *keyQueue {
 	}
 	q := qs.m[key]
 	if q == nil {
-		q = &keyQueue{}
+		q = keyQueuePool.Get().(*keyQueue)
 		qs.m[key] = q
 	}
 	return q
 }
+
+// keyQueuePool recycles the queues of keys that fell idle: an uncontended
+// lock+unlock then allocates none.
+var keyQueuePool = sync.Pool{New: func() any { return new(keyQueue) }}
 
 // leave gives up the slot: to the next local waiter, who then acquires from
 // the store itself, or frees the key's queue. released says the slot owner
@@ -156,6 +160,10 @@ func (qs *queues) pop(key string, q *keyQueue) *queued {
 		q.busy = false
 		if qs.m[key] == q {
 			delete(qs.m, key)
+			// Nothing refers to q any more: no waiters, no slot owner (a
+			// released lease never touches its slot again).
+			*q = keyQueue{waiters: q.waiters[:0]}
+			keyQueuePool.Put(q)
 		}
 		return nil
 	}

@@ -43,11 +43,10 @@ func (r *renewer) remove(l *Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l.index >= 0 {
+		// The scheduled tick stays: a lease taken soon after will most likely
+		// not need an earlier one, so short-lived leases arm no timer at all.
+		// A tick that finds nothing due costs one wake-up per period.
 		heap.Remove(&r.q, l.index)
-		if len(r.q) == 0 && r.timer != nil {
-			r.timer.Stop()
-			r.timer = nil
-		}
 	}
 }
 

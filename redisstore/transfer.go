@@ -25,8 +25,9 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, err
 	}
-	lock, fence := s.Keys(key)
-	v, err := transferScript.Run(ctx, s.client, []string{lock, fence}, from, to, ms(ttl)).Int64Slice()
+	lock, fence := s.withSuffix(key, ":fence")
+	var buf [2]int64
+	v, err := ints(hotTransfer.run(ctx, s.client, []any{nil, nil, 2, lock, fence, from, to, ttlArg(ttl)}), buf[:0])
 	switch {
 	case err != nil:
 		return dlock.Grant{}, err
