@@ -33,12 +33,12 @@ import (
 // behind a waiter that is itself waiting for the owner's release.
 
 // maxHandoffs bounds consecutive local handoffs of one key.
-const maxHandoffs = 8
+const maxHandoffs = 16
 
 // yieldFor is how long a local successor waits after a capped run of
 // handoffs on a key other processes want: long enough for a remote waiter's
 // pub/sub wake-up and acquire on a LAN, short next to a lease.
-const yieldFor = time.Millisecond
+const yieldFor = 500 * time.Microsecond
 
 type queues struct {
 	mu sync.Mutex
