@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 // the protected counter of each (the peers are left to `go run . -quick`).
 func TestQuick(t *testing.T) {
 	f := flags{scenarios: "all", libs: "dlock,floor", duration: 300 * time.Millisecond,
-		wdLease: 900 * time.Millisecond, wdHold: time.Second, wdLocks: 10000}
+		wdLease: 900 * time.Millisecond, wdHold: time.Second, wdLocks: 10000, tuning: defaultTuning}
 	rep, err := run(f)
 	if err != nil {
 		t.Fatal(err)

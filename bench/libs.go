@@ -34,7 +34,18 @@ var libNames = []string{"dlock", "floor", "redsync", "redsync-tuned", "redislock
 // peerTTL is the lock TTL given to the libraries that need one per call.
 const peerTTL = time.Second
 
-func newLocker(name string, rdb *redis.Client) (locker, error) {
+// tuning is the retry delay range of the "-tuned" peers.
+type tuning struct {
+	RedsyncMin, RedsyncMax     time.Duration
+	RedislockMin, RedislockMax time.Duration
+}
+
+var defaultTuning = tuning{
+	RedsyncMin: 2 * time.Millisecond, RedsyncMax: 10 * time.Millisecond,
+	RedislockMin: time.Millisecond, RedislockMax: 4 * time.Millisecond,
+}
+
+func newLocker(name string, rdb *redis.Client, tu tuning) (locker, error) {
 	switch name {
 	case "dlock":
 		st, err := redisstore.New(rdb, nil)
@@ -56,7 +67,7 @@ func newLocker(name string, rdb *redis.Client) (locker, error) {
 	case "redsync-tuned":
 		return &redsyncLocker{rs: redsync.New(goredis.NewPool(rdb)), opts: []redsync.Option{
 			redsync.WithTries(1 << 30), // wait until the context ends
-			redsync.WithRetryDelayFunc(func(int) time.Duration { return jitter(2*time.Millisecond, 10*time.Millisecond) }),
+			redsync.WithRetryDelayFunc(func(int) time.Duration { return jitter(tu.RedsyncMin, tu.RedsyncMax) }),
 		}}, nil
 	case "redislock":
 		return &redislockLocker{c: redislock.New(rdb), strategy: func() redislock.RetryStrategy {
@@ -64,7 +75,7 @@ func newLocker(name string, rdb *redis.Client) (locker, error) {
 		}, waitIsTTL: true}, nil
 	case "redislock-tuned":
 		return &redislockLocker{c: redislock.New(rdb), strategy: func() redislock.RetryStrategy {
-			return jitterRetry{1 * time.Millisecond, 4 * time.Millisecond}
+			return jitterRetry{tu.RedislockMin, tu.RedislockMax}
 		}}, nil
 	}
 	return nil, fmt.Errorf("unknown library %q", name)

@@ -40,6 +40,7 @@ type flags struct {
 	wdLease, wdHold time.Duration
 	wdLocks         int
 	progress        bool
+	tuning          tuning
 }
 
 func main() {
@@ -57,6 +58,11 @@ func main() {
 	flag.DurationVar(&f.wdHold, "watchdog-hold", 20*time.Second, "watchdog: how long to hold the locks")
 	flag.IntVar(&f.wdLocks, "watchdog-locks", 10000, "watchdog: number of locks")
 	flag.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr")
+	f.tuning = defaultTuning
+	flag.DurationVar(&f.tuning.RedsyncMin, "redsync-tuned-min", f.tuning.RedsyncMin, "redsync-tuned: shortest retry delay")
+	flag.DurationVar(&f.tuning.RedsyncMax, "redsync-tuned-max", f.tuning.RedsyncMax, "redsync-tuned: longest retry delay")
+	flag.DurationVar(&f.tuning.RedislockMin, "redislock-tuned-min", f.tuning.RedislockMin, "redislock-tuned: shortest retry delay")
+	flag.DurationVar(&f.tuning.RedislockMax, "redislock-tuned-max", f.tuning.RedislockMax, "redislock-tuned: longest retry delay")
 	flag.Parse()
 	if f.quick {
 		f.duration, f.wdHold, f.wdLease = time.Second, 3*time.Second, 1500*time.Millisecond
@@ -139,7 +145,7 @@ func run(f flags) (*report, error) {
 			if bar != nil {
 				bar.Describe(fmt.Sprintf("%-15s %-16s", sc.Name, lib))
 			}
-			j := job{Scenario: sc, Lib: lib, Addr: srv.Addr(), Duration: f.duration, Hold: f.wdHold, Lease: f.wdLease}
+			j := job{Scenario: sc, Lib: lib, Addr: srv.Addr(), Duration: f.duration, Hold: f.wdHold, Lease: f.wdLease, Tuning: f.tuning}
 			r, err := runJob(rdb, j)
 			if err != nil {
 				return nil, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)

@@ -109,6 +109,10 @@ func printTable(w io.Writer, rep *report) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.Lib, "n/a: "+r.Skipped)
 			continue
 		}
+		if r.Scenario == "watchdog-10000" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t%d\t%d/%d\t-\t-\t-\t\n", r.Scenario, r.Lib, ms(r.Wall), r.Failures, r.Final, r.Expected)
+			continue
+		}
 		check := fmt.Sprintf("%d/%d", r.Final, r.Expected)
 		if r.Final != r.Expected {
 			check += " WRONG"

@@ -43,6 +43,7 @@ type job struct {
 	Duration time.Duration `json:"duration"`
 	Hold     time.Duration `json:"hold"`  // watchdog: how long to hold
 	Lease    time.Duration `json:"lease"` // watchdog: lease length
+	Tuning   tuning        `json:"tuning"`
 }
 
 // result is the outcome of a job in one process, merged over processes.
@@ -110,7 +111,7 @@ func runLocal(j job, ready func(), start <-chan struct{}) (*result, error) {
 	defer rdb.Close()
 	rt := &counter{}
 	rdb.AddHook(rt)
-	lk, err := newLocker(j.Lib, rdb)
+	lk, err := newLocker(j.Lib, rdb, j.Tuning)
 	if err != nil {
 		return nil, err
 	}
