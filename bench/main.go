@@ -74,7 +74,7 @@ func main() {
 	}
 	printTable(os.Stdout, rep)
 	if f.jsonOut != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
+		b, _ := json.Marshal(rep)
 		if err := os.WriteFile(f.jsonOut, b, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 		}
