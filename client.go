@@ -56,7 +56,9 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 
 // TryLock makes a single attempt to acquire the lock on key. If another owner
 // holds it, TryLock returns a nil Lease and a *ContendedError (which matches
-// ErrNotAcquired) without waiting. Other failures are as for Lock.
+// ErrNotAcquired) without waiting. If another goroutine of this Client holds
+// or is already acquiring key, it fails that way at once, without asking the
+// store. Other failures are as for Lock.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
 	if err != nil {
