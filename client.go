@@ -14,6 +14,7 @@ type Client struct {
 	store   Store
 	cfg     config
 	renewer *renewer
+	queues  queues
 }
 
 // New returns a Client for store with the given default options. It returns
@@ -55,7 +56,9 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 
 // TryLock makes a single attempt to acquire the lock on key. If another owner
 // holds it, TryLock returns a nil Lease and a *ContendedError (which matches
-// ErrNotAcquired) without waiting. Other failures are as for Lock.
+// ErrNotAcquired) without waiting. If another goroutine of this Client holds
+// or is already acquiring key, it fails that way at once, without asking the
+// store. Other failures are as for Lock.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
 	if err != nil {
@@ -105,6 +108,9 @@ func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (con
 	if err := ValidateKey(key); err != nil {
 		return config{}, err
 	}
+	if len(opts) == 0 {
+		return c.cfg, nil // validated by New; no copy escapes to the heap
+	}
 	cfg := c.cfg
 	for _, o := range opts {
 		o(&cfg)
@@ -118,7 +124,8 @@ var errWaitElapsed = errors.New("wait bound elapsed")
 
 func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, error) {
 	token := newToken()
-	if o, ok := OwnerFromContext(ctx); ok {
+	o, explicit := OwnerFromContext(ctx)
+	if explicit {
 		token = o.token
 	}
 	wctx := ctx
@@ -127,28 +134,92 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
+	var q *keyQueue
+	yield := false
+	if !explicit {
+		var l *Lease
+		var err error
+		if q, l, yield, err = c.queue(wctx, key, cfg); q == nil {
+			if errors.Is(err, ErrNotAcquired) {
+				return nil, err
+			}
+			return nil, c.waitError(ctx, wctx, key, errQueued)
+		}
+		if l != nil {
+			return l, nil // handed over by the previous local holder
+		}
+	}
+	l, err := c.acquireLoop(wctx, key, token, cfg, q, yield)
+	if err != nil {
+		if q != nil {
+			c.queues.leave(key, q, false)
+		}
+		if errors.Is(err, ErrInvalid) || cfg.wait == 0 {
+			return nil, err
+		}
+		return nil, c.waitError(ctx, wctx, key, err)
+	}
+	return l, nil
+}
+
+// errQueued is the "last error" of a wait that ended in the local queue.
+var errQueued = &ContendedError{Remaining: -1}
+
+// queue takes the key's local slot (see queue.go). A single try (wait 0)
+// does not wait for it: a busy slot means another local owner holds or is
+// acquiring the key, so a round trip could not succeed.
+func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, *Lease, bool, error) {
+	if cfg.wait != 0 {
+		return c.queues.enter(ctx, key, cfg)
+	}
+	q, holder := c.queues.tryEnter(key)
+	if q != nil {
+		return q, nil, false, nil
+	}
+	ce := &ContendedError{Remaining: -1}
+	if holder != nil {
+		if r := holder.Remaining(); r > 0 {
+			ce.Remaining = r
+		}
+	}
+	return nil, nil, false, ce
+}
+
+// acquireLoop makes attempts until one succeeds, the error is final, or the
+// wait ends (it then returns the last attempt's error).
+func (c *Client) acquireLoop(ctx context.Context, key, token string, cfg config, q *keyQueue, yield bool) (*Lease, error) {
+	if yield && !sleep(ctx, cfg.clock, yieldDelay(), nil) {
+		return nil, errQueued
+	}
 	w := waiter{c: c, key: key, cfg: cfg}
 	defer w.unsubscribe()
-	for {
-		l, err := c.attempt(wctx, key, token, cfg)
+	for first := true; ; first = false {
+		l, err := c.attempt(ctx, key, token, cfg, q)
 		if err == nil {
+			if yield && first {
+				c.queues.contended(q, false) // nobody took the key while we yielded
+			}
 			return l, nil
 		}
 		if errors.Is(err, ErrInvalid) {
 			return nil, err
 		}
+		var ce *ContendedError
+		if q != nil && errors.As(err, &ce) {
+			c.queues.contended(q, true)
+		}
 		if cfg.wait == 0 {
 			return nil, notAcquired(err)
 		}
-		if !w.pause(wctx, err) {
-			return nil, c.waitError(ctx, wctx, key, err)
+		if !w.pause(ctx, err) {
+			return nil, err
 		}
 	}
 }
 
 // attempt makes one acquisition and turns a grant into a Lease, discarding a
 // grant whose validity ran out before its reply arrived.
-func (c *Client) attempt(ctx context.Context, key, token string, cfg config) (*Lease, error) {
+func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *keyQueue) (*Lease, error) {
 	start := cfg.clock.Now()
 	g, err := c.store.Acquire(ctx, key, token, cfg.ttl)
 	if err != nil {
@@ -161,7 +232,7 @@ func (c *Client) attempt(ctx context.Context, key, token string, cfg config) (*L
 		_ = c.store.Release(rctx, key, token) // best effort: the grant is unusable
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
-	return c.newLease(key, token, g, cfg, validUntil), nil
+	return c.newLease(key, token, g, cfg, validUntil, q), nil
 }
 
 // notAcquired makes sure an error from a failed attempt matches ErrNotAcquired.

@@ -20,6 +20,15 @@
 // can notify (Redis pub/sub) sleep until a release is announced, or until the
 // holder's lease would run out, instead of polling.
 //
+// Waiters of one Client for one key queue in the process, first come first
+// served, and only the first of them talks to the store. When a holder
+// releases while another local waiter is queued, and the store supports it
+// (Transferer), the lock passes to that waiter in one store call: a new
+// holding with its own owner token and a greater fence, never a shared one.
+// After 16 such handoffs in a row the lock is released to the store so that
+// other processes get their turn. Callers acquiring as an explicit Owner skip
+// the queue (see below).
+//
 // # What a lease promises
 //
 // A Lease is valid until ValidUntil, measured on the local monotonic clock

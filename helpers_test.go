@@ -91,6 +91,11 @@ func release(t *testing.T, l *dlock.Lease) {
 func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
 	select {
+	case <-ch: // already closed: a select with a ready timer would pick at random
+		return
+	default:
+	}
+	select {
 	case <-ch:
 	case <-time.After(d):
 		t.Fatalf("%s: not within %v", what, d)

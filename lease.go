@@ -22,15 +22,19 @@ type Lease struct {
 	holds      int
 	ttl        time.Duration
 	clock      Clock
-	done       chan struct{}
 
 	mu         sync.Mutex
+	done       chan struct{} // made on first use by Done; closed when the lease ends
 	validUntil time.Time
 	err        error // nil while held
 	expiry     Timer
 	renewErr   error // last failed renewal, reported as the cause on expiry
 	hooks      map[int]func(error)
 	nextHook   int
+
+	// slot is the key's local queue place this lease holds (nil for owners
+	// that bypass the queue); it passes on when the lease ends.
+	slot *keyQueue
 
 	// Renewal queue bookkeeping, guarded by the renewer's mutex.
 	next  time.Time
@@ -39,10 +43,13 @@ type Lease struct {
 
 var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
-func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time) *Lease {
+func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time, slot *keyQueue) *Lease {
 	l := &Lease{
 		c: c, key: key, token: token, fence: g.Fence, holds: g.Holds, ttl: cfg.ttl,
-		clock: cfg.clock, done: make(chan struct{}), validUntil: validUntil, index: -1,
+		clock: cfg.clock, validUntil: validUntil, index: -1, slot: slot,
+	}
+	if slot != nil {
+		c.queues.held(slot, l)
 	}
 	l.mu.Lock()
 	l.expiry = l.clock.AfterFunc(validUntil.Sub(l.clock.Now()), l.expire)
@@ -70,7 +77,31 @@ func (l *Lease) Fence() uint64 { return l.fence }
 func (l *Lease) Holds() int { return l.holds }
 
 // Done returns a channel closed when the lease ends: released, or lost.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+func (l *Lease) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		if l.err != nil {
+			return closedChan
+		}
+		l.done = make(chan struct{})
+	}
+	return l.done
+}
+
+// closedChan is the Done channel of a lease that ended before anyone asked.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// end closes done if it was made. Called with l.mu held, once.
+func (l *Lease) end() {
+	if l.done != nil {
+		close(l.done)
+	}
+}
 
 // Err returns nil while the lease is held, an error matching ErrNotHeld once
 // it was released, and one matching ErrLost (and its cause: ErrExpired,
@@ -151,10 +182,18 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.err = errReleased
 	l.expiry.Stop()
-	close(l.done)
+	l.end()
 	l.mu.Unlock()
 	l.c.renewer.remove(l)
+	if l.slot != nil {
+		if handled, err := l.c.handoff(ctx, l); handled {
+			return err
+		}
+	}
 	err := classify(l.c.store.Release(ctx, l.key, l.token))
+	if l.slot != nil {
+		l.c.queues.leave(l.key, l.slot, true) // after the store freed the key
+	}
 	if isNotHeld(err) {
 		return lostError(l.key, err)
 	}
@@ -205,12 +244,15 @@ func (l *Lease) lose(cause error) error {
 	}
 	l.err = lostError(l.key, cause)
 	l.expiry.Stop()
-	close(l.done)
+	l.end()
 	hooks := l.hooks
 	l.hooks = nil
 	err := l.err
 	l.mu.Unlock()
 	l.c.renewer.remove(l)
+	if l.slot != nil {
+		l.c.queues.leave(l.key, l.slot, false)
+	}
 	for _, h := range hooks {
 		h(err)
 	}

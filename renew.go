@@ -9,19 +9,23 @@ import (
 )
 
 // renewer is the one renewal loop of a Client. Leases wait in a queue ordered
-// by their next renewal; the loop renews all that are due in one batch (one
-// pipelined round trip when the store is a BatchExtender). The loop's
-// goroutine exits when the queue is empty and restarts with the next lease.
+// by their next renewal; a tick renews all that are due in one batch (one
+// pipelined round trip when the store is a BatchExtender), then schedules
+// the next tick for the earliest lease. Ticks run on a clock timer, one at a
+// time: an idle client (or one whose leases come and go faster than they
+// need renewing) has no goroutine and starts none per lease.
 type renewer struct {
 	c       *Client
 	mu      sync.Mutex // may be taken before a lease's mutex, never after
 	q       leaseQueue
-	running bool
-	wake    chan struct{}
+	timer   Timer     // the scheduled tick, if any
+	at      time.Time // when it fires
+	gen     uint64    // identifies the scheduled tick; stale ticks do nothing
+	ticking bool      // a tick is renewing; it schedules the next when done
 }
 
 func newRenewer(c *Client) *renewer {
-	return &renewer{c: c, wake: make(chan struct{}, 1)}
+	return &renewer{c: c}
 }
 
 // renewEvery is the renewal period of a lease of length ttl.
@@ -32,64 +36,72 @@ func (r *renewer) add(l *Lease) {
 	defer r.mu.Unlock()
 	l.next = l.clock.Now().Add(renewEvery(l.ttl))
 	heap.Push(&r.q, l)
-	if !r.running {
-		r.running = true
-		go r.loop()
-	} else if l.index == 0 {
-		r.signal()
-	}
+	r.schedule()
 }
 
 func (r *renewer) remove(l *Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l.index >= 0 {
+		// The scheduled tick stays: a lease taken soon after will most likely
+		// not need an earlier one, so short-lived leases arm no timer at all.
+		// A tick that finds nothing due costs one wake-up per period.
 		heap.Remove(&r.q, l.index)
-		if len(r.q) == 0 {
-			r.signal() // let the loop see the empty queue and exit
-		}
 	}
 }
 
-func (r *renewer) signal() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
+// schedule makes sure a tick is due no later than the earliest lease's
+// renewal. Called with r.mu held.
+func (r *renewer) schedule() {
+	if r.ticking || len(r.q) == 0 {
+		return
 	}
-}
-
-func (r *renewer) loop() {
-	for {
-		due, wait, ok := r.due()
-		if !ok {
+	next := r.q[0].next
+	if r.timer != nil {
+		if !r.at.After(next) {
 			return
 		}
+		r.timer.Stop()
+	}
+	r.gen++
+	gen := r.gen
+	r.at = next
+	r.timer = r.c.cfg.clock.AfterFunc(next.Sub(r.c.cfg.clock.Now()), func() { r.tick(gen) })
+}
+
+// tick renews every due lease, batch after batch, then schedules the next.
+func (r *renewer) tick(gen uint64) {
+	r.mu.Lock()
+	if gen != r.gen || r.ticking {
+		r.mu.Unlock()
+		return
+	}
+	r.timer = nil
+	r.ticking = true
+	r.mu.Unlock()
+	for {
+		due := r.due()
 		if len(due) == 0 {
-			sleep(context.Background(), r.c.cfg.clock, wait, r.wake)
-			continue
+			break
 		}
 		r.renew(due)
 	}
+	r.mu.Lock()
+	r.ticking = false
+	r.schedule()
+	r.mu.Unlock()
 }
 
 // due pops the leases whose renewal falls within a tenth of their period,
-// so that leases taken close together are renewed in one batch. It returns
-// ok=false, and marks the loop stopped, when no lease is left.
-func (r *renewer) due() (due []*Lease, wait time.Duration, ok bool) {
+// so that leases taken close together are renewed in one batch.
+func (r *renewer) due() (due []*Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.q) == 0 {
-		r.running = false
-		return nil, 0, false
-	}
 	now := r.c.cfg.clock.Now()
 	for len(r.q) > 0 && r.q[0].next.Sub(now) <= renewEvery(r.q[0].ttl)/10 {
 		due = append(due, heap.Pop(&r.q).(*Lease))
 	}
-	if len(due) == 0 {
-		wait = r.q[0].next.Sub(now)
-	}
-	return due, wait, true
+	return due
 }
 
 func (r *renewer) renew(due []*Lease) {

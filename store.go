@@ -102,3 +102,18 @@ type Info struct {
 type Inspector interface {
 	Inspect(ctx context.Context, key string) (Info, error)
 }
+
+// Transferer is an optional Store capability used for local handoff: when a
+// holder releases a key that another waiter of the same Client is queued
+// for, the Client passes the lock to the waiter in one call instead of a
+// release and an acquire. The transfer is a new holding: a new owner token
+// and a new fence, so fencing tokens stay strictly increasing per holding.
+type Transferer interface {
+	// Transfer makes token to the holder of key with one hold, a fence
+	// greater than every earlier one and an expiry of ttl, if token from
+	// holds key with exactly one hold. If from does not hold key it changes
+	// nothing and returns an error matching ErrNotHeld (and ErrExpired or
+	// ErrTaken); if from holds it more than once (re-entered) it changes
+	// nothing and returns an error matching ErrInvalid.
+	Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (Grant, error)
+}

@@ -123,8 +123,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, err
 	}
-	lock, fence := s.Keys(key)
-	v, err := acquireScript.Run(ctx, s.client, []string{lock, fence}, token, ms(ttl)).Int64Slice()
+	lock, fence := s.withSuffix(key, ":fence")
+	var buf [3]int64
+	v, err := ints(hotAcquire.run(ctx, s.client, []any{nil, nil, 2, lock, fence, token, ttlArg(ttl)}), buf[:0])
 	if err != nil {
 		return dlock.Grant{}, err
 	}
@@ -180,8 +181,8 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	lock, _ := s.Keys(key)
-	n, err := releaseScript.Run(ctx, s.client, []string{lock}, token, s.channel(key)).Int64()
+	lock, channel := s.withSuffix(key, ":released")
+	n, err := hotRelease.run(ctx, s.client, []any{nil, nil, 1, lock, token, channel}).Int64()
 	switch {
 	case err != nil:
 		return err

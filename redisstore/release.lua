@@ -2,15 +2,16 @@
 -- Removes one hold of ARGV[1]; at zero deletes the lock and publishes on the
 -- lock's channel so that waiters wake. Returns the holds left (>= 0), -1 if
 -- nobody holds the lock, -2 if another owner does (changing nothing).
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then
+local v = redis.call('HMGET', KEYS[1], 'owner', 'holds')
+if not v[1] then
   return -1
 end
-if owner ~= ARGV[1] then
+if v[1] ~= ARGV[1] then
   return -2
 end
-local holds = redis.call('HINCRBY', KEYS[1], 'holds', -1)
+local holds = tonumber(v[2]) - 1
 if holds > 0 then
+  redis.call('HSET', KEYS[1], 'holds', holds)
   return holds
 end
 redis.call('DEL', KEYS[1])

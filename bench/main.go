@@ -1,0 +1,281 @@
+// Command bench compares dlock with github.com/go-redsync/redsync/v4,
+// github.com/bsm/redislock and a hand-written floor (SET NX PX + EVALSHA
+// compare-and-delete) on a real redis-server it starts itself.
+//
+//	cd bench && go run .                 # every scenario, 5 s each
+//	cd bench && go run . -quick          # smoke test, about half a minute
+//	cd bench && go run . -scenarios onekey-50,seed-2x500 -libs dlock,redsync -duration 10s
+//
+// It prints a table, writes results.json and chart.svg, and exits 1 if any
+// scenario's protected counter disagrees with its successful critical
+// sections.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/schollz/progressbar/v3"
+
+	"example.com/dlock/internal/redisserver"
+)
+
+const childEnv = "DLOCKBENCH_JOB"
+
+type flags struct {
+	scenarios, libs string
+	duration        time.Duration
+	quick           bool
+	jsonOut, svgOut string
+	wdLease, wdHold time.Duration
+	wdLocks         int
+	progress        bool
+	tuning          tuning
+}
+
+func main() {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(child(spec))
+	}
+	var f flags
+	flag.StringVar(&f.scenarios, "scenarios", "all", "comma-separated scenarios to run, or all: "+scenarioNames())
+	flag.StringVar(&f.libs, "libs", "all", "comma-separated libraries, or all: "+strings.Join(libNames, ","))
+	flag.DurationVar(&f.duration, "duration", 5*time.Second, "length of each timed scenario")
+	flag.BoolVar(&f.quick, "quick", false, "smoke test: 1 s scenarios, 3 s watchdog hold")
+	flag.StringVar(&f.jsonOut, "json", "results.json", "write results as JSON here (empty: don't)")
+	flag.StringVar(&f.svgOut, "svg", "chart.svg", "write an SVG chart here (empty: don't)")
+	flag.DurationVar(&f.wdLease, "watchdog-lease", 6*time.Second, "watchdog: lease length (renewed every third of it)")
+	flag.DurationVar(&f.wdHold, "watchdog-hold", 20*time.Second, "watchdog: how long to hold the locks")
+	flag.IntVar(&f.wdLocks, "watchdog-locks", 10000, "watchdog: number of locks")
+	flag.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr")
+	f.tuning = defaultTuning
+	flag.DurationVar(&f.tuning.RedsyncMin, "redsync-tuned-min", f.tuning.RedsyncMin, "redsync-tuned: shortest retry delay")
+	flag.DurationVar(&f.tuning.RedsyncMax, "redsync-tuned-max", f.tuning.RedsyncMax, "redsync-tuned: longest retry delay")
+	flag.DurationVar(&f.tuning.RedislockMin, "redislock-tuned-min", f.tuning.RedislockMin, "redislock-tuned: shortest retry delay")
+	flag.DurationVar(&f.tuning.RedislockMax, "redislock-tuned-max", f.tuning.RedislockMax, "redislock-tuned: longest retry delay")
+	flag.Parse()
+	if f.quick {
+		f.duration, f.wdHold, f.wdLease = time.Second, 3*time.Second, 1500*time.Millisecond
+	}
+	rep, err := run(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	printTable(os.Stdout, rep)
+	if f.jsonOut != "" {
+		b, _ := json.Marshal(rep)
+		if err := os.WriteFile(f.jsonOut, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+	}
+	if f.svgOut != "" {
+		if err := os.WriteFile(f.svgOut, []byte(renderSVG(rep)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+	}
+	if bad := violations(rep); len(bad) > 0 {
+		fmt.Fprintln(os.Stderr, "bench: CORRECTNESS VIOLATIONS:\n  "+strings.Join(bad, "\n  "))
+		os.Exit(1)
+	}
+}
+
+func scenarioNames() string {
+	var n []string
+	for _, s := range scenarios {
+		n = append(n, s.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func pick(list string, all []string) ([]string, error) {
+	if list == "all" {
+		return all, nil
+	}
+	var out []string
+	for _, x := range strings.Split(list, ",") {
+		if !slices.Contains(all, x) {
+			return nil, fmt.Errorf("unknown name %q (known: %s)", x, strings.Join(all, ","))
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+func run(f flags) (*report, error) {
+	names, err := pick(f.scenarios, strings.Split(scenarioNames(), ","))
+	if err != nil {
+		return nil, err
+	}
+	libs, err := pick(f.libs, libNames)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := redisserver.StartProcess("")
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	rep := newReport(f, rdb)
+	var bar *progressbar.ProgressBar
+	if f.progress {
+		bar = progressbar.NewOptions(len(names)*len(libs), progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
+	}
+	for _, sc := range scenarios {
+		if !slices.Contains(names, sc.Name) {
+			continue
+		}
+		if sc.Kind == "watchdog" {
+			sc.Requests = f.wdLocks
+		}
+		for _, lib := range libs {
+			if bar != nil {
+				bar.Describe(fmt.Sprintf("%-15s %-16s", sc.Name, lib))
+			}
+			j := job{Scenario: sc, Lib: lib, Addr: srv.Addr(), Duration: f.duration, Hold: f.wdHold, Lease: f.wdLease, Tuning: f.tuning}
+			r, err := runJob(rdb, j)
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
+			}
+			rep.Results = append(rep.Results, r)
+			if bar != nil {
+				_ = bar.Add(1)
+			}
+		}
+	}
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	return rep, nil
+}
+
+// runJob prepares Redis, runs j in this process or in child processes, and
+// reads back the protected counter.
+func runJob(rdb *redis.Client, j job) (*result, error) {
+	ctx := context.Background()
+	sc := j.Scenario
+	if sc.Kind == "watchdog" && j.Lib != "dlock" {
+		r := newResult(j)
+		r.Skipped = "no automatic renewal in this library"
+		return r, nil
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		return nil, err
+	}
+	initial := int64(0)
+	if sc.Kind == "seed" {
+		initial = int64(sc.Procs * sc.Requests)
+	}
+	if err := rdb.Set(ctx, dataKey, initial, 0).Err(); err != nil {
+		return nil, err
+	}
+	var r *result
+	var err error
+	if sc.Procs == 1 {
+		start := make(chan struct{})
+		close(start)
+		r, err = runLocal(j, func() {}, start)
+	} else {
+		r, err = runChildren(j)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch sc.Kind {
+	case "rmw", "seed":
+		v, err := rdb.Get(ctx, dataKey).Int64()
+		if err != nil {
+			return nil, err
+		}
+		r.Final = v
+		r.Expected = r.Successes
+		if sc.Kind == "seed" {
+			r.Expected = initial - r.Successes
+		}
+	}
+	return r, nil
+}
+
+// runChildren re-executes this binary once per process, starts them
+// together once all are set up, and merges their results.
+func runChildren(j job) (*result, error) {
+	spec, _ := json.Marshal(j)
+	type proc struct {
+		cmd *exec.Cmd
+		in  io.WriteCloser
+		out *bufio.Reader
+	}
+	var procs []proc
+	defer func() {
+		for _, p := range procs {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+	}()
+	for range j.Scenario.Procs {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+		cmd.Stderr = os.Stderr
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		p := proc{cmd, in, bufio.NewReader(out)}
+		procs = append(procs, p)
+		if line, err := p.out.ReadString('\n'); err != nil || line != "ready\n" {
+			return nil, fmt.Errorf("child not ready: %q %v", line, err)
+		}
+	}
+	for _, p := range procs {
+		_, _ = io.WriteString(p.in, "go\n")
+	}
+	total := newResult(j)
+	for _, p := range procs {
+		line, err := p.out.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("child result: %w", err)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return nil, fmt.Errorf("child result: %w", err)
+		}
+		total.merge(&r)
+	}
+	return total, nil
+}
+
+// child runs one process's share of a job given as JSON.
+func child(spec string) int {
+	var j job
+	if err := json.Unmarshal([]byte(spec), &j); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	start := make(chan struct{})
+	go func() {
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		close(start)
+	}()
+	r, err := runLocal(j, func() { fmt.Println("ready") }, start)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+	return 0
+}

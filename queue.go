@@ -1,0 +1,216 @@
+package dlock
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Local queueing. The waiters of one Client for one key line up in a FIFO
+// queue in the process, as Spring's RedisLockRegistry does, so that only the
+// head of the queue talks to the store: the others cost no round trip and no
+// subscription, and a release is followed by one store call from this
+// process instead of a stampede of them. The head keeps its place (the
+// "slot") while it holds the lease and passes it on when the lease ends.
+//
+// Local handoff: when the slot's lease is released while another waiter is
+// queued and the store is a Transferer, the lock passes to that waiter in a
+// single store call (Transfer) instead of a release and an acquire. The
+// handoff is a new holding with its own owner token and a new, greater
+// fence, so fencing stays exact: a delayed write of the previous holder
+// carries a lower fence and is rejected by a fenced resource. No release is
+// published during a handoff, so other processes' waiters are not woken.
+//
+// Fairness between processes: after maxHandoffs consecutive handoffs the
+// lock is released for real (waking other processes' waiters), and if other
+// owners were seen holding the key, the next local waiter yields for a
+// moment before its own attempt so that a remote waiter can take the key.
+//
+// The queue is an optimisation, never a guarantee: exclusion is the store's.
+// Callers that acquire as an explicit Owner (ContextWithOwner) bypass the
+// queue: that owner may already hold the key (re-entry) and must not queue
+// behind a waiter that is itself waiting for the owner's release.
+
+// maxHandoffs bounds consecutive local handoffs of one key.
+const maxHandoffs = 16
+
+// yieldFor is how long a local successor waits after a capped run of
+// handoffs on a key other processes want: long enough for a remote waiter's
+// pub/sub wake-up and acquire on a LAN, short next to a lease.
+const yieldFor = 500 * time.Microsecond
+
+type queues struct {
+	mu sync.Mutex
+	m  map[string]*keyQueue
+}
+
+// keyQueue is the local state of one key. Guarded by queues.mu.
+type keyQueue struct {
+	busy     bool      // the slot is taken: its owner is acquiring or holding
+	lease    *Lease    // the slot owner's lease once acquired
+	waiters  []*queued // FIFO
+	handoffs int       // consecutive local handoffs
+	remote   bool      // another owner was seen holding the key
+}
+
+type queued struct {
+	cfg     config
+	ready   chan struct{} // receives once when the slot is granted
+	granted bool
+	yield   bool
+	lease   *Lease // set if the lock was handed off: already held
+}
+
+// enter takes the slot for key, waiting in line behind the other local
+// waiters. It returns the queue, the lease if the lock was handed over while
+// queued, and whether to yield before the first attempt; or ctx's error if
+// ctx ended first (holding nothing then).
+func (qs *queues) enter(ctx context.Context, key string, cfg config) (*keyQueue, *Lease, bool, error) {
+	qs.mu.Lock()
+	q := qs.get(key)
+	if !q.busy {
+		q.busy = true
+		qs.mu.Unlock()
+		return q, nil, false, nil
+	}
+	w := &queued{cfg: cfg, ready: make(chan struct{}, 1)}
+	q.waiters = append(q.waiters, w)
+	qs.mu.Unlock()
+	select {
+	case <-w.ready:
+		return q, w.lease, w.yield, nil
+	case <-ctx.Done():
+	}
+	qs.mu.Lock()
+	if !w.granted {
+		for i, x := range q.waiters {
+			if x == w {
+				q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+				break
+			}
+		}
+		qs.mu.Unlock()
+		return nil, nil, false, ctx.Err()
+	}
+	qs.mu.Unlock()
+	// Granted as we gave up: a handoff may be in flight (one store call);
+	// take what it brings and pass it on.
+	<-w.ready
+	if w.lease != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(w.lease.ttl))
+		_ = w.lease.Release(rctx)
+		cancel()
+	} else {
+		qs.leave(key, q, false)
+	}
+	return nil, nil, false, ctx.Err()
+}
+
+// tryEnter takes the slot only if it is free. Otherwise it returns the local
+// holder's lease, if there is one, for its remaining time.
+func (qs *queues) tryEnter(key string) (*keyQueue, *Lease) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	q := qs.get(key)
+	if q.busy {
+		return nil, q.lease
+	}
+	q.busy = true
+	return q, nil
+}
+
+func (qs *queues) get(key string) *keyQueue {
+	if qs.m == nil {
+		qs.m = make(map[string]*keyQueue)
+	}
+	q := qs.m[key]
+	if q == nil {
+		q = keyQueuePool.Get().(*keyQueue)
+		qs.m[key] = q
+	}
+	return q
+}
+
+// keyQueuePool recycles the queues of keys that fell idle: an uncontended
+// lock+unlock then allocates none.
+var keyQueuePool = sync.Pool{New: func() any { return new(keyQueue) }}
+
+// leave gives up the slot: to the next local waiter, who then acquires from
+// the store itself, or frees the key's queue. released says the slot owner
+// held the lock and released it to the store.
+func (qs *queues) leave(key string, q *keyQueue, released bool) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	q.lease = nil
+	capped := q.handoffs >= maxHandoffs
+	q.handoffs = 0
+	w := qs.pop(key, q)
+	if w == nil {
+		return
+	}
+	w.yield = released && capped && q.remote
+	w.ready <- struct{}{}
+}
+
+// pop removes the next waiter and marks it granted, or frees the queue if
+// nobody waits. Called with qs.mu held.
+func (qs *queues) pop(key string, q *keyQueue) *queued {
+	if len(q.waiters) == 0 {
+		q.busy = false
+		if qs.m[key] == q {
+			delete(qs.m, key)
+			// Nothing refers to q any more: no waiters, no slot owner (a
+			// released lease never touches its slot again).
+			*q = keyQueue{waiters: q.waiters[:0]}
+			keyQueuePool.Put(q)
+		}
+		return nil
+	}
+	w := q.waiters[0]
+	q.waiters[0] = nil
+	q.waiters = q.waiters[1:]
+	w.granted = true
+	return w
+}
+
+// handoffTarget pops the waiter a releasing slot owner may hand the lock to,
+// or returns nil if nobody waits or the run of handoffs reached its cap.
+func (qs *queues) handoffTarget(key string, q *keyQueue) *queued {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if len(q.waiters) == 0 || q.handoffs >= maxHandoffs {
+		return nil
+	}
+	q.lease = nil
+	q.handoffs++
+	return qs.pop(key, q)
+}
+
+// deliver completes a handoff to w: with the lease if the transfer
+// succeeded, or with nil, and w then acquires from the store itself.
+func (qs *queues) deliver(w *queued, l *Lease) {
+	qs.mu.Lock()
+	w.lease = l
+	qs.mu.Unlock()
+	w.ready <- struct{}{}
+}
+
+// held records the slot owner's lease.
+func (qs *queues) held(q *keyQueue, l *Lease) {
+	qs.mu.Lock()
+	q.lease = l
+	qs.mu.Unlock()
+}
+
+// contended records whether another owner was seen holding the key.
+func (qs *queues) contended(q *keyQueue, remote bool) {
+	qs.mu.Lock()
+	q.remote = remote
+	qs.mu.Unlock()
+}
+
+// yieldDelay is yieldFor with jitter.
+func yieldDelay() time.Duration {
+	return yieldFor/2 + rand.N(yieldFor/2+1)
+}

@@ -1,0 +1,90 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The hot path (acquire, release, transfer) sends EVALSHA through Do with
+// its arguments in one slice: the script hash and source are boxed once,
+// the lock's Redis keys are built in one string, and the reply is read
+// without converting it to a new slice. This halves the allocations of
+// go-redis's Script.Run for the same single round trip.
+
+// hotScript is a script with its hash and source boxed for Do.
+type hotScript struct {
+	sha, src any
+}
+
+func newHotScript(s *redis.Script, src string) hotScript {
+	return hotScript{sha: s.Hash(), src: src}
+}
+
+// run sends EVALSHA with args (keys first, numKeys of them), falling back to
+// EVAL when the server does not have the script (after a restart or a
+// SCRIPT FLUSH). args[0:3] are filled here.
+func (h hotScript) run(ctx context.Context, c redis.UniversalClient, args []any) *redis.Cmd {
+	args[0], args[1] = "evalsha", h.sha
+	cmd := c.Do(ctx, args...)
+	if isNoScript(cmd.Err()) {
+		args[0], args[1] = "eval", h.src
+		cmd = c.Do(ctx, args...)
+	}
+	return cmd
+}
+
+var (
+	hotAcquire  = newHotScript(acquireScript, acquireSrc)
+	hotRelease  = newHotScript(releaseScript, releaseSrc)
+	hotTransfer = newHotScript(transferScript, transferSrc)
+)
+
+// withSuffix returns the lock key of key and that key followed by suffix,
+// sharing one allocation.
+func (s *Store) withSuffix(key, suffix string) (lock, full string) {
+	full = s.prefix + "{" + key + "}" + suffix
+	return full[:len(full)-len(suffix)], full
+}
+
+// ttlArg boxes a TTL in milliseconds, reusing the last box: applications
+// mostly use one lease length.
+func ttlArg(ttl time.Duration) any {
+	m := ms(ttl)
+	if b := lastTTL.Load(); b != nil && b.ms == m {
+		return b.v
+	}
+	b := &boxedTTL{ms: m, v: m}
+	lastTTL.Store(b)
+	return b.v
+}
+
+type boxedTTL struct {
+	ms int64
+	v  any
+}
+
+var lastTTL atomic.Pointer[boxedTTL]
+
+// ints reads an array reply of integers into dst without allocating.
+func ints(cmd *redis.Cmd, dst []int64) ([]int64, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redisstore: unexpected reply %v", v)
+	}
+	for _, x := range arr {
+		n, ok := x.(int64)
+		if !ok {
+			return nil, fmt.Errorf("redisstore: unexpected reply %v", v)
+		}
+		dst = append(dst, n)
+	}
+	return dst, nil
+}

@@ -1,0 +1,42 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
+)
+
+var (
+	//go:embed transfer.lua
+	transferSrc    string
+	transferScript = redis.NewScript(transferSrc)
+)
+
+var _ dlock.Transferer = (*Store)(nil)
+
+// Transfer implements dlock.Transferer in one round trip. The new holding
+// gets the next value of the key's fence counter, as an Acquire would.
+func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (dlock.Grant, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Grant{}, err
+	}
+	lock, fence := s.withSuffix(key, ":fence")
+	var buf [2]int64
+	v, err := ints(hotTransfer.run(ctx, s.client, []any{nil, nil, 2, lock, fence, from, to, ttlArg(ttl)}), buf[:0])
+	switch {
+	case err != nil:
+		return dlock.Grant{}, err
+	case len(v) == 2 && v[0] == 1:
+		return dlock.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}, nil
+	case len(v) == 1 && v[0] == -2:
+		return dlock.Grant{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
+	case len(v) == 1:
+		return dlock.Grant{}, notHeld(v[0] == 0)
+	}
+	return dlock.Grant{}, fmt.Errorf("redisstore: unexpected transfer reply %v", v)
+}
