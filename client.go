@@ -225,14 +225,36 @@ func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *
 	if err != nil {
 		return nil, classify(err)
 	}
+	// Callers without an Owner queue locally (q != nil) and use a fresh token,
+	// which cannot hold the key yet: more holds than one mean an earlier
+	// attempt of this call was applied although its reply was lost. Those
+	// ghost holds are given back, so that one Release frees the key.
+	ghosts := 0
+	if q != nil && g.Holds > 1 {
+		ghosts, g.Holds = g.Holds-1, 1
+	}
 	validUntil := start.Add(g.TTL - drift(cfg.ttl))
 	if !cfg.clock.Now().Before(validUntil) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(cfg.ttl))
-		defer cancel()
-		_ = c.store.Release(rctx, key, token) // best effort: the grant is unusable
+		c.releaseHolds(ctx, key, token, ghosts+1, cfg.ttl) // the grant is unusable
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
+	c.releaseHolds(ctx, key, token, ghosts, cfg.ttl)
 	return c.newLease(key, token, g, cfg, validUntil, q), nil
+}
+
+// releaseHolds gives back n holds of token on key, best effort: if the store
+// cannot be reached they expire with the key's TTL.
+func (c *Client) releaseHolds(ctx context.Context, key, token string, n int, ttl time.Duration) {
+	if n <= 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(ttl))
+	defer cancel()
+	for ; n > 0; n-- {
+		if c.store.Release(rctx, key, token) != nil {
+			return
+		}
+	}
 }
 
 // notAcquired makes sure an error from a failed attempt matches ErrNotAcquired.
