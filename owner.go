@@ -14,6 +14,11 @@ import (
 // Do passes such a context to its function, so nested Do or Lock calls on the
 // same key re-enter. Share an owner only with work that belongs to the same
 // logical holder: every goroutine with the owner's context holds its locks.
+//
+// The store cannot tell a re-entry from an acquisition whose reply was lost
+// and that Lock then retried, so for an owner such a retry counts as one more
+// hold; it expires with the key's TTL. Calls without an owner use a fresh
+// token per call and give such ghost holds back at once.
 type Owner struct{ token string }
 
 // NewOwner returns an owner with a fresh 128-bit token from crypto/rand.
