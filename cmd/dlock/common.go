@@ -111,3 +111,5 @@ func roundDur(d time.Duration) time.Duration {
 	}
 	return d.Round(time.Millisecond)
 }
+
+func msDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
