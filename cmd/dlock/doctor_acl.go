@@ -97,7 +97,7 @@ func aclCheck(ctx context.Context, c redis.UniversalClient, prefix string) check
 	}
 	return check{Name: name, Status: statusWarn,
 		Detail: fmt.Sprintf("%s may not run %s (checked by %s): locking fails with NOPERM errors", who, strings.Join(denied, ", "), how),
-		Fix: fmt.Sprintf("ACL SETUSER %s %s ~%s* &%s*", cmp.Or(user, "USER"), aclGrants(denied), prefix, prefix)}
+		Fix:    fmt.Sprintf("ACL SETUSER %s %s ~%s* &%s*", cmp.Or(user, "USER"), aclGrants(denied), prefix, prefix)}
 }
 
 // aclGrants spells the ACL rules that allow the denied commands.
