@@ -128,13 +128,13 @@ func runDlock(t *testing.T, env []string, args ...string) result {
 
 // started is a dlock process running in the background.
 type started struct {
-	cmd          *exec.Cmd
-	stdout       *lockedBuffer
-	stderr       *lockedBuffer
-	done         chan struct{}
-	res          result
-	startedAt    time.Time
-	waitErr      error
+	cmd       *exec.Cmd
+	stdout    *lockedBuffer
+	stderr    *lockedBuffer
+	done      chan struct{}
+	res       result
+	startedAt time.Time
+	waitErr   error
 }
 
 type lockedBuffer struct {
