@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,6 +161,9 @@ func startDlock(t *testing.T, env []string, args ...string) *started {
 	t.Helper()
 	s := &started{cmd: dlockCmd(t, env, args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	// Wait returns even if a grandchild that outlives dlock still holds the
+	// output pipes.
+	s.cmd.WaitDelay = time.Second
 	s.startedAt = time.Now()
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -177,9 +181,12 @@ func startDlock(t *testing.T, env []string, args ...string) *started {
 		}
 	}()
 	t.Cleanup(func() {
+		// SIGTERM is forwarded to the child, which ends, and dlock releases;
+		// SIGKILL only if that does not happen in time.
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
-		default:
+		case <-time.After(5 * time.Second):
 			_ = s.cmd.Process.Kill()
 			<-s.done
 		}
@@ -246,4 +253,18 @@ func execCommand(argv []string, env ...string) *exec.Cmd {
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = cleanEnv(env...)
 	return c
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// killGroupOf kills the process group whose leader's pid is in pidFile: the
+// children of a dlock the test killed outright.
+func killGroupOf(t *testing.T, pidFile string) {
+	t.Helper()
+	if s := readFile(t, pidFile); s != "" {
+		_ = syscall.Kill(-atoi(t, s), syscall.SIGKILL)
+	}
 }
