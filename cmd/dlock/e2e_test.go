@@ -268,3 +268,5 @@ func killGroupOf(t *testing.T, pidFile string) {
 		_ = syscall.Kill(-atoi(t, s), syscall.SIGKILL)
 	}
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
