@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -32,9 +33,10 @@ func supervise(cmd *cobra.Command, f *runFlags, lease *dlock.Lease, args []strin
 		"DLOCK_KEY="+lease.Key(),
 		"DLOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
 		"DLOCK_TOKEN="+lease.Token())
-	// A process group of its own lets run stop everything the command
-	// started, not just the command itself.
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.SysProcAttr = childSysProcAttr()
+	// Pdeathsig follows the thread that started the child: keep it alive.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := c.Start(); err != nil {
 		return childResult{startEr: err}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,4 +281,20 @@ func TestRunChildEnvironmentAndNoTokenInOutput(t *testing.T) {
 			t.Errorf("-v does not report the fence: %s", r)
 		}
 	}
+}
+
+// If dlock run itself is killed, the lock will expire while the command runs
+// on; on Linux the kernel kills the command at once instead.
+func TestRunChildDiesWithDlock(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Pdeathsig is Linux-only")
+	}
+	srv := redisserver.Start(t)
+	dir := t.TempDir()
+	h := startHolder(t, srv.URL(), "orphan", dir, []string{"IGNORE=1"})
+	pid := atoi(t, readFile(t, filepath.Join(dir, "pid")))
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
+	_ = h.cmd.Process.Kill()
+	h.wait(t, 10*time.Second)
+	waitFor(t, "the child to die with dlock", 5*time.Second, func() bool { return processGone(pid) })
 }
