@@ -33,7 +33,9 @@ func supervise(cmd *cobra.Command, f *runFlags, lease *dlock.Lease, args []strin
 		"DLOCK_KEY="+lease.Key(),
 		"DLOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
 		"DLOCK_TOKEN="+lease.Token())
-	c.SysProcAttr = childSysProcAttr()
+	attr, restoreTTY := childSysProcAttr(c.Stdin)
+	c.SysProcAttr = attr
+	defer restoreTTY()
 	// Pdeathsig follows the thread that started the child: keep it alive.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

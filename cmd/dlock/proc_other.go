@@ -2,11 +2,14 @@
 
 package main
 
-import "syscall"
+import (
+	"io"
+	"syscall"
+)
 
 // childSysProcAttr puts the command in a process group of its own, so that
-// run can signal everything it started. (Only Linux can also have the kernel
-// kill it when run dies.)
-func childSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+// run can signal everything it started. (Only on Linux does the command also
+// die with run, and take the terminal's foreground.)
+func childSysProcAttr(io.Reader) (*syscall.SysProcAttr, func()) {
+	return &syscall.SysProcAttr{Setpgid: true}, func() {}
 }

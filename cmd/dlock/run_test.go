@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -297,4 +300,59 @@ func TestRunChildDiesWithDlock(t *testing.T) {
 	_ = h.cmd.Process.Kill()
 	h.wait(t, 10*time.Second)
 	waitFor(t, "the child to die with dlock", 5*time.Second, func() bool { return processGone(pid) })
+}
+
+// On a terminal the command gets the foreground: it can read the terminal
+// (in a background group it would be stopped by SIGTTIN and hang) and gets
+// the terminal's Ctrl-C. script(1) provides the terminal.
+func TestRunInteractiveCommandOwnsTerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("needs Linux and script(1) from util-linux")
+	}
+	srv := redisserver.Start(t)
+	bin := dlockBinary(t)
+	child := `read line; echo "read:$line"; trap 'echo interrupted; exit 9' INT; echo waiting; while :; do sleep 0.05; done`
+	inner := fmt.Sprintf("%s run --redis %s --key tty -- sh -c '%s'", bin, srv.URL(), strings.ReplaceAll(child, "'", `'\''`))
+	c := exec.Command(scriptBin, "-qec", inner, "/dev/null")
+	c.Env = cleanEnv()
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuffer{}
+	c.Stdout, c.Stderr = out, out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = c.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = c.Process.Kill()
+		<-done
+	})
+	waitFor(t, "the lock to be held", 20*time.Second, func() bool {
+		n, _ := srv.Do("EXISTS", "dlock:{tty}")
+		return n == "1"
+	})
+	_, _ = io.WriteString(stdin, "hello\n")
+	waitFor(t, "the command to read the terminal", 10*time.Second, func() bool { return strings.Contains(out.String(), "waiting") })
+	_, _ = io.WriteString(stdin, "\x03") // Ctrl-C
+	select {
+	case <-done:
+		err = waitErr
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no exit after Ctrl-C; output:\n%s", out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 9 || !strings.Contains(out.String(), "read:hello") || !strings.Contains(out.String(), "interrupted") {
+		t.Fatalf("want the command to read the line, trap Ctrl-C and exit 9; got %v, output:\n%s", err, out)
+	}
+	if n, _ := srv.Do("EXISTS", "dlock:{tty}"); n != "0" {
+		t.Fatal("lock not released")
+	}
 }
