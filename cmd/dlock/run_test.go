@@ -215,6 +215,17 @@ func TestRunWaitBound(t *testing.T) {
 		t.Fatalf("--wait 0 on a held lock: want exit %d: %s", ExitNotAcquired, r)
 	}
 
+	// A signal stops an unbounded wait.
+	iw := startDlock(t, nil, "run", "--redis", srv.URL(), "--key", "busy", "--", "true")
+	waitFor(t, "the waiter to subscribe", 10*time.Second, func() bool {
+		n, _ := srv.Do("PUBSUB", "NUMSUB", "dlock:{busy}:released")
+		return strings.HasSuffix(n, "\n1")
+	})
+	_ = iw.cmd.Process.Signal(syscall.SIGINT)
+	if r := iw.wait(t, 10*time.Second); r.code != ExitNotAcquired || !strings.Contains(r.stderr, "interrupted") {
+		t.Fatalf("SIGINT while waiting: want exit %d, interrupted: %s", ExitNotAcquired, r)
+	}
+
 	// A waiter without a bound gets the lock once the holder is done.
 	w := startDlock(t, nil, "run", "--redis", srv.URL(), "--key", "busy", "--", "sh", "-c", "exit 3")
 	_ = h.cmd.Process.Signal(syscall.SIGTERM)
