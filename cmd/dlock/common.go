@@ -53,11 +53,17 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
+	// A Redlock store works while a majority of its nodes answer; any other
+	// store needs its one client.
+	var errs []error
 	for _, c := range st.Clients {
 		if err := c.Ping(pctx).Err(); err != nil {
-			_ = st.Close()
-			return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, err))
+			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 && len(errs) >= (len(st.Clients)+1)/2 {
+		_ = st.Close()
+		return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, errors.Join(errs...)))
 	}
 	return st, nil
 }

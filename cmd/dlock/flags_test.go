@@ -34,7 +34,7 @@ func TestStoreFlagsOpen(t *testing.T) {
 		{name: "bad port", f: storeFlags{redisURL: "redis://127.0.0.1:x"}, wantErr: "port"},
 		{name: "bad option", f: storeFlags{clusterURL: "redis://127.0.0.1:1?nope=1"}, wantErr: "nope"},
 		{name: "two stores", f: storeFlags{redisURL: "redis://a:1", clusterURL: "redis://b:1"}, wantErr: "choose one"},
-		{name: "redlock not yet", f: storeFlags{redlockURLs: []string{"redis://a:1", "redis://b:1"}}, wantErr: "redlock"},
+		{name: "bad redlock URL", f: storeFlags{redlockURLs: []string{"redis://a:1", "http://b:1"}}, wantErr: "--redlock"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,7 +62,7 @@ func TestStoreFlagsOpen(t *testing.T) {
 
 func TestURLErrorsHidePasswords(t *testing.T) {
 	for _, u := range []string{"redis://user:s3cretpw@host:x", "redis://u:s3cretpw@h:1?bad=1"} {
-		for _, f := range []storeFlags{{redisURL: u}, {clusterURL: u}, {sentinelURL: u + "&master_name=m"}} {
+		for _, f := range []storeFlags{{redisURL: u}, {clusterURL: u}, {sentinelURL: u + "&master_name=m"}, {redlockURLs: []string{"redis://a:1", u}}} {
 			_, err := f.open()
 			if err == nil || strings.Contains(err.Error(), "s3cretpw") {
 				t.Errorf("%+v: error %v; want an error without the password", f, err)
@@ -140,23 +140,28 @@ func FuzzStoreFlags(f *testing.F) {
 		f.Add(s, uint8(0))
 		f.Add(s, uint8(1))
 		f.Add(s, uint8(2))
+		f.Add(s+",redis://127.0.0.1:2", uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, raw string, which uint8) {
 		var fl storeFlags
-		switch which % 3 {
+		urls := []string{raw}
+		switch which % 4 {
 		case 0:
 			fl.redisURL = raw
 		case 1:
 			fl.clusterURL = raw
 		case 2:
 			fl.sentinelURL = raw
+		case 3:
+			urls = strings.Split(raw, ",")
+			fl.redlockURLs = urls
 		}
 		st, err := fl.open()
 		if err == nil {
 			defer st.Close()
-			if raw != "" {
-				if _, perr := url.Parse(raw); perr != nil {
-					t.Fatalf("accepted %q, which net/url rejects: %v", raw, perr)
+			for _, u := range urls {
+				if _, perr := url.Parse(u); u != "" && perr != nil {
+					t.Fatalf("accepted %q, which net/url rejects: %v", u, perr)
 				}
 			}
 			return
@@ -164,9 +169,11 @@ func FuzzStoreFlags(f *testing.F) {
 		if usageCode(err) != ExitUsage {
 			t.Fatalf("open(%q): %v is not a usage error", raw, err)
 		}
-		if u, perr := url.Parse(raw); perr == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok && len(pw) >= 4 && strings.Contains(err.Error(), pw) {
-				t.Fatalf("error for %q shows the password: %v", raw, err)
+		for _, raw := range urls {
+			if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+				if pw, ok := u.User.Password(); ok && len(pw) >= 4 && strings.Contains(err.Error(), pw) {
+					t.Fatalf("error for %q shows the password: %v", raw, err)
+				}
 			}
 		}
 	})

@@ -79,7 +79,14 @@ func (f *storeFlags) open() (*openedStore, error) {
 		return nil, exitWith(ExitUsage, errors.New("choose one of --redis, --redis-cluster, --redis-sentinel, --redlock"))
 	}
 	if len(f.redlockURLs) > 0 {
-		return openRedlock(f.redlockURLs, f.prefix)
+		st, err := openRedlock(f.redlockURLs, f.prefix)
+		var ee *exitError
+		if errors.As(err, &ee) && ee.err != nil {
+			for _, u := range f.redlockURLs {
+				ee.err = redact(u, ee.err)
+			}
+		}
+		return st, err
 	}
 	client, desc, err := f.client()
 	if err != nil {
