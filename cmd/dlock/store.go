@@ -79,7 +79,14 @@ func (f *storeFlags) open() (*openedStore, error) {
 		return nil, exitWith(ExitUsage, errors.New("choose one of --redis, --redis-cluster, --redis-sentinel, --redlock"))
 	}
 	if len(f.redlockURLs) > 0 {
-		return openRedlock(f.redlockURLs, f.prefix)
+		st, err := openRedlock(f.redlockURLs, f.prefix)
+		var ee *exitError
+		if errors.As(err, &ee) && ee.err != nil {
+			for _, u := range f.redlockURLs {
+				ee.err = redact(u, ee.err)
+			}
+		}
+		return st, err
 	}
 	client, desc, err := f.client()
 	if err != nil {
@@ -98,13 +105,13 @@ func (f *storeFlags) client() (redis.UniversalClient, string, error) {
 	case f.clusterURL != "":
 		o, err := redis.ParseClusterURL(f.clusterURL)
 		if err != nil {
-			return nil, "", fmt.Errorf("--redis-cluster: %w", err)
+			return nil, "", fmt.Errorf("--redis-cluster: %w", redact(f.clusterURL, err))
 		}
 		return redis.NewClusterClient(o), "cluster " + strings.Join(o.Addrs, ","), nil
 	case f.sentinelURL != "":
 		o, err := redis.ParseFailoverURL(f.sentinelURL)
 		if err != nil {
-			return nil, "", fmt.Errorf("--redis-sentinel: %w", err)
+			return nil, "", fmt.Errorf("--redis-sentinel: %w", redact(f.sentinelURL, err))
 		}
 		if o.MasterName == "" {
 			return nil, "", errors.New("--redis-sentinel: the URL needs ?master_name=NAME")
@@ -117,7 +124,32 @@ func (f *storeFlags) client() (redis.UniversalClient, string, error) {
 	}
 	o, err := redis.ParseURL(u)
 	if err != nil {
-		return nil, "", fmt.Errorf("--redis: %w", err)
+		return nil, "", fmt.Errorf("--redis: %w", redact(u, err))
 	}
 	return redis.NewClient(o), "redis " + o.Addr, nil
+}
+
+// redactedError is a URL parse error with the URL's user information (which
+// may hold a password) cut out of its message. It deliberately does not
+// unwrap to the original, whose message still has the password.
+type redactedError struct{ msg string }
+
+func (e *redactedError) Error() string { return e.msg }
+
+// redact removes rawURL's user information from err's message: parse errors
+// quote the whole URL, password included.
+func redact(rawURL string, err error) error {
+	at := strings.LastIndex(rawURL, "@")
+	if at < 0 {
+		return err
+	}
+	start := 0
+	if i := strings.Index(rawURL[:at], "://"); i >= 0 {
+		start = i + 3
+	}
+	userinfo := rawURL[start:at]
+	if userinfo == "" {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), userinfo, "REDACTED")}
 }

@@ -11,9 +11,10 @@ func init() { subcommands = append(subcommands, newVersionCmd) }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of dlock and of the Go toolchain that built it",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the version of dlock and of the Go toolchain that built it",
+		Example: `  dlock version`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v, goVersion := "(devel)", "unknown"
 			if bi, ok := debug.ReadBuildInfo(); ok {

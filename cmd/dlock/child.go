@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"example.com/dlock"
+)
+
+// childResult is how the command under the lock ended.
+type childResult struct {
+	code    int   // exit status to report for the command
+	lost    error // non-nil if the lock was lost while it ran
+	startEr error // non-nil if it could not be started
+}
+
+// supervise starts the command in its own process group and waits for it,
+// forwarding signals, and stopping the group (SIGTERM, then SIGKILL after
+// --grace) if the lease ends before the command does.
+func supervise(cmd *cobra.Command, f *runFlags, lease *dlock.Lease, args []string, sigs <-chan os.Signal) childResult {
+	c := exec.Command(args[0], args[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	c.Env = append(os.Environ(),
+		"DLOCK_KEY="+lease.Key(),
+		"DLOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
+		"DLOCK_TOKEN="+lease.Token())
+	attr, restoreTTY := childSysProcAttr(c.Stdin)
+	c.SysProcAttr = attr
+	defer restoreTTY()
+	// Pdeathsig follows the thread that started the child: keep it alive.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := c.Start(); err != nil {
+		return childResult{startEr: err}
+	}
+	pgid := c.Process.Pid
+	waited := make(chan struct{})
+	go func() {
+		_ = c.Wait() // the status is read from c.ProcessState below
+		close(waited)
+	}()
+	var (
+		res      childResult
+		leaseEnd = lease.Done()
+		kill     <-chan time.Time
+	)
+	for {
+		select {
+		case <-waited:
+			if res.lost != nil {
+				// Whatever the command left behind in its group is no longer protected.
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			res.code = exitStatus(c.ProcessState)
+			return res
+		case s := <-sigs:
+			_ = syscall.Kill(-pgid, s.(syscall.Signal))
+		case <-leaseEnd:
+			leaseEnd = nil
+			res.lost = plain(lease.Err())
+			fmt.Fprintf(cmd.ErrOrStderr(), "dlock: %v: stopping the command (SIGTERM, SIGKILL after %v)\n", res.lost, f.grace)
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			t := time.NewTimer(f.grace)
+			defer t.Stop()
+			kill = t.C
+		case <-kill:
+			kill = nil
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+}
+
+// exitStatus is the shell's view of how a process ended: its exit code, or
+// 128+N if signal N killed it.
+func exitStatus(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// finish releases the lock after the command ended and turns the outcome into
+// run's exit status.
+func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.Lease, res childResult) error {
+	rctx, cancel := context.WithTimeout(ctx, min(f.ttl, 10*time.Second))
+	defer cancel()
+	rerr := lease.Release(rctx)
+	switch {
+	case res.startEr != nil:
+		code := 126
+		if errors.Is(res.startEr, exec.ErrNotFound) || errors.Is(res.startEr, os.ErrNotExist) {
+			code = 127
+		}
+		return exitWith(code, fmt.Errorf("run: %w", res.startEr))
+	case res.lost != nil:
+		return exitWith(ExitLost, fmt.Errorf("run: the command was stopped because the lock was lost: %w", res.lost))
+	case errors.Is(rerr, dlock.ErrLost):
+		// The command finished, but the lock was gone before it did: its
+		// work may not have been protected.
+		return exitWith(ExitLost, fmt.Errorf("run: the command finished (status %d) but the lock was lost before: %w", res.code, plain(rerr)))
+	case rerr != nil:
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed, it expires within %v: %v\n", f.key, f.ttl, plain(rerr))
+	case f.verbose:
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %q\n", f.key)
+	}
+	if res.code != 0 {
+		return &exitError{code: res.code} // the command's status, with no message of ours
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
+)
+
+// go-redis logs every failed dial on its own; the CLI reports the error once,
+// in its own words, so the library's log is silenced.
+func init() { redis.SetLogger(quietLogger{}) }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// plainError shows an error without the library's repeated "dlock: "
+// prefixes (the CLI adds its own) while keeping it matchable with errors.Is.
+type plainError struct{ err error }
+
+func (e plainError) Error() string { return strings.ReplaceAll(e.err.Error(), "dlock: ", "") }
+func (e plainError) Unwrap() error { return e.err }
+
+// plain wraps err in a plainError.
+func plain(err error) error {
+	if err == nil {
+		return nil
+	}
+	return plainError{err}
+}
+
+// connectTimeout bounds the reachability check every subcommand makes before
+// its first real call, so an unreachable store fails fast with ExitUnavailable
+// instead of waiting in the lock's retry loop.
+const connectTimeout = 5 * time.Second
+
+// connect opens the selected store and checks that every server behind it
+// answers. Bad flags return ExitUsage, an unreachable server ExitUnavailable;
+// nothing is left open on failure.
+func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
+	st, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	// A Redlock store works while a majority of its nodes answer; any other
+	// store needs its one client.
+	var errs []error
+	for _, c := range st.Clients {
+		if err := c.Ping(pctx).Err(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 && len(errs) >= (len(st.Clients)+1)/2 {
+		_ = st.Close()
+		return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, errors.Join(errs...)))
+	}
+	return st, nil
+}
+
+// exitFor maps an error from the lock API to the CLI's exit codes.
+func exitFor(err error) error {
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		err = plain(err)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		return err
+	case errors.Is(err, dlock.ErrInvalid):
+		return exitWith(ExitUsage, err)
+	case errors.Is(err, dlock.ErrLost):
+		return exitWith(ExitLost, err)
+	case errors.Is(err, dlock.ErrUnavailable):
+		return exitWith(ExitUnavailable, err)
+	case errors.Is(err, dlock.ErrNotAcquired):
+		return exitWith(ExitNotAcquired, err)
+	}
+	return exitWith(ExitUnavailable, err)
+}
+
+// abbrev shortens an owner token for display: the token is a bearer secret
+// (whoever knows it can release the lock), so only a prefix long enough to
+// tell holders apart is ever shown.
+func abbrev(token string) string {
+	if token == "" {
+		return ""
+	}
+	n := min(6, utf8.RuneCountInString(token)/2)
+	r := []rune(token)
+	return string(r[:n]) + "…"
+}
+
+// writeJSON prints v as indented JSON followed by a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// roundDur rounds a duration for display.
+func roundDur(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func msDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

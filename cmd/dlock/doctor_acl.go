@@ -1,0 +1,180 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// aclProbe is one command the lock needs, with arguments for ACL DRYRUN.
+type aclProbe struct {
+	cmd  string
+	args func(lock, fence, channel string) []any
+}
+
+// lockCommands are the commands dlock sends (directly, or from its Lua
+// scripts, where ACLs apply too).
+var lockCommands = []aclProbe{
+	{"EVALSHA", func(l, f, _ string) []any { return []any{strings.Repeat("0", 40), 2, l, f} }},
+	{"EVAL", func(l, f, _ string) []any { return []any{"return 1", 2, l, f} }},
+	{"SCRIPT", func(string, string, string) []any { return []any{"LOAD", "return 1"} }},
+	{"SUBSCRIBE", func(_, _, c string) []any { return []any{c} }},
+	{"PUBLISH", func(_, _, c string) []any { return []any{c, "released"} }},
+	{"HGET", func(l, _, _ string) []any { return []any{l, "owner"} }},
+	{"HMGET", func(l, _, _ string) []any { return []any{l, "owner", "holds"} }},
+	{"HSET", func(l, _, _ string) []any { return []any{l, "owner", "x"} }},
+	{"HINCRBY", func(l, _, _ string) []any { return []any{l, "holds", 1} }},
+	{"PEXPIRE", func(l, _, _ string) []any { return []any{l, 1000} }},
+	{"PTTL", func(l, _, _ string) []any { return []any{l} }},
+	{"DEL", func(l, _, _ string) []any { return []any{l} }},
+	{"GET", func(_, f, _ string) []any { return []any{f} }},
+	{"INCR", func(_, f, _ string) []any { return []any{f} }},
+	{"PUBSUB", func(_, _, c string) []any { return []any{"NUMSUB", c} }},
+	{"SCAN", func(string, string, string) []any { return []any{0, "TYPE", "hash"} }},
+}
+
+// probeScript runs the commands of dlock's Lua scripts on a throw-away lock
+// and returns the names of those the ACL denies. The keys expire after a
+// second even if DEL is denied.
+var probeScript = redis.NewScript(`
+local denied = {}
+local function try(name, ...)
+  local r = redis.pcall(name, ...)
+  if type(r) == 'table' and r.err then
+    local e = string.lower(r.err)
+    if string.find(e, "can't", 1, true) or string.find(e, 'noperm', 1, true) or string.find(e, 'permission', 1, true) then
+      table.insert(denied, name)
+    end
+  end
+end
+try('HGET', KEYS[1], 'owner')
+try('HMGET', KEYS[1], 'owner', 'holds')
+try('PTTL', KEYS[1])
+try('GET', KEYS[2])
+try('INCR', KEYS[2])
+try('PEXPIRE', KEYS[2], 1000)
+try('HSET', KEYS[1], 'owner', 'dlock-doctor', 'holds', 1)
+try('HINCRBY', KEYS[1], 'holds', 1)
+try('PEXPIRE', KEYS[1], 1000)
+try('DEL', KEYS[1])
+try('PUBLISH', ARGV[1], 'released')
+return denied
+`)
+
+// aclCheck reports which of the lock's commands the connection's user may
+// not run: by ACL DRYRUN where the server has it and the user may call it,
+// otherwise by trying them on a throw-away key.
+func aclCheck(ctx context.Context, c redis.UniversalClient, prefix string) check {
+	const name = "acl"
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	lock := prefix + "{dlock-doctor-" + hex.EncodeToString(b[:]) + "}"
+	fence, channel := lock+":fence", lock+":released"
+	user, err := c.Do(ctx, "ACL", "WHOAMI").Text()
+	dry := err == nil // before Redis 6, or WHOAMI forbidden: no DRYRUN either
+	if !dry {
+		user = urlUser(c)
+	}
+	var denied []string
+	how := "ACL DRYRUN"
+	if !dry || !dryRun(ctx, c, user, lockCommands, lock, fence, channel, &denied) {
+		how = "trying each command"
+		denied = tryCommands(ctx, c, lock, fence, channel)
+	}
+	who := "this user"
+	if user != "" {
+		who = "user " + user
+	}
+	if len(denied) == 0 {
+		return check{Name: name, Status: statusOK, Detail: fmt.Sprintf("%s may run every command dlock needs (checked by %s)", who, how)}
+	}
+	return check{Name: name, Status: statusWarn,
+		Detail: fmt.Sprintf("%s may not run %s (checked by %s): locking fails with NOPERM errors", who, strings.Join(denied, ", "), how),
+		Fix:    fmt.Sprintf("ACL SETUSER %s %s ~%s* &%s*", cmp.Or(user, "USER"), aclGrants(denied), prefix, prefix)}
+}
+
+// aclGrants spells the ACL rules that allow the denied commands.
+func aclGrants(denied []string) string {
+	sub := map[string]string{"SCRIPT": "script|load", "PUBSUB": "pubsub|numsub"}
+	rules := make([]string, len(denied))
+	for i, d := range denied {
+		rules[i] = "+" + cmp.Or(sub[d], strings.ToLower(d))
+	}
+	return strings.Join(rules, " ")
+}
+
+// urlUser is the user name the client logs in with, "" if unknown.
+func urlUser(c redis.UniversalClient) string {
+	if rc, ok := c.(*redis.Client); ok {
+		return rc.Options().Username
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.Options().Username
+	}
+	return ""
+}
+
+// dryRun asks ACL DRYRUN about every probe. It reports false, leaving denied
+// alone, if DRYRUN itself is unavailable (Redis < 7) or forbidden.
+func dryRun(ctx context.Context, c redis.UniversalClient, user string, probes []aclProbe, lock, fence, channel string, denied *[]string) bool {
+	var out []string
+	for _, p := range probes {
+		args := append([]any{"ACL", "DRYRUN", user, p.cmd}, p.args(lock, fence, channel)...)
+		res, err := c.Do(ctx, args...).Text()
+		if err != nil {
+			return false
+		}
+		if res != "OK" {
+			out = append(out, p.cmd)
+		}
+	}
+	*denied = out
+	return true
+}
+
+// tryCommands runs the lock's commands for real on a throw-away key.
+func tryCommands(ctx context.Context, c redis.UniversalClient, lock, fence, channel string) []string {
+	var denied []string
+	deny := func(cmd string, err error) {
+		if isDenied(err) {
+			denied = append(denied, cmd)
+		}
+	}
+	res, err := probeScript.Eval(ctx, c, []string{lock, fence}, channel).StringSlice()
+	deny("EVAL", err)
+	denied = append(denied, res...)
+	deny("SCRIPT", probeScript.Load(ctx, c).Err())
+	deny("EVALSHA", probeScript.EvalSha(ctx, c, []string{lock, fence}, channel).Err())
+	deny("SUBSCRIBE", trySubscribe(ctx, c, channel))
+	deny("PUBSUB", c.PubSubNumSub(ctx, channel).Err())
+	deny("SCAN", c.ScanType(ctx, 0, lock, 1, "hash").Err())
+	slices.Sort(denied)
+	return slices.Compact(denied)
+}
+
+func trySubscribe(ctx context.Context, c redis.UniversalClient, channel string) error {
+	ps := c.Subscribe(ctx)
+	defer ps.Close()
+	if err := ps.Subscribe(ctx, channel); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := ps.Receive(rctx)
+	return err
+}
+
+func isDenied(err error) bool {
+	if err == nil {
+		return false
+	}
+	e := strings.ToLower(err.Error())
+	return strings.Contains(e, "noperm") || strings.Contains(e, "can't run") || strings.Contains(e, "can't access") || strings.Contains(e, "no permissions")
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/dlock/internal/redisserver"
+)
+
+func doctorJSON(t *testing.T, env []string, url string) (doctorReport, result) {
+	t.Helper()
+	r := runDlock(t, env, "doctor", "--json", "--redis", url)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v: %s", err, r)
+	}
+	return rep, r
+}
+
+// statusOf returns the status and detail of check name in a one-node report.
+func statusOf(t *testing.T, rep doctorReport, name string) (string, string) {
+	t.Helper()
+	if len(rep.Nodes) != 1 {
+		t.Fatalf("want one node: %+v", rep)
+	}
+	for _, c := range rep.Nodes[0].Checks {
+		if c.Name == name {
+			return c.Status, c.Detail
+		}
+	}
+	t.Fatalf("no check %q in %+v", name, rep)
+	return "", ""
+}
+
+func TestDoctorDefaultConfigPassesWithWarnings(t *testing.T) {
+	srv := redisserver.Start(t)
+	r := runDlock(t, nil, "doctor", "--redis", srv.URL())
+	if r.code != 0 {
+		t.Fatalf("want exit 0: %s", r)
+	}
+	for _, want := range []string{"OK    version", "OK    maxmemory-policy", "WARN  persistence", "fix: appendonly yes", "OK    replication", "OK    latency", "OK    acl", "no unsafe setting"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestDoctorFailsOnEvictionPolicy(t *testing.T) {
+	srv := redisserver.Start(t, redisserver.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	rep, r := doctorJSON(t, nil, srv.URL())
+	if r.code != ExitUnsafe || rep.Safe {
+		t.Fatalf("want exit %d and safe=false: %s", ExitUnsafe, r)
+	}
+	if st, d := statusOf(t, rep, "maxmemory-policy"); st != statusFail || !strings.Contains(d, "allkeys-lru") {
+		t.Fatalf("maxmemory-policy: %s %s", st, d)
+	}
+	r = runDlock(t, nil, "doctor", "--redis", srv.URL())
+	if r.code != ExitUnsafe || !strings.Contains(r.stdout, "FAIL  maxmemory-policy") || !strings.Contains(r.stdout, "noeviction") {
+		t.Fatalf("text output: %s", r)
+	}
+}
+
+func TestDoctorPersistenceAndReplication(t *testing.T) {
+	primary := redisserver.Start(t, redisserver.WithAOF(true))
+	replica := redisserver.Start(t, redisserver.WithArgs("--replicaof", "127.0.0.1", itoa(primary.Port())))
+	rep, r := doctorJSON(t, nil, primary.URL())
+	if st, d := statusOf(t, rep, "persistence"); st != statusOK {
+		t.Errorf("persistence with appendfsync always: %s %s", st, d)
+	}
+	waitFor(t, "the replica to connect", 20*time.Second, func() bool {
+		rep, r = doctorJSON(t, nil, primary.URL())
+		st, _ := statusOf(t, rep, "replication")
+		return st == statusWarn
+	})
+	if r.code != 0 {
+		t.Errorf("replicas are a warning, not a failure: %s", r)
+	}
+	rep, r = doctorJSON(t, nil, replica.URL())
+	if st, d := statusOf(t, rep, "replication"); st != statusFail || r.code != ExitUnsafe {
+		t.Errorf("pointed at a replica: %s %s, exit %d", st, d, r.code)
+	}
+}
+
+// lockerRules are the ACL rules of a user that may do exactly what dlock
+// needs, on dlock's keys and channels only.
+var lockerRules = []string{"on", ">pw", "resetkeys", "resetchannels", "-@all", "+ping", "+evalsha", "+eval", "+script|load",
+	"+subscribe", "+unsubscribe", "+publish", "+hget", "+hmget", "+hset", "+hincrby", "+pexpire", "+pttl", "+del",
+	"+get", "+incr", "+pubsub|numsub", "+scan", "~dlock:*", "&dlock:*"}
+
+func setUser(t *testing.T, srv *redisserver.Server, name string, rules ...string) {
+	t.Helper()
+	if _, err := srv.Do(append([]string{"ACL", "SETUSER", name}, rules...)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestACLRestrictedUser(t *testing.T) {
+	srv := redisserver.Start(t)
+	setUser(t, srv, "locker", lockerRules...)
+	url := "redis://locker:pw@" + srv.Addr()
+
+	dir := t.TempDir()
+	r := runDlock(t, []string{"D=" + dir}, "run", "--redis", url, "--key", "acl", "--", "sh", "-c", `echo "$DLOCK_FENCE" > "$D/fence"`)
+	if r.code != 0 || readFile(t, dir+"/fence") != "1" {
+		t.Fatalf("dlock run as a restricted user: %s", r)
+	}
+	if r := runDlock(t, nil, "status", "--redis", url, "acl"); r.code != 0 || !strings.Contains(r.stdout, "held:     no") {
+		t.Fatalf("status as a restricted user: %s", r)
+	}
+
+	// The user may not run INFO or CONFIG: those checks say so, without failing.
+	rep, r := doctorJSON(t, nil, url)
+	if r.code != 0 {
+		t.Fatalf("doctor as a restricted user: %s", r)
+	}
+	if st, d := statusOf(t, rep, "acl"); st != statusOK {
+		t.Fatalf("acl: %s %s", st, d)
+	}
+	if st, d := statusOf(t, rep, "maxmemory-policy"); st != statusWarn || !strings.Contains(d, "cannot check") {
+		t.Fatalf("maxmemory-policy without INFO/CONFIG: %s %s", st, d)
+	}
+
+	// Negative control: take PUBLISH away and the doctor must name it.
+	setUser(t, srv, "locker", "-publish")
+	rep, _ = doctorJSON(t, nil, url)
+	if st, d := statusOf(t, rep, "acl"); st != statusWarn || !strings.Contains(d, "PUBLISH") || !strings.Contains(d, "trying") {
+		t.Fatalf("acl without PUBLISH: %s %s", st, d)
+	}
+
+	// The same through ACL DRYRUN, for a user allowed to ask.
+	setUser(t, srv, "asker", append(lockerRules, "+acl|whoami", "+acl|dryrun", "-hset")...)
+	rep, _ = doctorJSON(t, nil, "redis://asker:pw@"+srv.Addr())
+	if st, d := statusOf(t, rep, "acl"); st != statusWarn || !strings.Contains(d, "HSET") || !strings.Contains(d, "DRYRUN") {
+		t.Fatalf("acl without HSET, by DRYRUN: %s %s", st, d)
+	}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"example.com/dlock"
+)
+
+func init() { subcommands = append(subcommands, newRunCmd) }
+
+// runFlags are the options of `dlock run`.
+type runFlags struct {
+	store   storeFlags
+	key     string
+	ttl     time.Duration
+	wait    time.Duration // meaningful only if waitSet
+	waitSet bool
+	grace   time.Duration
+	verbose bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --key KEY [flags] -- COMMAND [ARG...]",
+		Short: "Run a command while holding a lock, renewing it and stopping the command if it is lost",
+		Long: `run acquires the lock KEY, runs COMMAND while renewing the lock, and releases
+it when COMMAND exits. Like flock(1), etcdctl lock and consul lock, but if the
+lock is lost (the store lost the key, or it could not be renewed in time) the
+command's process group gets SIGTERM, then SIGKILL after --grace, and run
+exits with 76.
+
+The command runs in its own process group with these variables set:
+  DLOCK_KEY    the lock key
+  DLOCK_FENCE  the fencing token: larger than that of every earlier holder;
+               pass it to the resource you protect so it can reject stale writers
+  DLOCK_TOKEN  the owner token (a secret: whoever has it can release the lock)
+SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to run are forwarded to the
+command's process group; the command decides what to do with them.
+
+Exit status: the command's own (128+N if killed by signal N); 64 bad usage;
+69 store unreachable; 75 lock not acquired (--wait elapsed, or interrupted
+while waiting); 76 lock lost while the command ran; 126/127 command not
+executable / not found.
+
+` + storeFlagsHelp,
+		Example: `  # Run a nightly job on at most one machine at a time; wait for the lock as long as it takes
+  dlock run --redis redis://10.0.0.5:6379 --key nightly-report -- ./report.sh --full
+
+  # Give up after 10 s if another machine has it (exit status 75)
+  dlock run --key deploy --wait 10s -- make deploy
+
+  # Single try: skip this run if the job is already running elsewhere
+  dlock run --key cron:cleanup --wait 0 -- ./cleanup.sh || [ $? -eq 75 ]
+
+  # Short lease (renewed every 2 s): a crash frees the lock within 6 s
+  DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --ttl 6s -- ./migrate up`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return exitWith(ExitUsage, errors.New("run: missing COMMAND (usage: dlock run --key KEY -- COMMAND [ARG...])"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.waitSet = cmd.Flags().Changed("wait")
+			if err := f.validate(); err != nil {
+				return err
+			}
+			return runLocked(cmd, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.SetInterspersed(false) // everything after COMMAND belongs to COMMAND
+	fl.StringVarP(&f.key, "key", "k", "", "lock key (required)")
+	fl.DurationVar(&f.ttl, "ttl", dlock.DefaultLease, "lease length; the lease is renewed every ttl/3 while COMMAND runs")
+	fl.DurationVar(&f.wait, "wait", 0, "give up waiting for the lock after this long (exit 75); 0 = a single try (default: wait forever)")
+	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report acquisition and release on stderr")
+	f.store.register(cmd)
+	return cmd
+}
+
+func (f *runFlags) validate() error {
+	switch {
+	case f.key == "":
+		return exitWith(ExitUsage, errors.New("run: --key is required"))
+	case f.waitSet && f.wait < 0:
+		return exitWith(ExitUsage, fmt.Errorf("run: --wait %v is negative", f.wait))
+	case f.grace < 0:
+		return exitWith(ExitUsage, fmt.Errorf("run: --grace %v is negative", f.grace))
+	}
+	if err := dlock.ValidateKey(f.key); err != nil {
+		return exitWith(ExitUsage, fmt.Errorf("run: --key: %w", err))
+	}
+	if f.ttl < dlock.MinTTL || f.ttl > dlock.MaxTTL {
+		return exitWith(ExitUsage, fmt.Errorf("run: --ttl %v is outside [%v, %v]", f.ttl, dlock.MinTTL, dlock.MaxTTL))
+	}
+	return nil
+}
+
+// forwarded are the signals run passes on to the command instead of acting on
+// them itself.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
+
+func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
+	// Catch signals from the start: while waiting they abort the wait, once
+	// the command runs they are forwarded to it.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	ctx := context.WithoutCancel(cmd.Context()) // signals are handled here, not by the root context
+	st, err := f.store.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	client, err := dlock.New(st.Store)
+	if err != nil {
+		return exitFor(err)
+	}
+	lease, err := acquire(ctx, client, f, sigs)
+	if err != nil {
+		return err
+	}
+	if f.verbose {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %q (fence %d) on %s\n", f.key, lease.Fence(), st.Desc)
+	}
+	res := supervise(cmd, f, lease, args, sigs)
+	return finish(ctx, cmd, f, lease, res)
+}
+
+// acquire waits for the lock, giving up when --wait elapses or a forwarded
+// signal arrives.
+func acquire(ctx context.Context, client *dlock.Client, f *runFlags, sigs <-chan os.Signal) (*dlock.Lease, error) {
+	opts := []dlock.Option{dlock.WithAutoRenew(f.ttl)}
+	if f.waitSet {
+		opts = append(opts, dlock.WithWait(f.wait))
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	got := make(chan os.Signal, 1)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(got)
+		select {
+		case s := <-sigs:
+			got <- s
+			cancel(fmt.Errorf("interrupted by %v", s))
+		case <-stopped:
+		}
+	}()
+	lease, err := client.Lock(wctx, f.key, opts...)
+	close(stopped)
+	s := <-got // the watcher has exited; a signal it took is in s
+	cancel(nil)
+	if err == nil && s != nil {
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = lease.Release(rctx)
+		rcancel()
+		err = context.Cause(wctx)
+	}
+	switch {
+	case err == nil:
+		return lease, nil
+	case s != nil:
+		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
+	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
+		return nil, exitWith(ExitNotAcquired, plain(err))
+	}
+	return nil, exitFor(err)
+}

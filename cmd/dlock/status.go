@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"example.com/dlock"
+)
+
+func init() { subcommands = append(subcommands, newStatusCmd) }
+
+// waiterCounter is implemented by stores that can tell how many clients wait
+// for a key (redisstore.Store.Waiters).
+type waiterCounter interface {
+	Waiters(ctx context.Context, key string) (int64, error)
+}
+
+// lockStatus is the output of `dlock status` and one row of `dlock list`.
+type lockStatus struct {
+	Key     string `json:"key"`
+	Held    bool   `json:"held"`
+	Holder  string `json:"holder,omitempty"` // abbreviated token, never the whole
+	Holds   int    `json:"holds"`
+	TTLms   int64  `json:"ttl_ms"`
+	Fence   uint64 `json:"fence"`
+	Waiters *int64 `json:"waiters,omitempty"` // nil when the store cannot tell
+}
+
+func newStatusCmd() *cobra.Command {
+	var (
+		sf     storeFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status KEY",
+		Short: "Show who holds a lock: holder, hold count, remaining TTL, fence, waiters",
+		Long: `status reads the state of the lock KEY without changing it: whether it is
+held, by whom (the first characters of the owner token; the whole token is a
+secret and is never shown), the hold count (re-entrant holds), the remaining
+time to live, the last fencing token issued for KEY, and how many clients
+(processes) wait for it, when the store can tell.
+
+Exit status: 0 whether or not the lock is held; 64 bad usage; 69 store
+unreachable.
+
+` + storeFlagsHelp,
+		Example: `  dlock status nightly-report
+  dlock status --redis redis://10.0.0.5:6379 deploy
+  dlock status --json deploy | jq .ttl_ms
+  dlock status --redis-cluster 'redis://10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000' orders:42`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return exitWith(ExitUsage, errors.New("status: need exactly one KEY"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := dlock.ValidateKey(args[0]); err != nil {
+				return exitWith(ExitUsage, plain(err))
+			}
+			st, err := sf.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := inspect(cmd.Context(), st.Store, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), s)
+			}
+			printStatus(cmd.OutOrStdout(), s)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	sf.register(cmd)
+	return cmd
+}
+
+// inspect reads one key's state through the store's Inspector capability.
+func inspect(ctx context.Context, store dlock.Store, key string) (lockStatus, error) {
+	in, ok := store.(dlock.Inspector)
+	if !ok {
+		return lockStatus{}, exitWith(ExitUsage, errors.New("this store cannot inspect locks; use --redis, --redis-cluster or --redis-sentinel (for Redlock, query one node with --redis)"))
+	}
+	info, err := in.Inspect(ctx, key)
+	if err != nil {
+		return lockStatus{}, exitFor(err)
+	}
+	s := lockStatus{Key: key, Held: info.Held, Holder: abbrev(info.Token), Holds: info.Holds,
+		TTLms: info.Remaining.Milliseconds(), Fence: info.Fence}
+	if wc, ok := store.(waiterCounter); ok {
+		if n, err := wc.Waiters(ctx, key); err == nil {
+			s.Waiters = &n
+		}
+	}
+	return s, nil
+}
+
+func printStatus(w io.Writer, s lockStatus) {
+	fmt.Fprintf(w, "key:      %s\n", s.Key)
+	if !s.Held {
+		fmt.Fprintf(w, "held:     no\n")
+	} else {
+		fmt.Fprintf(w, "held:     yes\n")
+		fmt.Fprintf(w, "holder:   %s\n", s.Holder)
+		fmt.Fprintf(w, "holds:    %d\n", s.Holds)
+		fmt.Fprintf(w, "ttl:      %v\n", roundDur(msDur(s.TTLms)))
+	}
+	fmt.Fprintf(w, "fence:    %d\n", s.Fence)
+	if s.Waiters != nil {
+		fmt.Fprintf(w, "waiters:  %d\n", *s.Waiters)
+	} else {
+		fmt.Fprintf(w, "waiters:  unknown\n")
+	}
+}
