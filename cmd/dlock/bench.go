@@ -43,6 +43,8 @@ mean share), and fails with exit code 76 if the protected counter does not
 equal the number of successful critical sections.
 
 ` + storeFlagsHelp,
+		Example: `  dlock bench --redis redis://127.0.0.1:6379 --duration 5s
+  dlock bench --redlock redis://n1:6379,redis://n2:6379,redis://n3:6379 --goroutines 20`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
