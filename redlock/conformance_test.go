@@ -57,3 +57,30 @@ func TestNewRejectsBadInput(t *testing.T) {
 		t.Fatalf("New(memstores) = %v, fencing %v; want no error, fencing off (memstore cannot raise fences)", err, s.Fencing())
 	}
 }
+
+func TestInspectReportsTheMajoritysView(t *testing.T) {
+	c := startCluster(t, 3)
+	s := c.store(t, conformanceOpts)
+	locks, err := dlock.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	l, err := locks.Lock(ctx, "inspected", dlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Inspect(ctx, "inspected")
+	if err != nil || !info.Held || info.Token != l.Token() || info.Holds != 1 || info.Fence != l.Fence() ||
+		info.Remaining < 50*time.Second {
+		t.Fatalf("Inspect = %+v, %v; want held by the lease, fence %d", info, err, l.Fence())
+	}
+	c.servers[0].Kill()
+	if info, err = s.Inspect(ctx, "inspected"); err != nil || !info.Held {
+		t.Fatalf("Inspect with one of three down = %+v, %v", info, err)
+	}
+	c.servers[1].Kill()
+	if _, err = s.Inspect(ctx, "inspected"); !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("Inspect with two of three down = %v, want ErrNoQuorum", err)
+	}
+}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +57,36 @@ func TestOpenRedlockRejectsBadURLs(t *testing.T) {
 		if !errors.As(err, &ee) || ee.code != ExitUsage {
 			t.Errorf("openRedlock(%q) = %v, want a usage error", urls, err)
 		}
+	}
+}
+
+func TestStatusOverRedlockShowsTheMajoritysHolder(t *testing.T) {
+	servers := redisserver.StartN(t, 3)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.URL())
+	}
+	o, err := openRedlock(urls, "dlock:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c, err := dlock.New(o.Store, dlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	r := runDlock(t, nil, "status", "--json", "--redlock", strings.Join(urls, ","), "report")
+	var st lockStatus
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+		t.Fatalf("status --redlock: %s", r)
+	}
+	if !st.Held || st.Holds != 1 || st.Fence != l.Fence() || st.Holder != l.Token()[:6]+"…" || st.TTLms < 50_000 {
+		t.Fatalf("status --redlock = %+v, want the lease's holder and fence %d", st, l.Fence())
 	}
 }

@@ -87,7 +87,7 @@ unreachable.
 func inspect(ctx context.Context, store dlock.Store, key string) (lockStatus, error) {
 	in, ok := store.(dlock.Inspector)
 	if !ok {
-		return lockStatus{}, exitWith(ExitUsage, errors.New("this store cannot inspect locks; use --redis, --redis-cluster or --redis-sentinel (for Redlock, query one node with --redis)"))
+		return lockStatus{}, exitWith(ExitUsage, errors.New("this store cannot inspect locks; use --redis, --redis-cluster, --redis-sentinel or --redlock"))
 	}
 	info, err := in.Inspect(ctx, key)
 	if err != nil {

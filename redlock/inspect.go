@@ -1,0 +1,71 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"example.com/dlock"
+)
+
+var _ dlock.Inspector = (*Store)(nil)
+
+// Inspect implements dlock.Inspector with the majority's view of key: it is
+// held by a token only if that token holds it on a quorum of nodes, with the
+// hold count and remaining time that a quorum agrees on (the quorum-th
+// largest), and the highest fence any node reports. It changes nothing.
+//
+// It returns an error matching ErrNoQuorum if fewer than a quorum of nodes
+// answered, and one matching dlock.ErrInvalid if a node store cannot inspect.
+func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
+	for i, n := range s.nodes {
+		if _, ok := n.(dlock.Inspector); !ok {
+			return dlock.Info{}, fmt.Errorf("%w: redlock node %d cannot inspect locks", dlock.ErrInvalid, i)
+		}
+	}
+	rs := fanout(ctx, s.timeout, s.all, func(ctx context.Context, i int) (dlock.Info, error) {
+		return s.nodes[i].(dlock.Inspector).Inspect(ctx, key)
+	}, func([]reply[dlock.Info]) bool { return false }, nil)
+	var answered []dlock.Info
+	var errs []error
+	for i, r := range rs {
+		if r.answered && r.err == nil {
+			answered = append(answered, r.val)
+		} else {
+			errs = append(errs, &NodeError{Node: i, Err: r.err})
+		}
+	}
+	if len(answered) < s.quorum {
+		return dlock.Info{}, noQuorum("inspect", len(answered), len(s.nodes), s.quorum, errs, ctx.Err())
+	}
+	return majorityView(answered, s.quorum), nil
+}
+
+// majorityView merges the nodes' answers: a holder must hold the key on at
+// least q of them.
+func majorityView(infos []dlock.Info, q int) dlock.Info {
+	var out dlock.Info
+	count := map[string]int{}
+	for _, in := range infos {
+		out.Fence = max(out.Fence, in.Fence)
+		if in.Held {
+			count[in.Token]++
+		}
+	}
+	for token, n := range count {
+		if n < q {
+			continue
+		}
+		var holds []int
+		var remaining []time.Duration
+		for _, in := range infos {
+			if in.Held && in.Token == token {
+				holds = append(holds, in.Holds)
+				remaining = append(remaining, in.Remaining)
+			}
+		}
+		out.Held, out.Token = true, token
+		out.Holds, out.Remaining = kthLargest(holds, q), kthLargest(remaining, q)
+	}
+	return out
+}
