@@ -19,11 +19,18 @@ func (c *Client) handoff(ctx context.Context, l *Lease) (handled bool, err error
 	}
 	token := newToken()
 	start := w.cfg.clock.Now()
-	g, err := tr.Transfer(ctx, l.key, l.token, token, w.cfg.ttl)
+	var g Grant
+	var v *Value
+	if w.cfg.read != "" && c.reader != nil {
+		v = new(Value)
+		g, *v, err = c.reader.TransferRead(ctx, l.key, l.token, token, w.cfg.ttl, w.cfg.read)
+	} else {
+		g, err = tr.Transfer(ctx, l.key, l.token, token, w.cfg.ttl)
+	}
 	if err == nil {
 		validUntil := start.Add(g.TTL - drift(w.cfg.ttl))
 		if w.cfg.clock.Now().Before(validUntil) {
-			c.queues.deliver(w, c.newLease(l.key, token, g, w.cfg, validUntil, l.slot))
+			c.queues.deliver(w, c.newLease(l.key, token, g, w.cfg, validUntil, l.slot, v))
 			return true, nil
 		}
 		// The grant was over on arrival: free the key, and let the waiter
