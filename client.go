@@ -226,9 +226,9 @@ func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *
 	var g Grant
 	var v *Value
 	var err error
-	if cfg.read != "" && c.reader != nil {
+	if cfg.read != nil && c.reader != nil {
 		v = new(Value)
-		g, *v, err = c.reader.AcquireRead(ctx, key, token, cfg.ttl, cfg.read)
+		g, *v, err = c.reader.AcquireRead(ctx, key, token, cfg.ttl, *cfg.read)
 	} else {
 		g, err = c.store.Acquire(ctx, key, token, cfg.ttl)
 	}

@@ -21,9 +21,9 @@ func (c *Client) handoff(ctx context.Context, l *Lease) (handled bool, err error
 	start := w.cfg.clock.Now()
 	var g Grant
 	var v *Value
-	if w.cfg.read != "" && c.reader != nil {
+	if w.cfg.read != nil && c.reader != nil {
 		v = new(Value)
-		g, *v, err = c.reader.TransferRead(ctx, l.key, l.token, token, w.cfg.ttl, w.cfg.read)
+		g, *v, err = c.reader.TransferRead(ctx, l.key, l.token, token, w.cfg.ttl, *w.cfg.read)
 	} else {
 		g, err = tr.Transfer(ctx, l.key, l.token, token, w.cfg.ttl)
 	}

@@ -19,7 +19,8 @@ type Lease struct {
 	c          *Client
 	key, token string
 	fence      uint64
-	holds      int
+	holds      int32
+	nextHook   int32 // guarded by mu; next to holds so the pair packs in 8 bytes
 	ttl        time.Duration
 	clock      Clock
 
@@ -29,8 +30,7 @@ type Lease struct {
 	err        error // nil while held
 	expiry     Timer
 	renewErr   error // last failed renewal, reported as the cause on expiry
-	hooks      map[int]func(error)
-	nextHook   int
+	hooks      map[int32]func(error)
 
 	// slot is the key's local queue place this lease holds (nil for owners
 	// that bypass the queue); it passes on when the lease ends.
@@ -48,7 +48,7 @@ var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
 func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time, slot *keyQueue, v *Value) *Lease {
 	l := &Lease{
-		c: c, key: key, token: token, fence: g.Fence, holds: g.Holds, ttl: cfg.ttl,
+		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
 		clock: cfg.clock, validUntil: validUntil, index: -1, slot: slot, value: v,
 	}
 	if slot != nil {
@@ -77,7 +77,7 @@ func (l *Lease) Fence() uint64 { return l.fence }
 
 // Holds returns the hold count right after this acquisition: 1 for a first
 // acquisition, more for a re-entrant one.
-func (l *Lease) Holds() int { return l.holds }
+func (l *Lease) Holds() int { return int(l.holds) }
 
 // Value returns the value the resource key named with WithRead had when this
 // lease was granted, read by the store atomically with the grant. found is
@@ -293,7 +293,7 @@ func (l *Lease) onLost(f func(error)) (stop func()) {
 		return func() {}
 	}
 	if l.hooks == nil {
-		l.hooks = make(map[int]func(error))
+		l.hooks = make(map[int32]func(error))
 	}
 	id := l.nextHook
 	l.nextHook++

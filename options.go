@@ -36,7 +36,9 @@ type config struct {
 	wait    time.Duration // bound on waiting; <0 means "until ctx ends"
 	backoff Backoff
 	clock   Clock
-	read    string // resource key read with the grant (WithRead); "" for none
+	// read is the resource key read with the grant (WithRead), nil for none;
+	// a pointer keeps config, copied into every local waiter, small.
+	read *string
 }
 
 func defaultConfig() config {
@@ -102,7 +104,10 @@ func WithClock(clk Clock) Option {
 // the lock "item-42"; otherwise acquisition fails with ErrInvalid.
 // WithRead("") turns a default set on New off. Default: no read.
 func WithRead(resource string) Option {
-	return func(c *config) { c.read = resource }
+	if resource == "" {
+		return func(c *config) { c.read = nil }
+	}
+	return func(c *config) { c.read = &resource }
 }
 
 func (c *config) validate() error {
@@ -117,8 +122,8 @@ func (c *config) validate() error {
 		return invalidf("nil backoff")
 	case c.clock == nil:
 		return invalidf("nil clock")
-	case len(c.read) > maxResourceLen:
-		return invalidf("resource key of %d bytes is longer than %d", len(c.read), maxResourceLen)
+	case c.read != nil && len(*c.read) > maxResourceLen:
+		return invalidf("resource key of %d bytes is longer than %d", len(*c.read), maxResourceLen)
 	}
 	return nil
 }
