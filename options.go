@@ -102,7 +102,9 @@ func WithClock(clk Clock) Option {
 // resource itself. With Redis Cluster the resource key must hash to the
 // lock's slot: give it the lock key as hash tag, e.g. "stock:{item-42}" for
 // the lock "item-42"; otherwise acquisition fails with ErrInvalid.
-// WithRead("") turns a default set on New off. Default: no read.
+// Do's function does not see the Lease, so the option is of no use with Do:
+// use Lock and Release. WithRead("") turns a default set on New off.
+// Default: no read.
 func WithRead(resource string) Option {
 	if resource == "" {
 		return func(c *config) { c.read = nil }
