@@ -41,7 +41,9 @@ func (c *Client) handoff(ctx context.Context, l *Lease) (handled bool, err error
 	}
 	err = classify(err)
 	if errors.Is(err, ErrInvalid) {
-		// Re-entered under the same owner: release our hold only.
+		// Re-entered under the same owner, or the waiter's WithRead resource
+		// was refused (nothing changed then either): release our hold only;
+		// the waiter acquires for itself and meets its own error.
 		err = classify(c.store.Release(ctx, l.key, l.token))
 	}
 	c.queues.deliver(w, nil)
