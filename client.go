@@ -15,6 +15,7 @@ type Client struct {
 	cfg     config
 	renewer *renewer
 	queues  queues
+	reader  GrantReader // store as a GrantReader, or nil
 }
 
 // New returns a Client for store with the given default options. It returns
@@ -31,6 +32,7 @@ func New(store Store, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{store: store, cfg: cfg}
+	c.reader, _ = store.(GrantReader)
 	c.renewer = newRenewer(c)
 	return c, nil
 }
@@ -221,7 +223,15 @@ func (c *Client) acquireLoop(ctx context.Context, key, token string, cfg config,
 // grant whose validity ran out before its reply arrived.
 func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *keyQueue) (*Lease, error) {
 	start := cfg.clock.Now()
-	g, err := c.store.Acquire(ctx, key, token, cfg.ttl)
+	var g Grant
+	var v *Value
+	var err error
+	if cfg.read != nil && c.reader != nil {
+		v = new(Value)
+		g, *v, err = c.reader.AcquireRead(ctx, key, token, cfg.ttl, *cfg.read)
+	} else {
+		g, err = c.store.Acquire(ctx, key, token, cfg.ttl)
+	}
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -239,7 +249,7 @@ func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
 	c.releaseHolds(ctx, key, token, ghosts, cfg.ttl)
-	return c.newLease(key, token, g, cfg, validUntil, q), nil
+	return c.newLease(key, token, g, cfg, validUntil, q, v), nil
 }
 
 // releaseHolds gives back n holds of token on key, best effort: if the store

@@ -28,6 +28,7 @@ func TestBadInputIsRejectedBeforeIO(t *testing.T) {
 		"negative wait":   {"k", []dlock.Option{dlock.WithWait(-time.Second)}},
 		"nil backoff":     {"k", []dlock.Option{dlock.WithBackoff(nil)}},
 		"nil clock":       {"k", []dlock.Option{dlock.WithClock(nil)}},
+		"absurd resource": {"k", []dlock.Option{dlock.WithRead(strings.Repeat("r", 5000))}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

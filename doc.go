@@ -29,6 +29,25 @@
 // other processes get their turn. Callers acquiring as an explicit Owner skip
 // the queue (see below).
 //
+// # Reading the protected value with the grant
+//
+// A read-modify-write section (lock, GET, SET, unlock) can skip its first
+// read: with WithRead(resource) the store reads the resource key in the same
+// atomic step and round trip that grants the lock (acquisition, re-entry or
+// local handoff), and Lease.Value returns it. Stores that cannot
+// (GrantReader is optional; memstore and Redlock stores lack it) ignore the
+// option, and Lease.ValueRead reports false so the caller reads for itself:
+//
+//	l, err := locks.Lock(ctx, "item-42", dlock.WithRead("stock:{item-42}"))
+//	...
+//	v, found := l.Value() // found is false if the key does not exist
+//	if !l.ValueRead() {
+//		v, err = rdb.Get(ctx, "stock:{item-42}").Result() // store cannot read
+//	}
+//
+// On Redis Cluster the resource must share the lock's slot: put the lock key
+// in it as a hash tag, as above; other keys fail with ErrInvalid.
+//
 // # What a lease promises
 //
 // A Lease is valid until ValidUntil, measured on the local monotonic clock

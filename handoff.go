@@ -19,11 +19,18 @@ func (c *Client) handoff(ctx context.Context, l *Lease) (handled bool, err error
 	}
 	token := newToken()
 	start := w.cfg.clock.Now()
-	g, err := tr.Transfer(ctx, l.key, l.token, token, w.cfg.ttl)
+	var g Grant
+	var v *Value
+	if w.cfg.read != nil && c.reader != nil {
+		v = new(Value)
+		g, *v, err = c.reader.TransferRead(ctx, l.key, l.token, token, w.cfg.ttl, *w.cfg.read)
+	} else {
+		g, err = tr.Transfer(ctx, l.key, l.token, token, w.cfg.ttl)
+	}
 	if err == nil {
 		validUntil := start.Add(g.TTL - drift(w.cfg.ttl))
 		if w.cfg.clock.Now().Before(validUntil) {
-			c.queues.deliver(w, c.newLease(l.key, token, g, w.cfg, validUntil, l.slot))
+			c.queues.deliver(w, c.newLease(l.key, token, g, w.cfg, validUntil, l.slot, v))
 			return true, nil
 		}
 		// The grant was over on arrival: free the key, and let the waiter
@@ -34,7 +41,9 @@ func (c *Client) handoff(ctx context.Context, l *Lease) (handled bool, err error
 	}
 	err = classify(err)
 	if errors.Is(err, ErrInvalid) {
-		// Re-entered under the same owner: release our hold only.
+		// Re-entered under the same owner, or the waiter's WithRead resource
+		// was refused (nothing changed then either): release our hold only;
+		// the waiter acquires for itself and meets its own error.
 		err = classify(c.store.Release(ctx, l.key, l.token))
 	}
 	c.queues.deliver(w, nil)

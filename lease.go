@@ -19,7 +19,8 @@ type Lease struct {
 	c          *Client
 	key, token string
 	fence      uint64
-	holds      int
+	holds      int32
+	nextHook   int32 // guarded by mu; next to holds so the pair packs in 8 bytes
 	ttl        time.Duration
 	clock      Clock
 
@@ -29,12 +30,14 @@ type Lease struct {
 	err        error // nil while held
 	expiry     Timer
 	renewErr   error // last failed renewal, reported as the cause on expiry
-	hooks      map[int]func(error)
-	nextHook   int
+	hooks      map[int32]func(error)
 
 	// slot is the key's local queue place this lease holds (nil for owners
 	// that bypass the queue); it passes on when the lease ends.
 	slot *keyQueue
+
+	// value is the resource read with the grant (WithRead), nil if none.
+	value *Value
 
 	// Renewal queue bookkeeping, guarded by the renewer's mutex.
 	next  time.Time
@@ -43,10 +46,10 @@ type Lease struct {
 
 var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
-func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time, slot *keyQueue) *Lease {
+func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time, slot *keyQueue, v *Value) *Lease {
 	l := &Lease{
-		c: c, key: key, token: token, fence: g.Fence, holds: g.Holds, ttl: cfg.ttl,
-		clock: cfg.clock, validUntil: validUntil, index: -1, slot: slot,
+		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
+		clock: cfg.clock, validUntil: validUntil, index: -1, slot: slot, value: v,
 	}
 	if slot != nil {
 		c.queues.held(slot, l)
@@ -74,7 +77,25 @@ func (l *Lease) Fence() uint64 { return l.fence }
 
 // Holds returns the hold count right after this acquisition: 1 for a first
 // acquisition, more for a re-entrant one.
-func (l *Lease) Holds() int { return l.holds }
+func (l *Lease) Holds() int { return int(l.holds) }
+
+// Value returns the value the resource key named with WithRead had when this
+// lease was granted, read by the store atomically with the grant. found is
+// false if the key did not exist, and also if nothing was read: the call had
+// no WithRead, or the store is not a GrantReader (ValueRead tells these
+// apart). The value is not refreshed: writes made after the grant, including
+// the holder's own, are not reflected.
+func (l *Lease) Value() (value string, found bool) {
+	if l.value == nil {
+		return "", false
+	}
+	return l.value.Data, l.value.Found
+}
+
+// ValueRead reports whether the store read the WithRead resource with the
+// grant. It is false when the call had no WithRead or the store cannot read
+// with a grant; the caller must then read the resource itself.
+func (l *Lease) ValueRead() bool { return l.value != nil }
 
 // Done returns a channel closed when the lease ends: released, or lost.
 func (l *Lease) Done() <-chan struct{} {
@@ -272,7 +293,7 @@ func (l *Lease) onLost(f func(error)) (stop func()) {
 		return func() {}
 	}
 	if l.hooks == nil {
-		l.hooks = make(map[int]func(error))
+		l.hooks = make(map[int32]func(error))
 	}
 	id := l.nextHook
 	l.nextHook++

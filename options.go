@@ -21,6 +21,9 @@ const (
 	// DefaultLease is the lease used when no TTL is given: it is renewed every
 	// DefaultLease/3 while the holder lives, as Redisson's watchdog does.
 	DefaultLease = 30 * time.Second
+
+	// maxResourceLen bounds WithRead's resource key, as a sanity check.
+	maxResourceLen = 4096
 )
 
 // Option configures a Client (passed to New, where it sets the default) or a
@@ -33,6 +36,9 @@ type config struct {
 	wait    time.Duration // bound on waiting; <0 means "until ctx ends"
 	backoff Backoff
 	clock   Clock
+	// read is the resource key read with the grant (WithRead), nil for none;
+	// a pointer keeps config, copied into every local waiter, small.
+	read *string
 }
 
 func defaultConfig() config {
@@ -82,6 +88,30 @@ func WithClock(clk Clock) Option {
 	return func(c *config) { c.clock = clk }
 }
 
+// WithRead asks the store to read the value of resource, a key of the
+// protected data named exactly as the store knows it (for Redis: the full
+// key, no prefix), in the same atomic step and round trip that grants the
+// lock: on acquisition, re-entry and local handoff. The value is then
+// available from Lease.Value, saving the critical section its first read.
+// It is the value at the grant; later writes, including the holder's own,
+// are not reflected.
+//
+// Only stores that implement GrantReader can do this (redisstore does;
+// memstore and Redlock stores do not). With any other store the option
+// changes nothing: Lease.ValueRead reports false and the caller reads the
+// resource itself. With Redis Cluster the resource key must hash to the
+// lock's slot: give it the lock key as hash tag, e.g. "stock:{item-42}" for
+// the lock "item-42"; otherwise acquisition fails with ErrInvalid.
+// Do's function does not see the Lease, so the option is of no use with Do:
+// use Lock and Release. WithRead("") turns a default set on New off.
+// Default: no read.
+func WithRead(resource string) Option {
+	if resource == "" {
+		return func(c *config) { c.read = nil }
+	}
+	return func(c *config) { c.read = &resource }
+}
+
 func (c *config) validate() error {
 	switch {
 	case c.ttl < MinTTL:
@@ -94,6 +124,8 @@ func (c *config) validate() error {
 		return invalidf("nil backoff")
 	case c.clock == nil:
 		return invalidf("nil clock")
+	case c.read != nil && len(*c.read) > maxResourceLen:
+		return invalidf("resource key of %d bytes is longer than %d", len(*c.read), maxResourceLen)
 	}
 	return nil
 }

@@ -117,3 +117,30 @@ type Transferer interface {
 	// nothing and returns an error matching ErrInvalid.
 	Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (Grant, error)
 }
+
+// GrantReader is an optional Store capability behind WithRead: acquiring
+// (or receiving by transfer) a lock and reading one caller-named resource
+// key in the same atomic step and round trip, so that the first read of the
+// protected value costs nothing extra. The resource key is the caller's own
+// data, named verbatim (no prefix); the store reads it, never writes it.
+//
+// The methods behave exactly as Acquire and Transfer, plus the read. A
+// failed or contended call reads nothing. A store that cannot honour a
+// resource name (for example a Redis Cluster key in another slot than the
+// lock's) returns an error matching ErrInvalid and changes nothing.
+type GrantReader interface {
+	// AcquireRead is Acquire, also returning resource's value at the moment
+	// of the grant (including a re-entrant one).
+	AcquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (Grant, Value, error)
+	// TransferRead is Transferer.Transfer, also returning resource's value
+	// at the moment of the transfer.
+	TransferRead(ctx context.Context, key, from, to string, ttl time.Duration, resource string) (Grant, Value, error)
+}
+
+// Value is a resource key's value read by a GrantReader.
+type Value struct {
+	// Data is the value; empty when the key did not exist.
+	Data string
+	// Found reports whether the key existed.
+	Found bool
+}

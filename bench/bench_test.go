@@ -13,17 +13,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestQuick runs every scenario briefly for dlock and the floor and checks
-// the protected counter of each (the peers are left to `go run . -quick`).
+// TestQuick runs every scenario briefly for dlock (with and without WithRead)
+// and the floor and checks the protected counter of each (the peers are
+// left to `go run . -quick`).
 func TestQuick(t *testing.T) {
-	f := flags{scenarios: "all", libs: "dlock,floor", duration: 300 * time.Millisecond,
+	f := flags{scenarios: "all", libs: "dlock,dlock-noread,floor", duration: 300 * time.Millisecond,
 		wdLease: 900 * time.Millisecond, wdHold: time.Second, wdLocks: 10000, tuning: defaultTuning}
 	rep, err := run(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != len(scenarios)*2 {
-		t.Fatalf("%d results, want %d", len(rep.Results), len(scenarios)*2)
+	if len(rep.Results) != len(scenarios)*3 {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(scenarios)*3)
+	}
+	var _ readLocker = &dlockLocker{}
+	if _, ok := locker(dlockNoRead{}).(readLocker); ok {
+		t.Fatal("dlock-noread can read with the grant: it would not measure the old path")
 	}
 	for _, r := range rep.Results {
 		if r.Skipped != "" {

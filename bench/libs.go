@@ -27,9 +27,16 @@ type locker interface {
 	close()
 }
 
+// readLocker is a locker that can read one data key with the grant, in the
+// same round trip (dlock's WithRead); the scenarios that fold the read use it.
+type readLocker interface {
+	lockRead(ctx context.Context, key, data string) (unlock func(context.Context) error, value string, found bool, err error)
+}
+
 // libNames lists the libraries in report order. The "-tuned" variants use
-// the best settings we found for the peer (see BENCHMARKS.md).
-var libNames = []string{"dlock", "floor", "redsync", "redsync-tuned", "redislock", "redislock-tuned"}
+// the best settings we found for the peer (see BENCHMARKS.md). "dlock-noread"
+// is dlock without WithRead: the critical section reads the data itself.
+var libNames = []string{"dlock", "dlock-noread", "floor", "redsync", "redsync-tuned", "redislock", "redislock-tuned"}
 
 // peerTTL is the lock TTL given to the libraries that need one per call.
 const peerTTL = time.Second
@@ -47,7 +54,7 @@ var defaultTuning = tuning{
 
 func newLocker(name string, rdb *redis.Client, tu tuning) (locker, error) {
 	switch name {
-	case "dlock":
+	case "dlock", "dlock-noread":
 		st, err := redisstore.New(rdb, nil)
 		if err != nil {
 			return nil, err
@@ -55,6 +62,9 @@ func newLocker(name string, rdb *redis.Client, tu tuning) (locker, error) {
 		c, err := dlock.New(st) // defaults: 30 s lease renewed every 10 s, fencing
 		if err != nil {
 			return nil, err
+		}
+		if name == "dlock-noread" {
+			return dlockNoRead{&dlockLocker{c: c, st: st}}, nil
 		}
 		return &dlockLocker{c: c, st: st}, nil
 	case "floor":
@@ -96,7 +106,32 @@ func (d *dlockLocker) lock(ctx context.Context, key string) (func(context.Contex
 	return l.Release, nil
 }
 
+// lockRead takes the lock with dlock.WithRead(data): the data's value comes
+// back in the acquire (or local handoff) reply.
+func (d *dlockLocker) lockRead(ctx context.Context, key, data string) (func(context.Context) error, string, bool, error) {
+	l, err := d.c.Lock(ctx, key, dlock.WithRead(data))
+	if err != nil {
+		return nil, "", false, err
+	}
+	if !l.ValueRead() {
+		_ = l.Release(ctx)
+		return nil, "", false, errors.New("dlock: WithRead did not read")
+	}
+	v, found := l.Value()
+	return l.Release, v, found, nil
+}
+
 func (d *dlockLocker) close() { _ = d.st.Close() }
+
+// dlockNoRead is dlock without the WithRead fast path (a named field, not
+// an embedding, so that it does not get lockRead).
+type dlockNoRead struct{ d *dlockLocker }
+
+func (n dlockNoRead) lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return n.d.lock(ctx, key)
+}
+
+func (n dlockNoRead) close() { n.d.close() }
 
 // floorLocker is the hand-written floor: SET NX PX, EVALSHA compare-and-
 // delete, an in-process mutex per key so that local waiters queue instead of

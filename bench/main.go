@@ -167,6 +167,11 @@ func run(f flags) (*report, error) {
 func runJob(rdb *redis.Client, j job) (*result, error) {
 	ctx := context.Background()
 	sc := j.Scenario
+	if j.Lib == "dlock-noread" && !sc.FoldRead {
+		r := newResult(j)
+		r.Skipped = "same as dlock here (no read to fold)"
+		return r, nil
+	}
 	if sc.Kind == "watchdog" && j.Lib != "dlock" {
 		r := newResult(j)
 		r.Skipped = "no automatic renewal in this library"

@@ -21,16 +21,17 @@ type scenario struct {
 	Kind       string `json:"kind"`       // cycle | rmw | seed | watchdog
 	Requests   int    `json:"requests"`   // seed: per process (one per goroutine)
 	PoolSize   int    `json:"pool_size"`  // 0: go-redis default
+	FoldRead   bool   `json:"fold_read"`  // libraries that can read the data with the grant do (dlock's WithRead)
 	Doc        string `json:"doc"`
 }
 
 var scenarios = []scenario{
 	{Name: "uncontended-1", Procs: 1, Goroutines: 1, Kind: "cycle", Doc: "lock+unlock, 1 goroutine"},
 	{Name: "uncontended-16", Procs: 1, Goroutines: 16, Kind: "cycle", Doc: "lock+unlock, 16 goroutines, distinct keys"},
-	{Name: "onekey-50", Procs: 1, Goroutines: 50, Kind: "rmw", Doc: "one key, 50 goroutines: lock→GET→SET→unlock"},
-	{Name: "onekey-2x25", Procs: 2, Goroutines: 25, Kind: "rmw", Doc: "one key, 2 processes × 25 goroutines"},
-	{Name: "seed-2x50", Procs: 2, Goroutines: 50, Requests: 50, Kind: "seed", Doc: "stock 100, 2 processes × 50 concurrent requests"},
-	{Name: "seed-2x500", Procs: 2, Goroutines: 500, Requests: 500, Kind: "seed", Doc: "stock 1000, 2 processes × 500 concurrent requests"},
+	{Name: "onekey-50", FoldRead: true, Procs: 1, Goroutines: 50, Kind: "rmw", Doc: "one key, 50 goroutines: lock→GET→SET→unlock"},
+	{Name: "onekey-2x25", FoldRead: true, Procs: 2, Goroutines: 25, Kind: "rmw", Doc: "one key, 2 processes × 25 goroutines"},
+	{Name: "seed-2x50", FoldRead: true, Procs: 2, Goroutines: 50, Requests: 50, Kind: "seed", Doc: "stock 100, 2 processes × 50 concurrent requests"},
+	{Name: "seed-2x500", FoldRead: true, Procs: 2, Goroutines: 500, Requests: 500, Kind: "seed", Doc: "stock 1000, 2 processes × 500 concurrent requests"},
 	{Name: "stampede-1000", Procs: 1, Goroutines: 1000, PoolSize: 20, Kind: "rmw", Doc: "1000 waiters on one key, 20-connection pool"},
 	{Name: "watchdog-10000", Procs: 1, Goroutines: 16, Requests: 10000, Kind: "watchdog", Doc: "10 000 locks held with automatic renewal"},
 }
@@ -239,7 +240,7 @@ func (w *worker) loop(ctx context.Context) {
 		}
 		n++
 		t0 := time.Now()
-		unlock, err := w.lk.lock(ctx, key)
+		unlock, read, err := w.lock(ctx, key)
 		if err != nil {
 			if sc.Kind == "seed" || ctx.Err() == nil {
 				w.fail(err)
@@ -247,7 +248,7 @@ func (w *worker) loop(ctx context.Context) {
 			continue
 		}
 		t1 := time.Now()
-		done, cerr := w.critical(ctx)
+		done, cerr := w.critical(ctx, read)
 		w.crit.add(time.Since(t1))
 		uerr := unlock(context.WithoutCancel(ctx))
 		if err := errors.Join(cerr, uerr); err != nil {
@@ -268,24 +269,44 @@ func (w *worker) fail(err error) {
 	}
 }
 
-// critical is the protected work. It reports whether it counted as a
-// success (a seed request finding no stock does not).
-func (w *worker) critical(ctx context.Context) (bool, error) {
+// lock takes the lock; in scenarios that fold the read, a library that can
+// read the data with the grant does, and read returns that value.
+func (w *worker) lock(ctx context.Context, key string) (unlock func(context.Context) error, read func(context.Context) (int64, error), err error) {
+	if rl, ok := w.lk.(readLocker); ok && w.j.Scenario.FoldRead {
+		var v string
+		var found bool
+		unlock, v, found, err = rl.lockRead(ctx, key, dataKey)
+		return unlock, func(context.Context) (int64, error) {
+			if !found {
+				return 0, redis.Nil
+			}
+			return strconv.ParseInt(v, 10, 64)
+		}, err
+	}
+	unlock, err = w.lk.lock(ctx, key)
+	return unlock, func(ctx context.Context) (int64, error) {
+		w.dataOps.Add(1)
+		return w.rdb.Get(ctx, dataKey).Int64()
+	}, err
+}
+
+// critical is the protected work, reading the data with read. It reports
+// whether it counted as a success (a seed request finding no stock does not).
+func (w *worker) critical(ctx context.Context, read func(context.Context) (int64, error)) (bool, error) {
 	ctx = context.WithoutCancel(ctx) // finish a started critical section
 	switch w.j.Scenario.Kind {
 	case "cycle":
 		*w.local++ // each goroutine has its own key and counter
 		return true, nil
 	case "rmw":
-		w.dataOps.Add(2)
-		v, err := w.rdb.Get(ctx, dataKey).Int64()
+		v, err := read(ctx)
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return false, err
 		}
+		w.dataOps.Add(1)
 		return true, w.rdb.Set(ctx, dataKey, v+1, 0).Err()
 	case "seed":
-		w.dataOps.Add(1)
-		v, err := w.rdb.Get(ctx, dataKey).Int64()
+		v, err := read(ctx)
 		if err != nil || v <= 0 {
 			return false, err
 		}

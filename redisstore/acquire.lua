@@ -1,18 +1,30 @@
--- acquire.lua: KEYS = [lock, fence]; ARGV = [token, ttl_ms]
+-- acquire.lua: KEYS = [lock, fence, resource?]; ARGV = [token, ttl_ms]
 -- The lock is a hash {owner, holds, fence} with an expiry; fence is a counter
 -- that outlives the lock so every new holding gets a larger number.
 -- Returns {1, fence, holds} when ARGV[1] holds the lock after the call,
 -- {0, pttl} when another owner holds it (and changes nothing then).
+-- With KEYS[3] (WithRead), a granted reply also carries GET KEYS[3] as a
+-- fourth element (nil if missing); it is read before any write, so a
+-- WRONGTYPE error changes nothing.
 local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= ARGV[1] then
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+local val = false
+if KEYS[3] then
+  val = redis.call('GET', KEYS[3])
+end
+local fence, holds
 if not owner then
-  local fence = redis.call('INCR', KEYS[2])
+  fence = redis.call('INCR', KEYS[2])
+  holds = 1
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'holds', 1, 'fence', fence)
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, fence, 1}
+else
+  holds = redis.call('HINCRBY', KEYS[1], 'holds', 1)
+  fence = tonumber(redis.call('HGET', KEYS[1], 'fence'))
 end
-if owner == ARGV[1] then
-  local holds = redis.call('HINCRBY', KEYS[1], 'holds', 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'fence')), holds}
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if KEYS[3] then
+  return {1, fence, holds, val}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return {1, fence, holds}

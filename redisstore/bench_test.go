@@ -145,3 +145,75 @@ func BenchmarkContendedOneKey(b *testing.B) {
 		runParallel(b, g, func(string) error { return dlockCycle(ctx, env.c, "bench-one") })
 	})
 }
+
+// BenchmarkContendedOneKeyRMW is the read-modify-write section of issue 5's
+// goal 2 (lock → GET → SET → unlock, 16 goroutines on one key): the floor,
+// dlock, and dlock with WithRead folding the GET into the grant.
+func BenchmarkContendedOneKeyRMW(b *testing.B) {
+	env := newBenchEnv(b)
+	ctx := context.Background()
+	const g, data = 16, "bench-rmw-data"
+	incr := func(v int64) error { return env.rdb.Set(ctx, data, v+1, 0).Err() }
+	get := func() (int64, error) {
+		v, err := env.rdb.Get(ctx, data).Int64()
+		if err == redis.Nil {
+			err = nil
+		}
+		return v, err
+	}
+	b.Run("Floor/g=16", func(b *testing.B) {
+		var mu sync.Mutex
+		runParallel(b, g, func(string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			tok := floorToken()
+			for {
+				ok, err := env.rdb.SetNX(ctx, "bench-rmw-floor", tok, 30*time.Second).Result()
+				if err != nil {
+					return err
+				}
+				if ok {
+					break
+				}
+			}
+			v, err := get()
+			if err == nil {
+				err = incr(v)
+			}
+			if err != nil {
+				return err
+			}
+			return floorDelete.EvalSha(ctx, env.rdb, []string{"bench-rmw-floor"}, tok).Err()
+		})
+	})
+	b.Run("Dlock/g=16", func(b *testing.B) {
+		runParallel(b, g, func(string) error {
+			l, err := env.c.Lock(ctx, "bench-rmw")
+			if err != nil {
+				return err
+			}
+			v, err := get()
+			if err == nil {
+				err = incr(v)
+			}
+			if err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		})
+	})
+	b.Run("DlockWithRead/g=16", func(b *testing.B) {
+		runParallel(b, g, func(string) error {
+			l, err := env.c.Lock(ctx, "bench-rmw", dlock.WithRead(data))
+			if err != nil {
+				return err
+			}
+			s, _ := l.Value()
+			v, _ := strconv.ParseInt(s, 10, 64)
+			if err := incr(v); err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		})
+	})
+}

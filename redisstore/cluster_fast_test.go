@@ -1,12 +1,14 @@
 package redisstore_test
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/dlock"
 	"example.com/dlock/internal/redisserver"
 )
 
@@ -31,5 +33,38 @@ func TestHotPathRoutesInCluster(t *testing.T) {
 		if err := s.Release(ctx, key, "b"); err != nil {
 			t.Fatalf("release %s: %v", key, err)
 		}
+		// WithRead: a resource in the lock's slot (hash tag) is read with
+		// the grant; one elsewhere is refused as invalid, changing nothing.
+		res := "res:{" + key + "}"
+		if err := rdb.Set(ctx, res, key, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, v, err := s.AcquireRead(ctx, key, "c", time.Minute, res); err != nil || v.Data != key || !v.Found {
+			t.Fatalf("AcquireRead %s of %s = %+v %v", key, res, v, err)
+		}
+		if _, v, err := s.TransferRead(ctx, key, "c", "d", time.Minute, res); err != nil || v.Data != key || !v.Found {
+			t.Fatalf("TransferRead %s of %s = %+v %v", key, res, v, err)
+		}
+		if err := s.Release(ctx, key, "d"); err != nil {
+			t.Fatalf("release %s: %v", key, err)
+		}
+		other := "res:{" + key + "x}" // another slot for most keys
+		if slot(t, rdb, other) == slot(t, rdb, "{"+key+"}") {
+			continue
+		}
+		if _, _, err := s.AcquireRead(ctx, key, "e", time.Minute, other); !errors.Is(err, dlock.ErrInvalid) {
+			t.Fatalf("AcquireRead %s of %s in another slot = %v, want ErrInvalid", key, other, err)
+		}
+		if info, err := s.Inspect(ctx, key); err != nil || info.Held {
+			t.Fatalf("after a refused cross-slot read: %+v %v", info, err)
+		}
 	}
+}
+
+func slot(t *testing.T, rdb *redis.ClusterClient, key string) int64 {
+	n, err := rdb.ClusterKeySlot(testCtx(t), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,7 +23,7 @@ import (
 // this test binary), each lock → read → if > 0 write stock-1 → unlock.
 
 const (
-	childEnv  = "DLOCK_STOCK_CHILD" // "lock" or "nolock"
+	childEnv  = "DLOCK_STOCK_CHILD" // "lock", "lockread" or "nolock"
 	addrEnv   = "DLOCK_STOCK_ADDR"
 	countEnv  = "DLOCK_STOCK_REQUESTS"
 	stockKey  = "ProductStock_10000"
@@ -41,7 +42,7 @@ func runChild() int {
 	store, _ := redisstore.New(rdb, nil)
 	defer store.Close()
 	locks, _ := dlock.New(store)
-	useLock := os.Getenv(childEnv) == "lock"
+	mode := os.Getenv(childEnv)
 	var mu sync.Mutex
 	var res stockResult
 	var wg sync.WaitGroup
@@ -51,7 +52,7 @@ func runChild() int {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			outcome, err := buy(ctx, rdb, locks, useLock)
+			outcome, err := buy(ctx, rdb, locks, mode)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -74,15 +75,17 @@ func runChild() int {
 }
 
 // buy is one request of the inventory service.
-func buy(ctx context.Context, rdb *redis.Client, locks *dlock.Client, useLock bool) (string, error) {
+// In mode "lockread" the stock is read with the grant (WithRead), not by GET.
+func buy(ctx context.Context, rdb *redis.Client, locks *dlock.Client, mode string) (string, error) {
 	var outcome string
+	read := func(ctx context.Context) (int, error) { return rdb.Get(ctx, stockKey).Int() }
 	section := func(ctx context.Context) error {
 		in, err := rdb.Incr(ctx, occupancy).Result()
 		if err != nil {
 			return err
 		}
 		defer rdb.Decr(context.WithoutCancel(ctx), occupancy)
-		stock, err := rdb.Get(ctx, stockKey).Int()
+		stock, err := read(ctx)
 		if err != nil {
 			return err
 		}
@@ -100,8 +103,23 @@ func buy(ctx context.Context, rdb *redis.Client, locks *dlock.Client, useLock bo
 		}
 		return nil
 	}
-	if !useLock {
+	switch mode {
+	case "nolock":
 		return outcome, section(ctx)
+	case "lockread":
+		l, err := locks.Lock(ctx, stockKey, dlock.WithRead(stockKey))
+		if err != nil {
+			return "", err
+		}
+		read = func(context.Context) (int, error) {
+			v, found := l.Value()
+			if !l.ValueRead() || !found {
+				return 0, fmt.Errorf("stock not read with the grant (%q, %v)", v, found)
+			}
+			return strconv.Atoi(v)
+		}
+		err = section(ctx)
+		return outcome, errors.Join(err, l.Release(context.WithoutCancel(ctx)))
 	}
 	return outcome, locks.Do(ctx, stockKey, section)
 }
@@ -155,5 +173,12 @@ func TestSeedStockScenarioWithoutLockLosesUpdates(t *testing.T) {
 	res, final := runStock(t, "nolock", 2, 50)
 	if lost := res.Sold - (100 - final); lost <= 0 {
 		t.Fatalf("no lost update without a lock (%+v, final %d): the scenario cannot tell a lock from none", res, final)
+	}
+}
+
+func TestSeedStockScenarioTwoProcessesWithRead(t *testing.T) {
+	res, final := runStock(t, "lockread", 2, 50)
+	if res.Sold != 100 || res.Failed != 0 || res.SoldOut != 0 || final != 0 || res.Overlaps != 0 {
+		t.Fatalf("with dlock and WithRead: %+v, final stock %d; want 100 sold, 0 failed, final 0, no overlap", res, final)
 	}
 }

@@ -1,0 +1,108 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
+)
+
+// The WithRead fast path: acquire.lua and transfer.lua take the caller's
+// resource key as an optional KEYS[3] and append GET KEYS[3] to a granted
+// reply. It is the same script and the same single EVALSHA as without the
+// read, so a read-modify-write critical section costs the grant plus one
+// write. Calls without a resource key never reach this file.
+
+var _ dlock.GrantReader = (*Store)(nil)
+
+// AcquireRead implements dlock.GrantReader. resource is a Redis key used
+// verbatim (no prefix). In a Cluster it must hash to the lock's slot: give it
+// the lock key as hash tag ("stock:{KEY}" for lock KEY); otherwise the call
+// fails with an error matching dlock.ErrInvalid and changes nothing. A
+// resource that is not a string fails the same way (WRONGTYPE).
+func (s *Store) AcquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (dlock.Grant, dlock.Value, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Grant{}, dlock.Value{}, err
+	}
+	lock, fence := s.withSuffix(key, ":fence")
+	cmd := hotAcquire.run(ctx, s.client, []any{nil, nil, 3, lock, fence, resource, token, ttlArg(ttl)})
+	var buf [3]int64
+	v, val, err := intsAndValue(cmd, buf[:0])
+	switch {
+	case err != nil:
+		return dlock.Grant{}, dlock.Value{}, readError(err, key, resource)
+	case len(v) == 2 && v[0] == 0:
+		return dlock.Grant{}, dlock.Value{}, &dlock.ContendedError{Remaining: pttl(v[1])}
+	case len(v) == 3 && v[0] == 1 && val != nil:
+		return dlock.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, *val, nil
+	}
+	return dlock.Grant{}, dlock.Value{}, fmt.Errorf("redisstore: unexpected acquire reply %v", cmd.Val())
+}
+
+// TransferRead implements dlock.GrantReader; resource is as for AcquireRead.
+func (s *Store) TransferRead(ctx context.Context, key, from, to string, ttl time.Duration, resource string) (dlock.Grant, dlock.Value, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Grant{}, dlock.Value{}, err
+	}
+	lock, fence := s.withSuffix(key, ":fence")
+	cmd := hotTransfer.run(ctx, s.client, []any{nil, nil, 3, lock, fence, resource, from, to, ttlArg(ttl)})
+	var buf [2]int64
+	v, val, err := intsAndValue(cmd, buf[:0])
+	switch {
+	case err != nil:
+		return dlock.Grant{}, dlock.Value{}, readError(err, key, resource)
+	case len(v) == 2 && v[0] == 1 && val != nil:
+		return dlock.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}, *val, nil
+	case len(v) == 1 && v[0] == -2:
+		return dlock.Grant{}, dlock.Value{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
+	case len(v) == 1 && val == nil:
+		return dlock.Grant{}, dlock.Value{}, notHeld(v[0] == 0)
+	}
+	return dlock.Grant{}, dlock.Value{}, fmt.Errorf("redisstore: unexpected transfer reply %v", cmd.Val())
+}
+
+// intsAndValue reads a script reply of integers, optionally followed by one
+// bulk string or nil (the resource's value): val is nil when the reply had
+// only integers.
+func intsAndValue(cmd *redis.Cmd, dst []int64) (ints []int64, val *dlock.Value, err error) {
+	reply, err := cmd.Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	arr, ok := reply.([]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("redisstore: unexpected reply %v", reply)
+	}
+	for i, x := range arr {
+		switch x := x.(type) {
+		case int64:
+			dst = append(dst, x)
+			continue
+		case string:
+			val = &dlock.Value{Data: x, Found: true}
+		case nil:
+			val = &dlock.Value{}
+		}
+		if val == nil || i != len(arr)-1 {
+			return nil, nil, fmt.Errorf("redisstore: unexpected reply %v", reply)
+		}
+	}
+	return dst, val, nil
+}
+
+// readError types the server's refusals of a resource key: a Cluster key in
+// another slot (CROSSSLOT) or a key that is not a string (WRONGTYPE).
+func readError(err error, key, resource string) error {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "CROSSSLOT"):
+		return fmt.Errorf("%w: resource %q is not in the slot of lock %q: use the hash tag {%s} in it: %w", dlock.ErrInvalid, resource, key, key, err)
+	case strings.Contains(msg, "WRONGTYPE"):
+		return fmt.Errorf("%w: resource %q is not a string: %w", dlock.ErrInvalid, resource, err)
+	}
+	return err
+}
