@@ -141,13 +141,13 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 	if !explicit {
 		var l *Lease
 		var err error
-		if q, l, yield, err = c.queue(wctx, key, cfg); q == nil {
-			if errors.Is(err, ErrNotAcquired) {
-				return nil, err
-			}
+		q, l, yield, err = c.queue(wctx, key, cfg)
+		switch {
+		case errors.Is(err, ErrNotAcquired):
+			return nil, err
+		case err != nil:
 			return nil, c.waitError(ctx, wctx, key, errQueued)
-		}
-		if l != nil {
+		case l != nil:
 			return l, nil // handed over by the previous local holder
 		}
 	}
@@ -168,23 +168,23 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 var errQueued = &ContendedError{Remaining: -1}
 
 // queue takes the key's local slot (see queue.go). A single try (wait 0)
-// does not wait for it: a busy slot means another local owner holds or is
-// acquiring the key, so a round trip could not succeed.
+// does not wait for it. If a local holder's lease is valid, the key is held
+// in the store, so the try fails at once without a round trip. If the slot
+// is busy only with a sibling's acquisition, the outcome is not known yet:
+// the try then bypasses the queue (nil queue, nil error) and asks the store,
+// so that it never reports contention on a key that is free.
 func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, *Lease, bool, error) {
 	if cfg.wait != 0 {
 		return c.queues.enter(ctx, key, cfg)
 	}
 	q, holder := c.queues.tryEnter(key)
-	if q != nil {
+	if q != nil || holder == nil {
 		return q, nil, false, nil
 	}
-	ce := &ContendedError{Remaining: -1}
-	if holder != nil {
-		if r := holder.Remaining(); r > 0 {
-			ce.Remaining = r
-		}
+	if r := holder.Remaining(); r > 0 {
+		return nil, nil, false, &ContendedError{Remaining: r}
 	}
-	return nil, nil, false, ce
+	return nil, nil, false, nil // the local holder's lease has ended
 }
 
 // acquireLoop makes attempts until one succeeds, the error is final, or the
@@ -235,12 +235,12 @@ func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *
 	if err != nil {
 		return nil, classify(err)
 	}
-	// Callers without an Owner queue locally (q != nil) and use a fresh token,
-	// which cannot hold the key yet: more holds than one mean an earlier
-	// attempt of this call was applied although its reply was lost. Those
-	// ghost holds are given back, so that one Release frees the key.
+	// Callers without an Owner use a fresh token, which cannot hold the key
+	// yet: more holds than one mean an earlier attempt of this call was
+	// applied although its reply was lost. Those ghost holds are given back,
+	// so that one Release frees the key.
 	ghosts := 0
-	if q != nil && g.Holds > 1 {
+	if _, owned := OwnerFromContext(ctx); !owned && g.Holds > 1 {
 		ghosts, g.Holds = g.Holds-1, 1
 	}
 	validUntil := start.Add(g.TTL - drift(cfg.ttl))
