@@ -117,19 +117,31 @@ func (s *Service) buyV1(ctx context.Context, p Params) Answer {
 // protocol (the article stores 1); a unique one lets the demo see whose
 // lock the DEL removed.
 func (s *Service) buyV2(ctx context.Context, p Params) Answer {
-	rdb := s.cfg.Redis
-	id := newResourceID()
-	ok, err := rdb.SetNX(ctx, LockKey, id, leaseOr(p.Lease, ArticleLease)).Result()
-	if err != nil {
-		return failed(err)
-	}
-	if !ok {
-		return lockFailed()
+	id, refused := s.lockWithToken(ctx, leaseOr(p.Lease, ArticleLease))
+	if refused != nil {
+		return *refused
 	}
 	a := s.decrement(ctx, p, nil)
 	_ = sleep(ctx, p.Stall)
 	a.LeaseLost, a.ReleasedOther = s.del(ctx, id)
 	return a
+}
+
+// lockWithToken is the acquire step of v2–v5: SET NX with a fresh owner
+// token and the lease. It returns the token, or the answer to give when the
+// lock was not taken (an error, or the articles' "could not get lock").
+func (s *Service) lockWithToken(ctx context.Context, lease time.Duration) (string, *Answer) {
+	id := newResourceID()
+	ok, err := s.cfg.Redis.SetNX(ctx, LockKey, id, lease).Result()
+	switch {
+	case err != nil:
+		a := failed(err)
+		return "", &a
+	case !ok:
+		a := lockFailed()
+		return "", &a
+	}
+	return id, nil
 }
 
 // del deletes the lock key unconditionally and reports whether the lock was
@@ -147,13 +159,9 @@ func (s *Service) del(ctx context.Context, id string) (lost, other bool) {
 // lets this request delete the next holder's lock.
 func (s *Service) buyV3(ctx context.Context, p Params) Answer {
 	rdb := s.cfg.Redis
-	id := newResourceID()
-	ok, err := rdb.SetNX(ctx, LockKey, id, leaseOr(p.Lease, ArticleLease)).Result()
-	if err != nil {
-		return failed(err)
-	}
-	if !ok {
-		return lockFailed()
+	id, refused := s.lockWithToken(ctx, leaseOr(p.Lease, ArticleLease))
+	if refused != nil {
+		return *refused
 	}
 	a := s.decrement(ctx, p, nil)
 	rctx := context.WithoutCancel(ctx)
@@ -170,14 +178,10 @@ func (s *Service) buyV3(ctx context.Context, p Params) Answer {
 // extends the lock every lease/2 until the stock is written.
 func (s *Service) buyV4(ctx context.Context, p Params, renew bool) Answer {
 	rdb := s.cfg.Redis
-	id := newResourceID()
 	lease := leaseOr(p.Lease, ArticleLease)
-	ok, err := rdb.SetNX(ctx, LockKey, id, lease).Result()
-	if err != nil {
-		return failed(err)
-	}
-	if !ok {
-		return lockFailed()
+	id, refused := s.lockWithToken(ctx, lease)
+	if refused != nil {
+		return *refused
 	}
 	stop := func() {}
 	if renew {
