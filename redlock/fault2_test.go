@@ -171,17 +171,7 @@ func TestSlowNodesShrinkValidity(t *testing.T) {
 	c := startCluster(t, 5)
 	const lat = 30 * time.Millisecond
 	const ttl = 2 * time.Second
-	var clients []redis.UniversalClient
-	var proxies []*latencyProxy
-	for i, srv := range c.servers {
-		addr := srv.Addr()
-		if i >= 2 {
-			p := startProxy(t, addr)
-			proxies = append(proxies, p)
-			addr = p.Addr()
-		}
-		clients = append(clients, newRedisClient(t, addr))
-	}
+	clients, proxies := proxiedClients(t, c, 2)
 	s, err := redlock.NewRedis(clients, "", &redlock.Options{NodeTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -286,17 +276,7 @@ func TestGrantAfterTTLIsRejected(t *testing.T) {
 func TestSlowMajorityIsRejected(t *testing.T) {
 	c := startCluster(t, 5)
 	const ttl = 500 * time.Millisecond
-	var clients []redis.UniversalClient
-	var proxies []*latencyProxy
-	for i, srv := range c.servers {
-		addr := srv.Addr()
-		if i >= 2 {
-			p := startProxy(t, addr)
-			proxies = append(proxies, p)
-			addr = p.Addr()
-		}
-		clients = append(clients, newRedisClient(t, addr))
-	}
+	clients, proxies := proxiedClients(t, c, 2)
 	s, err := redlock.NewRedis(clients, "", &redlock.Options{NodeTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -320,4 +300,22 @@ func TestSlowMajorityIsRejected(t *testing.T) {
 	if bound := ttl/3 + 250*time.Millisecond; el > bound {
 		t.Fatalf("rejected after %v, want ≤ %v (node timeout capped at TTL/3, plus slack)", el, bound)
 	}
+}
+
+// proxiedClients returns one client per node of c: the first direct nodes
+// are reached directly, the others through a latency proxy (also returned).
+func proxiedClients(t *testing.T, c *cluster, direct int) ([]redis.UniversalClient, []*latencyProxy) {
+	t.Helper()
+	var clients []redis.UniversalClient
+	var proxies []*latencyProxy
+	for i, srv := range c.servers {
+		addr := srv.Addr()
+		if i >= direct {
+			p := startProxy(t, addr)
+			proxies = append(proxies, p)
+			addr = p.Addr()
+		}
+		clients = append(clients, newRedisClient(t, addr))
+	}
+	return clients, proxies
 }
