@@ -11,11 +11,12 @@ import (
 // one per store and share it. The Client does not own the store's connection:
 // closing that is the caller's business.
 type Client struct {
-	store   Store
-	cfg     config
-	renewer *renewer
-	queues  queues
-	reader  GrantReader // store as a GrantReader, or nil
+	store     Store
+	cfg       config
+	renewer   *renewer
+	queues    queues
+	reader    GrantReader // store as a GrantReader, or nil
+	committer Committer   // store as a Committer, or nil
 }
 
 // New returns a Client for store with the given default options. It returns
@@ -33,6 +34,7 @@ func New(store Store, opts ...Option) (*Client, error) {
 	}
 	c := &Client{store: store, cfg: cfg}
 	c.reader, _ = store.(GrantReader)
+	c.committer, _ = store.(Committer)
 	c.renewer = newRenewer(c)
 	return c, nil
 }

@@ -48,6 +48,16 @@
 // On Redis Cluster the resource must share the lock's slot: put the lock key
 // in it as a hash tag, as above; other keys fail with ErrInvalid.
 //
+// The write can be folded too: Lease.Commit(ctx, value) writes the WithRead
+// resource and releases the lock in one atomic step and round trip, and
+// writes only if the lease still holds the lock in the store, so a holder
+// that lost its lock cannot overwrite its successor's data. With a local
+// waiter queued, the same call hands the lock on, so a busy key costs one
+// round trip per read-modify-write section:
+//
+//	n, _ := strconv.Atoi(v)
+//	err = l.Commit(ctx, strconv.Itoa(n-1)) // ErrLost: nothing was written
+//
 // # What a lease promises
 //
 // A Lease is valid until ValidUntil, measured on the local monotonic clock

@@ -5,38 +5,32 @@ import (
 	"errors"
 )
 
-// handoff tries to pass l, being released, to the next local waiter for its
-// key (see queue.go). It reports whether it dealt with the release; if so,
-// err is Release's result. If it did not, the caller releases to the store.
-func (c *Client) handoff(ctx context.Context, l *Lease) (handled bool, err error) {
+// handoff tries to pass l, being released (with w applied, if not nil), to
+// the next local waiter for its key (see queue.go). It reports whether it
+// dealt with the release; if so, err is Release's result. If it did not, the
+// caller releases to the store.
+func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool, err error) {
 	tr, ok := c.store.(Transferer)
 	if !ok {
 		return false, nil
 	}
-	w := c.queues.handoffTarget(l.key, l.slot)
-	if w == nil {
+	q := c.queues.handoffTarget(l.key, l.slot)
+	if q == nil {
 		return false, nil
 	}
 	token := newToken()
-	start := w.cfg.clock.Now()
-	var g Grant
-	var v *Value
-	if w.cfg.read != nil && c.reader != nil {
-		v = new(Value)
-		g, *v, err = c.reader.TransferRead(ctx, l.key, l.token, token, w.cfg.ttl, *w.cfg.read)
-	} else {
-		g, err = tr.Transfer(ctx, l.key, l.token, token, w.cfg.ttl)
-	}
+	start := q.cfg.clock.Now()
+	g, v, err := c.transfer(ctx, tr, l, token, q.cfg, w)
 	if err == nil {
-		validUntil := start.Add(g.TTL - drift(w.cfg.ttl))
-		if w.cfg.clock.Now().Before(validUntil) {
-			c.queues.deliver(w, c.newLease(l.key, token, g, w.cfg, validUntil, l.slot, v))
+		validUntil := start.Add(g.TTL - drift(q.cfg.ttl))
+		if q.cfg.clock.Now().Before(validUntil) {
+			c.queues.deliver(q, c.newLease(l.key, token, g, q.cfg, validUntil, l.slot, v))
 			return true, nil
 		}
-		// The grant was over on arrival: free the key, and let the waiter
-		// acquire for itself.
+		// The grant was over on arrival: free the key (the write, if any,
+		// was made), and let the waiter acquire for itself.
 		err = c.store.Release(ctx, l.key, token)
-		c.queues.deliver(w, nil)
+		c.queues.deliver(q, nil)
 		return true, classify(err)
 	}
 	err = classify(err)
@@ -44,11 +38,53 @@ func (c *Client) handoff(ctx context.Context, l *Lease) (handled bool, err error
 		// Re-entered under the same owner, or the waiter's WithRead resource
 		// was refused (nothing changed then either): release our hold only;
 		// the waiter acquires for itself and meets its own error.
-		err = classify(c.store.Release(ctx, l.key, l.token))
+		err = c.storeRelease(ctx, l.key, l.token, w)
 	}
-	c.queues.deliver(w, nil)
+	c.queues.deliver(q, nil)
 	if isNotHeld(err) {
 		return true, lostError(l.key, err)
 	}
 	return true, err
+}
+
+// transfer hands l's lock to token for a waiter configured as cfg, reading
+// the waiter's WithRead resource and applying w in the same call.
+func (c *Client) transfer(ctx context.Context, tr Transferer, l *Lease, token string, cfg config, w *write) (g Grant, v *Value, err error) {
+	read := ""
+	if cfg.read != nil && c.reader != nil {
+		read = *cfg.read
+		v = new(Value)
+	}
+	switch {
+	case w != nil && read == w.resource:
+		// The waiter reads what we write: no need to read it back.
+		*v = Value{Data: w.value, Found: true}
+		g, _, err = c.committer.TransferWrite(ctx, l.key, l.token, token, cfg.ttl, w.resource, w.value, "")
+	case w != nil:
+		var got Value
+		g, got, err = c.committer.TransferWrite(ctx, l.key, l.token, token, cfg.ttl, w.resource, w.value, read)
+		if v != nil {
+			*v = got
+		}
+	case v != nil:
+		g, *v, err = c.reader.TransferRead(ctx, l.key, l.token, token, cfg.ttl, read)
+	default:
+		g, err = tr.Transfer(ctx, l.key, l.token, token, cfg.ttl)
+	}
+	return g, v, err
+}
+
+// storeRelease removes token's hold on key in the store, applying w with it
+// if not nil. A write the store refuses as invalid (nothing changed) still
+// frees the lock, with a plain release, so that the key does not stay held
+// until its TTL; the error reports the refusal.
+func (c *Client) storeRelease(ctx context.Context, key, token string, w *write) error {
+	if w == nil {
+		return classify(c.store.Release(ctx, key, token))
+	}
+	err := classify(c.committer.ReleaseWrite(ctx, key, token, w.resource, w.value))
+	if errors.Is(err, ErrInvalid) {
+		return errors.Join(err, classify(c.store.Release(ctx, key, token)))
+	}
+	return err
 }

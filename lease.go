@@ -36,8 +36,10 @@ type Lease struct {
 	// that bypass the queue); it passes on when the lease ends.
 	slot *keyQueue
 
-	// value is the resource read with the grant (WithRead), nil if none.
-	value *Value
+	// value is the resource read with the grant (WithRead), nil if none;
+	// resource names it (Commit writes there).
+	value    *Value
+	resource *string
 
 	// Renewal queue bookkeeping, guarded by the renewer's mutex.
 	next  time.Time
@@ -50,6 +52,9 @@ func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil tim
 	l := &Lease{
 		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
 		clock: cfg.clock, validUntil: validUntil, index: -1, slot: slot, value: v,
+	}
+	if v != nil {
+		l.resource = cfg.read
 	}
 	if slot != nil {
 		c.queues.held(slot, l)
@@ -196,6 +201,47 @@ func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
+	return l.release(ctx, nil)
+}
+
+// Commit writes value to the resource named with WithRead and releases the
+// lease (one hold of it), in one atomic step and one round trip: the write
+// is made only if this lease still holds the lock, so a holder that lost the
+// lock cannot overwrite what its successor wrote. If another waiter of the
+// same Client is queued for the key, the lock passes to it in the same step,
+// and a waiter that reads the same resource gets value.
+//
+// Commit needs a lease whose ValueRead is true (WithRead, with a store that
+// reads with the grant and also writes with the release, such as
+// redisstore). Otherwise, or if ctx is nil, it returns an error matching
+// ErrInvalid before any I/O and the lease stays held: write the resource and
+// Release yourself.
+//
+// If the lock had already been lost, Commit writes nothing and returns an
+// error matching ErrLost. If the store cannot be reached, it returns an error
+// matching ErrUnavailable, and whether the write happened is unknown; the
+// lease is released locally all the same, as with Release.
+func (l *Lease) Commit(ctx context.Context, value string) error {
+	if l == nil {
+		return fmt.Errorf("%w: nil lease", ErrNotHeld)
+	}
+	if ctx == nil {
+		return invalidf("nil context")
+	}
+	if l.resource == nil || l.c.committer == nil {
+		return invalidf("Commit needs a lease granted WithRead by a store that reads and writes with the lock (Lease.ValueRead is false)")
+	}
+	return l.release(ctx, &write{resource: *l.resource, value: value})
+}
+
+// write is the resource update Commit folds into the release.
+type write struct {
+	resource, value string
+}
+
+// release ends the lease and frees (or hands off) the lock in the store,
+// applying w with it if not nil.
+func (l *Lease) release(ctx context.Context, w *write) error {
 	l.mu.Lock()
 	if l.err != nil {
 		defer l.mu.Unlock()
@@ -207,11 +253,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	l.c.renewer.remove(l)
 	if l.slot != nil {
-		if handled, err := l.c.handoff(ctx, l); handled {
+		if handled, err := l.c.handoff(ctx, l, w); handled {
 			return err
 		}
 	}
-	err := classify(l.c.store.Release(ctx, l.key, l.token))
+	err := l.c.storeRelease(ctx, l.key, l.token, w)
 	if l.slot != nil {
 		l.c.queues.leave(l.key, l.slot, true) // after the store freed the key
 	}

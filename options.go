@@ -94,7 +94,8 @@ func WithClock(clk Clock) Option {
 // lock: on acquisition, re-entry and local handoff. The value is then
 // available from Lease.Value, saving the critical section its first read.
 // It is the value at the grant; later writes, including the holder's own,
-// are not reflected.
+// are not reflected. Lease.Commit writes the resource back as the lock is
+// released, in the same step.
 //
 // Only stores that implement GrantReader can do this (redisstore does;
 // memstore and Redlock stores do not). With any other store the option

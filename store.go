@@ -144,3 +144,22 @@ type Value struct {
 	// Found reports whether the key existed.
 	Found bool
 }
+
+// Committer is an optional Store capability behind Lease.Commit: writing the
+// caller's resource key in the same atomic step and round trip as the
+// release (or the local handoff) of the lock, and only while the token still
+// holds it, so that a holder that has lost the lock cannot write. Like a
+// GrantReader, it names the resource verbatim and refuses a resource it
+// cannot reach with an error matching ErrInvalid, changing nothing.
+type Committer interface {
+	// ReleaseWrite sets resource to value and removes one hold of token on
+	// key, as Release does, if token holds key. Otherwise it writes nothing,
+	// changes nothing and returns an error matching ErrNotHeld (and
+	// ErrExpired or ErrTaken).
+	ReleaseWrite(ctx context.Context, key, token, resource, value string) error
+	// TransferWrite sets resource to value and hands key from one token to
+	// another as Transferer.Transfer does; when Transfer would refuse it
+	// writes nothing and returns the same errors. If read is not empty, it
+	// also returns read's value after the write, as TransferRead does.
+	TransferWrite(ctx context.Context, key, from, to string, ttl time.Duration, resource, value, read string) (Grant, Value, error)
+}

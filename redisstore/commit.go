@@ -1,0 +1,82 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
+)
+
+// Lease.Commit's store side: commit_release.lua and commit_transfer.lua are
+// release.lua and transfer.lua with a SET of the caller's resource key made
+// after the ownership check, in the same script and round trip.
+
+var (
+	//go:embed commit_release.lua
+	commitReleaseSrc string
+	//go:embed commit_transfer.lua
+	commitTransferSrc string
+
+	hotCommitRelease  = newHotScript(redis.NewScript(commitReleaseSrc), commitReleaseSrc)
+	hotCommitTransfer = newHotScript(redis.NewScript(commitTransferSrc), commitTransferSrc)
+)
+
+var _ dlock.Committer = (*Store)(nil)
+
+// ReleaseWrite implements dlock.Committer. resource is a Redis key used
+// verbatim (no prefix), set with SET (replacing a value of any type). In a
+// Cluster it must hash to the lock's slot, as for AcquireRead; otherwise the
+// call fails with an error matching dlock.ErrInvalid and changes nothing.
+func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	lock, channel := s.withSuffix(key, ":released")
+	n, err := hotCommitRelease.run(ctx, s.client, []any{nil, nil, 2, lock, resource, token, channel, value}).Int64()
+	switch {
+	case err != nil:
+		return readError(err, key, resource)
+	case n >= 0:
+		return nil
+	}
+	return notHeld(n == -1)
+}
+
+// TransferWrite implements dlock.Committer; resource and read are as for
+// ReleaseWrite and AcquireRead.
+func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl time.Duration, resource, value, read string) (dlock.Grant, dlock.Value, error) {
+	if err := checkKey(key); err != nil {
+		return dlock.Grant{}, dlock.Value{}, err
+	}
+	lock, fence := s.withSuffix(key, ":fence")
+	args := make([]any, 0, 11)
+	args = append(args, nil, nil, 3, lock, fence, resource)
+	named := resource
+	if read != "" {
+		args[2] = 4
+		args = append(args, read)
+		named += " or " + read
+	}
+	args = append(args, from, to, ttlArg(ttl), value)
+	var buf [2]int64
+	v, val, err := intsAndValue(hotCommitTransfer.run(ctx, s.client, args), buf[:0])
+	switch {
+	case err != nil:
+		return dlock.Grant{}, dlock.Value{}, readError(err, key, named)
+	case len(v) == 2 && v[0] == 1 && (val != nil) == (read != ""):
+		g := dlock.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}
+		if val == nil {
+			return g, dlock.Value{}, nil
+		}
+		return g, *val, nil
+	case len(v) == 1 && v[0] == -2:
+		return dlock.Grant{}, dlock.Value{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
+	case len(v) == 1 && val == nil:
+		return dlock.Grant{}, dlock.Value{}, notHeld(v[0] == 0)
+	}
+	return dlock.Grant{}, dlock.Value{}, fmt.Errorf("redisstore: unexpected transfer reply %v", v)
+}
