@@ -14,7 +14,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	if !ok {
 		return false, nil
 	}
-	q := c.queues.handoffTarget(l.key, l.slot)
+	q := c.queues.handoffTarget(l.key, l.slot, l.clock.Now())
 	if q == nil {
 		return false, nil
 	}

@@ -22,18 +22,26 @@ import (
 // carries a lower fence and is rejected by a fenced resource. No release is
 // published during a handoff, so other processes' waiters are not woken.
 //
-// Fairness between processes: after maxHandoffs consecutive handoffs the
-// lock is released for real (waking other processes' waiters), and if other
-// owners were seen holding the key, the next local waiter yields for a
-// moment before its own attempt so that a remote waiter can take the key.
+// Fairness between processes: after maxHandoffs consecutive handoffs, or
+// once a run of handoffs has lasted maxHandoffRun, the lock is released for
+// real (waking other processes' waiters), and if other owners were seen
+// holding the key, the next local waiter yields for a moment before its own
+// attempt so that a remote waiter can take the key. The count bounds the
+// run when critical sections are short (each run end costs a release, a
+// pub/sub wake-up and the yield, so a run must be long enough to pay for
+// them); the time bounds how long another process waits when they are long.
 //
 // The queue is an optimisation, never a guarantee: exclusion is the store's.
 // Callers that acquire as an explicit Owner (ContextWithOwner) bypass the
 // queue: that owner may already hold the key (re-entry) and must not queue
 // behind a waiter that is itself waiting for the owner's release.
 
-// maxHandoffs bounds consecutive local handoffs of one key.
-const maxHandoffs = 16
+// maxHandoffs and maxHandoffRun bound a run of consecutive local handoffs
+// of one key, counted from its first handoff.
+const (
+	maxHandoffs   = 64
+	maxHandoffRun = 5 * time.Millisecond
+)
 
 // yieldFor is how long a local successor waits after a capped run of
 // handoffs on a key other processes want: long enough for a remote waiter's
@@ -51,6 +59,8 @@ type keyQueue struct {
 	lease    *Lease    // the slot owner's lease once acquired
 	waiters  []*queued // FIFO
 	handoffs int       // consecutive local handoffs
+	runStart time.Time // when the first of them was made
+	capped   bool      // the run reached a bound: the slot owner released to the store
 	remote   bool      // another owner was seen holding the key
 }
 
@@ -143,8 +153,8 @@ func (qs *queues) leave(key string, q *keyQueue, released bool) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	q.lease = nil
-	capped := q.handoffs >= maxHandoffs
-	q.handoffs = 0
+	capped := q.capped
+	q.handoffs, q.capped = 0, false
 	w := qs.pop(key, q)
 	if w == nil {
 		return
@@ -174,12 +184,19 @@ func (qs *queues) pop(key string, q *keyQueue) *queued {
 	return w
 }
 
-// handoffTarget pops the waiter a releasing slot owner may hand the lock to,
-// or returns nil if nobody waits or the run of handoffs reached its cap.
-func (qs *queues) handoffTarget(key string, q *keyQueue) *queued {
+// handoffTarget pops the waiter a releasing slot owner may hand the lock to
+// at now, or returns nil if nobody waits or the run of handoffs reached a
+// bound.
+func (qs *queues) handoffTarget(key string, q *keyQueue, now time.Time) *queued {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
-	if len(q.waiters) == 0 || q.handoffs >= maxHandoffs {
+	if len(q.waiters) == 0 {
+		return nil
+	}
+	if q.handoffs == 0 {
+		q.runStart = now
+	} else if q.handoffs >= maxHandoffs || now.Sub(q.runStart) >= maxHandoffRun {
+		q.capped = true
 		return nil
 	}
 	q.lease = nil

@@ -27,15 +27,27 @@ type locker interface {
 	close()
 }
 
-// readLocker is a locker that can read one data key with the grant, in the
-// same round trip (dlock's WithRead); the scenarios that fold the read use it.
+// readLocker is a locker that can read one data key with the grant and
+// write it with the release, in the lock's own round trips (dlock's WithRead
+// and Lease.Commit); the scenarios that fold the data access use it.
 type readLocker interface {
-	lockRead(ctx context.Context, key, data string) (unlock func(context.Context) error, value string, found bool, err error)
+	lockRead(ctx context.Context, key, data string) (readHold, error)
+}
+
+// readHold is a lock taken by a readLocker: the data's value at the grant,
+// and two ways to unlock: commit (write value, then unlock, atomically) or
+// release (no write).
+type readHold struct {
+	value   string
+	found   bool
+	commit  func(ctx context.Context, value string) error
+	release func(ctx context.Context) error
 }
 
 // libNames lists the libraries in report order. The "-tuned" variants use
 // the best settings we found for the peer (see BENCHMARKS.md). "dlock-noread"
-// is dlock without WithRead: the critical section reads the data itself.
+// is dlock without WithRead and Commit: the critical section reads and
+// writes the data itself.
 var libNames = []string{"dlock", "dlock-noread", "floor", "redsync", "redsync-tuned", "redislock", "redislock-tuned"}
 
 // peerTTL is the lock TTL given to the libraries that need one per call.
@@ -107,18 +119,19 @@ func (d *dlockLocker) lock(ctx context.Context, key string) (func(context.Contex
 }
 
 // lockRead takes the lock with dlock.WithRead(data): the data's value comes
-// back in the acquire (or local handoff) reply.
-func (d *dlockLocker) lockRead(ctx context.Context, key, data string) (func(context.Context) error, string, bool, error) {
+// back in the acquire (or local handoff) reply, and Lease.Commit writes it
+// in the release (or handoff) call.
+func (d *dlockLocker) lockRead(ctx context.Context, key, data string) (readHold, error) {
 	l, err := d.c.Lock(ctx, key, dlock.WithRead(data))
 	if err != nil {
-		return nil, "", false, err
+		return readHold{}, err
 	}
 	if !l.ValueRead() {
 		_ = l.Release(ctx)
-		return nil, "", false, errors.New("dlock: WithRead did not read")
+		return readHold{}, errors.New("dlock: WithRead did not read")
 	}
 	v, found := l.Value()
-	return l.Release, v, found, nil
+	return readHold{value: v, found: found, commit: l.Commit, release: l.Release}, nil
 }
 
 func (d *dlockLocker) close() { _ = d.st.Close() }

@@ -169,7 +169,7 @@ func runJob(rdb *redis.Client, j job) (*result, error) {
 	sc := j.Scenario
 	if j.Lib == "dlock-noread" && !sc.FoldRead {
 		r := newResult(j)
-		r.Skipped = "same as dlock here (no read to fold)"
+		r.Skipped = "same as dlock here (no data access to fold)"
 		return r, nil
 	}
 	if sc.Kind == "watchdog" && j.Lib != "dlock" {

@@ -21,7 +21,7 @@ type scenario struct {
 	Kind       string `json:"kind"`       // cycle | rmw | seed | watchdog
 	Requests   int    `json:"requests"`   // seed: per process (one per goroutine)
 	PoolSize   int    `json:"pool_size"`  // 0: go-redis default
-	FoldRead   bool   `json:"fold_read"`  // libraries that can read the data with the grant do (dlock's WithRead)
+	FoldRead   bool   `json:"fold_read"`  // libraries that can read the data with the grant and write it with the release do (dlock: WithRead, Lease.Commit)
 	Doc        string `json:"doc"`
 }
 
@@ -240,7 +240,7 @@ func (w *worker) loop(ctx context.Context) {
 		}
 		n++
 		t0 := time.Now()
-		unlock, read, err := w.lock(ctx, key)
+		unlock, read, write, err := w.lock(ctx, key)
 		if err != nil {
 			if sc.Kind == "seed" || ctx.Err() == nil {
 				w.fail(err)
@@ -248,7 +248,7 @@ func (w *worker) loop(ctx context.Context) {
 			continue
 		}
 		t1 := time.Now()
-		done, cerr := w.critical(ctx, read)
+		done, cerr := w.critical(ctx, read, write)
 		w.crit.add(time.Since(t1))
 		uerr := unlock(context.WithoutCancel(ctx))
 		if err := errors.Join(cerr, uerr); err != nil {
@@ -269,30 +269,44 @@ func (w *worker) fail(err error) {
 	}
 }
 
-// lock takes the lock; in scenarios that fold the read, a library that can
-// read the data with the grant does, and read returns that value.
-func (w *worker) lock(ctx context.Context, key string) (unlock func(context.Context) error, read func(context.Context) (int64, error), err error) {
+// lock takes the lock; in scenarios that fold the data access, a library
+// that can read the data with the grant and write it with the release does:
+// read returns the value read with the grant, write keeps the value for
+// unlock to commit.
+func (w *worker) lock(ctx context.Context, key string) (unlock func(context.Context) error, read func(context.Context) (int64, error), write func(context.Context, int64) error, err error) {
 	if rl, ok := w.lk.(readLocker); ok && w.j.Scenario.FoldRead {
-		var v string
-		var found bool
-		unlock, v, found, err = rl.lockRead(ctx, key, dataKey)
-		return unlock, func(context.Context) (int64, error) {
-			if !found {
-				return 0, redis.Nil
-			}
-			return strconv.ParseInt(v, 10, 64)
-		}, err
+		h, err := rl.lockRead(ctx, key, dataKey)
+		var pending *string
+		return func(ctx context.Context) error {
+				if pending != nil {
+					return h.commit(ctx, *pending)
+				}
+				return h.release(ctx)
+			}, func(context.Context) (int64, error) {
+				if !h.found {
+					return 0, redis.Nil
+				}
+				return strconv.ParseInt(h.value, 10, 64)
+			}, func(_ context.Context, v int64) error {
+				s := strconv.FormatInt(v, 10)
+				pending = &s
+				return nil
+			}, err
 	}
 	unlock, err = w.lk.lock(ctx, key)
 	return unlock, func(ctx context.Context) (int64, error) {
-		w.dataOps.Add(1)
-		return w.rdb.Get(ctx, dataKey).Int64()
-	}, err
+			w.dataOps.Add(1)
+			return w.rdb.Get(ctx, dataKey).Int64()
+		}, func(ctx context.Context, v int64) error {
+			w.dataOps.Add(1)
+			return w.rdb.Set(ctx, dataKey, v, 0).Err()
+		}, err
 }
 
-// critical is the protected work, reading the data with read. It reports
-// whether it counted as a success (a seed request finding no stock does not).
-func (w *worker) critical(ctx context.Context, read func(context.Context) (int64, error)) (bool, error) {
+// critical is the protected work, reading the data with read and writing it
+// with write. It reports whether it counted as a success (a seed request
+// finding no stock does not).
+func (w *worker) critical(ctx context.Context, read func(context.Context) (int64, error), write func(context.Context, int64) error) (bool, error) {
 	ctx = context.WithoutCancel(ctx) // finish a started critical section
 	switch w.j.Scenario.Kind {
 	case "cycle":
@@ -303,15 +317,13 @@ func (w *worker) critical(ctx context.Context, read func(context.Context) (int64
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return false, err
 		}
-		w.dataOps.Add(1)
-		return true, w.rdb.Set(ctx, dataKey, v+1, 0).Err()
+		return true, write(ctx, v+1)
 	case "seed":
 		v, err := read(ctx)
 		if err != nil || v <= 0 {
 			return false, err
 		}
-		w.dataOps.Add(1)
-		return true, w.rdb.Set(ctx, dataKey, v-1, 0).Err()
+		return true, write(ctx, v-1)
 	}
 	return false, fmt.Errorf("unknown kind %q", w.j.Scenario.Kind)
 }

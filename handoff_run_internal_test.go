@@ -1,0 +1,104 @@
+package dlock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// shiftClock is the system clock moved forward by hand: timers are real,
+// Now is shifted, so a test can make a run of handoffs look long.
+type shiftClock struct {
+	mu    sync.Mutex
+	shift time.Duration
+}
+
+func (c *shiftClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.shift)
+}
+
+func (c *shiftClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+func (c *shiftClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.shift += d
+	c.mu.Unlock()
+}
+
+// handoffChain queues n waiters behind a holder, then releases each lease
+// as it arrives, calling between(i) before the i-th release (the holder's is
+// 0). It returns, for each release, whether it was a handoff (a transfer).
+func handoffChain(t *testing.T, n int, clk Clock, between func(i int)) []bool {
+	t.Helper()
+	st := newMiniStore()
+	var transfers atomic.Int64
+	st.onTransfer = func() { transfers.Add(1) }
+	c, err := New(st, WithTTL(time.Minute), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan lockResult, n)
+	for range n {
+		go func() {
+			l, err := c.Lock(ctx, "k")
+			got <- lockResult{l, err}
+		}()
+	}
+	waitQueued(t, c, "k", n)
+	handed := make([]bool, 0, n+1)
+	for i := 0; ; i++ {
+		between(i)
+		before := transfers.Load()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		handed = append(handed, transfers.Load() > before)
+		if i == n {
+			return handed
+		}
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		l = r.l
+	}
+}
+
+// A run of handoffs ends after maxHandoffs: that release goes to the store,
+// so that other processes get a turn, and a new run starts after it.
+func TestHandoffRunEndsAtTheCount(t *testing.T) {
+	handed := handoffChain(t, maxHandoffs+5, &shiftClock{}, func(int) {})
+	for i, h := range handed {
+		want := i != maxHandoffs && i != len(handed)-1 // the capped release, and the last (nobody waits)
+		if h != want {
+			t.Fatalf("release %d: handoff %v, want %v (handoffs %v)", i, h, want, handed)
+		}
+	}
+}
+
+// A run of handoffs also ends once it has lasted maxHandoffRun, however few
+// handoffs it made: long critical sections do not keep other processes
+// waiting for maxHandoffs of them.
+func TestHandoffRunEndsAtTheTimeBound(t *testing.T) {
+	clk := &shiftClock{}
+	handed := handoffChain(t, 4, clk, func(i int) {
+		if i == 2 {
+			clk.advance(maxHandoffRun) // the second holding of the run is long
+		}
+	})
+	want := []bool{true, true, false, true, false}
+	for i := range want {
+		if handed[i] != want[i] {
+			t.Fatalf("handoffs %v, want %v", handed, want)
+		}
+	}
+}
