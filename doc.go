@@ -26,8 +26,8 @@
 // (Transferer), the lock passes to that waiter in one store call: a new
 // holding with its own owner token and a greater fence, never a shared one.
 // After 64 such handoffs in a row, or once a run of them has lasted 5 ms,
-// the lock is released to the store so that other processes get their turn. Callers acquiring as an explicit Owner skip
-// the queue (see below).
+// the lock is released to the store so that other processes get their
+// turn. Callers acquiring as an explicit Owner skip the queue (see below).
 //
 // # Reading the protected value with the grant
 //
