@@ -60,6 +60,8 @@ func runChild(role string) int {
 		return childStock(ctx, locks, resRDB)
 	case "hold":
 		return childHold(ctx, locks, resRDB)
+	case "commit":
+		return childCommit(ctx, locks, lockRDB)
 	}
 	return 2
 }
