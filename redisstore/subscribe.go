@@ -14,15 +14,20 @@ import (
 
 // subscriber multiplexes the release channels of all waiters of one Store
 // over a single pub/sub connection. The connection opens with the first
-// waiter and closes with the last, so an idle store holds no connection and
-// no goroutine.
+// waiter and closes connLinger after the last one left, so an idle store
+// holds no connection and no goroutine, and a key contended back and forth
+// between processes does not dial a connection per turn.
 type subscriber struct {
 	client redis.UniversalClient
 
 	mu    sync.Mutex // also serialises SUBSCRIBE/UNSUBSCRIBE so they reach Redis in order
 	ps    *redis.PubSub
 	chans map[string]*channelState
+	idle  *time.Timer // closes ps when no channel is left; nil if not armed
 }
+
+// connLinger is how long the pub/sub connection stays open with no waiter.
+const connLinger = time.Second
 
 type channelState struct {
 	waiters map[chan struct{}]struct{}
@@ -75,6 +80,10 @@ func (s *subscriber) register(ctx context.Context, channel string, ch chan struc
 	defer s.mu.Unlock()
 	st := s.chans[channel]
 	if st == nil {
+		if s.idle != nil {
+			s.idle.Stop()
+			s.idle = nil
+		}
 		st = &channelState{waiters: make(map[chan struct{}]struct{}), ready: make(chan struct{})}
 		if err := s.send(ctx, channel); err != nil {
 			return nil, err
@@ -112,12 +121,22 @@ func (s *subscriber) unregister(channel string, ch chan struct{}) {
 		return
 	}
 	delete(s.chans, channel)
-	if len(s.chans) == 0 {
-		_ = s.ps.Close()
-		s.ps = nil
+	_ = s.ps.Unsubscribe(context.Background(), channel)
+	if len(s.chans) == 0 && s.idle == nil {
+		ps := s.ps
+		s.idle = time.AfterFunc(connLinger, func() { s.closeIdle(ps) })
+	}
+}
+
+// closeIdle closes ps if it is still the connection and still unused.
+func (s *subscriber) closeIdle(ps *redis.PubSub) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ps != ps || len(s.chans) > 0 {
 		return
 	}
-	_ = s.ps.Unsubscribe(context.Background(), channel)
+	_ = ps.Close()
+	s.ps, s.idle = nil, nil
 }
 
 // read dispatches messages from one pub/sub connection until it closes.
@@ -172,6 +191,10 @@ func (st *channelState) wakeAll() {
 func (s *subscriber) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
 	if s.ps == nil {
 		return nil
 	}
