@@ -35,8 +35,9 @@
 // read: with WithRead(resource) the store reads the resource key in the same
 // atomic step and round trip that grants the lock (acquisition, re-entry or
 // local handoff), and Lease.Value returns it. Stores that cannot
-// (GrantReader is optional; memstore and Redlock stores lack it) ignore the
-// option, and Lease.ValueRead reports false so the caller reads for itself:
+// (GrantReader is optional; redisstore and memstore have it, Redlock stores
+// lack it) ignore the option, and Lease.ValueRead reports false so the
+// caller reads for itself:
 //
 //	l, err := locks.Lock(ctx, "item-42", dlock.WithRead("stock:{item-42}"))
 //	...

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"example.com/dlock"
@@ -94,4 +95,25 @@ func ExampleLease_Done() {
 	<-l.Done()
 	fmt.Println(errors.Is(l.Err(), dlock.ErrLost), errors.Is(l.Err(), dlock.ErrExpired))
 	// Output: true true
+}
+
+// WithRead and Commit fold the read and the write of a read-modify-write
+// section into the lock's own calls: the value comes with the grant, and
+// Commit writes the new one only if the lock is still held, releasing it in
+// the same step. memstore keeps the data here (Set, Get); with redisstore
+// the resource is a Redis key in the lock's slot, e.g. "stock:{item-42}".
+func ExampleLease_Commit() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	store.Set("stock:{item-42}", "100")
+	locks, _ := dlock.New(store)
+
+	l, _ := locks.Lock(ctx, "item-42", dlock.WithRead("stock:{item-42}"))
+	v, _ := l.Value()
+	n, _ := strconv.Atoi(v)
+	err := l.Commit(ctx, strconv.Itoa(n-1)) // ErrLost: the lock was lost, nothing written
+
+	stock, _ := store.Get("stock:{item-42}")
+	fmt.Println(stock, err)
+	// Output: 99 <nil>
 }

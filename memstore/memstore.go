@@ -24,6 +24,7 @@ type Store struct {
 	locks  map[string]*entry
 	fences map[string]uint64
 	subs   map[string]map[chan struct{}]struct{}
+	data   map[string]string // resources for WithRead and Lease.Commit
 }
 
 type entry struct {
@@ -49,6 +50,7 @@ func New(now func() time.Time) *Store {
 		locks:  make(map[string]*entry),
 		fences: make(map[string]uint64),
 		subs:   make(map[string]map[chan struct{}]struct{}),
+		data:   make(map[string]string),
 	}
 }
 
@@ -69,6 +71,11 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.acquire(key, token, ttl)
+}
+
+// acquire is Acquire. Called with s.mu held.
+func (s *Store) acquire(key, token string, ttl time.Duration) (dlock.Grant, error) {
 	e := s.live(key)
 	switch {
 	case e == nil:
@@ -105,6 +112,11 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.release(key, token)
+}
+
+// release is Release. Called with s.mu held.
+func (s *Store) release(key, token string) error {
 	e, err := s.owned(key, token)
 	if err != nil {
 		return err

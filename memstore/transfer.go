@@ -19,6 +19,11 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.transfer(key, from, to, ttl)
+}
+
+// transfer is Transfer. Called with s.mu held.
+func (s *Store) transfer(key, from, to string, ttl time.Duration) (dlock.Grant, error) {
 	e, err := s.owned(key, from)
 	if err != nil {
 		return dlock.Grant{}, err

@@ -47,6 +47,9 @@ func Run(t *testing.T, newStore func(t *testing.T) dlock.Store) {
 		{"HostileKeysAndTokens", testHostile},
 		{"CancelledContext", testCancelled},
 		{"NotifiesOnRelease", testNotify},
+		{"TransferIsANewHolding", testTransfer},
+		{"ReadAndCommitAreOwnerChecked", testReadAndCommit},
+		{"TransferReadsAndWrites", testTransferReadAndWrite},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
