@@ -84,9 +84,10 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	return &Store{client: client, prefix: prefix, subs: newSubscriber(client)}, nil
 }
 
-// Close ends the store's shared subscription connection, if one is open.
-// It does not close the client. Waiters still subscribed fall back to waking
-// at the holder's expiry.
+// Close ends the store's shared subscription connection, if one is open,
+// and opens no other: waiters still subscribed, and later ones, fall back to
+// waking at the holder's expiry (Subscribe returns an error matching
+// dlock.ErrUnavailable). Locking keeps working. It does not close the client.
 func (s *Store) Close() error { return s.subs.close() }
 
 // Keys returns the Redis keys of lock key: the lock hash and its fence counter.

@@ -20,10 +20,11 @@ import (
 type subscriber struct {
 	client redis.UniversalClient
 
-	mu    sync.Mutex // also serialises SUBSCRIBE/UNSUBSCRIBE so they reach Redis in order
-	ps    *redis.PubSub
-	chans map[string]*channelState
-	idle  *time.Timer // closes ps when no channel is left; nil if not armed
+	mu     sync.Mutex // also serialises SUBSCRIBE/UNSUBSCRIBE so they reach Redis in order
+	ps     *redis.PubSub
+	chans  map[string]*channelState
+	idle   *time.Timer // closes ps when no channel is left; nil if not armed
+	closed bool        // Store.Close was called: no new connection
 }
 
 // connLinger is how long the pub/sub connection stays open with no waiter.
@@ -78,6 +79,9 @@ func (s *subscriber) subscribe(ctx context.Context, channel string) (<-chan stru
 func (s *subscriber) register(ctx context.Context, channel string, ch chan struct{}) (*channelState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%w: store closed: no subscriptions", dlock.ErrUnavailable)
+	}
 	st := s.chans[channel]
 	if st == nil {
 		if s.idle != nil {
@@ -191,6 +195,7 @@ func (st *channelState) wakeAll() {
 func (s *subscriber) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock"
 )
 
 // dials counts the connections a client opens.
@@ -67,5 +70,26 @@ func TestSubscriptionConnectionLingersThenCloses(t *testing.T) {
 			t.Fatalf("pub/sub connection still open 5 s after the last waiter left (linger is 1 s)")
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+}
+
+// After Close the store opens no new pub/sub connection: a late Subscribe
+// fails with ErrUnavailable (its waiter wakes at the holder's expiry), so
+// nothing outlives the store.
+func TestSubscribeAfterCloseOpensNothing(t *testing.T) {
+	srv, _ := newRedis(t)
+	counted := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = counted.Close() })
+	d := &dials{}
+	counted.AddHook(d)
+	s := newStore(t, counted)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Subscribe(testCtx(t), "k"); !errors.Is(err, dlock.ErrUnavailable) {
+		t.Fatalf("Subscribe after Close = %v, want ErrUnavailable", err)
+	}
+	if n := d.n.Load(); n != 0 {
+		t.Fatalf("Subscribe after Close dialled %d connections", n)
 	}
 }

@@ -108,7 +108,10 @@ func TestLateGrantRejected(t *testing.T) {
 	const ttl = time.Second
 	clk := &fakeClock{now: time.Unix(1000, 0)}
 	stores, nodes := fakeNodes(clk, []time.Duration{500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}, 0)
-	s, err := redlock.New(stores, &redlock.Options{Clock: clk})
+	// The cleanup is bounded by the node timeout in real time (min of
+	// NodeTimeout and TTL/3): the default 50 ms is too tight for a loaded
+	// 2-core machine under -race.
+	s, err := redlock.New(stores, &redlock.Options{Clock: clk, NodeTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
