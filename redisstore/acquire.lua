@@ -18,7 +18,8 @@ local fence, holds
 if not owner then
   fence = redis.call('INCR', KEYS[2])
   holds = 1
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'holds', 1, 'fence', fence)
+  -- '1' as a string: a Lua number argument costs Redis a printf to format.
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'holds', '1', 'fence', fence)
 else
   holds = redis.call('HINCRBY', KEYS[1], 'holds', 1)
   fence = tonumber(redis.call('HGET', KEYS[1], 'fence'))
