@@ -125,8 +125,12 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return dlock.Grant{}, err
 	}
 	lock, fence := s.withSuffix(key, ":fence")
+	cmd := hotAcquire.run(ctx, s.client, []any{nil, nil, 2, lock, fence, token, ttlArg(ttl)})
+	if f, ok := cmd.Val().(int64); ok && cmd.Err() == nil && f > 0 {
+		return dlock.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, nil // a first hold
+	}
 	var buf [3]int64
-	v, err := ints(hotAcquire.run(ctx, s.client, []any{nil, nil, 2, lock, fence, token, ttlArg(ttl)}), buf[:0])
+	v, err := ints(cmd, buf[:0])
 	if err != nil {
 		return dlock.Grant{}, err
 	}
