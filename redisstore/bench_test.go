@@ -148,7 +148,8 @@ func BenchmarkContendedOneKey(b *testing.B) {
 
 // BenchmarkContendedOneKeyRMW is the read-modify-write section of issue 5's
 // goal 2 (lock → GET → SET → unlock, 16 goroutines on one key): the floor,
-// dlock, and dlock with WithRead folding the GET into the grant.
+// dlock, dlock with WithRead folding the GET into the grant, and dlock with
+// WithRead and Lease.Commit folding the SET into the release too.
 func BenchmarkContendedOneKeyRMW(b *testing.B) {
 	env := newBenchEnv(b)
 	ctx := context.Background()
@@ -214,6 +215,17 @@ func BenchmarkContendedOneKeyRMW(b *testing.B) {
 				return err
 			}
 			return l.Release(ctx)
+		})
+	})
+	b.Run("DlockCommit/g=16", func(b *testing.B) {
+		runParallel(b, g, func(string) error {
+			l, err := env.c.Lock(ctx, "bench-rmw", dlock.WithRead(data))
+			if err != nil {
+				return err
+			}
+			s, _ := l.Value()
+			v, _ := strconv.ParseInt(s, 10, 64)
+			return l.Commit(ctx, strconv.FormatInt(v+1, 10))
 		})
 	})
 }
