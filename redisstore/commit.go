@@ -2,28 +2,15 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
 )
 
-// Lease.Commit's store side: commit_release.lua and commit_transfer.lua are
-// release.lua and transfer.lua with a SET of the caller's resource key made
-// after the ownership check, in the same script and round trip.
-
-var (
-	//go:embed commit_release.lua
-	commitReleaseSrc string
-	//go:embed commit_transfer.lua
-	commitTransferSrc string
-
-	hotCommitRelease  = newHotScript(redis.NewScript(commitReleaseSrc), commitReleaseSrc)
-	hotCommitTransfer = newHotScript(redis.NewScript(commitTransferSrc), commitTransferSrc)
-)
+// Lease.Commit's store side: release.lua and transfer.lua take the caller's
+// resource key and value as optional arguments and SET it after their
+// ownership check, in the same script and round trip.
 
 var _ dlock.Committer = (*Store)(nil)
 
@@ -36,7 +23,7 @@ func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value st
 		return err
 	}
 	lock, channel := s.withSuffix(key, ":released")
-	n, err := hotCommitRelease.run(ctx, s.client, []any{nil, nil, 2, lock, resource, token, channel, value}).Int64()
+	n, err := hotRelease.run(ctx, s.client, []any{nil, nil, 2, lock, resource, token, channel, value}).Int64()
 	switch {
 	case err != nil:
 		return readError(err, key, resource)
@@ -63,7 +50,7 @@ func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl tim
 	}
 	args = append(args, from, to, ttlArg(ttl), value)
 	var buf [2]int64
-	v, val, err := intsAndValue(hotCommitTransfer.run(ctx, s.client, args), buf[:0])
+	v, val, err := intsAndValue(hotTransfer.run(ctx, s.client, args), buf[:0])
 	switch {
 	case err != nil:
 		return dlock.Grant{}, dlock.Value{}, readError(err, key, named)
