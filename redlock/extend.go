@@ -41,13 +41,17 @@ func (v *verdict) decided(n, q int) bool {
 }
 
 // notHeld is the error once a majority is out of reach because nodes said
-// the token does not hold the key: ErrTaken if any node has another holder.
+// the token does not hold the key: ErrTaken if more of those nodes have
+// another holder than have none, ErrExpired otherwise.
 func (v *verdict) notHeld(n, q int) error {
 	if v.expired+v.lost <= n-q {
 		return nil
 	}
+	// The cause is what most of the nodes that do not hold it say: a few
+	// nodes held by another token (say, a failed competitor's grant not yet
+	// cleaned up) do not make the lock taken.
 	cause := dlock.ErrExpired
-	if v.lost > 0 {
+	if v.lost > v.expired {
 		cause = dlock.ErrTaken
 	}
 	return fmt.Errorf("%w: %w: redlock: %d of %d nodes no longer hold it", dlock.ErrNotHeld, cause, v.expired+v.lost, n)
