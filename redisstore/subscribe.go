@@ -90,6 +90,7 @@ func (s *subscriber) register(ctx context.Context, channel string, ch chan struc
 		}
 		st = &channelState{waiters: make(map[chan struct{}]struct{}), ready: make(chan struct{})}
 		if err := s.send(ctx, channel); err != nil {
+			s.lingerIfIdle()
 			return nil, err
 		}
 		s.chans[channel] = st
@@ -126,10 +127,17 @@ func (s *subscriber) unregister(channel string, ch chan struct{}) {
 	}
 	delete(s.chans, channel)
 	_ = s.ps.Unsubscribe(context.Background(), channel)
-	if len(s.chans) == 0 && s.idle == nil {
-		ps := s.ps
-		s.idle = time.AfterFunc(connLinger, func() { s.closeIdle(ps) })
+	s.lingerIfIdle()
+}
+
+// lingerIfIdle arms the timer that closes the connection if no channel is
+// left on it. Called with s.mu held.
+func (s *subscriber) lingerIfIdle() {
+	if s.ps == nil || len(s.chans) > 0 || s.idle != nil {
+		return
 	}
+	ps := s.ps
+	s.idle = time.AfterFunc(connLinger, func() { s.closeIdle(ps) })
 }
 
 // closeIdle closes ps if it is still the connection and still unused.
