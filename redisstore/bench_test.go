@@ -203,14 +203,22 @@ func BenchmarkContendedOneKeyRMW(b *testing.B) {
 			return l.Release(ctx)
 		})
 	})
+	// lockRead takes the lock with the data read in the grant.
+	lockRead := func() (*dlock.Lease, int64, error) {
+		l, err := env.c.Lock(ctx, "bench-rmw", dlock.WithRead(data))
+		if err != nil {
+			return nil, 0, err
+		}
+		s, _ := l.Value()
+		v, _ := strconv.ParseInt(s, 10, 64)
+		return l, v, nil
+	}
 	b.Run("DlockWithRead/g=16", func(b *testing.B) {
 		runParallel(b, g, func(string) error {
-			l, err := env.c.Lock(ctx, "bench-rmw", dlock.WithRead(data))
+			l, v, err := lockRead()
 			if err != nil {
 				return err
 			}
-			s, _ := l.Value()
-			v, _ := strconv.ParseInt(s, 10, 64)
 			if err := incr(v); err != nil {
 				return err
 			}
@@ -219,12 +227,10 @@ func BenchmarkContendedOneKeyRMW(b *testing.B) {
 	})
 	b.Run("DlockCommit/g=16", func(b *testing.B) {
 		runParallel(b, g, func(string) error {
-			l, err := env.c.Lock(ctx, "bench-rmw", dlock.WithRead(data))
+			l, v, err := lockRead()
 			if err != nil {
 				return err
 			}
-			s, _ := l.Value()
-			v, _ := strconv.ParseInt(s, 10, 64)
 			return l.Commit(ctx, strconv.FormatInt(v+1, 10))
 		})
 	})
