@@ -62,6 +62,7 @@ type Store struct {
 	client redis.UniversalClient
 	prefix string
 	subs   *subscriber
+	batch  batcher // pipelines concurrent acquires and releases (batch.go)
 }
 
 var (
@@ -125,7 +126,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return dlock.Grant{}, err
 	}
 	lock, fence := s.withSuffix(key, ":fence")
-	cmd := hotAcquire.run(ctx, s.client, []any{nil, nil, 2, lock, fence, token, ttlArg(ttl)})
+	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 2, lock, fence, token, ttlArg(ttl)})
 	if f, ok := cmd.Val().(int64); ok && cmd.Err() == nil && f > 0 {
 		return dlock.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, nil // a first hold
 	}
@@ -187,7 +188,7 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		return err
 	}
 	lock, channel := s.withSuffix(key, ":released")
-	n, err := hotRelease.run(ctx, s.client, []any{nil, nil, 1, lock, token, channel}).Int64()
+	n, err := s.run(ctx, hotRelease, []any{nil, nil, 1, lock, token, channel}).Int64()
 	switch {
 	case err != nil:
 		return err
