@@ -66,7 +66,7 @@ func (s *Store) run(ctx context.Context, h hotScript, args []any) *redis.Cmd {
 	}
 	bt := b.next
 	if bt == nil {
-		bt = &batch{send: make(chan struct{}), done: make(chan struct{})}
+		bt = &batch{calls: make([]batchCall, 0, maxInflight), send: make(chan struct{}), done: make(chan struct{})}
 		b.next = bt
 	}
 	i := len(bt.calls)
@@ -105,6 +105,12 @@ func (b *batcher) sent() {
 // exec sends the batch's calls as EVALSHA in one pipeline. Errors are per
 // call, in each call's Cmd.
 func (bt *batch) exec(ctx context.Context, c redis.UniversalClient) {
+	if len(bt.calls) == 1 { // cheaper without a pipeline
+		call := &bt.calls[0]
+		call.args[0], call.args[1] = "evalsha", call.h.sha
+		call.cmd = c.Do(ctx, call.args...)
+		return
+	}
 	pipe := c.Pipeline()
 	for i := range bt.calls {
 		call := &bt.calls[i]

@@ -52,8 +52,8 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // gate, so that further calls queue up in one batch.
 type staged struct {
 	s    *Store
-	rdb  *redis.Client
-	srv  *redisserver.Server
+	rdb  redis.UniversalClient
+	srv  *redisserver.Server // nil for a Cluster
 	hook *gateHook
 	wg   sync.WaitGroup
 }
@@ -63,17 +63,26 @@ func newStaged(t *testing.T, readTimeout time.Duration) *staged {
 	srv := redisserver.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, PoolSize: 64, ReadTimeout: readTimeout})
 	t.Cleanup(func() { _ = rdb.Close() })
+	st := stage(t, rdb, readTimeout == 0)
+	st.srv = srv
+	return st
+}
+
+// stage takes the flight slots of a new store on rdb with held calls; they
+// must succeed once released if mustSucceed.
+func stage(t *testing.T, rdb redis.UniversalClient, mustSucceed bool) *staged {
+	t.Helper()
 	hook := &gateHook{open: make(chan struct{}), pipelines: make(chan int, 100)}
 	rdb.AddHook(hook)
 	s, err := New(rdb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &staged{s: s, rdb: rdb, srv: srv, hook: hook}
+	st := &staged{s: s, rdb: rdb, hook: hook}
 	for i := range maxInflight {
 		st.wg.Go(func() {
 			_, err := s.Acquire(context.Background(), "block"+strconv.Itoa(i), "b", time.Minute)
-			if err != nil && readTimeout == 0 {
+			if err != nil && mustSucceed {
 				t.Errorf("blocking acquire: %v", err)
 			}
 		})
@@ -207,5 +216,45 @@ func TestBatchErrorReachesEveryCall(t *testing.T) {
 	}
 	if _, err := st.s.Acquire(ctx, "after", "t", time.Minute); err != nil {
 		t.Fatalf("acquire after the pause: %v", err)
+	}
+}
+
+// In a Cluster, one batch holds keys of every node: go-redis splits the
+// pipeline by slot, and each caller still gets its own key's reply.
+func TestBatchSpansClusterNodes(t *testing.T) {
+	cl := redisserver.StartCluster(t, 3)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	if err := rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
+		t.Fatal(err)
+	}
+	st := stage(t, rdb, true)
+	const n = 12 // keys spread over the three nodes
+	for i := range n {
+		_, fence := st.s.Keys("k" + strconv.Itoa(i))
+		if err := rdb.Set(ctx, fence, 100*i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grants := make([]dlock.Grant, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { grants[i], errs[i] = st.s.Acquire(ctx, "k"+strconv.Itoa(i), "t", time.Minute) })
+	}
+	waitFor(t, "the calls to queue", func() bool { return st.queued() == n })
+	close(st.hook.open)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || grants[i].Fence != uint64(100*i+1) {
+			t.Errorf("call %d: %+v %v, want fence %d", i, grants[i], errs[i], 100*i+1)
+		}
+		if err := st.s.Release(ctx, "k"+strconv.Itoa(i), "t"); err != nil {
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+	if got := <-st.hook.pipelines; got != n {
+		t.Fatalf("first pipeline carried %d calls, want the %d queued", got, n)
 	}
 }
