@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -38,6 +39,8 @@ type batch struct {
 	done  chan struct{} // closed when every reply is in
 }
 
+var errNotSent = errors.New("redisstore: batched call not sent")
+
 type batchCall struct {
 	h    hotScript
 	args []any
@@ -54,9 +57,8 @@ func (s *Store) run(ctx context.Context, h hotScript, args []any) *redis.Cmd {
 	if b.inflight < maxInflight {
 		b.inflight++
 		b.mu.Unlock()
-		cmd := h.run(ctx, s.client, args)
-		b.sent()
-		return cmd
+		defer b.sent() // even if a hook panics: the slot must come back
+		return h.run(ctx, s.client, args)
 	}
 	if err := ctx.Err(); err != nil {
 		b.mu.Unlock()
@@ -74,14 +76,15 @@ func (s *Store) run(ctx context.Context, h hotScript, args []any) *redis.Cmd {
 	b.mu.Unlock()
 	if i == 0 {
 		<-bt.send
-		bt.exec(context.WithoutCancel(ctx), s.client)
-		close(bt.done)
-		b.sent()
+		bt.lead(context.WithoutCancel(ctx), s.client, b)
 	} else {
 		<-bt.done
 	}
 	cmd := bt.calls[i].cmd
-	if isNoScript(cmd.Err()) {
+	if cmd == nil { // the leader panicked before sending
+		cmd = redis.NewCmd(ctx)
+		cmd.SetErr(errNotSent)
+	} else if isNoScript(cmd.Err()) {
 		cmd = h.run(ctx, s.client, args) // falls back to EVAL
 	}
 	return cmd
@@ -100,6 +103,14 @@ func (b *batcher) sent() {
 	if bt != nil {
 		close(bt.send)
 	}
+}
+
+// lead sends the batch and then frees its flight, even if a hook panics:
+// the other callers of the batch and the slot must not wait forever.
+func (bt *batch) lead(ctx context.Context, c redis.UniversalClient, b *batcher) {
+	defer b.sent()
+	defer close(bt.done)
+	bt.exec(ctx, c)
 }
 
 // exec sends the batch's calls as EVALSHA in one pipeline. Errors are per

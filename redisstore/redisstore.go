@@ -3,7 +3,10 @@
 // redis.UniversalClient.
 //
 // Each operation is one round trip: a Lua script run by EVALSHA (falling back
-// to EVAL when the server lacks it). A lock named K lives in the hash
+// to EVAL when the server lacks it). Acquires and releases made by several
+// goroutines at once share round trips: while a few are on the wire, the
+// next ones go out together as one pipeline (each still its own script call
+// with its own reply). A lock named K lives in the hash
 // PREFIX{K} = {owner, holds, fence} with a PEXPIRE; its fence counter in
 // PREFIX{K}:fence; its release channel is PREFIX{K}:released. The {K} hash
 // tag keeps all three in one Cluster slot.
