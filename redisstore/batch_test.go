@@ -19,12 +19,20 @@ import (
 )
 
 // gateHook holds every single (non-pipelined) call on a key containing
-// "block" until open is closed, and records the size of each EVALSHA
-// pipeline.
+// "block" until open is closed, and records the size and deadline of each
+// EVALSHA pipeline. If pipeOpen is not nil, pipelines wait for it too.
 type gateHook struct {
 	open      chan struct{}
 	held      atomic.Int32
 	pipelines chan int
+	deadlines chan pipeDeadline
+	pipeOpen  chan struct{}
+	pipeHeld  atomic.Int32
+}
+
+type pipeDeadline struct {
+	at time.Time
+	ok bool
 }
 
 func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -43,6 +51,12 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if cmds[0].Name() == "evalsha" { // not go-redis's own connection setup
 			h.pipelines <- len(cmds)
+			at, ok := ctx.Deadline()
+			h.deadlines <- pipeDeadline{at, ok}
+			if h.pipeOpen != nil {
+				h.pipeHeld.Add(1)
+				<-h.pipeOpen
+			}
 		}
 		return next(ctx, cmds)
 	}
@@ -72,7 +86,7 @@ func newStaged(t *testing.T, readTimeout time.Duration) *staged {
 // must succeed once released if mustSucceed.
 func stage(t *testing.T, rdb redis.UniversalClient, mustSucceed bool) *staged {
 	t.Helper()
-	hook := &gateHook{open: make(chan struct{}), pipelines: make(chan int, 100)}
+	hook := &gateHook{open: make(chan struct{}), pipelines: make(chan int, 100), deadlines: make(chan pipeDeadline, 100)}
 	rdb.AddHook(hook)
 	s, err := New(rdb, nil)
 	if err != nil {
@@ -107,6 +121,19 @@ func (st *staged) queued() int {
 		return 0
 	}
 	return len(st.s.batch.next.calls)
+}
+
+// within receives the error of what, failing the test if it takes more than
+// a few seconds (what should return at once).
+func within(t *testing.T, errc <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not return", what)
+		return nil
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -161,34 +188,112 @@ func TestConcurrentCallsShareOnePipeline(t *testing.T) {
 	}
 }
 
-// The batch goes out without its first caller's cancellation: a caller
-// whose context ends while queued must not fail the others. A call whose
-// context ended before it queued is not sent at all.
-func TestBatchSurvivesItsLeadersCancellation(t *testing.T) {
+// A call whose context ends while it is queued returns at once and is never
+// sent; the rest of its batch goes out without it. A call whose context
+// ended before it queued is not queued at all.
+func TestQueuedCallCancelledIsNotSent(t *testing.T) {
 	st := newStaged(t, 0)
 	ctx := context.Background()
-	lctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := context.WithCancel(ctx)
+	cerr := make(chan error, 1)
+	go func() { _, err := st.s.Acquire(cctx, "cancelled", "c", time.Minute); cerr <- err }()
+	waitFor(t, "the first call to queue", func() bool { return st.queued() == 1 })
 	var wg sync.WaitGroup
-	var lerr error
-	wg.Go(func() { _, lerr = st.s.Acquire(lctx, "leader", "l", time.Minute) })
-	waitFor(t, "the leader to queue", func() bool { return st.queued() == 1 })
 	var ferr error
 	wg.Go(func() { _, ferr = st.s.Acquire(ctx, "follower", "f", time.Minute) })
-	waitFor(t, "the follower to queue", func() bool { return st.queued() == 2 })
+	waitFor(t, "the second call to queue", func() bool { return st.queued() == 2 })
 	cancel()
-	if _, err := st.s.Acquire(lctx, "late", "x", time.Minute); !errors.Is(err, context.Canceled) {
+	if err := within(t, cerr, "a cancelled queued call"); !errors.Is(err, context.Canceled) { // the gate is still shut
+		t.Fatalf("queued call cancelled: %v, want context.Canceled", err)
+	}
+	if _, err := st.s.Acquire(cctx, "late", "x", time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire with an ended context = %v, want context.Canceled", err)
 	}
 	close(st.hook.open)
 	wg.Wait()
 	if ferr != nil {
-		t.Fatalf("follower failed with its leader's cancellation: %v", ferr)
+		t.Fatalf("the other call of the batch failed: %v", ferr)
 	}
+	if got := <-st.hook.pipelines; got != 1 {
+		t.Fatalf("the batch carried %d calls, want only the one still waiting", got)
+	}
+	for _, key := range []string{"cancelled", "late"} {
+		if info, err := st.s.Inspect(ctx, key); err != nil || info.Held {
+			t.Fatalf("%s: a call cancelled before it was sent changed the store: %+v %v", key, info, err)
+		}
+	}
+}
+
+// A batch is sent with the latest deadline of its calls, or none if one of
+// them has none, so that no call's deadline is cut short by another's.
+func TestBatchTakesTheLatestDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		deadlines []time.Duration // 0: no deadline
+	}{
+		{"latest", []time.Duration{time.Minute, time.Hour, 2 * time.Minute}},
+		{"none", []time.Duration{time.Minute, 0, time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStaged(t, 0)
+			var want pipeDeadline
+			var wg sync.WaitGroup
+			for i, d := range tc.deadlines {
+				ctx := context.Background()
+				if d > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, d)
+					defer cancel()
+					if at, _ := ctx.Deadline(); !want.ok || at.After(want.at) {
+						want = pipeDeadline{at, true}
+					}
+				}
+				wg.Go(func() {
+					if _, err := st.s.Acquire(ctx, "d"+strconv.Itoa(i), "t", time.Minute); err != nil {
+						t.Errorf("call %d: %v", i, err)
+					}
+				})
+				waitFor(t, "the call to queue", func() bool { return st.queued() == i+1 })
+			}
+			if tc.name == "none" {
+				want = pipeDeadline{}
+			}
+			close(st.hook.open)
+			wg.Wait()
+			if got := <-st.hook.deadlines; got.ok != want.ok || !got.at.Equal(want.at) {
+				t.Fatalf("batch deadline %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// A call whose context ends while its batch is on the wire returns at once,
+// like a call that timed out: its script may still run (here it does).
+func TestCallOnTheWireReturnsWhenItsContextEnds(t *testing.T) {
+	st := newStaged(t, 0)
+	st.hook.pipeOpen = make(chan struct{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var lerr error
+	wg.Go(func() { _, lerr = st.s.Acquire(ctx, "leader", "l", time.Minute) })
+	waitFor(t, "the first call to queue", func() bool { return st.queued() == 1 })
+	cctx, cancel := context.WithCancel(ctx)
+	cerr := make(chan error, 1)
+	go func() { _, err := st.s.Acquire(cctx, "other", "o", time.Minute); cerr <- err }()
+	waitFor(t, "the second call to queue", func() bool { return st.queued() == 2 })
+	close(st.hook.open)
+	waitFor(t, "the batch to be on the wire", func() bool { return st.hook.pipeHeld.Load() == 1 })
+	cancel()
+	if err := within(t, cerr, "a cancelled call on the wire"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("call on the wire cancelled: %v, want context.Canceled", err)
+	}
+	close(st.hook.pipeOpen)
+	wg.Wait()
 	if lerr != nil {
-		t.Fatalf("leader's call was sent but reported %v", lerr)
+		t.Fatalf("the batch's leader: %v", lerr)
 	}
-	if info, err := st.s.Inspect(ctx, "late"); err != nil || info.Held {
-		t.Fatalf("a call cancelled before it queued changed the store: %+v %v", info, err)
+	if info, err := st.s.Inspect(ctx, "other"); err != nil || info.Token != "o" {
+		t.Fatalf("the cancelled call's script was sent and should have run: %+v %v", info, err)
 	}
 }
 
@@ -256,5 +361,33 @@ func TestBatchSpansClusterNodes(t *testing.T) {
 	}
 	if got := <-st.hook.pipelines; got != n {
 		t.Fatalf("first pipeline carried %d calls, want the %d queued", got, n)
+	}
+}
+
+// With NoBatching every call goes out on its own, however many are in
+// flight: a call made while the flight slots are held completes at once.
+func TestNoBatchingSendsEachCallAlone(t *testing.T) {
+	srv := redisserver.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64})
+	t.Cleanup(func() { _ = rdb.Close() })
+	hook := &gateHook{open: make(chan struct{}), pipelines: make(chan int, 100), deadlines: make(chan pipeDeadline, 100)}
+	rdb.AddHook(hook)
+	s, err := New(rdb, &Options{NoBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(hook.open); wg.Wait() })
+	for i := range maxInflight + 2 {
+		wg.Go(func() { _, _ = s.Acquire(context.Background(), "block"+strconv.Itoa(i), "b", time.Minute) })
+	}
+	waitFor(t, "the calls to be held", func() bool { return hook.held.Load() == int32(maxInflight+2) })
+	errc := make(chan error, 1)
+	go func() { _, err := s.Acquire(context.Background(), "free", "t", time.Minute); errc <- err }()
+	if err := within(t, errc, "an acquire beside held calls"); err != nil {
+		t.Fatal(err)
+	}
+	if len(hook.pipelines) != 0 {
+		t.Fatalf("%d pipelines sent, want none", len(hook.pipelines))
 	}
 }

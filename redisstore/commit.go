@@ -23,7 +23,7 @@ func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value st
 		return err
 	}
 	lock, channel := s.withSuffix(key, ":released")
-	n, err := hotRelease.run(ctx, s.client, []any{nil, nil, 2, lock, resource, token, channel, value}).Int64()
+	n, err := s.run(ctx, hotRelease, []any{nil, nil, 2, lock, resource, token, channel, value}).Int64()
 	switch {
 	case err != nil:
 		return readError(err, key, resource)
@@ -50,7 +50,7 @@ func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl tim
 	}
 	args = append(args, from, to, ttlArg(ttl), value)
 	var buf [2]int64
-	v, val, err := intsAndValue(hotTransfer.run(ctx, s.client, args), buf[:0])
+	v, val, err := intsAndValue(s.run(ctx, hotTransfer, args), buf[:0])
 	switch {
 	case err != nil:
 		return dlock.Grant{}, dlock.Value{}, readError(err, key, named)

@@ -29,7 +29,7 @@ func (s *Store) AcquireRead(ctx context.Context, key, token string, ttl time.Dur
 		return dlock.Grant{}, dlock.Value{}, err
 	}
 	lock, fence := s.withSuffix(key, ":fence")
-	cmd := hotAcquire.run(ctx, s.client, []any{nil, nil, 3, lock, fence, resource, token, ttlArg(ttl)})
+	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 3, lock, fence, resource, token, ttlArg(ttl)})
 	var buf [3]int64
 	v, val, err := intsAndValue(cmd, buf[:0])
 	switch {
@@ -49,7 +49,7 @@ func (s *Store) TransferRead(ctx context.Context, key, from, to string, ttl time
 		return dlock.Grant{}, dlock.Value{}, err
 	}
 	lock, fence := s.withSuffix(key, ":fence")
-	cmd := hotTransfer.run(ctx, s.client, []any{nil, nil, 3, lock, fence, resource, from, to, ttlArg(ttl)})
+	cmd := s.run(ctx, hotTransfer, []any{nil, nil, 3, lock, fence, resource, from, to, ttlArg(ttl)})
 	var buf [2]int64
 	v, val, err := intsAndValue(cmd, buf[:0])
 	switch {

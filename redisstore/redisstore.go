@@ -6,7 +6,8 @@
 // to EVAL when the server lacks it). Acquires and releases made by several
 // goroutines at once share round trips: while a few are on the wire, the
 // next ones go out together as one pipeline (each still its own script call
-// with its own reply). A lock named K lives in the hash
+// with its own reply, and each caller's context keeps its meaning). A lock
+// named K lives in the hash
 // PREFIX{K} = {owner, holds, fence} with a PEXPIRE; its fence counter in
 // PREFIX{K}:fence; its release channel is PREFIX{K}:released. The {K} hash
 // tag keeps all three in one Cluster slot.
@@ -57,6 +58,12 @@ type Options struct {
 	// Prefix is prepended to every Redis key and channel the store uses.
 	// Default: DefaultPrefix ("dlock:").
 	Prefix string
+
+	// NoBatching sends every acquire, release and hand-over as its own
+	// command. Default: false: while a few such calls are in flight, the next
+	// ones go out together as one pipeline (see the package doc). Set it if
+	// something between the store and Redis must see one command per call.
+	NoBatching bool
 }
 
 // Store is a dlock.Store backed by Redis. It is safe for concurrent use.
@@ -65,7 +72,7 @@ type Store struct {
 	client redis.UniversalClient
 	prefix string
 	subs   *subscriber
-	batch  batcher // pipelines concurrent acquires and releases (batch.go)
+	batch  *batcher // pipelines concurrent hot-path calls (batch.go); nil if Options.NoBatching
 }
 
 var (
@@ -85,7 +92,11 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if opts != nil && opts.Prefix != "" {
 		prefix = opts.Prefix
 	}
-	return &Store{client: client, prefix: prefix, subs: newSubscriber(client)}, nil
+	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client)}
+	if opts == nil || !opts.NoBatching {
+		s.batch = new(batcher)
+	}
+	return s, nil
 }
 
 // Close ends the store's shared subscription connection, if one is open,

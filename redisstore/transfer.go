@@ -27,7 +27,7 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 	}
 	lock, fence := s.withSuffix(key, ":fence")
 	var buf [2]int64
-	v, err := ints(hotTransfer.run(ctx, s.client, []any{nil, nil, 2, lock, fence, from, to, ttlArg(ttl)}), buf[:0])
+	v, err := ints(s.run(ctx, hotTransfer, []any{nil, nil, 2, lock, fence, from, to, ttlArg(ttl)}), buf[:0])
 	switch {
 	case err != nil:
 		return dlock.Grant{}, err
