@@ -35,6 +35,7 @@ const childEnv = "DLOCKBENCH_JOB"
 type flags struct {
 	scenarios, libs string
 	duration        time.Duration
+	rounds          int
 	quick           bool
 	jsonOut, svgOut string
 	wdLease, wdHold time.Duration
@@ -51,6 +52,7 @@ func main() {
 	flag.StringVar(&f.scenarios, "scenarios", "all", "comma-separated scenarios to run, or all: "+scenarioNames())
 	flag.StringVar(&f.libs, "libs", "all", "comma-separated libraries, or all: "+strings.Join(libNames, ","))
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "length of each timed scenario")
+	flag.IntVar(&f.rounds, "rounds", 1, "run every scenario this many times, the libraries taking turns, and report dlock's ratios round by round (rounds.go)")
 	flag.BoolVar(&f.quick, "quick", false, "smoke test: 1 s scenarios, 3 s watchdog hold")
 	flag.StringVar(&f.jsonOut, "json", "results.json", "write results as JSON here (empty: don't)")
 	flag.StringVar(&f.svgOut, "svg", "chart.svg", "write an SVG chart here (empty: don't)")
@@ -73,6 +75,7 @@ func main() {
 		os.Exit(2)
 	}
 	printTable(os.Stdout, rep)
+	printRoundRatios(os.Stdout, rep)
 	if f.jsonOut != "" {
 		b, _ := json.Marshal(rep)
 		if err := os.WriteFile(f.jsonOut, b, 0o644); err != nil {
@@ -129,9 +132,10 @@ func run(f flags) (*report, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
 	rep := newReport(f, rdb)
+	rounds := max(1, f.rounds)
 	var bar *progressbar.ProgressBar
 	if f.progress {
-		bar = progressbar.NewOptions(len(names)*len(libs), progressbar.OptionSetWriter(os.Stderr),
+		bar = progressbar.NewOptions(len(names)*len(libs)*rounds, progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
 	}
 	for _, sc := range scenarios {
@@ -141,25 +145,52 @@ func run(f flags) (*report, error) {
 		if sc.Kind == "watchdog" {
 			sc.Requests = f.wdLocks
 		}
-		for _, lib := range libs {
-			if bar != nil {
-				bar.Describe(fmt.Sprintf("%-15s %-16s", sc.Name, lib))
-			}
-			j := job{Scenario: sc, Lib: lib, Addr: srv.Addr(), Duration: f.duration, Hold: f.wdHold, Lease: f.wdLease, Tuning: f.tuning}
-			r, err := runJob(rdb, j)
-			if err != nil {
-				return nil, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
-			}
-			rep.Results = append(rep.Results, r)
-			if bar != nil {
-				_ = bar.Add(1)
-			}
+		rs, err := runScenario(rdb, srv.Addr(), sc, libs, f, bar)
+		if err != nil {
+			return nil, err
 		}
+		rep.Results = append(rep.Results, rs...)
 	}
 	if bar != nil {
 		_ = bar.Finish()
 	}
 	return rep, nil
+}
+
+// runScenario runs sc for each library, in f.rounds rounds (see rounds.go),
+// and returns one result per library.
+func runScenario(rdb *redis.Client, addr string, sc scenario, libs []string, f flags, bar *progressbar.ProgressBar) ([]*result, error) {
+	n := max(1, f.rounds)
+	if sc.Kind == "watchdog" {
+		n = 1 // long and not compared: once is enough
+	}
+	merged := map[string]*result{}
+	for range n {
+		for _, lib := range libs {
+			if bar != nil {
+				bar.Describe(fmt.Sprintf("%-15s %-16s", sc.Name, lib))
+			}
+			j := job{Scenario: sc, Lib: lib, Addr: addr, Duration: f.duration / time.Duration(n), Hold: f.wdHold, Lease: f.wdLease, Tuning: f.tuning}
+			r, err := runJob(rdb, j)
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
+			}
+			if m := merged[lib]; m != nil {
+				m.addRound(r)
+			} else {
+				r.RoundOps = []float64{r.opsPerSec()}
+				merged[lib] = r
+			}
+			if bar != nil {
+				_ = bar.Add(1)
+			}
+		}
+	}
+	out := make([]*result, len(libs))
+	for i, lib := range libs {
+		out[i] = merged[lib]
+	}
+	return out, nil
 }
 
 // runJob prepares Redis, runs j in this process or in child processes, and

@@ -24,6 +24,7 @@ type report struct {
 	Redis     string            `json:"redis"`
 	Versions  map[string]string `json:"versions"`
 	Duration  time.Duration     `json:"duration_ns"`
+	Rounds    int               `json:"rounds"`
 	Scenarios []scenario        `json:"scenarios"`
 	Results   []*result         `json:"results"`
 }
@@ -31,7 +32,7 @@ type report struct {
 func newReport(f flags, rdb *redis.Client) *report {
 	r := &report{
 		When: time.Now().UTC(), Command: strings.Join(os.Args, " "), NumCPU: runtime.NumCPU(),
-		Go: runtime.Version(), Versions: map[string]string{}, Duration: f.duration, Scenarios: scenarios,
+		Go: runtime.Version(), Versions: map[string]string{}, Duration: f.duration, Rounds: max(1, f.rounds), Scenarios: scenarios,
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {

@@ -64,6 +64,7 @@ type result struct {
 	Expected   int64              `json:"expected"` // what Final must be
 	Extra      map[string]float64 `json:"extra,omitempty"`
 	Skipped    string             `json:"skipped,omitempty"`
+	RoundOps   []float64          `json:"round_ops,omitempty"` // ops/s of each round (see rounds.go)
 }
 
 func newResult(j job) *result {
