@@ -47,3 +47,47 @@ func TestQuick(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// TestRounds runs two scenarios in three rounds: counts add up over the
+// rounds, the counter checks still hold, and every dlock row gets a ratio
+// against the floor from its three rounds.
+func TestRounds(t *testing.T) {
+	f := flags{scenarios: "uncontended-1,seed-2x50", libs: "dlock,floor", duration: 300 * time.Millisecond,
+		rounds: 3, tuning: defaultTuning}
+	rep, err := run(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if len(r.RoundOps) != 3 {
+			t.Errorf("%s/%s: %d rounds, want 3", r.Scenario, r.Lib, len(r.RoundOps))
+		}
+		if r.Scenario == "seed-2x50" && (r.Successes != 300 || r.Expected != 0 || r.Final != 0) {
+			t.Errorf("seed over 3 rounds: %d sold, final %d, expected %d; want 300, 0, 0", r.Successes, r.Final, r.Expected)
+		}
+	}
+	for _, v := range violations(rep) {
+		t.Error(v)
+	}
+	rs := roundRatios(rep)
+	if len(rs) != 2 {
+		t.Fatalf("%d round ratios, want one per scenario: %+v", len(rs), rs)
+	}
+	for _, r := range rs {
+		if r.rounds != 3 || r.lib != "floor" || !(r.lo <= r.median && r.median <= r.hi) || r.lo <= 0 {
+			t.Errorf("ratio %+v", r)
+		}
+	}
+	printRoundRatios(testWriter{t}, rep)
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{1, 2, 10}, 2}, {[]float64{1, 2, 4, 10}, 3}} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
