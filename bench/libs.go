@@ -50,6 +50,11 @@ type readHold struct {
 // writes the data itself.
 var libNames = []string{"dlock", "dlock-noread", "floor", "redsync", "redsync-tuned", "redislock", "redislock-tuned"}
 
+// extraLibs can be named in -libs but are not part of "all": variants of
+// dlock that measure one lever. dlock-nobatch is dlock with
+// redisstore.Options.NoBatching (every call its own round trip).
+var extraLibs = []string{"dlock-nobatch"}
+
 // peerTTL is the lock TTL given to the libraries that need one per call.
 const peerTTL = time.Second
 
@@ -66,8 +71,8 @@ var defaultTuning = tuning{
 
 func newLocker(name string, rdb *redis.Client, tu tuning) (locker, error) {
 	switch name {
-	case "dlock", "dlock-noread":
-		st, err := redisstore.New(rdb, nil)
+	case "dlock", "dlock-noread", "dlock-nobatch":
+		st, err := redisstore.New(rdb, &redisstore.Options{NoBatching: name == "dlock-nobatch"})
 		if err != nil {
 			return nil, err
 		}

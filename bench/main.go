@@ -50,7 +50,7 @@ func main() {
 	}
 	var f flags
 	flag.StringVar(&f.scenarios, "scenarios", "all", "comma-separated scenarios to run, or all: "+scenarioNames())
-	flag.StringVar(&f.libs, "libs", "all", "comma-separated libraries, or all: "+strings.Join(libNames, ","))
+	flag.StringVar(&f.libs, "libs", "all", "comma-separated libraries, or all: "+strings.Join(libNames, ",")+" (also: "+strings.Join(extraLibs, ",")+")")
 	flag.DurationVar(&f.duration, "duration", 5*time.Second, "length of each timed scenario")
 	flag.IntVar(&f.rounds, "rounds", 1, "run every scenario this many times, the libraries taking turns, and report dlock's ratios round by round (rounds.go)")
 	flag.BoolVar(&f.quick, "quick", false, "smoke test: 1 s scenarios, 3 s watchdog hold")
@@ -101,14 +101,17 @@ func scenarioNames() string {
 	return strings.Join(n, ",")
 }
 
-func pick(list string, all []string) ([]string, error) {
+// pick returns the names in list, or all; extra names are accepted but not
+// part of all.
+func pick(list string, all []string, extra ...string) ([]string, error) {
 	if list == "all" {
 		return all, nil
 	}
+	known := append(slices.Clip(all), extra...)
 	var out []string
 	for _, x := range strings.Split(list, ",") {
-		if !slices.Contains(all, x) {
-			return nil, fmt.Errorf("unknown name %q (known: %s)", x, strings.Join(all, ","))
+		if !slices.Contains(known, x) {
+			return nil, fmt.Errorf("unknown name %q (known: %s)", x, strings.Join(known, ","))
 		}
 		out = append(out, x)
 	}
@@ -120,7 +123,7 @@ func run(f flags) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	libs, err := pick(f.libs, libNames)
+	libs, err := pick(f.libs, libNames, extraLibs...)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +206,7 @@ func runJob(rdb *redis.Client, j job) (*result, error) {
 		r.Skipped = "same as dlock here (no data access to fold)"
 		return r, nil
 	}
-	if sc.Kind == "watchdog" && j.Lib != "dlock" {
+	if sc.Kind == "watchdog" && !strings.HasPrefix(j.Lib, "dlock") {
 		r := newResult(j)
 		r.Skipped = "no automatic renewal in this library"
 		return r, nil
