@@ -176,22 +176,24 @@ func (bt *batch) pickLeader() bool {
 }
 
 // lead sends the batch and then frees its flight, even if a hook panics:
-// the other callers of the batch and the slot must not wait forever.
+// the other callers of the batch and the slot must not wait forever. The
+// batch carries the leader's deadline (the latest) but not its cancellation.
 func (bt *batch) lead(b *batcher, c redis.UniversalClient) {
 	defer b.sent()
 	defer close(bt.done)
-	bt.exec(context.WithoutCancel(bt.calls[bt.leader].ctx), c)
-}
-
-// exec sends the batch's waiting calls as EVALSHA in one pipeline, with the
-// leader's deadline but not its cancellation. Errors are per call, in each
-// call's Cmd.
-func (bt *batch) exec(ctx context.Context, c redis.UniversalClient) {
-	if d, ok := bt.calls[bt.leader].ctx.Deadline(); ok {
+	own := bt.calls[bt.leader].ctx
+	ctx := context.WithoutCancel(own)
+	if d, ok := own.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
+	bt.exec(ctx, c)
+}
+
+// exec sends the batch's waiting calls as EVALSHA, in one pipeline if there
+// are several. Errors are per call, in each call's Cmd.
+func (bt *batch) exec(ctx context.Context, c redis.UniversalClient) {
 	var pipe redis.Pipeliner
 	for i := range bt.calls {
 		call := &bt.calls[i]
