@@ -135,10 +135,15 @@ func run(f flags) (*report, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
 	rep := newReport(f, rdb)
-	rounds := max(1, f.rounds)
 	var bar *progressbar.ProgressBar
 	if f.progress {
-		bar = progressbar.NewOptions(len(names)*len(libs)*rounds, progressbar.OptionSetWriter(os.Stderr),
+		turns := 0
+		for _, sc := range scenarios {
+			if slices.Contains(names, sc.Name) {
+				turns += roundsOf(sc, f) * len(libs)
+			}
+		}
+		bar = progressbar.NewOptions(turns, progressbar.OptionSetWriter(os.Stderr),
 			progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
 	}
 	for _, sc := range scenarios {
@@ -163,10 +168,7 @@ func run(f flags) (*report, error) {
 // runScenario runs sc for each library, in f.rounds rounds (see rounds.go),
 // and returns one result per library.
 func runScenario(rdb *redis.Client, addr string, sc scenario, libs []string, f flags, bar *progressbar.ProgressBar) ([]*result, error) {
-	n := max(1, f.rounds)
-	if sc.Kind == "watchdog" {
-		n = 1 // long and not compared: once is enough
-	}
+	n := roundsOf(sc, f)
 	merged := map[string]*result{}
 	for range n {
 		for _, lib := range libs {
@@ -194,6 +196,15 @@ func runScenario(rdb *redis.Client, addr string, sc scenario, libs []string, f f
 		out[i] = merged[lib]
 	}
 	return out, nil
+}
+
+// roundsOf is how many rounds sc runs: f.rounds, but the watchdog, long
+// and compared with nothing, runs once.
+func roundsOf(sc scenario, f flags) int {
+	if sc.Kind == "watchdog" {
+		return 1
+	}
+	return max(1, f.rounds)
 }
 
 // runJob prepares Redis, runs j in this process or in child processes, and
