@@ -102,7 +102,10 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 // Close ends the store's shared subscription connection, if one is open,
 // and opens no other: waiters still subscribed, and later ones, fall back to
 // waking at the holder's expiry (Subscribe returns an error matching
-// dlock.ErrUnavailable). Locking keeps working. It does not close the client.
+// dlock.ErrUnavailable). Locking keeps working. It does not close the client,
+// and it does not wait for a connection still being dialled (against an
+// unresponsive server that lasts up to the client's timeouts): that one is
+// closed as soon as its dial ends.
 func (s *Store) Close() error { return s.subs.close() }
 
 // Keys returns the Redis keys of lock key: the lock hash and its fence counter.

@@ -20,11 +20,12 @@ import (
 type subscriber struct {
 	client redis.UniversalClient
 
-	mu     sync.Mutex // also serialises SUBSCRIBE/UNSUBSCRIBE so they reach Redis in order
-	ps     *redis.PubSub
-	chans  map[string]*channelState
-	idle   *time.Timer // closes ps when no channel is left; nil if not armed
-	closed bool        // Store.Close was called: no new connection
+	mu      sync.Mutex // also serialises SUBSCRIBE/UNSUBSCRIBE so they reach Redis in order
+	ps      *redis.PubSub
+	opening chan struct{} // closed when the connection being opened is ready; nil if none
+	chans   map[string]*channelState
+	idle    *time.Timer // closes ps when no channel is left; nil if not armed
+	closed  bool        // Store.Close was called: no new connection
 }
 
 // connLinger is how long the pub/sub connection stays open with no waiter.
@@ -79,8 +80,13 @@ func (s *subscriber) subscribe(ctx context.Context, channel string) (<-chan stru
 func (s *subscriber) register(ctx context.Context, channel string, ch chan struct{}) (*channelState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.ps == nil && s.opening != nil && !s.closed {
+		if err := s.awaitOpening(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if s.closed {
-		return nil, fmt.Errorf("%w: store closed: no subscriptions", dlock.ErrUnavailable)
+		return nil, errStoreClosed
 	}
 	st := s.chans[channel]
 	if st == nil {
@@ -99,19 +105,53 @@ func (s *subscriber) register(ctx context.Context, channel string, ch chan struc
 	return st, nil
 }
 
+var errStoreClosed = fmt.Errorf("%w: store closed: no subscriptions", dlock.ErrUnavailable)
+
 // send issues SUBSCRIBE, opening the shared connection first if needed.
 // Called with s.mu held.
 func (s *subscriber) send(ctx context.Context, channel string) error {
 	if s.ps != nil {
 		return s.ps.Subscribe(ctx, channel)
 	}
+	return s.open(ctx, channel)
+}
+
+// open dials the shared connection, subscribed to channel. Called with s.mu
+// held, it lets go of it during the dial, which against a server that
+// accepts but does not answer lasts up to the client's read timeout: Close
+// must not wait for that. Subscribers arriving meanwhile wait for opening.
+// If the store was closed meanwhile, the new connection is closed at once.
+func (s *subscriber) open(ctx context.Context, channel string) error {
+	done := make(chan struct{})
+	s.opening = done
+	s.mu.Unlock()
 	ps := s.client.Subscribe(ctx, channel)
-	if ps == nil {
+	s.mu.Lock()
+	s.opening = nil
+	close(done)
+	switch {
+	case ps == nil:
 		return fmt.Errorf("%w: no pub/sub connection", dlock.ErrUnavailable)
+	case s.closed:
+		_ = ps.Close()
+		return errStoreClosed
 	}
 	s.ps = ps
 	go s.read(ps, ps.ChannelWithSubscriptions())
 	return nil
+}
+
+// awaitOpening waits, with s.mu let go, for the connection being opened.
+func (s *subscriber) awaitOpening(ctx context.Context) error {
+	wait := s.opening
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	select {
+	case <-wait:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *subscriber) unregister(channel string, ch chan struct{}) {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/redisstore"
 )
 
 // dials counts the connections a client opens.
@@ -91,5 +92,85 @@ func TestSubscribeAfterCloseOpensNothing(t *testing.T) {
 	}
 	if n := d.n.Load(); n != 0 {
 		t.Fatalf("Subscribe after Close dialled %d connections", n)
+	}
+}
+
+// dialSignal reports each dial on a channel, then dials.
+type dialSignal struct{ dialing chan struct{} }
+
+func (d dialSignal) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		select {
+		case d.dialing <- struct{}{}:
+		default:
+		}
+		return next(ctx, network, addr)
+	}
+}
+func (d dialSignal) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (d dialSignal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Close does not wait for a subscription that is still opening the pub/sub
+// connection: against a stopped server the kernel accepts the connection
+// but nothing answers, so the opening lasts up to the client's read
+// timeout. Close returns at once; the opener closes the connection when its
+// attempt ends and reports ErrUnavailable.
+func TestCloseDoesNotWaitForAnOpeningSubscription(t *testing.T) {
+	srv, rdb := newRedis(t)
+	const readTimeout = 2 * time.Second
+	opening := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: readTimeout, MaxRetries: -1})
+	t.Cleanup(func() { _ = opening.Close() })
+	sig := dialSignal{make(chan struct{}, 1)}
+	opening.AddHook(sig)
+	s, err := redisstore.New(opening, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() {
+		_, cancel, err := s.Subscribe(context.Background(), "k")
+		if cancel != nil {
+			cancel()
+		}
+		errc <- err
+	}()
+	select {
+	case <-sig.dialing:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscription did not dial")
+	}
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if took := time.Since(start); took > readTimeout/4 {
+		t.Fatalf("Close took %v: it waited for the opening subscription (read timeout %v)", took, readTimeout)
+	}
+	srv.Resume()
+	resumed = true
+	select {
+	case err := <-errc:
+		if !errors.Is(err, dlock.ErrUnavailable) {
+			t.Fatalf("subscription opened across Close: %v, want ErrUnavailable", err)
+		}
+	case <-time.After(3 * readTimeout):
+		t.Fatal("the opening subscription did not return")
+	}
+	ctx := testCtx(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Contains(rdb.ClientList(ctx).Val(), "sub=1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a pub/sub connection outlived Close: %s", rdb.ClientList(ctx).Val())
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
 	}
 }
