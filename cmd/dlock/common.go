@@ -61,11 +61,18 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 && len(errs) >= (len(st.Clients)+1)/2 {
+	if majorityFailed(len(errs), len(st.Clients)) {
 		_ = st.Close()
 		return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, errors.Join(errs...)))
 	}
 	return st, nil
+}
+
+// majorityFailed reports whether failures of total servers leave no
+// majority answering: a Redlock store works while a majority of its nodes
+// answer, any other store (one client) needs that client.
+func majorityFailed(failures, total int) bool {
+	return failures > 0 && failures >= (total+1)/2
 }
 
 // exitFor maps an error from the lock API to the CLI's exit codes.

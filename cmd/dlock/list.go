@@ -27,8 +27,10 @@ func newListCmd() *cobra.Command {
 		Long: `list shows the locks currently held, with their holder (abbreviated token),
 hold count, remaining TTL and fence. PATTERN is a Redis glob over lock keys
 (* ? [abc], backslash escapes). Keys are found with SCAN, never KEYS, so a
-large database is not blocked; on a Cluster every primary is scanned. A lock
-that is released during the scan may be missing from the output.
+large database is not blocked; on a Cluster every primary is scanned. With
+--redlock every node is scanned (a minority may be down) and each lock is
+shown as a majority of the nodes sees it, like status. A lock that is
+released during the scan may be missing from the output.
 
 Exit status: 0; 64 bad usage; 69 store unreachable.
 
@@ -80,6 +82,7 @@ func listLocks(ctx context.Context, st *openedStore, prefix, pattern string) ([]
 		seen[name] = true
 		mu.Unlock()
 	}
+	var errs []error // a Redlock store lists while a majority of its nodes answer
 	for _, c := range st.Clients {
 		var err error
 		if cc, ok := c.(*redis.ClusterClient); ok {
@@ -90,8 +93,11 @@ func listLocks(ctx context.Context, st *openedStore, prefix, pattern string) ([]
 			err = scanLocks(ctx, c, prefix, match, add)
 		}
 		if err != nil {
-			return nil, exitWith(ExitUnavailable, fmt.Errorf("list: scan: %w", err))
+			errs = append(errs, err)
 		}
+	}
+	if majorityFailed(len(errs), len(st.Clients)) {
+		return nil, exitWith(ExitUnavailable, fmt.Errorf("list: scan: %w", errors.Join(errs...)))
 	}
 	names := make([]string, 0, len(seen))
 	for n := range seen {

@@ -101,3 +101,75 @@ func TestStatusOverRedlockShowsTheMajoritysHolder(t *testing.T) {
 		t.Fatalf("status --redlock = %+v, want the lease's holder and fence %d", st, l.Fence())
 	}
 }
+
+// list over Redlock scans every node and shows each lock held by a majority
+// once, with the majority's holder; a stray key on one node alone is not
+// shown as held.
+func TestListOverRedlockShowsMajorityHeldLocks(t *testing.T) {
+	servers := redisserver.StartN(t, 3)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.URL())
+	}
+	o, err := openRedlock(urls, "dlock:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c, err := dlock.New(o.Store, dlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var leases []*dlock.Lease
+	for _, key := range []string{"orders:1", "orders:2", "users:1"} {
+		l, err := c.TryLock(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(context.Background())
+		leases = append(leases, l)
+	}
+	// A lock hash on one node only: a minority, so not held.
+	if _, err := servers[0].Do("HSET", "dlock:{orders:9}", "owner", "stray", "holds", "1", "fence", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := servers[0].Do("PEXPIRE", "dlock:{orders:9}", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	r := runDlock(t, nil, "list", "--json", "--redlock", strings.Join(urls, ","), "orders:*")
+	var rows []lockStatus
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rows) != nil {
+		t.Fatalf("list --redlock: %s", r)
+	}
+	if len(rows) != 2 || rows[0].Key != "orders:1" || rows[1].Key != "orders:2" {
+		t.Fatalf("list --redlock orders:* = %+v, want orders:1 and orders:2 once each", rows)
+	}
+	for i, row := range rows {
+		if !row.Held || row.Fence != leases[i].Fence() || row.Holder != leases[i].Token()[:6]+"…" {
+			t.Errorf("row %+v, want the lease's holder and fence %d", row, leases[i].Fence())
+		}
+	}
+	// With one node of three down the others still make a majority.
+	servers[2].Stop()
+	r = runDlock(t, nil, "list", "--json", "--redlock", strings.Join(urls, ","), "orders:*")
+	rows = nil
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) != 2 {
+		t.Fatalf("list --redlock with a node down: %s", r)
+	}
+	servers[1].Stop()
+	if r = runDlock(t, nil, "list", "--redlock", strings.Join(urls, ","), "orders:*"); r.code != ExitUnavailable {
+		t.Fatalf("list --redlock with two nodes of three down: %s, want exit %d", r, ExitUnavailable)
+	}
+}
+
+func TestMajorityFailed(t *testing.T) {
+	for _, tc := range []struct {
+		failures, total int
+		want            bool
+	}{{0, 1, false}, {1, 1, true}, {1, 3, false}, {2, 3, true}, {2, 5, false}, {3, 5, true}, {1, 2, true}} {
+		if got := majorityFailed(tc.failures, tc.total); got != tc.want {
+			t.Errorf("majorityFailed(%d, %d) = %v, want %v", tc.failures, tc.total, got, tc.want)
+		}
+	}
+}
