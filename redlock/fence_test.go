@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -80,13 +81,20 @@ func divergeAndSwitchMajorities(t *testing.T, raise bool) (z, w uint64, naive ma
 			t.Fatal(err)
 		}
 	}
-	for range 5 {
+	for attempt := range 5 {
 		if _, err := s.Acquire(ctx, key, newToken(), ttl); !errors.Is(err, dlock.ErrNotAcquired) {
 			t.Fatalf("attempt against the foreign majority = %v, want ErrNotAcquired", err)
 		}
 		// Node 0 may answer after the attempt gave up and then release its
-		// grant from the fan-out goroutine: wait for that cleanup.
-		waitFor(t, 2*time.Second, "node 0 cleanup", func() bool {
+		// grant from the fan-out goroutine: wait for that grant (its counter
+		// moved on) and its cleanup, or the next attempt's grant could meet
+		// this one's on node 0 and be refused there.
+		want := strconv.Itoa(attempt + 1)
+		waitFor(t, 2*time.Second, "node 0 grant and cleanup", func() bool {
+			f, err := c.servers[0].Do("GET", "dlock:{"+key+"}:fence")
+			if err != nil || f != want {
+				return false
+			}
 			n, err := c.servers[0].Do("EXISTS", "dlock:{"+key+"}")
 			return err == nil && n == "0"
 		})
