@@ -37,7 +37,7 @@ func renderSVG(rep *report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="10" y="22" font-size="15" font-weight="bold">dlock vs peers: successful critical sections per second (bar: relative to the best of each scenario)</text>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="40" fill="#555">%s, %d CPUs, %s, Redis %s</text>`+"\n", html.EscapeString(rep.CPU), rep.NumCPU, rep.Go, rep.Redis)
+	fmt.Fprintf(&b, `<text x="10" y="40" fill="#555">%s, %d CPUs, %s, Redis %s, %s</text>`+"\n", html.EscapeString(rep.CPU), rep.NumCPU, rep.Go, rep.Redis, roundsNote(rep.Rounds))
 	y := 60
 	for _, g := range groups {
 		best := 0.0
@@ -64,4 +64,12 @@ func renderSVG(rep *report) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// roundsNote says how the figures were gathered (see rounds.go).
+func roundsNote(n int) string {
+	if n <= 1 {
+		return "one run per library"
+	}
+	return fmt.Sprintf("%d interleaved rounds per scenario, figures over all rounds", n)
 }
