@@ -53,6 +53,8 @@ Strategies, in the order of the articles' ladder:
   v5       v4 + renewal timer                  (Redis failover)
   redlock  RedLock.net: wait 20s, retry 1s, majority of the --redlock nodes
   dlock    this library: blocking Lock, watchdog, fenced write
+  dlock-commit  the same with the stock read with the grant (WithRead) and
+           written by the release (Commit), only while still held
 
 Scenarios:
   contention   (default) a burst of N requests, 30 s leases

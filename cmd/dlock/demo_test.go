@@ -88,8 +88,10 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("the demo must say it uses the embedded server: %+v", out)
 		}
 		m := demoResults(t, out, inventory.Strategies...)
-		if d := m["dlock"]; d.Successes != 100 || d.FinalStock != 0 || d.Overlaps != 0 || d.Kind != inventory.KindCorrect {
-			t.Errorf("dlock: want 100 sold and stock 0, got %+v", d)
+		for _, s := range []string{"dlock", "dlock-commit"} {
+			if d := m[s]; d.Successes != 100 || d.FinalStock != 0 || d.Overlaps != 0 || d.Kind != inventory.KindCorrect {
+				t.Errorf("%s: want 100 sold and stock 0, got %+v", s, d)
+			}
 		}
 		// The negative control: the same load with no lock loses updates.
 		if n := m["nolock"]; n.LostUpdates <= 0 || n.Kind != inventory.KindLostUpdates {
@@ -108,7 +110,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		groups := regexp.MustCompile(`<g class="bar-group" data-strategy="([a-z0-9]+)"`).FindAllStringSubmatch(string(page), -1)
+		groups := regexp.MustCompile(`<g class="bar-group" data-strategy="([a-z0-9-]+)"`).FindAllStringSubmatch(string(page), -1)
 		if len(groups) != 2*len(inventory.Strategies) {
 			t.Errorf("report: %d bar groups, want %d", len(groups), 2*len(inventory.Strategies))
 		}
@@ -129,16 +131,17 @@ func TestDemoEndToEnd(t *testing.T) {
 				t.Errorf("%s: its lease ends while held, but it deletes only its own lock: %+v", s, r)
 			}
 		}
-		out = runDemoJSON(t, bin, "--scenario", "slow-holder", "--strategies", "dlock", "--requests", "4")
-		d := demoResults(t, out, "dlock")["dlock"]
-		if d.Successes != 4 || d.FinalStock != 96 || d.ReleasedOther != 0 || d.LeaseLost != 0 || d.Overlaps != 0 {
-			t.Errorf("dlock's watchdog keeps the lock through the stall: %+v", d)
+		out = runDemoJSON(t, bin, "--scenario", "slow-holder", "--strategies", "dlock,dlock-commit", "--requests", "4")
+		for s, d := range demoResults(t, out, "dlock", "dlock-commit") {
+			if d.Successes != 4 || d.FinalStock != 96 || d.ReleasedOther != 0 || d.LeaseLost != 0 || d.Overlaps != 0 {
+				t.Errorf("%s: the watchdog keeps the lock through the stall: %+v", s, d)
+			}
 		}
 	})
 
 	t.Run("Crash", func(t *testing.T) {
-		out := runDemoJSON(t, bin, "--scenario", "crash", "--strategies", "v1,v2,v5,dlock")
-		m := demoResults(t, out, "v1", "v2", "v5", "dlock")
+		out := runDemoJSON(t, bin, "--scenario", "crash", "--strategies", "v1,v2,v5,dlock,dlock-commit")
+		m := demoResults(t, out, "v1", "v2", "v5", "dlock", "dlock-commit")
 		if v1 := m["v1"]; v1.Successes != 0 || v1.FinalStock != 100 || v1.Kind != inventory.KindDeadlock {
 			t.Errorf("v1: the crashed holder's lock must block everyone: %+v", v1)
 		}
@@ -147,20 +150,24 @@ func TestDemoEndToEnd(t *testing.T) {
 				t.Errorf("%s: its lease expires and sales resume: %+v", s, r)
 			}
 		}
-		if d := m["dlock"]; d.Successes != 20 || d.FinalStock != 80 || d.Kind != inventory.KindCorrect {
-			t.Errorf("dlock: waiters take the lock once the dead holder's lease ends: %+v", d)
+		for _, s := range []string{"dlock", "dlock-commit"} {
+			if d := m[s]; d.Successes != 20 || d.FinalStock != 80 || d.Kind != inventory.KindCorrect {
+				t.Errorf("%s: waiters take the lock once the dead holder's lease ends: %+v", s, d)
+			}
 		}
 	})
 
 	t.Run("RealRedis", func(t *testing.T) {
 		srv := redisserver.Start(t)
-		out := runDemoJSON(t, bin, "--redis", srv.URL(), "--strategies", "nolock,v4,dlock")
+		out := runDemoJSON(t, bin, "--redis", srv.URL(), "--strategies", "nolock,v4,dlock,dlock-commit")
 		if out.Embedded || strings.Contains(out.Server, "embedded") {
 			t.Errorf("--redis must be used: %+v", out)
 		}
-		m := demoResults(t, out, "nolock", "v4", "dlock")
-		if d := m["dlock"]; d.Successes != 100 || d.FinalStock != 0 || d.Kind != inventory.KindCorrect {
-			t.Errorf("dlock on redis-server: %+v", d)
+		m := demoResults(t, out, "nolock", "v4", "dlock", "dlock-commit")
+		for _, s := range []string{"dlock", "dlock-commit"} {
+			if d := m[s]; d.Successes != 100 || d.FinalStock != 0 || d.Overlaps != 0 || d.Kind != inventory.KindCorrect {
+				t.Errorf("%s on redis-server: %+v", s, d)
+			}
 		}
 		if n := m["nolock"]; n.LostUpdates <= 0 {
 			t.Errorf("nolock on redis-server must lose updates: %+v", n)

@@ -137,7 +137,7 @@ func (l *Load) bar(sc Scenario, strategy string) *progressbar.ProgressBar {
 	}
 	return progressbar.NewOptions(sc.Requests,
 		progressbar.OptionSetWriter(l.Progress),
-		progressbar.OptionSetDescription(fmt.Sprintf("%-8s", strategy)),
+		progressbar.OptionSetDescription(fmt.Sprintf("%-12s", strategy)),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(),
 		progressbar.OptionThrottle(50*time.Millisecond),

@@ -162,8 +162,12 @@ func WriteTable(w io.Writer, rs []Result) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	width := 0
 	for _, r := range rs {
-		fmt.Fprintf(w, "%-8s %s %s\n", r.Strategy, mark(r.Kind), r.Verdict)
+		width = max(width, len(r.Strategy))
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-*s %s %s\n", width, r.Strategy, mark(r.Kind), r.Verdict)
 	}
 	return nil
 }

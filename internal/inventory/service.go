@@ -39,7 +39,7 @@ const (
 const ArticleLease = 30 * time.Second
 
 // Strategies lists every endpoint, in the order of the articles' ladder.
-var Strategies = []string{"nolock", "local", "v1", "v2", "v3", "v4", "v5", "redlock", "dlock"}
+var Strategies = []string{"nolock", "local", "v1", "v2", "v3", "v4", "v5", "redlock", "dlock", "dlock-commit"}
 
 // Outcomes of one request.
 const (

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,6 +36,8 @@ func (s *Service) strategy(name string) strategyFunc {
 		return s.buyRedlock
 	case "dlock":
 		return s.buyDlock
+	case "dlock-commit":
+		return s.buyDlockCommit
 	}
 	return nil
 }
@@ -252,4 +256,74 @@ func (s *Service) buyDlock(ctx context.Context, p Params) Answer {
 		}
 	}
 	return a
+}
+
+// buyDlockCommit is this library's fast path for a read-modify-write: the
+// stock comes back with the grant (WithRead), and the new stock is written
+// by the release itself (Lease.Commit), in the same atomic step and only
+// while the lock is still this request's, so a holder that lost its lock
+// writes nothing. With a request of the same instance waiting, the release
+// hands the lock on with the write, so a sale costs one Redis round trip.
+func (s *Service) buyDlockCommit(ctx context.Context, p Params) Answer {
+	opts := []dlock.Option{dlock.WithRead(StockKey)}
+	if p.Lease > 0 {
+		opts = append(opts, dlock.WithAutoRenew(p.Lease))
+	}
+	l, err := s.locks.Lock(ctx, LockKey, opts...)
+	if err != nil {
+		if errors.Is(err, dlock.ErrNotAcquired) && ctx.Err() == nil {
+			return lockFailed()
+		}
+		return failed(err)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	a, next := s.decideFromValue(ctx, l, p)
+	if next == nil {
+		if err := l.Release(rctx); err != nil {
+			a.LeaseLost = errors.Is(err, dlock.ErrNotHeld) || errors.Is(err, dlock.ErrLost)
+		}
+		return a
+	}
+	_ = sleep(ctx, p.Stall)
+	if err := l.Commit(rctx, strconv.FormatInt(*next, 10)); err != nil {
+		msg := "nothing sold: " // the store refused the write: the lock was lost
+		if errors.Is(err, dlock.ErrUnavailable) {
+			msg = "sale unknown: " // the write may have landed
+		}
+		return Answer{Outcome: Failed, Message: msg + err.Error(), LeaseLost: errors.Is(err, dlock.ErrLost), Overlap: a.Overlap}
+	}
+	return a
+}
+
+// decideFromValue is the critical section of buyDlockCommit: the stock read
+// with the grant, checked, and the work done. It returns the answer and the
+// stock to write, or nil if nothing is to be written. The occupancy
+// detector counts the section up to the decision; the write itself is the
+// release's, guarded by the store.
+func (s *Service) decideFromValue(ctx context.Context, l *dlock.Lease, p Params) (Answer, *int64) {
+	if p.Crash && s.cfg.AllowCrash {
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL) // no release runs
+	}
+	rdb := s.cfg.Redis
+	inside, err := rdb.Incr(ctx, occupancyKey).Result()
+	if err != nil {
+		return failed(err), nil
+	}
+	defer rdb.Decr(context.WithoutCancel(ctx), occupancyKey)
+	v, found := l.Value()
+	var cur int64
+	if found {
+		if cur, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return failed(err), nil
+		}
+	}
+	if cur < 1 {
+		return Answer{Outcome: OutOfStock, Left: cur, Message: "out of stock", Overlap: inside > 1}, nil
+	}
+	if err := sleep(ctx, p.Work); err != nil {
+		return failed(err), nil
+	}
+	left := cur - 1
+	return Answer{Outcome: Sold, Left: left, Overlap: inside > 1}, &left
 }
