@@ -34,10 +34,22 @@ func (v *verdict) add(node int, g dlock.Grant, err error) {
 	}
 }
 
-// decided reports whether the outcome and its kind can no longer change
-// (success, or not held); other failures wait for every node's answer.
+// decided reports whether the outcome and its kind can no longer change:
+// success, invalid input, or not held with a cause (see notHeld) that the
+// nodes yet to answer cannot flip. Deciding "not held" on the first answers
+// alone would let the fastest nodes pick the cause: with the next holder on
+// three nodes of five and two nodes free, the two free ones answering first
+// would make a taken lock look expired. Other failures wait for every
+// node's answer.
 func (v *verdict) decided(n, q int) bool {
-	return v.ok >= q || v.expired+v.lost > n-q || v.invalid != nil
+	if v.ok >= q || v.invalid != nil {
+		return true
+	}
+	if v.expired+v.lost <= n-q {
+		return false
+	}
+	pending := n - v.ok - v.expired - v.lost - len(v.errs)
+	return v.lost > v.expired+pending || v.lost+pending <= v.expired
 }
 
 // notHeld is the error once a majority is out of reach because nodes said
