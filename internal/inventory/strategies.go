@@ -224,19 +224,34 @@ func every(period time.Duration, fn func()) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-// buyDlock uses this library: a blocking Lock with the watchdog renewing the
-// lease, and a fenced write of the stock.
-func (s *Service) buyDlock(ctx context.Context, p Params) Answer {
-	var opts []dlock.Option
+// lockDlock takes the dlock strategies' lock with opts, renewed by the
+// watchdog when p sets a lease. On failure it returns a nil lease and the
+// request's answer.
+func (s *Service) lockDlock(ctx context.Context, p Params, opts ...dlock.Option) (*dlock.Lease, Answer) {
 	if p.Lease > 0 {
 		opts = append(opts, dlock.WithAutoRenew(p.Lease))
 	}
 	l, err := s.locks.Lock(ctx, LockKey, opts...)
 	if err != nil {
 		if errors.Is(err, dlock.ErrNotAcquired) && ctx.Err() == nil {
-			return lockFailed()
+			return nil, lockFailed()
 		}
-		return failed(err)
+		return nil, failed(err)
+	}
+	return l, Answer{}
+}
+
+// leaseLost reports whether a release failed because the lease had ended.
+func leaseLost(err error) bool {
+	return errors.Is(err, dlock.ErrNotHeld) || errors.Is(err, dlock.ErrLost)
+}
+
+// buyDlock uses this library: a blocking Lock with the watchdog renewing the
+// lease, and a fenced write of the stock.
+func (s *Service) buyDlock(ctx context.Context, p Params) Answer {
+	l, refused := s.lockDlock(ctx, p)
+	if l == nil {
+		return refused
 	}
 	write := func(ctx context.Context, left int64) error {
 		n, err := fencedSet.Run(ctx, s.cfg.Redis, []string{StockKey, fenceKey}, l.Fence(), left).Int()
@@ -250,7 +265,7 @@ func (s *Service) buyDlock(ctx context.Context, p Params) Answer {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := l.Release(rctx); err != nil {
-		a.LeaseLost = errors.Is(err, dlock.ErrNotHeld) || errors.Is(err, dlock.ErrLost)
+		a.LeaseLost = leaseLost(err)
 		if a.Outcome == Sold {
 			a.Message = "sold, but the release failed: " + err.Error()
 		}
@@ -265,23 +280,16 @@ func (s *Service) buyDlock(ctx context.Context, p Params) Answer {
 // writes nothing. With a request of the same instance waiting, the release
 // hands the lock on with the write, so a sale costs one Redis round trip.
 func (s *Service) buyDlockCommit(ctx context.Context, p Params) Answer {
-	opts := []dlock.Option{dlock.WithRead(StockKey)}
-	if p.Lease > 0 {
-		opts = append(opts, dlock.WithAutoRenew(p.Lease))
-	}
-	l, err := s.locks.Lock(ctx, LockKey, opts...)
-	if err != nil {
-		if errors.Is(err, dlock.ErrNotAcquired) && ctx.Err() == nil {
-			return lockFailed()
-		}
-		return failed(err)
+	l, refused := s.lockDlock(ctx, p, dlock.WithRead(StockKey))
+	if l == nil {
+		return refused
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	a, next := s.decideFromValue(ctx, l, p)
 	if next == nil {
 		if err := l.Release(rctx); err != nil {
-			a.LeaseLost = errors.Is(err, dlock.ErrNotHeld) || errors.Is(err, dlock.ErrLost)
+			a.LeaseLost = leaseLost(err)
 		}
 		return a
 	}
