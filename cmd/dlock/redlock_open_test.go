@@ -72,27 +72,14 @@ func TestOpenRedlockRejectsBadURLs(t *testing.T) {
 }
 
 func TestStatusOverRedlockShowsTheMajoritysHolder(t *testing.T) {
-	servers := redisserver.StartN(t, 3)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.URL())
-	}
-	o, err := openRedlock(urls, "dlock:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	c, err := dlock.New(o.Store, dlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, urls, c := redlockClient(t)
 	ctx := t.Context()
 	l, err := c.TryLock(ctx, "report")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(context.Background())
-	r := runDlock(t, nil, "status", "--json", "--redlock", strings.Join(urls, ","), "report")
+	r := runDlock(t, nil, "status", "--json", "--redlock", urls, "report")
 	var st lockStatus
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
 		t.Fatalf("status --redlock: %s", r)
@@ -106,20 +93,7 @@ func TestStatusOverRedlockShowsTheMajoritysHolder(t *testing.T) {
 // once, with the majority's holder; a stray key on one node alone is not
 // shown as held.
 func TestListOverRedlockShowsMajorityHeldLocks(t *testing.T) {
-	servers := redisserver.StartN(t, 3)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.URL())
-	}
-	o, err := openRedlock(urls, "dlock:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	c, err := dlock.New(o.Store, dlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	servers, urls, c := redlockClient(t)
 	ctx := t.Context()
 	var leases []*dlock.Lease
 	for _, key := range []string{"orders:1", "orders:2", "users:1"} {
@@ -137,7 +111,7 @@ func TestListOverRedlockShowsMajorityHeldLocks(t *testing.T) {
 	if _, err := servers[0].Do("PEXPIRE", "dlock:{orders:9}", "60000"); err != nil {
 		t.Fatal(err)
 	}
-	r := runDlock(t, nil, "list", "--json", "--redlock", strings.Join(urls, ","), "orders:*")
+	r := runDlock(t, nil, "list", "--json", "--redlock", urls, "orders:*")
 	var rows []lockStatus
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rows) != nil {
 		t.Fatalf("list --redlock: %s", r)
@@ -152,13 +126,13 @@ func TestListOverRedlockShowsMajorityHeldLocks(t *testing.T) {
 	}
 	// With one node of three down the others still make a majority.
 	servers[2].Stop()
-	r = runDlock(t, nil, "list", "--json", "--redlock", strings.Join(urls, ","), "orders:*")
+	r = runDlock(t, nil, "list", "--json", "--redlock", urls, "orders:*")
 	rows = nil
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rows) != nil || len(rows) != 2 {
 		t.Fatalf("list --redlock with a node down: %s", r)
 	}
 	servers[1].Stop()
-	if r = runDlock(t, nil, "list", "--redlock", strings.Join(urls, ","), "orders:*"); r.code != ExitUnavailable {
+	if r = runDlock(t, nil, "list", "--redlock", urls, "orders:*"); r.code != ExitUnavailable {
 		t.Fatalf("list --redlock with two nodes of three down: %s, want exit %d", r, ExitUnavailable)
 	}
 }
@@ -172,4 +146,26 @@ func TestMajorityFailed(t *testing.T) {
 			t.Errorf("majorityFailed(%d, %d) = %v, want %v", tc.failures, tc.total, got, tc.want)
 		}
 	}
+}
+
+// redlockClient starts three servers and returns them, their URLs as the
+// --redlock flag takes them, and a Client over a Redlock store opened on
+// them the way the CLI opens it (prefix dlock:, one-minute leases).
+func redlockClient(t *testing.T) ([]*redisserver.Server, string, *dlock.Client) {
+	t.Helper()
+	servers := redisserver.StartN(t, 3)
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.URL())
+	}
+	o, err := openRedlock(urls, "dlock:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Close() })
+	c, err := dlock.New(o.Store, dlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return servers, strings.Join(urls, ","), c
 }
