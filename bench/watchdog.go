@@ -80,11 +80,11 @@ func verifyHeld(ctx context.Context, rdb *redis.Client, st *redisstore.Store, le
 	cmds := make([]*redis.StringCmd, len(leases))
 	for i, l := range leases {
 		lock, _ := st.Keys(l.Key())
-		cmds[i] = pipe.HGet(ctx, lock, "owner")
+		cmds[i] = pipe.Get(ctx, lock) // "<holds>:<owner>", see redisstore
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, l := range leases {
-		if l.Err() == nil && cmds[i].Val() == l.Token() {
+		if l.Err() == nil && cmds[i].Val() == "1:"+l.Token() {
 			held++
 		} else {
 			lost++

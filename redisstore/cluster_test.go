@@ -49,7 +49,7 @@ func TestClusterKeysSpreadOverAllSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Each lock is a hash and a fence counter on the same node.
+		// Each lock is a lock key and a fence counter on the same node.
 		if k, _ := strconv.Atoi(size); k == 0 || k%2 != 0 {
 			t.Errorf("node %s holds %s keys, want a positive even number", node.Addr(), size)
 		}

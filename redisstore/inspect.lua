@@ -1,5 +1,14 @@
 -- inspect.lua: KEYS = [lock, fence]; ARGV = []
 -- Returns {owner or '', holds or 0, pttl, last fence or 0}; changes nothing.
-local v = redis.call('HMGET', KEYS[1], 'owner', 'holds')
+-- The lock is "<holds>:<owner>" (see acquire.lua).
+local v = redis.call('GET', KEYS[1])
+local owner, holds = '', 0
+if v then
+  local i = string.find(v, ':', 1, true)
+  local h = i and tonumber(string.sub(v, 1, i - 1))
+  if h then
+    owner, holds = string.sub(v, i + 1), h
+  end
+end
 local fence = redis.call('GET', KEYS[2])
-return {v[1] or '', tonumber(v[2]) or 0, redis.call('PTTL', KEYS[1]), tonumber(fence) or 0}
+return {owner, holds, redis.call('PTTL', KEYS[1]), tonumber(fence) or 0}

@@ -7,10 +7,14 @@
 // goroutines at once share round trips: while a few are on the wire, the
 // next ones go out together as one pipeline (each still its own script call
 // with its own reply, and each caller's context keeps its meaning). A lock
-// named K lives in the hash
-// PREFIX{K} = {owner, holds, fence} with a PEXPIRE; its fence counter in
-// PREFIX{K}:fence; its release channel is PREFIX{K}:released. The {K} hash
-// tag keeps all three in one Cluster slot.
+// named K is the string PREFIX{K} = "<holds>:<owner token>" with an expiry;
+// its fence counter is PREFIX{K}:fence, incremented by every new holding
+// and by nothing else, so that while K is held it is the holding's fence;
+// its release channel is PREFIX{K}:released. The {K} hash tag keeps all
+// three in one Cluster slot. Taking a free lock costs the server two
+// commands in the script (SET NX PX GET, INCR): per command, not per byte,
+// is what a script costs Redis. It needs Redis 7.0 or later (SET with both
+// NX and GET).
 //
 // Safety: Redis replicates asynchronously, so a failover can lose a lock, and
 // the fence counter survives a restart only with appendfsync always. Use the
@@ -108,7 +112,7 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 // closed as soon as its dial ends.
 func (s *Store) Close() error { return s.subs.close() }
 
-// Keys returns the Redis keys of lock key: the lock hash and its fence counter.
+// Keys returns the Redis keys of lock key: the lock and its fence counter.
 func (s *Store) Keys(key string) (lock, fence string) {
 	lock = s.prefix + "{" + key + "}"
 	return lock, lock + ":fence"
@@ -175,8 +179,8 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, err
 	}
-	lock, _ := s.Keys(key)
-	v, err := extendScript.Run(ctx, s.client, []string{lock}, token, ms(ttl)).Int64Slice()
+	lock, fence := s.Keys(key)
+	v, err := extendScript.Run(ctx, s.client, []string{lock, fence}, token, ms(ttl)).Int64Slice()
 	return extendGrant(v, err, ttl)
 }
 
@@ -244,8 +248,8 @@ func (s *Store) extendPipeline(ctx context.Context, reqs []dlock.ExtendRequest, 
 	pipe := s.client.Pipeline()
 	for i, r := range reqs {
 		if out[i].Err == nil {
-			lock, _ := s.Keys(r.Key)
-			cmds[i] = extendScript.EvalSha(ctx, pipe, []string{lock}, r.Token, ms(r.TTL))
+			lock, fence := s.Keys(r.Key)
+			cmds[i] = extendScript.EvalSha(ctx, pipe, []string{lock, fence}, r.Token, ms(r.TTL))
 		}
 	}
 	_, err := pipe.Exec(ctx)

@@ -1,4 +1,6 @@
 -- transfer.lua: KEYS = [lock, fence, resource...]; ARGV = [from, to, ttl_ms, value?]
+-- (The lock is "<holds>:<owner>" and the fence counter is the holding's
+-- fence: see acquire.lua.)
 -- Hands the lock from ARGV[1] (holding it exactly once) to ARGV[2] as a new
 -- holding: new owner, one hold, a new fence, a fresh expiry. No release is
 -- published: the lock is never free. Without ARGV[4], KEYS[3] is an optional
@@ -9,15 +11,16 @@
 -- another owner does, {-2} if ARGV[1] holds it more than once (all three
 -- write and change nothing). The read happens before any write, so a
 -- WRONGTYPE error changes nothing.
-local v = redis.call('HMGET', KEYS[1], 'owner', 'holds')
-if not v[1] then
+local v = redis.call('GET', KEYS[1])
+if not v then
   return {0}
 end
-if v[1] ~= ARGV[1] then
+if v ~= '1:' .. ARGV[1] then
+  local i = string.find(v, ':', 1, true)
+  if i and tonumber(string.sub(v, 1, i - 1)) and string.sub(v, i + 1) == ARGV[1] then
+    return {-2}
+  end
   return {-1}
-end
-if tonumber(v[2]) ~= 1 then
-  return {-2}
 end
 local write = ARGV[4] ~= nil
 local read = KEYS[3]
@@ -35,8 +38,7 @@ if write then
   end
 end
 local fence = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'holds', '1', 'fence', fence)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[1], '1:' .. ARGV[2], 'PX', ARGV[3])
 if read then
   return {1, fence, val}
 end

@@ -38,7 +38,7 @@ func newDoctorCmd() *cobra.Command {
 		Long: `doctor checks the servers behind the selected store and prints a checklist
 (OK / WARN / FAIL, each problem with its fix):
 
-  version           Redis 6.2 or later
+  version           Redis 7.0 or later (FAIL otherwise: locking needs SET NX GET)
   maxmemory-policy  must be noeviction: any volatile-* or allkeys-* policy can
                     evict a held lock's key, and another client then takes it (FAIL)
   persistence       appendonly yes + appendfsync always keeps locks and fence
@@ -47,7 +47,7 @@ func newDoctorCmd() *cobra.Command {
                     failover (WARN); connected to a replica (FAIL)
   latency           median of 5 PINGs (WARN above 20ms)
   acl               the commands dlock needs (EVALSHA, EVAL, SCRIPT LOAD, SUBSCRIBE,
-                    PUBLISH, the hash/string commands of its scripts, PUBSUB and SCAN
+                    PUBLISH, the string commands of its scripts, PUBSUB and SCAN
                     for status/list), by ACL DRYRUN when allowed, else by trying
                     them on a throw-away key; forbidden ones are reported (WARN)
 

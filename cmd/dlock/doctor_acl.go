@@ -27,17 +27,13 @@ var lockCommands = []aclProbe{
 	{"SCRIPT", func(string, string, string) []any { return []any{"LOAD", "return 1"} }},
 	{"SUBSCRIBE", func(_, _, c string) []any { return []any{c} }},
 	{"PUBLISH", func(_, _, c string) []any { return []any{c, "released"} }},
-	{"HGET", func(l, _, _ string) []any { return []any{l, "owner"} }},
-	{"HMGET", func(l, _, _ string) []any { return []any{l, "owner", "holds"} }},
-	{"HSET", func(l, _, _ string) []any { return []any{l, "owner", "x"} }},
-	{"HINCRBY", func(l, _, _ string) []any { return []any{l, "holds", 1} }},
-	{"PEXPIRE", func(l, _, _ string) []any { return []any{l, 1000} }},
+	{"SET", func(l, _, _ string) []any { return []any{l, "1:x", "NX", "PX", 1000, "GET"} }},
 	{"PTTL", func(l, _, _ string) []any { return []any{l} }},
 	{"DEL", func(l, _, _ string) []any { return []any{l} }},
-	{"GET", func(_, f, _ string) []any { return []any{f} }},
+	{"GET", func(l, _, _ string) []any { return []any{l} }},
 	{"INCR", func(_, f, _ string) []any { return []any{f} }},
 	{"PUBSUB", func(_, _, c string) []any { return []any{"NUMSUB", c} }},
-	{"SCAN", func(string, string, string) []any { return []any{0, "TYPE", "hash"} }},
+	{"SCAN", func(string, string, string) []any { return []any{0, "TYPE", "string"} }},
 }
 
 // probeScript runs the commands of dlock's Lua scripts on a throw-away lock
@@ -54,14 +50,12 @@ local function try(name, ...)
     end
   end
 end
-try('HGET', KEYS[1], 'owner')
-try('HMGET', KEYS[1], 'owner', 'holds')
+try('GET', KEYS[1])
+try('SET', KEYS[1], '1:dlock-doctor', 'NX', 'PX', 1000, 'GET')
 try('PTTL', KEYS[1])
 try('GET', KEYS[2])
 try('INCR', KEYS[2])
 try('PEXPIRE', KEYS[2], 1000)
-try('HSET', KEYS[1], 'owner', 'dlock-doctor', 'holds', 1)
-try('HINCRBY', KEYS[1], 'holds', 1)
 try('PEXPIRE', KEYS[1], 1000)
 try('DEL', KEYS[1])
 try('PUBLISH', ARGV[1], 'released')
@@ -154,7 +148,7 @@ func tryCommands(ctx context.Context, c redis.UniversalClient, lock, fence, chan
 	deny("EVALSHA", probeScript.EvalSha(ctx, c, []string{lock, fence}, channel).Err())
 	deny("SUBSCRIBE", trySubscribe(ctx, c, channel))
 	deny("PUBSUB", c.PubSubNumSub(ctx, channel).Err())
-	deny("SCAN", c.ScanType(ctx, 0, lock, 1, "hash").Err())
+	deny("SCAN", c.ScanType(ctx, 0, lock, 1, "string").Err())
 	slices.Sort(denied)
 	return slices.Compact(denied)
 }

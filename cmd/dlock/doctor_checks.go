@@ -69,16 +69,15 @@ func cannot(name string, err error, fix string) check {
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
 
 func versionCheck(info map[string]string, err error) check {
-	const name, fix = "version", "upgrade to Redis 6.2 or later"
+	const name, fix = "version", "upgrade to Redis 7.0 or later"
 	if err != nil {
 		return cannot(name, err, "allow INFO for this user to check the version")
 	}
 	v := info["redis_version"]
-	major, minor := parseVersion(v)
-	if major > 6 || (major == 6 && minor >= 2) {
+	if major, _ := parseVersion(v); major >= 7 {
 		return check{Name: name, Status: statusOK, Detail: "redis " + v}
 	}
-	return check{Name: name, Status: statusWarn, Detail: "redis " + v + " is older than 6.2 (untested; ACL, SCAN TYPE and PXAT may be missing)", Fix: fix}
+	return check{Name: name, Status: statusFail, Detail: "redis " + v + " is older than 7.0: dlock's acquire script uses SET with both NX and GET, which it refuses", Fix: fix}
 }
 
 func parseVersion(v string) (major, minor int) {

@@ -71,7 +71,7 @@ Exit status: 0; 64 bad usage; 69 store unreachable.
 	return cmd
 }
 
-// listLocks scans every server of the store for lock hashes matching pattern
+// listLocks scans every server of the store for locks matching pattern
 // and inspects each; keys released meanwhile are left out.
 func listLocks(ctx context.Context, st *openedStore, prefix, pattern string) ([]lockStatus, error) {
 	match := escapeGlob(prefix) + "{" + pattern + "}"
@@ -118,10 +118,10 @@ func listLocks(ctx context.Context, st *openedStore, prefix, pattern string) ([]
 	return rows, nil
 }
 
-// scanLocks calls add with the name of every lock hash on one server.
-// Fence counters (strings) are skipped by the TYPE filter.
+// scanLocks calls add with the name of every lock on one server (a string;
+// fence counters end in ":fence" and so do not match).
 func scanLocks(ctx context.Context, c redis.Cmdable, prefix, match string, add func(string)) error {
-	it := c.ScanType(ctx, 0, match, 500, "hash").Iterator()
+	it := c.ScanType(ctx, 0, match, 500, "string").Iterator()
 	for it.Next(ctx) {
 		k := it.Val()
 		if len(k) < len(prefix)+2 || !strings.HasPrefix(k, prefix+"{") || !strings.HasSuffix(k, "}") {

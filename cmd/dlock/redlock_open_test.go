@@ -104,11 +104,9 @@ func TestListOverRedlockShowsMajorityHeldLocks(t *testing.T) {
 		defer l.Release(context.Background())
 		leases = append(leases, l)
 	}
-	// A lock hash on one node only: a minority, so not held.
-	if _, err := servers[0].Do("HSET", "dlock:{orders:9}", "owner", "stray", "holds", "1", "fence", "1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := servers[0].Do("PEXPIRE", "dlock:{orders:9}", "60000"); err != nil {
+	// A lock on one node only ("<holds>:<owner>", redisstore's layout): a
+	// minority, so not held.
+	if _, err := servers[0].Do("SET", "dlock:{orders:9}", "1:stray", "PX", "60000"); err != nil {
 		t.Fatal(err)
 	}
 	r := runDlock(t, nil, "list", "--json", "--redlock", urls, "orders:*")

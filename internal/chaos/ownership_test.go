@@ -14,7 +14,7 @@ import (
 	"example.com/dlock/redisstore"
 )
 
-// lockRedisKey is the Redis key of lockKey's lock hash (default prefix).
+// lockRedisKey is the Redis key of lockKey's lock (default prefix).
 const lockRedisKey = "dlock:{" + lockKey + "}"
 
 // staleRelease is R17: A's key is lost behind its back (PEXPIRE 1, what a

@@ -33,7 +33,7 @@ func (s noCheckStore) Acquire(ctx context.Context, key, token string, ttl time.D
 	if err != nil {
 		return dlock.Grant{}, err
 	}
-	err = s.rdb.HSet(ctx, lock, "owner", token, "holds", 1, "fence", f).Err()
+	err = s.rdb.Set(ctx, lock, "1:"+token, redis.KeepTTL).Err() // "<holds>:<owner>": redisstore's layout
 	return dlock.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, err
 }
 
