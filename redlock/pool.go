@@ -38,6 +38,11 @@ type task struct {
 // idle worker, else to a new worker below the cap, else to a one-off
 // goroutine. A slow node therefore holds only the goroutines running its own
 // calls, never another node's call or another caller's.
+//
+// The pool grows to the most node calls in flight at once (stalled nodes
+// pile calls up), up to the cap. Idle workers receive tasks in turn, so
+// while calls keep coming the pool keeps that size; it shrinks once calls
+// pause for the idle period.
 type pool struct {
 	tasks chan task     // unbuffered: a send succeeds only to an idle worker
 	quit  chan struct{} // closed by close: idle workers exit
