@@ -8,14 +8,14 @@ import (
 
 // Sizing of a Store's worker pool.
 const (
-	// workerIdle is how long a worker waits for a task before it exits; it
-	// exits after one to two such periods without any task (it checks once
-	// per period, so the hot path only sets a flag). Restarting a worker
-	// costs one goroutine start (about a microsecond), so a second keeps
-	// restarts negligible for any caller that calls more than about once a
-	// second, while a Store that is never closed (stores from New often are
-	// not: their Close does not own the nodes) holds its idle goroutines for
-	// at most two seconds after its last call.
+	// workerIdle is how long a worker may wait for a task: it exits after
+	// one to two such periods without one (a reaper checks once per period,
+	// so the hot path reads no clock). Restarting a worker costs one
+	// goroutine start (about a microsecond), so a second keeps restarts
+	// negligible for any caller that calls more than about once a second,
+	// while a Store that is never closed (stores from New often are not:
+	// their Close does not own the nodes) holds its idle goroutines for at
+	// most two seconds after its last call.
 	workerIdle = time.Second
 	// workersPerNode caps a Store's workers at this many per node: up to 64
 	// concurrent calls (callers, or late replies of slow nodes) run without
@@ -39,36 +39,45 @@ type task struct {
 // goroutine. A slow node therefore holds only the goroutines running its own
 // calls, never another node's call or another caller's.
 //
-// The pool grows to the most node calls in flight at once (stalled nodes
-// pile calls up), up to the cap. Idle workers receive tasks in turn, so
-// while calls keep coming the pool keeps that size; it shrinks once calls
-// pause for the idle period.
+// Idle workers wait on a stack, each on a channel of its own: the most
+// recently used one gets the next task, so a burst's surplus stays at the
+// bottom and is reaped even while calls keep coming, and a waiting worker
+// blocks in a plain receive (no select, no timer per wait).
 type pool struct {
-	tasks chan task     // unbuffered: a send succeeds only to an idle worker
-	quit  chan struct{} // closed by close: idle workers exit
-	idle  time.Duration // workerIdle; tests shorten it
-	max   int           // cap on live workers
+	idle time.Duration // workerIdle; tests shorten it
+	max  int           // cap on live workers
 
 	mu      sync.Mutex
-	workers int // live workers
+	ready   []*worker // idle workers, most recently parked last
+	workers int       // live worker goroutines, idle or busy
+	epoch   int       // reaper ticks so far
+	reaper  *time.Timer
+	reaping bool // the reaper is due
 	closed  bool
 
 	started atomic.Int64 // goroutines started, workers and one-offs (tests)
 }
 
-func newPool(max int) *pool {
-	return &pool{tasks: make(chan task), quit: make(chan struct{}), idle: workerIdle, max: max}
+// worker is an idle worker's place on the stack.
+type worker struct {
+	tasks chan task // buffered 1: handing a task over never blocks
+	epoch int       // pool epoch when it parked
 }
+
+func newPool(max int) *pool { return &pool{idle: workerIdle, max: max} }
 
 // do runs t on an idle worker, a new worker, or (at the cap, or after
 // close) a one-off goroutine. It never waits for a goroutine to be free.
 func (p *pool) do(t task) {
-	select {
-	case p.tasks <- t:
-		return
-	default:
-	}
 	p.mu.Lock()
+	if n := len(p.ready); n > 0 {
+		w := p.ready[n-1]
+		p.ready[n-1] = nil
+		p.ready = p.ready[:n-1]
+		p.mu.Unlock()
+		w.tasks <- t
+		return
+	}
 	worker := !p.closed && p.workers < p.max
 	if worker {
 		p.workers++
@@ -82,28 +91,60 @@ func (p *pool) do(t task) {
 	}
 }
 
-// work runs t, then the tasks handed to it, until it stayed idle for a
-// whole idle period or the pool closed.
+// work runs t, then the tasks handed to it while it waits on the stack,
+// until the reaper or close ends its wait.
 func (p *pool) work(t task) {
 	defer p.exit()
-	t.run(t.arg)
-	timer := time.NewTimer(p.idle)
-	defer timer.Stop()
-	busy := false // a task ran since the timer was last set
-	for {
-		select {
-		case t := <-p.tasks:
-			t.run(t.arg)
-			busy = true
-		case <-timer.C:
-			if !busy {
-				return
-			}
-			busy = false
-			timer.Reset(p.idle)
-		case <-p.quit:
+	w := &worker{tasks: make(chan task, 1)}
+	for ok := true; ok; t, ok = <-w.tasks {
+		t.run(t.arg)
+		if !p.park(w) {
 			return
 		}
+	}
+}
+
+// park puts w on the stack and makes sure the reaper is due; it reports
+// false, and w exits, once the pool is closed.
+func (p *pool) park(w *worker) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	w.epoch = p.epoch
+	p.ready = append(p.ready, w)
+	if !p.reaping {
+		p.reaping = true
+		if p.reaper == nil {
+			p.reaper = time.AfterFunc(p.idle, p.reap)
+		} else {
+			p.reaper.Reset(p.idle)
+		}
+	}
+	return true
+}
+
+// reap runs once per idle period while workers wait: it ends those that
+// parked before the previous tick, i.e. waited at least a whole period.
+// They are at the bottom of the stack (parked in epoch order).
+func (p *pool) reap() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.epoch++
+	n := 0
+	for n < len(p.ready) && p.ready[n].epoch < p.epoch-1 {
+		close(p.ready[n].tasks)
+		n++
+	}
+	left := copy(p.ready, p.ready[n:])
+	clear(p.ready[left:])
+	p.ready = p.ready[:left]
+	if p.reaping = left > 0; p.reaping {
+		p.reaper.Reset(p.idle)
 	}
 }
 
@@ -113,14 +154,21 @@ func (p *pool) exit() {
 	p.mu.Unlock()
 }
 
-// close makes idle workers exit and stops starting new ones; a worker busy
+// close ends the idle workers and stops starting new ones; a worker busy
 // with a node call exits when that call returns. Tasks handed to the pool
 // afterwards run on one-off goroutines. close may be called more than once.
 func (p *pool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.closed {
-		p.closed = true
-		close(p.quit)
+	if p.closed {
+		return
 	}
+	p.closed = true
+	if p.reaper != nil {
+		p.reaper.Stop()
+	}
+	for _, w := range p.ready {
+		close(w.tasks)
+	}
+	p.ready = nil
 }
