@@ -61,9 +61,9 @@ func (t *acquireTally) holds(q int) int {
 // It stops waiting as soon as the outcome is settled. On failure it releases
 // the key on every node that granted or failed with an unknown outcome, in
 // parallel; a node that had not answered yet releases its own grant when its
-// answer arrives, from the fan-out goroutine, within the node timeout. A
-// node that answered "contended" changed nothing, so when all did, no
-// release is sent. It then returns a *dlock.ContendedError if
+// answer arrives, from the goroutine that ran its call, within the node
+// timeout. A node that answered "contended" changed nothing, so when all
+// did, no release is sent. It then returns a *dlock.ContendedError if
 // contention alone ruled out a majority, an error matching ErrNoQuorum (and
 // dlock.ErrUnavailable) if failed or silent nodes did, or one matching
 // dlock.ErrNotAcquired and ErrValidityElapsed if the grant came too late.
@@ -83,7 +83,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	q, n := s.quorum, len(s.nodes)
 	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
 	earlier, finished := s.flights.start(key, token, n, s.all)
-	rs := fanout(ctx, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
+	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
 		defer finished(i)
 		earlier(ctx, i)
 		return s.nodes[i].Acquire(ctx, key, token, ttl)
@@ -124,8 +124,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 
 // lateCleanup handles node replies that arrive after an acquisition stopped
 // waiting. Before the outcome is decided they are queued for the caller;
-// afterwards, if the acquisition failed, the node's goroutine releases its
-// own grant (or its unknown outcome) itself, bounded by the node timeout.
+// afterwards, if the acquisition failed, the goroutine that ran the node's
+// call releases its own grant (or its unknown outcome) itself, bounded by
+// the node timeout.
 type lateCleanup struct {
 	s          *Store
 	key, token string
@@ -257,7 +258,7 @@ func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
 	if len(nodes) == 0 {
 		return
 	}
-	fanout(context.Background(), s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
+	fanout(context.Background(), s.pool, s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
 		s.flights.wait(ctx, key, token, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, nil, nil)

@@ -8,9 +8,12 @@
 //
 // # Algorithm
 //
-// Every call asks all nodes in parallel (one goroutine per node for the
-// call), with the same key and the same 128-bit owner token everywhere, each
-// node bounded by Options.NodeTimeout (default 50 ms, at most TTL/3).
+// Every call asks all nodes in parallel, with the same key and the same
+// 128-bit owner token everywhere, all nodes bounded by one deadline,
+// Options.NodeTimeout (default 50 ms, at most TTL/3) from the start of the
+// call. The node calls run on worker goroutines the Store keeps (each exits
+// after one to two seconds without work, or at Close), so that in steady
+// state a call starts no goroutine; a slow node holds up only its own calls.
 //
 //   - Acquire succeeds when a majority (N/2+1) granted and validity is left:
 //     TTL − elapsed − drift > 0, elapsed measured on the monotonic clock from

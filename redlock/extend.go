@@ -103,7 +103,7 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []d
 	}
 	n, q := len(s.nodes), s.quorum
 	start := s.clock.Now()
-	rs := fanout(ctx, s.nodeTimeout(minTTL), s.all, func(ctx context.Context, i int) ([]dlock.ExtendResult, error) {
+	rs := fanout(ctx, s.pool, s.nodeTimeout(minTTL), s.all, func(ctx context.Context, i int) ([]dlock.ExtendResult, error) {
 		return extendOn(ctx, s.nodes[i], reqs), nil
 	}, func(rs []reply[[]dlock.ExtendResult]) bool {
 		return allDecided(rs, len(reqs), n, q)
@@ -194,7 +194,7 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		return err
 	}
 	n, q := len(s.nodes), s.quorum
-	rs := fanout(ctx, s.timeout, s.all, func(ctx context.Context, i int) (struct{}, error) {
+	rs := fanout(ctx, s.pool, s.timeout, s.all, func(ctx context.Context, i int) (struct{}, error) {
 		s.flights.wait(ctx, key, token, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, func(rs []reply[struct{}]) bool {

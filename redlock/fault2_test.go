@@ -257,6 +257,7 @@ func TestGrantAfterTTLIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	_, err = s.Acquire(testCtx(t), "late", newToken(), lateTTL)
 	if !errors.Is(err, redlock.ErrValidityElapsed) || !errors.Is(err, dlock.ErrNotAcquired) {
 		t.Fatalf("Acquire across a pause longer than the TTL = %v, want ErrValidityElapsed", err)

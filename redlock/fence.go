@@ -111,7 +111,7 @@ func NewRedis(clients []redis.UniversalClient, prefix string, opts *Options) (*S
 // next grant, and the later holding's maximum, exceed fence.
 func (s *Store) raise(ctx context.Context, key, token string, ttl time.Duration, fence uint64, granted []int) error {
 	q := s.quorum
-	rs := fanout(ctx, s.nodeTimeout(ttl), granted, func(ctx context.Context, i int) (bool, error) {
+	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), granted, func(ctx context.Context, i int) (bool, error) {
 		return s.nodes[i].(FenceRaiser).RaiseFence(ctx, key, token, fence)
 	}, func(rs []reply[bool]) bool {
 		ok := 0

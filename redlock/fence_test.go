@@ -75,6 +75,7 @@ func divergeAndSwitchMajorities(t *testing.T, raise bool) (z, w uint64, naive ma
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	ctx, key, ttl := testCtx(t), "fenced", 10*time.Second
 	for _, i := range []int{1, 2} {
 		if _, err := nodes[i].Acquire(ctx, key, "foreign", ttl); err != nil {

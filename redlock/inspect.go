@@ -23,7 +23,7 @@ func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
 			return dlock.Info{}, fmt.Errorf("%w: redlock node %d cannot inspect locks", dlock.ErrInvalid, i)
 		}
 	}
-	rs := fanout(ctx, s.timeout, s.all, func(ctx context.Context, i int) (dlock.Info, error) {
+	rs := fanout(ctx, s.pool, s.timeout, s.all, func(ctx context.Context, i int) (dlock.Info, error) {
 		return s.nodes[i].(dlock.Inspector).Inspect(ctx, key)
 	}, func([]reply[dlock.Info]) bool { return false }, nil)
 	var answered []dlock.Info

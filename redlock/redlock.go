@@ -61,6 +61,7 @@ type Store struct {
 	clock    dlock.Clock
 	closeFns []func() error
 	flights  flights // acquisitions still in progress on some node
+	pool     *pool   // runs the node calls of every fan-out
 }
 
 var (
@@ -87,7 +88,8 @@ func New(nodes []dlock.Store, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: redlock needs at least one node", dlock.ErrInvalid)
 	}
 	s := &Store{nodes: append([]dlock.Store(nil), nodes...), quorum: len(nodes)/2 + 1,
-		timeout: DefaultNodeTimeout, drift: DefaultDriftFactor, fencing: true, clock: systemClock{}}
+		timeout: DefaultNodeTimeout, drift: DefaultDriftFactor, fencing: true, clock: systemClock{},
+		pool: newPool(workersPerNode * len(nodes))}
 	for i, n := range nodes {
 		if n == nil {
 			return nil, fmt.Errorf("%w: redlock node %d is nil", dlock.ErrInvalid, i)
@@ -134,9 +136,14 @@ func (s *Store) Quorum() int { return s.quorum }
 // documentation for exactly what they promise).
 func (s *Store) Fencing() bool { return s.fencing }
 
-// Close ends the node stores that NewRedis created (their pub/sub
-// connections). It does not close clients, nor stores given to New.
+// Close stops the store's idle worker goroutines and ends the node stores
+// that NewRedis created (their pub/sub connections). It does not close
+// clients, nor stores given to New. A store that is never closed loses its
+// idle workers within two seconds of its last call anyway. Calls after Close
+// still work as far as the nodes do: their node calls then run on one-off
+// goroutines.
 func (s *Store) Close() error {
+	s.pool.close()
 	var errs []error
 	for _, f := range s.closeFns {
 		errs = append(errs, f())

@@ -86,6 +86,7 @@ func TestValidityArithmetic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = s.Close() }) // its workers (goleak)
 		c := newClient(t, s, dlock.WithClock(clk), dlock.WithTTL(ttl))
 		l, err := c.TryLock(context.Background(), "k")
 		if err != nil {
@@ -116,6 +117,7 @@ func TestLateGrantRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	_, err = s.Acquire(context.Background(), "k", "tok", ttl)
 	if !errors.Is(err, dlock.ErrNotAcquired) || !errors.Is(err, redlock.ErrValidityElapsed) {
 		t.Fatalf("Acquire after %v of a %v lease = %v, want ErrNotAcquired and ErrValidityElapsed", 2*500*time.Millisecond, ttl, err)
@@ -147,6 +149,7 @@ func TestContendedEverywhereSendsNoRelease(t *testing.T) {
 	// unknown and a release is the right thing to send: the default 50 ms
 	// is too tight for a loaded 2-core machine under -race.
 	s, _ := redlock.New(stores, &redlock.Options{Clock: clk, NodeTimeout: time.Second})
+	t.Cleanup(func() { _ = s.Close() })
 	_, err := s.Acquire(context.Background(), "k", "tok", time.Second)
 	var ce *dlock.ContendedError
 	if !errors.As(err, &ce) || ce.Remaining != time.Second {

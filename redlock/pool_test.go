@@ -1,0 +1,196 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/memstore"
+	"example.com/dlock/redlock"
+)
+
+// TestSteadyStateStartsNoGoroutine: once warmed up, sequential
+// Acquire+Release calls over 5 real nodes run every node call on the
+// store's workers and start no goroutine. The pool grows to the peak number
+// of node calls in flight it has met: the nodes a call did not wait for
+// still run when the next call starts, and when a node process or the
+// goroutines that ran its calls are not scheduled for a few milliseconds
+// (2 cores, 5 servers, -race), the calls to it pile up. Such a stall can
+// raise the peak, and start goroutines, in any round, so the test asks for
+// one round without a start among up to thirty. A goroutine per node per call
+// starts at least 13 per cycle (acquire, fence raise, release) in every
+// round.
+func TestSteadyStateStartsNoGoroutine(t *testing.T) {
+	c := startCluster(t, 5)
+	s := c.store(t, &redlock.Options{NodeTimeout: time.Second})
+	ctx, tok := testCtx(t), newToken()
+	cycle := func() {
+		if _, err := s.Acquire(ctx, "steady", tok, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, "steady", tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 50 {
+		cycle()
+	}
+	const rounds, cycles = 30, 100
+	var started []int64
+	for range rounds {
+		before := redlock.GoroutinesStarted(s)
+		for range cycles {
+			cycle()
+		}
+		started = append(started, redlock.GoroutinesStarted(s)-before)
+		if started[len(started)-1] == 0 {
+			t.Logf("goroutines started per round of %d cycles: %v; %d workers live", cycles, started, redlock.LiveWorkers(s))
+			return
+		}
+	}
+	t.Fatalf("goroutines started per round of %d Acquire+Release cycles: %v, want a round with 0", cycles, started)
+}
+
+// newMemRedlock returns a Redlock store over n memstore nodes, closed at
+// the end of the test; wrap, if not nil, wraps node i.
+func newMemRedlock(t *testing.T, n int, opts *redlock.Options, wrap func(i int, s dlock.Store) dlock.Store) *redlock.Store {
+	t.Helper()
+	var nodes []dlock.Store
+	for i := range n {
+		var s dlock.Store = memstore.New(nil)
+		if wrap != nil {
+			s = wrap(i, s)
+		}
+		nodes = append(nodes, s)
+	}
+	s, err := redlock.New(nodes, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// acquireRelease takes and gives back key once on s.
+func acquireRelease(t *testing.T, s *redlock.Store, key string) {
+	t.Helper()
+	tok := newToken()
+	if _, err := s.Acquire(testCtx(t), key, tok, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(testCtx(t), key, tok); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIdleWorkersExit: workers left without a task for the idle period
+// exit, although the store is never closed; the next call starts new ones.
+func TestIdleWorkersExit(t *testing.T) {
+	s := newMemRedlock(t, 5, nil, nil)
+	redlock.SetWorkerIdle(s, 200*time.Millisecond)
+	acquireRelease(t, s, "idle")
+	if n := redlock.LiveWorkers(s); n == 0 {
+		t.Fatal("no live worker right after a call")
+	}
+	waitFor(t, 5*time.Second, "idle workers to exit", func() bool { return redlock.LiveWorkers(s) == 0 })
+	before := redlock.GoroutinesStarted(s)
+	acquireRelease(t, s, "idle")
+	if redlock.GoroutinesStarted(s) == before || redlock.LiveWorkers(s) == 0 {
+		t.Fatal("a call after the workers exited started none")
+	}
+}
+
+// TestCloseStopsWorkers: Close ends the workers at once, however long their
+// idle period, and calls after Close still work, on one-off goroutines.
+func TestCloseStopsWorkers(t *testing.T) {
+	s := newMemRedlock(t, 5, nil, nil)
+	redlock.SetWorkerIdle(s, time.Hour)
+	acquireRelease(t, s, "close")
+	if redlock.LiveWorkers(s) == 0 {
+		t.Fatal("no live worker right after a call")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "workers to exit after Close", func() bool { return redlock.LiveWorkers(s) == 0 })
+	before := redlock.GoroutinesStarted(s)
+	acquireRelease(t, s, "close")
+	if n := redlock.LiveWorkers(s); n != 0 {
+		t.Fatalf("%d workers live after a call made after Close, want 0", n)
+	}
+	if n := redlock.GoroutinesStarted(s) - before; n < 5 {
+		t.Fatalf("a call after Close started %d goroutines, want one-offs for its node calls", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+}
+
+// blockingNode is a node whose Acquire blocks until unblock is closed (or
+// its context ends), counting the calls in progress.
+type blockingNode struct {
+	dlock.Store
+	unblock <-chan struct{}
+	blocked atomic.Int64
+}
+
+func (n *blockingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	n.blocked.Add(1)
+	defer n.blocked.Add(-1)
+	select {
+	case <-n.unblock:
+	case <-ctx.Done():
+		return dlock.Grant{}, ctx.Err()
+	}
+	return n.Store.Acquire(ctx, key, token, ttl)
+}
+
+// TestSlowNodeHoldsUpNothingElse: with one of five nodes blocked, many
+// concurrent callers, more than the worker cap, all get their lock from the
+// other nodes while every one of their calls to the blocked node is still
+// in progress: a slow node holds up neither the other nodes nor other
+// callers, and the cap costs no concurrency.
+func TestSlowNodeHoldsUpNothingElse(t *testing.T) {
+	const callers, workerCap = 12, 3
+	unblock := make(chan struct{})
+	slow := &blockingNode{unblock: unblock}
+	// The node timeout is far beyond the test's own deadline: a caller that
+	// waited for the blocked node would be caught, not rescued by it.
+	s := newMemRedlock(t, 5, &redlock.Options{NodeTimeout: time.Minute}, func(i int, s dlock.Store) dlock.Store {
+		if i > 0 {
+			return s
+		}
+		slow.Store = s
+		return slow
+	})
+	redlock.SetWorkerCap(s, workerCap)
+	defer close(unblock) // the blocked calls end before the test's Cleanup and goleak
+	errs := make(chan error, callers)
+	for i := range callers {
+		go func() {
+			_, err := s.Acquire(context.Background(), fmt.Sprintf("slow%d", i), newToken(), time.Minute)
+			errs <- err
+		}()
+	}
+	deadline := time.After(10 * time.Second)
+	for range callers {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("Acquire with one node blocked = %v", err)
+			}
+		case <-deadline:
+			t.Fatalf("callers held up by the blocked node: %d calls to it in progress", slow.blocked.Load())
+		}
+	}
+	waitFor(t, 5*time.Second, "every caller's call to the blocked node in progress", func() bool {
+		return slow.blocked.Load() == callers
+	})
+	if n := redlock.LiveWorkers(s); n > workerCap {
+		t.Fatalf("%d live workers, cap %d", n, workerCap)
+	}
+	t.Logf("%d goroutines started, %d of them live workers", redlock.GoroutinesStarted(s), redlock.LiveWorkers(s))
+}
