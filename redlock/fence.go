@@ -16,9 +16,11 @@ import (
 // FenceRaiser is the node capability Redlock fencing needs. A Store's grants
 // carry fencing tokens only if every node implements it (RedisNode does).
 type FenceRaiser interface {
-	// RaiseFence makes key's fence counter at least fence and, if token holds
-	// key, records fence as the holding's fence. It reports whether token
-	// holds key. Errors mean the node could not be reached or failed.
+	// RaiseFence records fence as the fence of token's holding of key and
+	// makes key's fence counter at least fence, if token holds key or key is
+	// free; it changes nothing while another token holds key (that holding's
+	// fence must not move). It reports whether token holds key. Errors mean
+	// the node could not be reached or failed.
 	RaiseFence(ctx context.Context, key, token string, fence uint64) (bool, error)
 }
 

@@ -200,3 +200,44 @@ func TestFenceRestartWithoutPersistence(t *testing.T) {
 		}
 	}
 }
+
+// A raise by a token that no longer holds the lock on a node must not touch
+// the fence of the holding that took its place there: in redisstore's layout
+// that holding's fence is the node's counter, and a stale raise above it
+// could lift a holder above the holdings that come after it. On a free node
+// the counter is raised; on the holder's own node the holding takes the
+// raised fence.
+func TestRaiseFenceLeavesAnotherHoldingAlone(t *testing.T) {
+	c := startCluster(t, 1)
+	node, err := redlock.NewRedisNode(c.clients[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Close() })
+	ctx := t.Context()
+	g, err := node.Acquire(ctx, "k", "u", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := node.RaiseFence(ctx, "k", "t", g.Fence+100); err != nil || held {
+		t.Fatalf("raise by a non-holder = %v, %v; want false", held, err)
+	}
+	if e, err := node.Extend(ctx, "k", "u", time.Minute); err != nil || e.Fence != g.Fence {
+		t.Fatalf("holder's fence after another token's raise = %d, %v; want %d unchanged", e.Fence, err, g.Fence)
+	}
+	if held, err := node.RaiseFence(ctx, "k", "u", g.Fence+10); err != nil || !held {
+		t.Fatalf("raise by the holder = %v, %v; want true", held, err)
+	}
+	if e, err := node.Extend(ctx, "k", "u", time.Minute); err != nil || e.Fence != g.Fence+10 {
+		t.Fatalf("holder's fence after its own raise = %d, %v; want %d", e.Fence, err, g.Fence+10)
+	}
+	if err := node.Release(ctx, "k", "u"); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := node.RaiseFence(ctx, "k", "t", g.Fence+50); err != nil || held {
+		t.Fatalf("raise on a free node = %v, %v; want false", held, err)
+	}
+	if g2, err := node.Acquire(ctx, "k", "v", time.Minute); err != nil || g2.Fence != g.Fence+51 {
+		t.Fatalf("next grant after a raise on the free node = %d, %v; want %d", g2.Fence, err, g.Fence+51)
+	}
+}
