@@ -109,49 +109,25 @@ type sub struct {
 	cancel func()
 }
 
-// subscribeAll subscribes on nodes in parallel and returns once a majority
-// confirmed or every node answered. Each goroutine hands its result over
-// under mu; one that finishes after the hand-over ended cancels its own
-// subscription, so none is left behind.
+// subscribeAll subscribes on nodes in parallel (a fan-out on the Store's
+// workers) and returns once a majority confirmed, every node answered, or
+// the subscribe bound passed. A subscription that succeeds after that is
+// cancelled at once, so none is left behind.
 func (s *Store) subscribeAll(ctx context.Context, key string, nodes []int) []reply[sub] {
-	var mu sync.Mutex
-	sealed := false
-	out := make([]reply[sub], len(nodes))
-	for i := range out {
-		out[i].err = errNoReply
-	}
-	done := make(chan struct{}, len(nodes))
-	for pos, i := range nodes {
-		go func() {
-			nctx, cancel := context.WithTimeout(ctx, subscribeTimeoutFactor*s.timeout)
-			defer cancel()
-			ch, c, err := s.nodes[i].(dlock.Notifier).Subscribe(nctx, key)
-			mu.Lock()
-			defer mu.Unlock()
-			if sealed {
-				if err == nil {
-					c()
-				}
-				return
-			}
-			out[pos] = reply[sub]{val: sub{ch, c}, err: err, answered: true}
-			done <- struct{}{}
-		}()
-	}
-	confirmed := 0
-	for n := 0; n < len(nodes) && confirmed < s.quorum; n++ {
-		<-done // every goroutine answers within its context's bound
-		mu.Lock()
-		confirmed = 0
-		for _, r := range out {
+	return fanout(ctx, s.pool, subscribeTimeoutFactor*s.timeout, nodes, func(ctx context.Context, i int) (sub, error) {
+		ch, c, err := s.nodes[i].(dlock.Notifier).Subscribe(ctx, key)
+		return sub{ch, c}, err
+	}, func(rs []reply[sub]) bool {
+		confirmed := 0
+		for _, r := range rs {
 			if r.answered && r.err == nil {
 				confirmed++
 			}
 		}
-		mu.Unlock()
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	sealed = true
-	return append([]reply[sub](nil), out...)
+		return confirmed >= s.quorum
+	}, func(_ int, sb sub, err error) {
+		if err == nil {
+			sb.cancel()
+		}
+	})
 }

@@ -3,6 +3,9 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,4 +196,105 @@ func TestSlowNodeHoldsUpNothingElse(t *testing.T) {
 		t.Fatalf("%d live workers, cap %d", n, workerCap)
 	}
 	t.Logf("%d goroutines started, %d of them live workers", redlock.GoroutinesStarted(s), redlock.LiveWorkers(s))
+}
+
+// gatedNotifier is a memstore node whose Subscribe waits for gate and
+// counts the subscriptions made and those still open.
+type gatedNotifier struct {
+	*memstore.Store
+	gate       <-chan struct{}
+	made, open *atomic.Int64
+	callers    *goroutineSet
+}
+
+func (g gatedNotifier) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	g.callers.add()
+	<-g.gate
+	ch, cancel, err := g.Store.Subscribe(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	g.made.Add(1)
+	g.open.Add(1)
+	return ch, func() { g.open.Add(-1); cancel() }, nil
+}
+
+// goroutineSet records which goroutines called it, by the ID in their stack
+// trace (test-only: Go has no goroutine identity API).
+type goroutineSet struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	fresh int // calls from goroutines not seen before, since last reset
+}
+
+func (g *goroutineSet) add() {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.seen[id] {
+		g.seen[id] = true
+		g.fresh++
+	}
+}
+
+// TestSubscribeRunsOnWorkersAndCancelsLateOnes: Subscribe returns once a
+// majority subscribed; a node that subscribes after that has its
+// subscription cancelled at once, and cancel ends the others, so none is
+// left open. After warm-up, the node subscriptions start no goroutine (the
+// one that merges the wake-ups is per Subscribe, not per node).
+func TestSubscribeRunsOnWorkersAndCancelsLateOnes(t *testing.T) {
+	var made, open atomic.Int64
+	callers := &goroutineSet{seen: map[string]bool{}}
+	open3 := make(chan struct{})
+	openNow := make(chan struct{})
+	close(openNow)
+	nodes := []dlock.Store{
+		gatedNotifier{memstore.New(time.Now), openNow, &made, &open, callers},
+		gatedNotifier{memstore.New(time.Now), openNow, &made, &open, callers},
+		gatedNotifier{memstore.New(time.Now), open3, &made, &open, callers},
+	}
+	s, err := redlock.New(nodes, &redlock.Options{NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := testCtx(t)
+	_, cancel, err := s.Subscribe(ctx, "k")
+	if err != nil {
+		t.Fatalf("subscribe with a majority: %v", err)
+	}
+	if n := made.Load(); n != 2 {
+		t.Fatalf("%d subscriptions made before the third node's gate opened, want 2", n)
+	}
+	close(open3) // the third node subscribes late
+	waitFor(t, 5*time.Second, "the late subscription", func() bool { return made.Load() == 3 })
+	waitFor(t, 5*time.Second, "the late subscription cancelled", func() bool { return open.Load() == 2 })
+	cancel()
+	if n := open.Load(); n != 0 {
+		t.Fatalf("%d subscriptions left open after cancel", n)
+	}
+	// The pool grows to the node calls it meets in flight (a worker parks
+	// only after handing its reply over, so the next call may find it busy);
+	// then a round of calls runs every node subscription on a goroutine that
+	// ran one before. A goroutine per node per call is new every time.
+	quiet := false
+	for round := 0; round < 30 && !quiet; round++ {
+		callers.fresh = 0
+		for range 20 {
+			_, cancel, err := s.Subscribe(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		}
+		quiet = callers.fresh == 0
+	}
+	if !quiet {
+		t.Errorf("every one of 30 rounds of 20 Subscribe calls ran node subscriptions on new goroutines")
+	}
+	if n := open.Load(); n != 0 {
+		t.Fatalf("%d subscriptions left open", n)
+	}
 }
