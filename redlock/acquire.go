@@ -135,7 +135,13 @@ type lateCleanup struct {
 	mu              sync.Mutex
 	decided, failed bool
 	reentry         bool
-	pending         []int
+	pending         []pendingReply
+}
+
+// pendingReply is a node's answer that arrived before the outcome was decided.
+type pendingReply struct {
+	node int
+	err  error
 }
 
 // needsUndo reports whether a node's reply leaves something to release after
@@ -154,7 +160,7 @@ func needsUndo(err error, reentry bool) bool {
 func (lc *lateCleanup) arrive(node int, _ dlock.Grant, err error) {
 	lc.mu.Lock()
 	if !lc.decided {
-		lc.pending = append(lc.pending, node)
+		lc.pending = append(lc.pending, pendingReply{node, err})
 		lc.mu.Unlock()
 		return
 	}
@@ -166,8 +172,9 @@ func (lc *lateCleanup) arrive(node int, _ dlock.Grant, err error) {
 }
 
 // decide records the outcome and returns the nodes whose late replies
-// arrived before it (the caller releases them too if the acquisition failed:
-// their outcome is unknown to it).
+// arrived before it and left something to undo (the caller releases them
+// too if the acquisition failed): grants and unknown outcomes, not nodes
+// that answered "contended", where nothing changed.
 func (lc *lateCleanup) decide(failed, reentry bool) []int {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -175,7 +182,13 @@ func (lc *lateCleanup) decide(failed, reentry bool) []int {
 	if reentry {
 		return nil
 	}
-	return lc.pending
+	var undo []int
+	for _, r := range lc.pending {
+		if needsUndo(r.err, false) {
+			undo = append(undo, r.node)
+		}
+	}
+	return undo
 }
 
 // undoSet is the set of nodes to release after a failed acquisition: those

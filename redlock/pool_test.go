@@ -227,6 +227,15 @@ type goroutineSet struct {
 	fresh int // calls from goroutines not seen before, since last reset
 }
 
+// reset returns fresh and sets it to zero.
+func (g *goroutineSet) reset() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.fresh
+	g.fresh = 0
+	return n
+}
+
 func (g *goroutineSet) add() {
 	buf := make([]byte, 64)
 	buf = buf[:runtime.Stack(buf, false)]
@@ -281,7 +290,7 @@ func TestSubscribeRunsOnWorkersAndCancelsLateOnes(t *testing.T) {
 	// ran one before. A goroutine per node per call is new every time.
 	quiet := false
 	for round := 0; round < 30 && !quiet; round++ {
-		callers.fresh = 0
+		callers.reset()
 		for range 20 {
 			_, cancel, err := s.Subscribe(ctx, "k")
 			if err != nil {
@@ -289,12 +298,12 @@ func TestSubscribeRunsOnWorkersAndCancelsLateOnes(t *testing.T) {
 			}
 			cancel()
 		}
-		quiet = callers.fresh == 0
+		quiet = callers.reset() == 0
 	}
 	if !quiet {
 		t.Errorf("every one of 30 rounds of 20 Subscribe calls ran node subscriptions on new goroutines")
 	}
-	if n := open.Load(); n != 0 {
-		t.Fatalf("%d subscriptions left open", n)
-	}
+	// The last calls' third subscriptions may still be landing: each is
+	// cancelled as it lands.
+	waitFor(t, 5*time.Second, "every subscription closed", func() bool { return open.Load() == 0 })
 }
