@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,44 @@ func TestTokensThatLookLikeTheLayout(t *testing.T) {
 		if err := s.Release(ctx, key, holder); !errors.Is(err, dlock.ErrTaken) {
 			t.Fatalf("%q held by %q: release by %q = %v, want ErrTaken", key, other, holder, err)
 		}
+	}
+}
+
+// A lock left in the hash layout of earlier versions (a process of an older
+// dlock holds it) is refused, not taken or shared: every call fails with
+// WRONGTYPE and the hash is untouched.
+func TestOldHashLayoutIsRefusedNotShared(t *testing.T) {
+	_, rdb := newRedis(t)
+	s := newStore(t, rdb)
+	ctx := testCtx(t)
+	lock, _ := s.Keys("old")
+	if err := rdb.HSet(ctx, lock, "owner", "old-owner", "holds", "1", "fence", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.PExpire(ctx, lock, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wrongType := func(op string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Errorf("%s on an old-layout lock = %v, want a WRONGTYPE error", op, err)
+		}
+	}
+	_, err := s.Acquire(ctx, "old", "new-owner", time.Minute)
+	wrongType("acquire", err)
+	_, err = s.Extend(ctx, "old", "old-owner", time.Minute)
+	wrongType("extend", err)
+	wrongType("release", s.Release(ctx, "old", "old-owner"))
+	_, err = s.Transfer(ctx, "old", "old-owner", "new-owner", time.Minute)
+	wrongType("transfer", err)
+	if owner, err := rdb.HGet(ctx, lock, "owner").Result(); err != nil || owner != "old-owner" {
+		t.Fatalf("old-layout lock after the refusals: owner %q, %v", owner, err)
+	}
+	c, err := dlock.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryLock(ctx, "old"); !errors.Is(err, dlock.ErrUnavailable) {
+		t.Fatalf("TryLock on an old-layout lock = %v, want ErrUnavailable", err)
 	}
 }

@@ -14,7 +14,11 @@
 // three in one Cluster slot. Taking a free lock costs the server two
 // commands in the script (SET NX PX GET, INCR): per command, not per byte,
 // is what a script costs Redis. It needs Redis 7.0 or later (SET with both
-// NX and GET).
+// NX and GET). Earlier versions of this package kept the lock in a hash:
+// a process running one of them and a process running this one refuse each
+// other's locks with WRONGTYPE errors (reported as unavailable, never as a
+// grant) instead of sharing them, so upgrade the processes that share a
+// Prefix together, or give the upgraded ones a new Prefix.
 //
 // Safety: Redis replicates asynchronously, so a failover can lose a lock, and
 // the fence counter survives a restart only with appendfsync always. Use the
