@@ -37,6 +37,9 @@ func TestQuick(t *testing.T) {
 		if r.Successes == 0 || r.Failures != 0 {
 			t.Errorf("%s/%s: %d successes, %d failures (first: %s)", r.Scenario, r.Lib, r.Successes, r.Failures, r.FirstErr)
 		}
+		if r.ServerCPU <= 0 {
+			t.Errorf("%s/%s: no server CPU measured", r.Scenario, r.Lib)
+		}
 	}
 	for _, v := range violations(rep) {
 		t.Error(v)
@@ -88,6 +91,18 @@ func TestMedian(t *testing.T) {
 	}{{[]float64{3}, 3}, {[]float64{1, 2, 10}, 2}, {[]float64{1, 2, 4, 10}, 3}} {
 		if got := median(tc.in); got != tc.want {
 			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseServerCPU(t *testing.T) {
+	got, err := parseServerCPU("# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:0.250001\r\nused_cpu_sys_children:9.0\r\n")
+	if want := 1750001 * time.Microsecond; err != nil || got != want {
+		t.Errorf("got %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"# CPU\r\nused_cpu_sys:1.5\r\n", "used_cpu_sys:x\r\nused_cpu_user:1\r\n"} {
+		if _, err := parseServerCPU(bad); err == nil {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }

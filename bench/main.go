@@ -232,8 +232,11 @@ func runJob(rdb *redis.Client, j job) (*result, error) {
 	if err := rdb.Set(ctx, dataKey, initial, 0).Err(); err != nil {
 		return nil, err
 	}
+	cpu0, err := serverCPU(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
 	var r *result
-	var err error
 	if sc.Procs == 1 {
 		start := make(chan struct{})
 		close(start)
@@ -244,6 +247,11 @@ func runJob(rdb *redis.Client, j job) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpu1, err := serverCPU(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	r.ServerCPU = cpu1 - cpu0
 	switch sc.Kind {
 	case "rmw", "seed":
 		v, err := rdb.Get(ctx, dataKey).Int64()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -89,6 +91,37 @@ func (r *result) perCycle(v float64) float64 {
 	return v / float64(r.Successes)
 }
 
+// serverCPU is the CPU time redis-server has used so far, user and system,
+// all threads, from INFO cpu (microsecond resolution).
+func serverCPU(ctx context.Context, rdb *redis.Client) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	return parseServerCPU(info)
+}
+
+func parseServerCPU(info string) (time.Duration, error) {
+	var total time.Duration
+	var seen int
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k != "used_cpu_sys" && k != "used_cpu_user" {
+			continue
+		}
+		sec, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %s: %w", k, err)
+		}
+		total += time.Duration(math.Round(sec*1e6)) * time.Microsecond
+		seen++
+	}
+	if seen != 2 {
+		return 0, fmt.Errorf("INFO cpu: used_cpu_sys or used_cpu_user missing")
+	}
+	return total, nil
+}
+
 func ms(d time.Duration) string {
 	switch {
 	case d == 0:
@@ -104,23 +137,23 @@ func ms(d time.Duration) string {
 func printTable(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "machine: %d CPUs, %s; %s; redis %s; %v\n", rep.NumCPU, rep.CPU, rep.Go, rep.Redis, rep.Versions)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tlibrary\tops/s\twall\tp50\tp99\tmax\tfailures\tfinal/expected\tRT/cycle\tallocs/cycle\tfairness\t")
+	fmt.Fprintln(tw, "scenario\tlibrary\tops/s\twall\tp50\tp99\tmax\tfailures\tfinal/expected\tRT/cycle\tallocs/cycle\tsrv µs/cycle\tfairness\t")
 	for _, r := range rep.Results {
 		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.Lib, "n/a: "+r.Skipped)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\n", r.Scenario, r.Lib, "n/a: "+r.Skipped)
 			continue
 		}
 		if r.Scenario == "watchdog-10000" {
-			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t%d\t%d/%d\t-\t-\t-\t\n", r.Scenario, r.Lib, ms(r.Wall), r.Failures, r.Final, r.Expected)
+			fmt.Fprintf(tw, "%s\t%s\t-\t%s\t-\t-\t-\t%d\t%d/%d\t-\t-\t-\t-\t\n", r.Scenario, r.Lib, ms(r.Wall), r.Failures, r.Final, r.Expected)
 			continue
 		}
 		check := fmt.Sprintf("%d/%d", r.Final, r.Expected)
 		if r.Final != r.Expected {
 			check += " WRONG"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%.2f\t%.1f\t%.2f\t\n", r.Scenario, r.Lib, r.opsPerSec(), ms(r.Wall),
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%.2f\t%.1f\t%.1f\t%.2f\t\n", r.Scenario, r.Lib, r.opsPerSec(), ms(r.Wall),
 			ms(r.Lat.quantile(0.5)), ms(r.Lat.quantile(0.99)), ms(time.Duration(r.Lat.Max)), r.Failures, check,
-			r.perCycle(float64(r.RoundTrips)), r.perCycle(float64(r.Mallocs)), r.fairness())
+			r.perCycle(float64(r.RoundTrips)), r.perCycle(float64(r.Mallocs)), r.perCycle(float64(r.ServerCPU)/1e3), r.fairness())
 	}
 	_ = tw.Flush()
 	for _, r := range rep.Results {

@@ -31,6 +31,7 @@ func (r *result) addRound(o *result) {
 	r.Crit.merge(o.Crit)
 	r.RoundTrips += o.RoundTrips
 	r.Mallocs += o.Mallocs
+	r.ServerCPU += o.ServerCPU
 	r.Wall += o.Wall
 	r.Final += o.Final
 	r.Expected += o.Expected

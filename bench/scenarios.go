@@ -59,6 +59,7 @@ type result struct {
 	Crit       *hist              `json:"critical_section"`
 	RoundTrips int64              `json:"round_trips"` // lock traffic only
 	Mallocs    uint64             `json:"mallocs"`
+	ServerCPU  time.Duration      `json:"server_cpu_ns"` // redis-server's user+sys CPU over the job, all traffic included
 	Wall       time.Duration      `json:"wall_ns"`
 	Final      int64              `json:"final"`    // counter or stock after the run
 	Expected   int64              `json:"expected"` // what Final must be
