@@ -29,9 +29,7 @@ import (
 func BenchmarkClientOverhead(b *testing.B) {
 	for _, lib := range []string{"floor", "dlock", "redislock", "redsync"} {
 		b.Run(lib, func(b *testing.B) {
-			rdb := redis.NewClient(&redis.Options{Dialer: func(context.Context, string, string) (net.Conn, error) {
-				return &respConn{}, nil
-			}})
+			rdb := respClient()
 			defer rdb.Close()
 			lk, err := newLocker(lib, rdb, defaultTuning)
 			if err != nil {
@@ -61,9 +59,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 // does not answer fails here and not in the middle of a benchmark.
 func TestRespConnAnswersEveryLibrary(t *testing.T) {
 	for _, lib := range []string{"floor", "dlock", "redislock", "redsync"} {
-		rdb := redis.NewClient(&redis.Options{Dialer: func(context.Context, string, string) (net.Conn, error) {
-			return &respConn{}, nil
-		}})
+		rdb := respClient()
 		lk, err := newLocker(lib, rdb, defaultTuning)
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +70,13 @@ func TestRespConnAnswersEveryLibrary(t *testing.T) {
 		lk.close()
 		_ = rdb.Close()
 	}
+}
+
+// respClient is a go-redis client whose every connection is a respConn.
+func respClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Dialer: func(context.Context, string, string) (net.Conn, error) {
+		return &respConn{}, nil
+	}})
 }
 
 // respConn is a net.Conn whose far end is an always-free Redis: every SET
