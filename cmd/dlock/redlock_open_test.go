@@ -13,11 +13,7 @@ import (
 )
 
 func TestOpenRedlockLocksOnThreeServers(t *testing.T) {
-	servers := redisserver.StartN(t, 3)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.URL())
-	}
+	servers, urls := startRedlockServers(t)
 	o, err := openRedlock(urls, "clitest:")
 	if err != nil {
 		t.Fatal(err)
@@ -146,16 +142,24 @@ func TestMajorityFailed(t *testing.T) {
 	}
 }
 
+// startRedlockServers starts three servers, stopped at the end of the test,
+// and returns them with their URLs.
+func startRedlockServers(t *testing.T) ([]*redisserver.Server, []string) {
+	t.Helper()
+	servers := redisserver.StartN(t, 3)
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.URL()
+	}
+	return servers, urls
+}
+
 // redlockClient starts three servers and returns them, their URLs as the
 // --redlock flag takes them, and a Client over a Redlock store opened on
 // them the way the CLI opens it (prefix dlock:, one-minute leases).
 func redlockClient(t *testing.T) ([]*redisserver.Server, string, *dlock.Client) {
 	t.Helper()
-	servers := redisserver.StartN(t, 3)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.URL())
-	}
+	servers, urls := startRedlockServers(t)
 	o, err := openRedlock(urls, "dlock:")
 	if err != nil {
 		t.Fatal(err)
