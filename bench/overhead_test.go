@@ -15,6 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// overheadLibs are the libraries BenchmarkClientOverhead compares.
+var overheadLibs = []string{"floor", "dlock", "redislock", "redsync"}
+
 // BenchmarkClientOverhead measures what each library's own code costs the
 // client per uncontended lock+unlock, without the network and without
 // Redis: go-redis talks to an in-memory responder that answers every
@@ -25,9 +28,9 @@ import (
 // and a script for the floor and redsync): the srv µs/cycle column of the
 // main benchmark does.
 //
-//	go test -run '^$' -bench ClientOverhead -benchmem -count 6 .
+//	go test -run '^$' -bench ClientOverhead -benchmem -count 8 .
 func BenchmarkClientOverhead(b *testing.B) {
-	for _, lib := range []string{"floor", "dlock", "redislock", "redsync"} {
+	for _, lib := range overheadLibs {
 		b.Run(lib, func(b *testing.B) {
 			rdb := respClient()
 			defer rdb.Close()
@@ -58,7 +61,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 // against the in-memory responder, so that a library whose commands it
 // does not answer fails here and not in the middle of a benchmark.
 func TestRespConnAnswersEveryLibrary(t *testing.T) {
-	for _, lib := range []string{"floor", "dlock", "redislock", "redsync"} {
+	for _, lib := range overheadLibs {
 		rdb := respClient()
 		lk, err := newLocker(lib, rdb, defaultTuning)
 		if err != nil {
