@@ -161,6 +161,9 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		if errors.Is(err, ErrInvalid) || cfg.wait == 0 {
 			return nil, err
 		}
+		if errors.Is(err, ErrRefused) {
+			return nil, notAcquired(err)
+		}
 		return nil, c.waitError(ctx, wctx, key, err)
 	}
 	return l, nil
@@ -205,7 +208,7 @@ func (c *Client) acquireLoop(ctx context.Context, key, token string, cfg config,
 			}
 			return l, nil
 		}
-		if errors.Is(err, ErrInvalid) {
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrRefused) {
 			return nil, err
 		}
 		var ce *ContendedError
@@ -214,6 +217,9 @@ func (c *Client) acquireLoop(ctx context.Context, key, token string, cfg config,
 		}
 		if cfg.wait == 0 {
 			return nil, notAcquired(err)
+		}
+		if cfg.onRetry != nil {
+			w.notify(err)
 		}
 		if !w.pause(ctx, err) {
 			return nil, err

@@ -37,6 +37,13 @@ var (
 	// ErrUnavailable means the store could not be reached or failed to answer.
 	ErrUnavailable = errors.New("dlock: store unavailable")
 
+	// ErrRefused means the store refused the call in a way that retrying
+	// cannot fix: missing permissions, failed authentication, an unknown
+	// command, or a value at the lock's key that is not a lock. Lock and Do
+	// stop waiting at once on such an error (it also matches ErrNotAcquired
+	// there); renewal keeps trying until the lease's validity runs out.
+	ErrRefused = errors.New("dlock: refused by the store")
+
 	// ErrStaleFence is returned by FenceGate when a write carries a fencing
 	// token lower than one already admitted.
 	ErrStaleFence = errors.New("dlock: stale fencing token")
@@ -74,7 +81,8 @@ func classify(err error) error {
 	switch {
 	case err == nil,
 		errors.Is(err, ErrNotAcquired), errors.Is(err, ErrNotHeld),
-		errors.Is(err, ErrInvalid), errors.Is(err, ErrUnavailable):
+		errors.Is(err, ErrInvalid), errors.Is(err, ErrUnavailable),
+		errors.Is(err, ErrRefused):
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -39,6 +39,8 @@ type config struct {
 	// read is the resource key read with the grant (WithRead), nil for none;
 	// a pointer keeps config, copied into every local waiter, small.
 	read *string
+	// onRetry, if set, is told of every failed attempt of a wait (WithOnRetry).
+	onRetry func(failures int, err error)
 }
 
 func defaultConfig() config {
@@ -80,6 +82,18 @@ func WithWait(d time.Duration) Option {
 // cannot notify it of a release. Default: ExponentialBackoff(2ms, 250ms).
 func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff = b }
+}
+
+// WithOnRetry calls f, from the waiting goroutine, after each failed attempt
+// of a wait and before the waiter sleeps: failures is the number of failed
+// attempts so far (from 1) and err the last attempt's error, which matches
+// ErrNotAcquired when another owner holds the key and ErrUnavailable when the
+// store could not be reached. f must not block: the wait is paused while it
+// runs. Use it to report a wait that is taking long (the CLI says on stderr
+// that the store is unreachable). It is not called for a single try (TryLock,
+// WithWait(0)), nor for errors that end the wait at once. Default: none.
+func WithOnRetry(f func(failures int, err error)) Option {
+	return func(c *config) { c.onRetry = f }
 }
 
 // WithClock replaces the clock used for validity, expiry and waiting; meant

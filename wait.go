@@ -41,6 +41,12 @@ func (w *waiter) pause(ctx context.Context, err error) bool {
 	return sleep(ctx, w.cfg.clock, w.delay(contended, ce), w.wake)
 }
 
+// notify tells the WithOnRetry callback of the failed attempt about to be
+// paused after (counted as pause will count it).
+func (w *waiter) notify(err error) {
+	w.cfg.onRetry(w.failures+1, err)
+}
+
 func (w *waiter) delay(contended bool, ce *ContendedError) time.Duration {
 	d := w.cfg.backoff(w.failures)
 	if !contended || ce.Remaining < 0 {
