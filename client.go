@@ -9,7 +9,7 @@ import (
 
 // Client acquires locks from one Store. It is safe for concurrent use; create
 // one per store and share it. The Client does not own the store's connection:
-// closing that is the caller's business.
+// closing that is the caller's business, after Close (see Close).
 type Client struct {
 	store     Store
 	cfg       config
@@ -17,6 +17,7 @@ type Client struct {
 	queues    queues
 	reader    GrantReader // store as a GrantReader, or nil
 	committer Committer   // store as a Committer, or nil
+	life      life        // Close's state: live leases, background clean-ups (close.go)
 }
 
 // New returns a Client for store with the given default options. It returns
@@ -36,6 +37,7 @@ func New(store Store, opts ...Option) (*Client, error) {
 	c.reader, _ = store.(GrantReader)
 	c.committer, _ = store.(Committer)
 	c.renewer = newRenewer(c)
+	c.life.init()
 	return c, nil
 }
 
@@ -46,10 +48,25 @@ func (c *Client) Store() Store { return c.store }
 // the lock is free, the wait bound (WithWait) elapses, or ctx ends. By default
 // the lease is renewed automatically until Release (see WithAutoRenew).
 //
-// On failure it returns a nil Lease and an error matching ErrNotAcquired, and
-// leaves the store unchanged. If ctx ended, the error also matches ctx.Err();
-// if the store was unreachable, it also matches ErrUnavailable. Invalid
-// arguments return an error matching ErrInvalid before any I/O.
+// On failure it returns a nil Lease and an error matching ErrNotAcquired. If
+// ctx ended, the error also matches ctx.Err(); if the store was unreachable,
+// it also matches ErrUnavailable, and the text names the last attempt's
+// cause; if the store refused the call in a way retrying cannot fix, it
+// matches ErrRefused and the wait ends at once.
+//
+// What a failed Lock leaves in the store: nothing, when every attempt got an
+// answer. An attempt that got none (the store was unreachable, or ctx ended
+// while it was in flight) may have been applied; Lock then releases the
+// call's token in the background, detached from ctx and bounded by
+// min(TTL, 10s), so that the key does not stay held for the TTL (Close waits
+// for that). If the store cannot be reached within that bound, or the lost
+// attempt reaches the store only after the release, the key stays held until
+// its TTL ends. Calls with an explicit Owner (ContextWithOwner) do not
+// release: that could remove a hold the owner took earlier; a lost attempt's
+// hold then counts as one more hold of the owner and expires with the TTL.
+//
+// Invalid arguments, and calls after Close, return an error matching
+// ErrInvalid before any I/O.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
 	if err != nil {
@@ -61,8 +78,10 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 // TryLock makes a single attempt to acquire the lock on key. If another owner
 // holds it, TryLock returns a nil Lease and a *ContendedError (which matches
 // ErrNotAcquired) without waiting. If another goroutine of this Client holds
-// or is already acquiring key, it fails that way at once, without asking the
-// store. Other failures are as for Lock.
+// key under a lease that is still valid, TryLock fails that way at once,
+// without asking the store; if another goroutine is only acquiring key, its
+// outcome is not known yet, so TryLock asks the store. Other failures, and
+// what a failure leaves in the store, are as for Lock.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
 	if err != nil {
@@ -73,14 +92,17 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Leas
 }
 
 // Do acquires the lock on key as Lock does, runs fn, and releases the lock
-// when fn returns. fn's context carries the lease's owner (so nested calls on
-// the same key re-enter) and is cancelled, with the loss as its cause, if the
-// lock is lost while fn runs.
+// when fn returns. fn's context carries the lease: LeaseFromContext returns
+// it (for its fence), and nested calls on the same key re-enter, since the
+// lease's owner is the context's Owner. The context is cancelled, with the
+// loss as its cause, if the lock is lost while fn runs.
 //
 // Do returns the acquisition error if the lock was not acquired (fn does not
 // run), otherwise fn's error joined with any release error. If the lock was
 // lost while fn ran, the result matches ErrLost even when fn returned nil:
-// fn's work may not have been protected.
+// fn's work may not have been protected. If fn panics (or calls
+// runtime.Goexit), Do releases the lock, which also stops its renewal, and
+// lets the panic go on.
 func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidf("nil function")
@@ -89,14 +111,30 @@ func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) er
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancelCause(ContextWithOwner(ctx, Owner{l.token}))
+	return run(ctx, l, fn)
+}
+
+// run calls fn under l and releases l however fn ends. The release is
+// deferred because a recovered panic (net/http recovers handler panics)
+// would otherwise leave the lease renewed, and the key held, forever.
+func run(ctx context.Context, l *Lease, fn func(context.Context) error) (err error) {
+	// The lease itself is the context's owner value: no Owner to allocate.
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, ownerKey{}, l))
 	stop := l.onLost(cancel)
-	ferr := fn(fctx)
-	stop()
-	cancel(nil)
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(l.ttl))
-	defer rcancel()
-	return errors.Join(ferr, l.Release(rctx))
+	returned := false
+	defer func() {
+		stop()
+		cancel(nil)
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(l.ttl))
+		rerr := l.Release(rctx)
+		rcancel()
+		if returned {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	err = fn(fctx)
+	returned = true
+	return err
 }
 
 // releaseTimeout bounds a release made on the caller's behalf after its own
@@ -111,6 +149,9 @@ func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (con
 	}
 	if err := ValidateKey(key); err != nil {
 		return config{}, err
+	}
+	if c.life.closed.Load() {
+		return config{}, errClosed
 	}
 	if len(opts) == 0 {
 		return c.cfg, nil // validated by New; no copy escapes to the heap
@@ -127,10 +168,14 @@ func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (con
 var errWaitElapsed = errors.New("wait bound elapsed")
 
 func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, error) {
-	token := newToken()
-	o, explicit := OwnerFromContext(ctx)
-	if explicit {
-		token = o.token
+	if ctx.Err() != nil {
+		// Nothing was sent: the context's own error, not the store's.
+		return nil, waitError(ctx, ctx, key, nil)
+	}
+	o, owned := OwnerFromContext(ctx)
+	token := o.token
+	if !owned {
+		token = newToken()
 	}
 	wctx := ctx
 	if cfg.wait > 0 {
@@ -138,35 +183,41 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
-	var q *keyQueue
+	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg}
 	yield := false
-	if !explicit {
+	if !owned {
 		var l *Lease
 		var err error
-		q, l, yield, err = c.queue(wctx, key, cfg)
+		w.q, l, yield, err = c.queue(wctx, key, cfg)
 		switch {
 		case errors.Is(err, ErrNotAcquired):
 			return nil, err
 		case err != nil:
-			return nil, c.waitError(ctx, wctx, key, errQueued)
+			return nil, waitError(ctx, wctx, key, errQueued)
 		case l != nil:
-			return l, nil // handed over by the previous local holder
+			return c.track(ctx, l) // handed over by the previous local holder
 		}
 	}
-	l, err := c.acquireLoop(wctx, key, token, cfg, q, yield)
-	if err != nil {
-		if q != nil {
-			c.queues.leave(key, q, false)
-		}
-		if errors.Is(err, ErrInvalid) || cfg.wait == 0 {
-			return nil, err
-		}
-		if errors.Is(err, ErrRefused) {
-			return nil, notAcquired(err)
-		}
-		return nil, c.waitError(ctx, wctx, key, err)
+	l, err := w.loop(wctx, yield)
+	w.unsubscribe()
+	if err == nil {
+		return c.track(ctx, l)
 	}
-	return l, nil
+	if w.q != nil {
+		c.queues.leave(key, w.q, false)
+	}
+	if w.unsure > 0 && !owned {
+		c.dropHolds(ctx, key, cfg.ttl, w.unsure, token)
+	}
+	switch {
+	case err == errClosed, errors.Is(err, ErrRefused):
+		return nil, notAcquired(err)
+	case errors.Is(err, ErrInvalid):
+		return nil, err
+	case cfg.wait == 0 && wctx.Err() == nil:
+		return nil, notAcquired(err)
+	}
+	return nil, waitError(ctx, wctx, key, w.last)
 }
 
 // errQueued is the "last error" of a wait that ended in the local queue.
@@ -192,44 +243,9 @@ func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, 
 	return nil, nil, false, nil // the local holder's lease has ended
 }
 
-// acquireLoop makes attempts until one succeeds, the error is final, or the
-// wait ends (it then returns the last attempt's error).
-func (c *Client) acquireLoop(ctx context.Context, key, token string, cfg config, q *keyQueue, yield bool) (*Lease, error) {
-	if yield && !sleep(ctx, cfg.clock, yieldDelay(), nil) {
-		return nil, errQueued
-	}
-	w := waiter{c: c, key: key, cfg: cfg}
-	defer w.unsubscribe()
-	for first := true; ; first = false {
-		l, err := c.attempt(ctx, key, token, cfg, q)
-		if err == nil {
-			if yield && first {
-				c.queues.contended(q, false) // nobody took the key while we yielded
-			}
-			return l, nil
-		}
-		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrRefused) {
-			return nil, err
-		}
-		var ce *ContendedError
-		if q != nil && errors.As(err, &ce) {
-			c.queues.contended(q, true)
-		}
-		if cfg.wait == 0 {
-			return nil, notAcquired(err)
-		}
-		if cfg.onRetry != nil {
-			w.notify(err)
-		}
-		if !w.pause(ctx, err) {
-			return nil, err
-		}
-	}
-}
-
 // attempt makes one acquisition and turns a grant into a Lease, discarding a
 // grant whose validity ran out before its reply arrived.
-func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *keyQueue) (*Lease, error) {
+func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg config, q *keyQueue) (*Lease, error) {
 	start := cfg.clock.Now()
 	var g Grant
 	var v *Value
@@ -248,7 +264,7 @@ func (c *Client) attempt(ctx context.Context, key, token string, cfg config, q *
 	// applied although its reply was lost. Those ghost holds are given back,
 	// so that one Release frees the key.
 	ghosts := 0
-	if _, owned := OwnerFromContext(ctx); !owned && g.Holds > 1 {
+	if !owned && g.Holds > 1 {
 		ghosts, g.Holds = g.Holds-1, 1
 	}
 	validUntil := start.Add(g.TTL - drift(cfg.ttl))
@@ -280,16 +296,34 @@ func notAcquired(err error) error {
 	if errors.Is(err, ErrNotAcquired) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrNotAcquired, err)
+	return tidy(fmt.Errorf("%w: %w", ErrNotAcquired, err))
 }
 
-// waitError explains why a wait ended, keeping the context's error matchable.
-func (c *Client) waitError(ctx, wctx context.Context, key string, last error) error {
-	if ctx.Err() != nil {
-		return errors.Join(notAcquired(last), ctx.Err())
+// waitError explains, in one line, why a wait ended: the caller's context
+// (the error matches ctx.Err()), the wait bound, or the wait context ending
+// otherwise; with last, the last attempt's answer (matchable too), so that
+// a wait on an unreachable store says why it was unreachable.
+func waitError(ctx, wctx context.Context, key string, last error) error {
+	errs := []error{ErrNotAcquired}
+	var why string
+	switch err := ctx.Err(); {
+	case err != nil:
+		errs = append(errs, err)
+		why = err.Error()
+		if cause := context.Cause(ctx); cause != err {
+			errs = append(errs, cause)
+			why += " (" + trimSentinels(cause.Error()) + ")"
+		}
+	case errors.Is(context.Cause(wctx), errWaitElapsed):
+		why = errWaitElapsed.Error() // not the caller's deadline: no context error
+	default:
+		errs = append(errs, wctx.Err())
+		why = wctx.Err().Error()
 	}
-	if errors.Is(context.Cause(wctx), errWaitElapsed) {
-		return fmt.Errorf("dlock: lock %q: wait bound elapsed: %w", key, notAcquired(last))
+	msg := fmt.Sprintf("%v: lock %q: %s", ErrNotAcquired, key, why)
+	if last != nil {
+		msg += " (last attempt: " + trimSentinels(last.Error()) + ")"
+		errs = append(errs, last)
 	}
-	return errors.Join(notAcquired(last), wctx.Err())
+	return &textError{msg, errs}
 }

@@ -3,6 +3,7 @@ package dlock
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -10,9 +11,12 @@ import (
 // this module matches one or more of them with errors.Is; the text around them
 // carries the detail.
 var (
-	// ErrNotAcquired means the lock was not acquired: another owner holds it
-	// and the call gave up (a single try, the wait bound elapsed, or the
-	// context ended). Nothing was changed in the store.
+	// ErrNotAcquired means the lock was not acquired: another owner holds it,
+	// the store could not be reached or refused the call, and the call gave
+	// up (a single try, the wait bound elapsed, the context ended, or the
+	// error was final). Nothing was changed in the store, except that an
+	// attempt whose reply was lost may have been applied: Client.Lock says
+	// what is done about it.
 	ErrNotAcquired = errors.New("dlock: lock not acquired")
 
 	// ErrNotHeld means the caller does not hold the lock it tried to extend or
@@ -21,17 +25,18 @@ var (
 
 	// ErrLost means a lease ended before its holder released it. Errors that
 	// match ErrLost also match their cause: ErrExpired, ErrTaken or
-	// ErrUnavailable.
+	// ErrUnavailable, or ErrInvalid if Client.Close ended the lease.
 	ErrLost = errors.New("dlock: lock lost")
 
 	// ErrExpired is a cause of ErrLost and ErrNotHeld: the lease's validity ran
-	// out, or the store no longer has the key.
+	// out, or the store no longer has the key (it expired or was deleted).
 	ErrExpired = errors.New("dlock: lease expired")
 
 	// ErrTaken is a cause of ErrLost and ErrNotHeld: another owner holds the key.
 	ErrTaken = errors.New("dlock: lock taken by another owner")
 
-	// ErrInvalid means an argument or option was rejected before any I/O.
+	// ErrInvalid means an argument or option was rejected before any I/O, or
+	// the Client was closed (Client.Close).
 	ErrInvalid = errors.New("dlock: invalid argument")
 
 	// ErrUnavailable means the store could not be reached or failed to answer.
@@ -60,7 +65,8 @@ func (e *ContendedError) Error() string {
 	if e.Remaining < 0 {
 		return ErrNotAcquired.Error() + ": held by another owner"
 	}
-	return fmt.Sprintf("%s: held by another owner for %v", ErrNotAcquired, e.Remaining)
+	// Remaining is the holder's TTL, not how long it has held the key.
+	return fmt.Sprintf("%s: held by another owner; its lease ends in %v", ErrNotAcquired, e.Remaining.Round(time.Millisecond))
 }
 
 // Is reports whether target is ErrNotAcquired.
@@ -70,10 +76,49 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
-// lostError builds the error a lease reports once it is lost.
+// lostError builds the error a lease reports once it is lost. A store that
+// says nobody holds the key cannot tell an expiry from a deletion, so the
+// text says so instead of "lease expired" (the error still matches
+// ErrExpired and the store's error).
 func lostError(key string, cause error) error {
-	return fmt.Errorf("%w: lock %q: %w", ErrLost, key, cause)
+	if errors.Is(cause, ErrNotHeld) && errors.Is(cause, ErrExpired) && !errors.Is(cause, ErrTaken) {
+		return &textError{fmt.Sprintf("%v: lock %q: key gone (deleted or expired)", ErrLost, key), []error{ErrLost, cause}}
+	}
+	return tidy(fmt.Errorf("%w: lock %q: %w", ErrLost, key, cause))
 }
+
+// textError is an error with its own text over the errors it matches.
+type textError struct {
+	msg  string
+	errs []error
+}
+
+func (e *textError) Error() string   { return e.msg }
+func (e *textError) Unwrap() []error { return e.errs }
+
+// tidyError gives err a text with a single "dlock: " prefix and no line
+// breaks: wrapping one sentinel's text in another's would otherwise repeat
+// the prefix. errors.Is and errors.As see err unchanged. The text is made
+// when asked for, so that errors nobody prints cost nothing more.
+type tidyError struct{ err error }
+
+func tidy(err error) error { return &tidyError{err} }
+
+func (e *tidyError) Error() string {
+	s := strings.ReplaceAll(e.err.Error(), ": dlock: ", ": ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+// trimSentinels is an inner error's text as part of a longer message: without
+// its "dlock: " prefix or a "lock not acquired: " the message already says.
+func trimSentinels(s string) string {
+	s = strings.TrimPrefix(s, ErrNotAcquired.Error()+": ")
+	s = strings.TrimPrefix(s, "dlock: ")
+	s = strings.ReplaceAll(s, ": dlock: ", ": ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+func (e *tidyError) Unwrap() error { return e.err }
 
 // classify wraps an unexpected store error as ErrUnavailable, leaving the
 // contract's own sentinels and context errors untouched.

@@ -3,15 +3,16 @@ package dlock
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // handoff tries to pass l, being released (with w applied, if not nil), to
 // the next local waiter for its key (see queue.go). It reports whether it
 // dealt with the release; if so, err is Release's result. If it did not, the
-// caller releases to the store.
+// caller releases to the store. A closed Client hands nothing off.
 func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool, err error) {
 	tr, ok := c.store.(Transferer)
-	if !ok {
+	if !ok || c.life.closed.Load() {
 		return false, nil
 	}
 	q := c.queues.handoffTarget(l.key, l.slot, l.clock.Now())
@@ -28,23 +29,46 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 			return true, nil
 		}
 		// The grant was over on arrival: free the key (the write, if any,
-		// was made), and let the waiter acquire for itself.
-		err = c.store.Release(ctx, l.key, token)
+		// was made: l's release is done), and let the waiter acquire for
+		// itself. Nobody has token, so the release must not depend on ctx.
+		c.dropHolds(ctx, l.key, q.cfg.ttl, 1, token)
 		c.queues.deliver(q, nil)
-		return true, classify(err)
+		return true, nil
 	}
 	err = classify(err)
-	if errors.Is(err, ErrInvalid) {
-		// Re-entered under the same owner, or the waiter's WithRead resource
-		// was refused (nothing changed then either): release our hold only;
-		// the waiter acquires for itself and meets its own error.
+	switch {
+	case isNotHeld(err):
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrRefused):
+		// Nothing changed (re-entered under the same owner, the waiter's
+		// WithRead resource refused, or the store refuses transfers):
+		// release our hold only; the waiter acquires for itself and meets
+		// its own error.
 		err = c.storeRelease(ctx, l.key, l.token, w)
+	default:
+		// No answer: the transfer may have been applied, leaving the key
+		// under token, which nobody has (the waiter is told to acquire for
+		// itself), or not, leaving it under l's.
+		c.dropHandoff(ctx, l, token, q.cfg.ttl)
 	}
 	c.queues.deliver(q, nil)
 	if isNotHeld(err) {
 		return true, lostError(l.key, err)
 	}
 	return true, err
+}
+
+// dropHandoff frees, in the background, the key of a handoff whose outcome
+// is unknown. l's token goes first: once it is released, a transfer still
+// in flight finds it gone and changes nothing. Only if l's token no longer
+// held the key (the transfer was applied), or the store did not answer, is
+// the recipient's token released.
+func (c *Client) dropHandoff(ctx context.Context, l *Lease, token string, ttl time.Duration) {
+	c.background(ctx, max(ttl, l.ttl), func(ctx context.Context) {
+		if c.store.Release(ctx, l.key, l.token) == nil {
+			return
+		}
+		_ = c.store.Release(ctx, l.key, token)
+	})
 }
 
 // transfer hands l's lock to token for a waiter configured as cfg, reading

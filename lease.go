@@ -127,6 +127,7 @@ func (l *Lease) end() {
 	if l.done != nil {
 		close(l.done)
 	}
+	l.c.untrack(l) // Client.Close has nothing left to release
 }
 
 // Err returns nil while the lease is held, an error matching ErrNotHeld once

@@ -24,17 +24,53 @@ type Owner struct{ token string }
 // NewOwner returns an owner with a fresh 128-bit token from crypto/rand.
 func NewOwner() Owner { return Owner{token: newToken()} }
 
+// ownerKey maps to a *Lease in the context Do passes to its function (the
+// lease's token is the owner: one value serves OwnerFromContext and
+// LeaseFromContext, and costs Do no allocation), or to an ownerValue.
 type ownerKey struct{}
+
+// ownerValue is what ContextWithOwner stores: the owner, and the lease of
+// the Do whose context it derives from, if any, so that LeaseFromContext
+// still finds it.
+type ownerValue struct {
+	owner Owner
+	lease *Lease
+}
 
 // ContextWithOwner returns a copy of ctx that acquires locks as owner.
 func ContextWithOwner(ctx context.Context, owner Owner) context.Context {
-	return context.WithValue(ctx, ownerKey{}, owner)
+	l, _ := LeaseFromContext(ctx)
+	return context.WithValue(ctx, ownerKey{}, ownerValue{owner, l})
 }
 
 // OwnerFromContext returns the owner carried by ctx, if any.
 func OwnerFromContext(ctx context.Context) (Owner, bool) {
-	o, ok := ctx.Value(ownerKey{}).(Owner)
-	return o, ok && o.token != ""
+	switch v := ctx.Value(ownerKey{}).(type) {
+	case *Lease:
+		return Owner{v.token}, true
+	case ownerValue:
+		return v.owner, v.owner.token != ""
+	}
+	return Owner{}, false
+}
+
+// LeaseFromContext returns the lease of the innermost Do whose function
+// received ctx (or a context derived from it), so that the function can
+// pass the lease's Fence to the protected resource. A Do nested on the same
+// key re-enters, and its function gets the re-entrant lease: same fence,
+// one more hold. It returns nil and false for a context that no Do gave.
+//
+// The lease is Do's to release: do not Release it yourself. Once Do has
+// returned it is released; a context kept past that still returns it, with
+// Err reporting the release.
+func LeaseFromContext(ctx context.Context) (*Lease, bool) {
+	switch v := ctx.Value(ownerKey{}).(type) {
+	case *Lease:
+		return v, true
+	case ownerValue:
+		return v.lease, v.lease != nil
+	}
+	return nil, false
 }
 
 // newToken returns 128 random bits from crypto/rand, URL-safe base64 encoded.

@@ -8,28 +8,81 @@ import (
 )
 
 // waiter holds the state of one blocking acquisition between attempts: how
-// many attempts failed and, for stores that notify, the subscription.
+// many attempts failed, what they said and, for stores that notify, the
+// subscription.
 type waiter struct {
 	c        *Client
 	key      string
+	token    string
+	owned    bool      // token is an explicit Owner's
+	q        *keyQueue // the key's local slot, nil if the call bypasses the queue
 	cfg      config
 	failures int
-	wake     <-chan struct{}
-	cancel   func()
+	// last is the last attempt's error that was an answer, not the context
+	// ending mid-call: the cause reported when the wait ends.
+	last error
+	// unsure counts the attempts since the last "contended" answer whose
+	// outcome is unknown (no reply): each may have left a hold of token.
+	unsure int
+	wake   <-chan struct{}
+	cancel func()
 }
 
-// pause sleeps before the next attempt after err. It reports false if ctx
-// ended first.
+// loop makes attempts until one succeeds, the error is final, or the wait
+// ends; it then returns the last attempt's error (see w.last for the last
+// answer).
+func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
+	c := w.c
+	if yield && !w.sleep(ctx, yieldDelay()) {
+		return nil, errQueued
+	}
+	for first := true; ; first = false {
+		if c.life.closed.Load() {
+			return nil, errClosed
+		}
+		l, err := c.attempt(ctx, w.key, w.token, w.owned, w.cfg, w.q)
+		if err == nil {
+			if yield && first {
+				c.queues.contended(w.q, false) // nobody took the key while we yielded
+			}
+			return l, nil
+		}
+		var ce *ContendedError
+		contended := errors.As(err, &ce)
+		switch {
+		case contended:
+			w.unsure = 0 // another token holds the key: ours holds nothing
+			if w.q != nil {
+				c.queues.contended(w.q, true)
+			}
+		case errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			w.unsure++
+		}
+		if ctx.Err() != nil {
+			return nil, err // cut short by the end of the wait: not an answer
+		}
+		w.last = err
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrRefused) || w.cfg.wait == 0 {
+			return nil, err
+		}
+		if w.cfg.onRetry != nil {
+			w.notify(err)
+		}
+		if !w.pause(ctx, contended, ce) {
+			return nil, err
+		}
+	}
+}
+
+// pause sleeps before the next attempt. It reports false if ctx ended first.
 //
 // On the first contention with a store that notifies, it subscribes and
 // returns at once: the retry that follows closes the gap between the failed
 // attempt and the subscription, so no release is missed. Afterwards it sleeps
 // until a release is announced or the holder's lease would expire, whichever
 // comes first; the expiry wake-up covers a missed message.
-func (w *waiter) pause(ctx context.Context, err error) bool {
+func (w *waiter) pause(ctx context.Context, contended bool, ce *ContendedError) bool {
 	w.failures++
-	var ce *ContendedError
-	contended := errors.As(err, &ce)
 	if contended && w.cancel == nil {
 		if n, ok := w.c.store.(Notifier); ok {
 			if ch, cancel, serr := n.Subscribe(ctx, w.key); serr == nil {
@@ -38,7 +91,23 @@ func (w *waiter) pause(ctx context.Context, err error) bool {
 			}
 		}
 	}
-	return sleep(ctx, w.cfg.clock, w.delay(contended, ce), w.wake)
+	return w.sleep(ctx, w.delay(contended, ce))
+}
+
+// sleep waits for d, a release announcement or the client's Close (the next
+// attempt then fails at once). It reports false if ctx ended first.
+func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
+	elapsed := make(chan struct{})
+	t := w.cfg.clock.AfterFunc(d, func() { close(elapsed) })
+	defer t.Stop()
+	select {
+	case <-elapsed:
+	case <-w.wake:
+	case <-w.c.life.closing:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // notify tells the WithOnRetry callback of the failed attempt about to be

@@ -1,0 +1,170 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errClosed is what calls on a closed Client fail with.
+var errClosed error = &textError{"dlock: client closed", []error{ErrInvalid}}
+
+// life is a Client's lifecycle state: whether it is closed, the leases it
+// holds (for Close to release) and its background clean-ups (for Close to
+// wait for).
+type life struct {
+	closed  atomic.Bool   // checked on every call: an atomic load
+	closing chan struct{} // closed by Close: wakes waits in progress
+
+	mu      sync.Mutex
+	leases  map[*Lease]struct{} // live leases handed to callers
+	pending int                 // background clean-ups running
+	idle    chan struct{}       // closed when pending drops to 0; nil if nobody waits
+}
+
+func (lf *life) init() {
+	lf.closing = make(chan struct{})
+	lf.leases = make(map[*Lease]struct{})
+}
+
+// track records l, about to be returned to the caller, so that Close can
+// release it. If the Client was closed meanwhile, it releases l instead and
+// fails as a call after Close does.
+func (c *Client) track(ctx context.Context, l *Lease) (*Lease, error) {
+	// l.mu first, as in Lease.end, which untracks: a lease that ended
+	// before this point is never recorded.
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return l, nil // already lost: the caller learns it from the lease
+	}
+	c.life.mu.Lock()
+	closed := c.life.closed.Load()
+	if !closed {
+		c.life.leases[l] = struct{}{}
+	}
+	c.life.mu.Unlock()
+	l.mu.Unlock()
+	if !closed {
+		return l, nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(l.ttl))
+	defer cancel()
+	_ = l.Release(rctx)
+	return nil, notAcquired(errClosed)
+}
+
+// untrack forgets l once it ended. Called by Lease.end, with l.mu held.
+func (c *Client) untrack(l *Lease) {
+	c.life.mu.Lock()
+	delete(c.life.leases, l)
+	c.life.mu.Unlock()
+}
+
+// Close ends the Client's use of the store: later calls of Lock, TryLock and
+// Do fail with an error matching ErrInvalid ("client closed") before any
+// I/O, and waits in progress end with one matching ErrNotAcquired and
+// ErrInvalid at their next wake-up, which Close brings forward.
+//
+// Every lease the Client still holds ends at once: its renewal stops, its
+// Done channel closes and Do's function sees its context cancelled, and Err
+// (and Release) then report an error matching ErrLost and ErrInvalid. Close
+// then releases each in the store, within ctx, and waits, within ctx, for
+// the releases Lock runs in the background after a lost reply (see Lock).
+// What ctx cuts off expires with the key's TTL.
+//
+// Close returns nil if every release succeeded (a key already gone or taken
+// counts as released), otherwise the release errors joined, or ctx's error
+// if the background releases were still running when ctx ended. Calling it
+// again does nothing more and returns nil. A nil ctx returns an error
+// matching ErrInvalid, changing nothing.
+//
+// Close does not close the store, which the caller owns: close the Client
+// first, then the store (redisstore.Store.Close), then the store's own
+// client (the go-redis client), so that the releases still have a way out.
+func (c *Client) Close(ctx context.Context) error {
+	if ctx == nil {
+		return invalidf("nil context")
+	}
+	c.life.mu.Lock()
+	if c.life.closed.Load() {
+		c.life.mu.Unlock()
+		return nil
+	}
+	c.life.closed.Store(true)
+	close(c.life.closing)
+	held := make([]*Lease, 0, len(c.life.leases))
+	for l := range c.life.leases {
+		held = append(held, l)
+	}
+	c.life.mu.Unlock()
+	var errs []error
+	for _, l := range held {
+		// Lost first: renewal stops and Do's function is told before the key
+		// is freed; no handoff either, the client being closed.
+		if !errors.Is(l.lose(errClosed), errClosed) {
+			continue // it ended meanwhile, released or lost, on its own
+		}
+		if err := c.storeRelease(ctx, l.key, l.token, nil); err != nil && !isNotHeld(err) {
+			errs = append(errs, err)
+		}
+	}
+	select {
+	case <-c.life.drained():
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// drained returns a channel closed once no background clean-up runs.
+func (lf *life) drained() <-chan struct{} {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if lf.pending == 0 {
+		return closedChan
+	}
+	if lf.idle == nil {
+		lf.idle = make(chan struct{})
+	}
+	return lf.idle
+}
+
+// background runs f in its own goroutine with a context detached from
+// ctx's cancellation and bounded by releaseTimeout(ttl): clean-ups after a
+// lost reply, which the call that needed them does not wait for (its
+// context may have ended already). Close waits for them.
+func (c *Client) background(ctx context.Context, ttl time.Duration, f func(context.Context)) {
+	lf := &c.life
+	lf.mu.Lock()
+	lf.pending++
+	lf.mu.Unlock()
+	go func() {
+		defer func() {
+			lf.mu.Lock()
+			if lf.pending--; lf.pending == 0 && lf.idle != nil {
+				close(lf.idle)
+				lf.idle = nil
+			}
+			lf.mu.Unlock()
+		}()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(ttl))
+		defer cancel()
+		f(rctx)
+	}()
+}
+
+// dropHolds gives back, in the background, up to n holds of token on key
+// that attempts whose reply was lost may have left (see Lock). It stops at
+// the first error: "not held" means nothing is left.
+func (c *Client) dropHolds(ctx context.Context, key string, ttl time.Duration, n int, token string) {
+	c.background(ctx, ttl, func(ctx context.Context) {
+		for ; n > 0; n-- {
+			if c.store.Release(ctx, key, token) != nil {
+				return
+			}
+		}
+	})
+}
