@@ -117,3 +117,45 @@ func ExampleLease_Commit() {
 	fmt.Println(stock, err)
 	// Output: 99 <nil>
 }
+
+// Do's function gets its lease, and so the fencing token, from its context:
+// the protected resource can then refuse a paused holder's late write.
+func ExampleLeaseFromContext() {
+	locks, _ := dlock.New(memstore.New(nil))
+	var gate dlock.FenceGate // stands in for the protected resource
+
+	err := locks.Do(context.Background(), "account", func(ctx context.Context) error {
+		lease, _ := dlock.LeaseFromContext(ctx)
+		fmt.Println("fence", lease.Fence())
+		return gate.Admit("account", lease.Fence(), func() error {
+			return nil // the write, admitted only with a current fence
+		})
+	})
+	fmt.Println(err)
+	// Output:
+	// fence 1
+	// <nil>
+}
+
+// A Client's life ends with Close: it releases what the client still holds
+// and refuses later calls. Close it before the store (for redisstore:
+// locks.Close, then store.Close, then the go-redis client's Close).
+func ExampleClient_Close() {
+	ctx := context.Background()
+	store := memstore.New(nil)
+	locks, _ := dlock.New(store)
+
+	l, _ := locks.Lock(ctx, "job")
+	fmt.Println(locks.Close(ctx))
+	fmt.Println(errors.Is(l.Err(), dlock.ErrLost))
+
+	_, err := locks.Lock(ctx, "job")
+	fmt.Println(errors.Is(err, dlock.ErrInvalid))
+	_, err = store.Acquire(ctx, "job", "someone-else", time.Second) // released
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// true
+	// true
+	// <nil>
+}

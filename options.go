@@ -91,7 +91,9 @@ func WithBackoff(b Backoff) Option {
 // store could not be reached. f must not block: the wait is paused while it
 // runs. Use it to report a wait that is taking long (the CLI says on stderr
 // that the store is unreachable). It is not called for a single try (TryLock,
-// WithWait(0)), nor for errors that end the wait at once. Default: none.
+// WithWait(0)), for errors that end the wait at once (ErrRefused,
+// ErrInvalid), nor for an attempt cut short by the end of the wait.
+// Default: none.
 func WithOnRetry(f func(failures int, err error)) Option {
 	return func(c *config) { c.onRetry = f }
 }
@@ -117,8 +119,10 @@ func WithClock(clk Clock) Option {
 // resource itself. With Redis Cluster the resource key must hash to the
 // lock's slot: give it the lock key as hash tag, e.g. "stock:{item-42}" for
 // the lock "item-42"; otherwise acquisition fails with ErrInvalid.
-// Do's function does not see the Lease, so the option is of no use with Do:
-// use Lock and Release. WithRead("") turns a default set on New off.
+// With Do, the function reads the value from its lease (LeaseFromContext);
+// Commit releases the lease, which is Do's to release, so a read-modify-write
+// that writes back with Commit uses Lock. WithRead("") turns a default set on
+// New off.
 // Default: no read.
 func WithRead(resource string) Option {
 	if resource == "" {
