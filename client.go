@@ -111,13 +111,13 @@ func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) er
 	if err != nil {
 		return err
 	}
-	return run(ctx, l, fn)
+	return runLocked(ctx, l, fn)
 }
 
-// run calls fn under l and releases l however fn ends. The release is
+// runLocked calls fn under l and releases l however fn ends. The release is
 // deferred because a recovered panic (net/http recovers handler panics)
 // would otherwise leave the lease renewed, and the key held, forever.
-func run(ctx context.Context, l *Lease, fn func(context.Context) error) (err error) {
+func runLocked(ctx context.Context, l *Lease, fn func(context.Context) error) (err error) {
 	// The lease itself is the context's owner value: no Owner to allocate.
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, ownerKey{}, l))
 	stop := l.onLost(cancel)

@@ -45,8 +45,9 @@ var (
 	// ErrRefused means the store refused the call in a way that retrying
 	// cannot fix: missing permissions, failed authentication, an unknown
 	// command, or a value at the lock's key that is not a lock. Lock and Do
-	// stop waiting at once on such an error (it also matches ErrNotAcquired
-	// there); renewal keeps trying until the lease's validity runs out.
+	// stop waiting at once on such an error, which then also matches
+	// ErrNotAcquired, as it does from TryLock; renewal keeps trying until the
+	// lease's validity runs out.
 	ErrRefused = errors.New("dlock: refused by the store")
 
 	// ErrStaleFence is returned by FenceGate when a write carries a fencing
