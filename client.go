@@ -200,24 +200,10 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 	}
 	l, err := w.loop(wctx, yield)
 	w.unsubscribe()
-	if err == nil {
-		return c.track(ctx, l)
+	if err != nil {
+		return nil, w.failed(ctx, wctx, err)
 	}
-	if w.q != nil {
-		c.queues.leave(key, w.q, false)
-	}
-	if w.unsure > 0 && !owned {
-		c.dropHolds(ctx, key, cfg.ttl, w.unsure, token)
-	}
-	switch {
-	case err == errClosed, errors.Is(err, ErrRefused):
-		return nil, notAcquired(err)
-	case errors.Is(err, ErrInvalid):
-		return nil, err
-	case cfg.wait == 0 && wctx.Err() == nil:
-		return nil, notAcquired(err)
-	}
-	return nil, waitError(ctx, wctx, key, w.last)
+	return c.track(ctx, l)
 }
 
 // errQueued is the "last error" of a wait that ended in the local queue.

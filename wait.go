@@ -74,6 +74,28 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 	}
 }
 
+// failed ends a wait that loop ended with err: it gives up the local slot,
+// releases in the background what attempts without an answer may have left
+// (see Client.Lock), and says why the wait ended.
+func (w *waiter) failed(ctx, wctx context.Context, err error) error {
+	c := w.c
+	if w.q != nil {
+		c.queues.leave(w.key, w.q, false)
+	}
+	if w.unsure > 0 && !w.owned {
+		c.dropHolds(ctx, w.key, w.cfg.ttl, w.unsure, w.token)
+	}
+	switch {
+	case err == errClosed, errors.Is(err, ErrRefused):
+		return notAcquired(err)
+	case errors.Is(err, ErrInvalid):
+		return err
+	case w.cfg.wait == 0 && wctx.Err() == nil:
+		return notAcquired(err)
+	}
+	return waitError(ctx, wctx, w.key, w.last)
+}
+
 // pause sleeps before the next attempt. It reports false if ctx ended first.
 //
 // On the first contention with a store that notifies, it subscribes and
