@@ -52,8 +52,8 @@ func TestL1OwnerKeepsItsHoldAfterCancelledReentry(t *testing.T) {
 	if !errors.Is(err, dlock.ErrNotAcquired) {
 		t.Fatalf("re-entry on a paused server = %v, want ErrNotAcquired", err)
 	}
-	// The client's Close waits for its background releases: none may have
-	// taken the outer hold.
+	// No background release may take the outer hold: give one the time to
+	// (a bounded poll, the key must stay held throughout).
 	if ok, _ := pollUntil(300*time.Millisecond, func() bool { return !e.held(t, "L1o") }); ok {
 		t.Fatal("the key was freed under the owner's outer hold")
 	}

@@ -17,8 +17,10 @@ import (
 //
 // The store cannot tell a re-entry from an acquisition whose reply was lost
 // and that Lock then retried, so for an owner such a retry counts as one more
-// hold; it expires with the key's TTL. Calls without an owner use a fresh
-// token per call and give such ghost holds back at once.
+// hold; it expires with the key's TTL, and so does the hold of an attempt
+// whose reply was lost when the call then fails (see Client.Lock). Calls
+// without an owner use a fresh token per call and give such ghost holds
+// back: at once when the call succeeds, in the background when it fails.
 type Owner struct{ token string }
 
 // NewOwner returns an owner with a fresh 128-bit token from crypto/rand.
