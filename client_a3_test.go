@@ -109,3 +109,24 @@ func TestA3CloseNilContext(t *testing.T) {
 	l := mustLock(t, c, testCtx(t), "k")
 	release(t, l)
 }
+
+// A3: Close is bounded by its context when the store does not answer: it
+// returns about then, with an error, and the leases have ended locally.
+func TestA3CloseIsBoundedByItsContext(t *testing.T) {
+	e := startRedis(t, false)
+	c := redisClient(t, e.addr())
+	l := mustLock(t, c, testCtx(t), "a3-paused", dlock.WithTTL(10*time.Second))
+	e.srv.Pause()
+	defer e.srv.Resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Close(ctx)
+	el := time.Since(start)
+	if err == nil || el > 2*time.Second {
+		t.Fatalf("Close on a paused server = %v after %v, want an error within about 200ms", err, el)
+	}
+	if !errors.Is(l.Err(), dlock.ErrLost) {
+		t.Fatalf("lease after Close = %v, want ended", l.Err())
+	}
+}
