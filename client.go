@@ -129,7 +129,7 @@ func runLocked(ctx context.Context, l *Lease, fn func(context.Context) error) (e
 		rerr := l.Release(rctx)
 		rcancel()
 		if returned {
-			err = errors.Join(err, rerr)
+			err = joinLine(err, rerr)
 		}
 	}()
 	err = fn(fctx)

@@ -116,7 +116,7 @@ func (c *Client) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
-	return errors.Join(errs...)
+	return joinLine(errs...)
 }
 
 // drained returns a channel closed once no background clean-up runs.

@@ -106,8 +106,19 @@ type tidyError struct{ err error }
 func tidy(err error) error { return &tidyError{err} }
 
 func (e *tidyError) Error() string {
-	s := strings.ReplaceAll(e.err.Error(), ": dlock: ", ": ")
+	s := strings.ReplaceAll(e.err.Error(), "\ndlock: ", "; ")
+	s = strings.ReplaceAll(s, ": dlock: ", ": ")
 	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+// joinLine is errors.Join with a one-line text: the errors' texts
+// separated by "; ". It returns nil if every err is nil.
+func joinLine(errs ...error) error {
+	err := errors.Join(errs...)
+	if err == nil {
+		return nil
+	}
+	return tidy(err)
 }
 
 // trimSentinels is an inner error's text as part of a longer message: without

@@ -108,7 +108,7 @@ func (c *Client) storeRelease(ctx context.Context, key, token string, w *write) 
 	}
 	err := classify(c.committer.ReleaseWrite(ctx, key, token, w.resource, w.value))
 	if errors.Is(err, ErrInvalid) {
-		return errors.Join(err, classify(c.store.Release(ctx, key, token)))
+		return joinLine(err, classify(c.store.Release(ctx, key, token)))
 	}
 	return err
 }
