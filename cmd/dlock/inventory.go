@@ -106,7 +106,7 @@ func inventoryClients(f *storeFlags) (primary redis.UniversalClient, nodes []red
 		return nil, nil, "", exitWith(ExitUsage, err)
 	}
 	for _, u := range f.redlockURLs {
-		o, err := redis.ParseURL(u)
+		o, err := parseRedisURL(u)
 		if err != nil {
 			closeClients(append(nodes, primary))
 			return nil, nil, "", exitWith(ExitUsage, fmt.Errorf("--redlock: %w", err))
