@@ -76,3 +76,34 @@ func TestA7InspectRefusedIsExitRefused(t *testing.T) {
 		t.Fatalf("got %v (code %d)", err, usageCode(err))
 	}
 }
+
+// refusingAcquirer is a store whose Acquire refuses, as redisstore does for
+// a user lacking EVALSHA (NOPERM).
+type refusingAcquirer struct{ dlock.Store }
+
+func (refusingAcquirer) Acquire(context.Context, string, string, time.Duration) (dlock.Grant, error) {
+	return dlock.Grant{}, fmt.Errorf("%w: NOPERM this user has no permissions to run the 'evalsha' command", dlock.ErrRefused)
+}
+
+// L6 (unit): a refusal ends run's unbounded wait at once with ExitRefused
+// and the store's reason; the end-to-end version through redis-server is
+// TestL6RunRefusedByACLExitsAtOnce.
+func TestL6AcquireRefusedExitsRefused(t *testing.T) {
+	c, err := dlock.New(refusingAcquirer{memstore.New(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	f := &runFlags{key: "k", lease: dlock.DefaultLease} // no --wait: wait forever
+	rep := &unreachableReporter{w: &stderr, key: f.key, until: f.waitHint()}
+	done := make(chan error, 1)
+	go func() { _, err := acquire(context.Background(), c, f, time.Now(), rep, nil); done <- err }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a refused acquire is still waiting after 10 s")
+	}
+	if usageCode(err) != ExitRefused || !strings.Contains(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("got %v (code %d), want exit %d with the store's reason", err, usageCode(err), ExitRefused)
+	}
+}
