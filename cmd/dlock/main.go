@@ -103,8 +103,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // unprefixed is err's text without the "dlock: " that every wrapped library
-// error brings along: the CLI prints its own prefix once.
-func unprefixed(err error) string { return strings.ReplaceAll(err.Error(), "dlock: ", "") }
+// error brings along (the CLI prints its own prefix once), on one line
+// (errors.Join puts its parts on lines of their own).
+func unprefixed(err error) string {
+	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), "dlock: ", ""), "\n", "; ")
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -21,7 +21,7 @@ type runFlags struct {
 	store   storeFlags
 	key     string
 	lease   time.Duration // renewed lease (--lease)
-	ttl     time.Duration // the removed --ttl: rejected, see validate
+	ttl     time.Duration // the removed --ttl: refused in RunE, naming --lease
 	wait    time.Duration // meaningful only if waitSet
 	waitSet bool
 	grace   time.Duration

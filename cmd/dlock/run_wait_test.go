@@ -107,3 +107,12 @@ func TestL6AcquireRefusedExitsRefused(t *testing.T) {
 		t.Fatalf("got %v (code %d), want exit %d with the store's reason", err, usageCode(err), ExitRefused)
 	}
 }
+
+// A6 (unit): the CLI prints an error on one line with one "dlock:" prefix,
+// whatever the library stacked or joined.
+func TestA6OneLineOnePrefix(t *testing.T) {
+	err := errors.Join(fmt.Errorf("dlock: lock \"k\": %w", dlock.ErrNotAcquired), context.DeadlineExceeded)
+	if got := unprefixed(err); got != `lock "k": lock not acquired; context deadline exceeded` {
+		t.Fatalf("got %q", got)
+	}
+}
