@@ -27,15 +27,8 @@ type doctorReport struct {
 	Nodes  []nodeReport `json:"nodes"`
 }
 
-func newDoctorCmd() *cobra.Command {
-	var (
-		sf     storeFlags
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check a Redis deployment for lock safety and say what to fix",
-		Long: `doctor checks the servers behind the selected store and prints a checklist
+// doctorLong is the help text of the subcommand, before the store flags'.
+const doctorLong = `doctor checks the servers behind the selected store and prints a checklist
 (OK / WARN / FAIL, each problem with its fix):
 
   version           Redis 7.0 or later (FAIL otherwise: locking needs SET NX GET)
@@ -60,7 +53,17 @@ Exit status: 0 when nothing failed (warnings allowed); 78 when a check
 failed; 64 bad usage; 69 store unreachable (for Redlock: no majority answers);
 77 the server refused the user (WRONGPASS, NOAUTH).
 
-` + storeFlagsHelp,
+`
+
+func newDoctorCmd() *cobra.Command {
+	var (
+		sf     storeFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check a Redis deployment for lock safety and say what to fix",
+		Long:  doctorLong + storeFlagsHelp,
 		Example: `  dlock doctor --redis redis://127.0.0.1:6379
   dlock doctor --redis rediss://locker:secret@redis.internal:6380
   dlock doctor --redis-sentinel 'redis://10.0.0.1:26379?master_name=mymaster&addr=10.0.0.2:26379'

@@ -28,12 +28,8 @@ type runFlags struct {
 	verbose bool
 }
 
-func newRunCmd() *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run --key KEY [flags] -- COMMAND [ARG...]",
-		Short: "Run a command while holding a lock, renewing it and stopping the command if it is lost",
-		Long: `run acquires the lock KEY, runs COMMAND while renewing the lock, and releases
+// runLong is the help text of the subcommand, before the store flags'.
+const runLong = `run acquires the lock KEY, runs COMMAND while renewing the lock, and releases
 it when COMMAND exits. Like flock(1), etcdctl lock and consul lock, but if the
 lock is lost (the store lost the key, or it could not be renewed in time) the
 command's process group gets SIGTERM, then SIGKILL after --grace, and run
@@ -52,7 +48,7 @@ itself dies, the lock is free again at most one lease later. (--ttl, which
 meant this before, is refused: the library's WithTTL is a fixed lease
 without renewal, so the old name misled.)
 
-An unreachable store ends run at once (69) unless --wait D is given: run
+An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
 then keeps trying within D, saying so on stderr (after about a second, then
 every 10 s), as it does whenever the store becomes unreachable while it waits.
 
@@ -63,7 +59,14 @@ while waiting); 76 lock lost while the command ran; 77 refused by the store
 not a lock: retrying cannot fix it); 126/127 command not executable / not
 found.
 
-` + storeFlagsHelp,
+`
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --key KEY [flags] -- COMMAND [ARG...]",
+		Short: "Run a command while holding a lock, renewing it and stopping the command if it is lost",
+		Long:  runLong + storeFlagsHelp,
 		Example: `  # Run a nightly job on at most one machine at a time; wait for the lock as long as it takes
   dlock run --redis redis://10.0.0.5:6379 --key nightly-report -- ./report.sh --full
 
