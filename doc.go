@@ -1,18 +1,30 @@
 // Package dlock provides distributed locks: leases on a shared store (Redis,
-// Redlock over several Redis primaries, SQL databases, ZooKeeper) that one
-// process at a time may hold, with automatic renewal, a signal when a lock is
-// lost, and fencing tokens for the resource it protects.
+// or Redlock over several Redis primaries, in this module; any other store
+// that implements Store) that one process at a time may hold, with
+// automatic renewal, a signal when a lock is lost, and fencing tokens for
+// the resource it protects.
 //
 // # Using it
 //
-// Create one Client per store and share it:
+// Create one Client per store and share it; close in reverse order of
+// creation when done: the Client (Client.Close releases what it still
+// holds), then the store (redisstore's Store.Close ends its pub/sub
+// connection), then the Redis client, which the store does not own:
 //
 //	store, _ := redisstore.New(rdb, nil)
 //	locks, _ := dlock.New(store)
+//	defer rdb.Close()
+//	defer store.Close()
+//	defer locks.Close(context.Background())
 //	err := locks.Do(ctx, "stock:10000", func(ctx context.Context) error {
 //		// ctx is cancelled if the lock is lost while this runs
 //		return decrement(ctx)
 //	})
+//
+// Lock and Do hold a lease renewed automatically (30 s, renewed every 10 s;
+// WithAutoRenew sets its length); WithTTL instead asks for a fixed lease
+// that is never renewed and ends after the given time, however long the
+// work takes.
 //
 // Lock blocks until the lock is held, the wait bound (WithWait) elapses or the
 // context ends; it never gives up after a hidden number of tries and its wait
@@ -73,6 +85,8 @@
 // disk) past its validity and then writes: by then another holder may exist.
 // For that, pass Lease.Fence to the protected resource and have it reject
 // fences lower than one it has seen (FenceGate, or a conditional write).
+// Inside Do, LeaseFromContext(ctx) returns the lease of the innermost Do,
+// and so its fence.
 //
 // # Ownership and re-entry
 //
@@ -85,7 +99,9 @@
 //
 // Errors match the package's sentinels with errors.Is: ErrNotAcquired,
 // ErrNotHeld, ErrLost (with cause ErrExpired, ErrTaken or ErrUnavailable),
-// ErrInvalid and ErrUnavailable. A wait ended by its context also matches the
+// ErrInvalid, ErrUnavailable and ErrRefused (the store refused in a way that
+// retrying cannot fix, such as a missing permission: Lock and Do then end
+// their wait at once). A wait ended by its context also matches the
 // context's error. Invalid input is rejected before any I/O.
 //
 // # Stores

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh Debian machine with Go:
-# installs the servers the tests start (from Debian's packages, when run as
-# root), then gofmt, go vet and go test -race over all packages.
+# installs what the tests need and is missing, from Debian's packages when
+# run as root (redis-server, which the tests start; redis-tools, for
+# redis-cli; chromium, which renders the demo's HTML report in a test), then
+# gofmt, go vet and go test -race over all packages, and bench/'s quick run.
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./redisstore/...   # a subset (arguments go to go test)

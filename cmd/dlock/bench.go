@@ -39,8 +39,12 @@ for the comparison with redsync and redislock see bench/ in the repository):
 
 It prints successful critical sections per second, latency percentiles (lock
 call to unlock returned) and fairness (smallest per-goroutine share over the
-mean share), and fails with exit code 76 if the protected counter does not
-equal the number of successful critical sections.
+mean share).
+
+Exit status: 0 success; 64 bad usage; 69 store unreachable (before or during
+a scenario); 76 the protected counter does not equal the number of
+successful critical sections (the lock let two holders in); 77 refused by
+the store.
 
 ` + storeFlagsHelp,
 		Example: `  dlock bench --redis redis://127.0.0.1:6379 --duration 5s
@@ -55,11 +59,15 @@ equal the number of successful critical sections.
 	return cmd
 }
 
+// runBench runs both scenarios and prints one line each. It fails with
+// ExitUnavailable if the store cannot be reached (before any line is
+// printed) or fails during a scenario, and with ExitLost if a scenario's
+// protected counter disagrees with its count of critical sections.
 func runBench(ctx context.Context, w io.Writer, o benchOpts) error {
 	if o.duration <= 0 || o.goroutines < 1 {
 		return exitWith(ExitUsage, errors.New("--duration and --goroutines must be positive"))
 	}
-	st, err := o.store.open()
+	st, err := o.store.connect(ctx) // an unreachable store is exit 69, not "0 ops/s"
 	if err != nil {
 		return err
 	}
@@ -76,7 +84,7 @@ func runBench(ctx context.Context, w io.Writer, o benchOpts) error {
 	}{{"uncontended", 1, false}, {"one-key", o.goroutines, true}} {
 		r, err := benchScenario(ctx, c, o.key, sc.g, sc.one, o.duration)
 		if err != nil {
-			return exitWith(ExitUnavailable, fmt.Errorf("%s: %w", sc.name, err))
+			return exitFor(fmt.Errorf("%s: %w", sc.name, err))
 		}
 		fmt.Fprintf(w, "%-12s %3d goroutines  %8.0f ops/s  p50 %-9v p99 %-9v max %-9v fairness %.2f  counter %d/%d\n",
 			sc.name, sc.g, r.perSec(), r.pct(0.5), r.pct(0.99), r.pct(1), r.fairness(), r.protected(), r.total())

@@ -91,7 +91,7 @@ func exitStatus(ps *os.ProcessState) int {
 // finish releases the lock after the command ended and turns the outcome into
 // run's exit status.
 func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.Lease, res childResult) error {
-	rctx, cancel := context.WithTimeout(ctx, min(f.ttl, 10*time.Second))
+	rctx, cancel := context.WithTimeout(ctx, min(f.lease, 10*time.Second))
 	defer cancel()
 	rerr := lease.Release(rctx)
 	switch {
@@ -108,7 +108,7 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.L
 		// work may not have been protected.
 		return exitWith(ExitLost, fmt.Errorf("run: the command finished (status %d) but the lock was lost before: %w", res.code, plain(rerr)))
 	case rerr != nil:
-		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed, it expires within %v: %v\n", f.key, f.ttl, plain(rerr))
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed, it expires within %v: %v\n", f.key, f.lease, plain(rerr))
 	case f.verbose:
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %q\n", f.key)
 	}

@@ -44,8 +44,9 @@ func plain(err error) error {
 const connectTimeout = 5 * time.Second
 
 // connect opens the selected store and checks that every server behind it
-// answers. Bad flags return ExitUsage, an unreachable server ExitUnavailable;
-// nothing is left open on failure.
+// answers. Bad flags return ExitUsage, a server that rejects the user
+// (WRONGPASS, NOAUTH, NOPERM) ExitRefused, an unreachable server
+// ExitUnavailable; nothing is left open on failure.
 func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 	st, err := f.open()
 	if err != nil {
@@ -63,9 +64,29 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 	}
 	if majorityFailed(len(errs), len(st.Clients)) {
 		_ = st.Close()
-		return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, errors.Join(errs...)))
+		err := errors.Join(errs...)
+		if refusedByServer(err) {
+			return nil, exitWith(ExitRefused, fmt.Errorf("%s refused the connection's user: %w", st.Desc, err))
+		}
+		return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, err))
 	}
 	return st, nil
+}
+
+// refusedByServer reports whether err is a server's answer that retrying
+// cannot change: failed authentication (WRONGPASS, NOAUTH) or a missing
+// permission (NOPERM). Such a server is reachable, so "cannot reach" would
+// send the user looking in the wrong place.
+func refusedByServer(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, code := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.Contains(err.Error(), code) {
+			return true
+		}
+	}
+	return false
 }
 
 // majorityFailed reports whether failures of total servers leave no
@@ -90,6 +111,8 @@ func exitFor(err error) error {
 		return exitWith(ExitUsage, err)
 	case errors.Is(err, dlock.ErrLost):
 		return exitWith(ExitLost, err)
+	case errors.Is(err, dlock.ErrRefused): // before ErrNotAcquired, which a refused wait also matches
+		return exitWith(ExitRefused, err)
 	case errors.Is(err, dlock.ErrUnavailable):
 		return exitWith(ExitUnavailable, err)
 	case errors.Is(err, dlock.ErrNotAcquired):

@@ -126,10 +126,14 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return err
 	}
 	defer cleanup()
+	shown := server
+	if embedded { // a hint for the terminal, not part of the server's name (JSON, report title)
+		shown += "; pass --redis URL to use a real Redis"
+	}
 	if f.json { // keep stdout pure JSON; the document names the server too
-		fmt.Fprintln(stderr, "dlock demo: store:", server)
+		fmt.Fprintln(stderr, "dlock demo: store:", shown)
 	} else {
-		fmt.Fprintln(cmd.OutOrStdout(), "store:", server)
+		fmt.Fprintln(cmd.OutOrStdout(), "store:", shown)
 	}
 	insts, err := demoStartInstances(ctx, env, f.instances)
 	defer func() {
@@ -227,7 +231,7 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 	if len(f.redlockURLs) > 0 {
 		redlock = f.redlockURLs
 	}
-	server = fmt.Sprintf("embedded Redis-protocol server (miniredis) on %s, Redlock over %d nodes; pass --redis URL to use a real Redis",
+	server = fmt.Sprintf("embedded Redis-protocol server (miniredis) on %s, Redlock over %d nodes",
 		servers[0].Addr(), len(redlock))
 	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
 		"DLOCK_REDLOCK=" + strings.Join(redlock, ",")}

@@ -110,6 +110,10 @@ func TestDemoEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A7: the title names the run, not a CLI hint.
+		if title := regexp.MustCompile(`<title>(.*?)</title>`).FindSubmatch(page); title == nil || strings.Contains(string(title[1]), "--redis") {
+			t.Errorf("report title %q holds a CLI hint", title)
+		}
 		groups := regexp.MustCompile(`<g class="bar-group" data-strategy="([a-z0-9-]+)"`).FindAllStringSubmatch(string(page), -1)
 		if len(groups) != 2*len(inventory.Strategies) {
 			t.Errorf("report: %d bar groups, want %d", len(groups), 2*len(inventory.Strategies))
@@ -140,8 +144,14 @@ func TestDemoEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Crash", func(t *testing.T) {
-		out := runDemoJSON(t, bin, "--scenario", "crash", "--strategies", "v1,v2,v5,dlock,dlock-commit")
-		m := demoResults(t, out, "v1", "v2", "v5", "dlock", "dlock-commit")
+		out := runDemoJSON(t, bin, "--scenario", "crash", "--strategies", "nolock,local,v1,v2,v5,dlock,dlock-commit")
+		m := demoResults(t, out, "nolock", "local", "v1", "v2", "v5", "dlock", "dlock-commit")
+		// A7: no lock shared by the instances is never "correct".
+		for _, s := range []string{"nolock", "local"} {
+			if r := m[s]; r.Kind == inventory.KindCorrect || r.Kind == inventory.KindFailed {
+				t.Errorf("%s under crash: %s %q, want a ✘ verdict", s, r.Kind, r.Verdict)
+			}
+		}
 		if v1 := m["v1"]; v1.Successes != 0 || v1.FinalStock != 100 || v1.Kind != inventory.KindDeadlock {
 			t.Errorf("v1: the crashed holder's lock must block everyone: %+v", v1)
 		}

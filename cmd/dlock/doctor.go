@@ -27,15 +27,8 @@ type doctorReport struct {
 	Nodes  []nodeReport `json:"nodes"`
 }
 
-func newDoctorCmd() *cobra.Command {
-	var (
-		sf     storeFlags
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check a Redis deployment for lock safety and say what to fix",
-		Long: `doctor checks the servers behind the selected store and prints a checklist
+// doctorLong is the help text of the subcommand, before the store flags'.
+const doctorLong = `doctor checks the servers behind the selected store and prints a checklist
 (OK / WARN / FAIL, each problem with its fix):
 
   version           Redis 7.0 or later (FAIL otherwise: locking needs SET NX GET)
@@ -52,12 +45,25 @@ func newDoctorCmd() *cobra.Command {
                     them on a throw-away key; forbidden ones are reported (WARN)
 
 A check that cannot run (CONFIG or INFO forbidden, say) is reported as WARN
-"cannot check", never as a crash. On a Cluster every primary is checked.
+"cannot check", never as a crash. On a Cluster every primary is checked. A
+server that does not answer (a Redlock node that is down) gets one FAIL line,
+connection, and no other check.
 
 Exit status: 0 when nothing failed (warnings allowed); 78 when a check
-failed; 64 bad usage; 69 store unreachable.
+failed; 64 bad usage; 69 store unreachable (for Redlock: no majority answers);
+77 the server refused the user (WRONGPASS, NOAUTH).
 
-` + storeFlagsHelp,
+`
+
+func newDoctorCmd() *cobra.Command {
+	var (
+		sf     storeFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check a Redis deployment for lock safety and say what to fix",
+		Long:  doctorLong + storeFlagsHelp,
 		Example: `  dlock doctor --redis redis://127.0.0.1:6379
   dlock doctor --redis rediss://locker:secret@redis.internal:6380
   dlock doctor --redis-sentinel 'redis://10.0.0.1:26379?master_name=mymaster&addr=10.0.0.2:26379'
@@ -94,15 +100,17 @@ failed; 64 bad usage; 69 store unreachable.
 }
 
 // diagnose runs the per-server checks on every server of the store (every
-// primary of a Cluster) and the ACL check once per client.
+// primary of a Cluster) and the ACL check once per client. A server that
+// does not answer (a Redlock minority may be down) gets one FAIL line and no
+// other check: what it would allow or refuse is unknown.
 func diagnose(ctx context.Context, st *openedStore, prefix string) doctorReport {
 	rep := doctorReport{Target: st.Desc, Safe: true}
 	var mu sync.Mutex
 	for _, c := range st.Clients {
-		acl := aclCheck(ctx, c, prefix)
 		if cc, ok := c.(*redis.ClusterClient); ok {
+			acl := aclCheck(ctx, c, prefix)
 			err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-				r := nodeReport{Node: n.Options().Addr, Checks: append(nodeChecks(ctx, n), acl)}
+				r := nodeReport{Node: n.Options().Addr, Checks: nodeOrUnreachable(ctx, n, func() []check { return append(nodeChecks(ctx, n), acl) })}
 				mu.Lock()
 				rep.Nodes = append(rep.Nodes, r)
 				mu.Unlock()
@@ -114,7 +122,8 @@ func diagnose(ctx context.Context, st *openedStore, prefix string) doctorReport 
 			}
 			continue
 		}
-		rep.Nodes = append(rep.Nodes, nodeReport{Node: nodeName(c, st.Desc), Checks: append(nodeChecks(ctx, c), acl)})
+		rep.Nodes = append(rep.Nodes, nodeReport{Node: nodeName(c, st.Desc),
+			Checks: nodeOrUnreachable(ctx, c, func() []check { return append(nodeChecks(ctx, c), aclCheck(ctx, c, prefix)) })})
 	}
 	slices.SortFunc(rep.Nodes, func(a, b nodeReport) int { return strings.Compare(a.Node, b.Node) })
 	for _, n := range rep.Nodes {
@@ -125,6 +134,18 @@ func diagnose(ctx context.Context, st *openedStore, prefix string) doctorReport 
 		}
 	}
 	return rep
+}
+
+// nodeOrUnreachable runs checks if c answers a PING, and otherwise returns
+// the single FAIL line that says it does not: checks run against a server
+// that refuses connections would report "cannot check" causes (INFO, ACL)
+// that are not the problem, or pass without having asked anything.
+func nodeOrUnreachable(ctx context.Context, c redis.Cmdable, checks func() []check) []check {
+	if err := c.Ping(ctx).Err(); err != nil {
+		return []check{{Name: "connection", Status: statusFail, Detail: "does not answer: " + oneLine(err),
+			Fix: "start the server or fix its address; nothing else could be checked"}}
+	}
+	return checks()
 }
 
 // nodeName labels a non-cluster client: its address, or the store's

@@ -173,7 +173,7 @@ func latencyCheck(ctx context.Context, c redis.Cmdable) check {
 	d := fmt.Sprintf("median round trip %v over %d PINGs", med.Round(10*time.Microsecond), latencyProbes)
 	if med > 20*time.Millisecond {
 		return check{Name: name, Status: statusWarn, Detail: d + ": every acquire and renewal costs a round trip; keep leases ≥ 100× this",
-			Fix: "run dlock close to Redis, or use longer leases (--ttl)"}
+			Fix: "run dlock close to Redis, or use longer leases (run --lease, the library's WithAutoRenew)"}
 	}
 	return check{Name: name, Status: statusOK, Detail: d}
 }

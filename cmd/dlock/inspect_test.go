@@ -12,9 +12,9 @@ import (
 )
 
 func TestUsageAndUnreachableThroughBinary(t *testing.T) {
-	r := runDlock(t, nil, "run", "--key", "k", "--ttl", "1ms", "--", "true")
-	if r.code != ExitUsage || !strings.Contains(r.stderr, "--ttl 1ms") {
-		t.Errorf("bad --ttl: want exit %d and a message: %s", ExitUsage, r)
+	r := runDlock(t, nil, "run", "--key", "k", "--lease", "1ms", "--", "true")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--lease 1ms") {
+		t.Errorf("bad --lease: want exit %d and a message: %s", ExitUsage, r)
 	}
 	r = runDlock(t, nil, "run", "--nope")
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "unknown flag: --nope") {

@@ -41,9 +41,12 @@ several on different ports against the same Redis and point any load tool at
 them:
 
   POST /buy/{strategy}   nolock local v1 v2 v3 v4 v5 redlock dlock
+                         dlock-commit (dlock, with the stock read with the
+                         grant and written by the release)
                          query: work=D (pause between read and write),
-                         lease=D (v2-v5, redlock, dlock), stall=D (pause
-                         before release; v3: between its check and delete)
+                         lease=D (v2-v5, redlock, dlock, dlock-commit),
+                         stall=D (pause before release; v3: between its
+                         check and delete)
                          200 sold, 410 out of stock, 423 could not get lock
   POST /reset?stock=100  set the stock, delete every lock
   GET  /stock            {"stock": N}
@@ -106,7 +109,7 @@ func inventoryClients(f *storeFlags) (primary redis.UniversalClient, nodes []red
 		return nil, nil, "", exitWith(ExitUsage, err)
 	}
 	for _, u := range f.redlockURLs {
-		o, err := redis.ParseURL(u)
+		o, err := parseRedisURL(u)
 		if err != nil {
 			closeClients(append(nodes, primary))
 			return nil, nil, "", exitWith(ExitUsage, fmt.Errorf("--redlock: %w", err))

@@ -32,7 +32,8 @@ large database is not blocked; on a Cluster every primary is scanned. With
 shown as a majority of the nodes sees it, like status. A lock that is
 released during the scan may be missing from the output.
 
-Exit status: 0; 64 bad usage; 69 store unreachable.
+Exit status: 0; 64 bad usage; 69 store unreachable; 77 refused by the store
+(a key that holds a value that is not a lock, or a missing permission).
 
 ` + storeFlagsHelp,
 		Example: `  dlock list

@@ -8,7 +8,11 @@
 //	64     bad usage: unknown flag, missing argument, invalid value
 //	69     store unreachable
 //	75     lock not acquired within --wait
-//	76     lock lost while the child ran (the child was stopped)
+//	76     lock lost while the child ran (the child was stopped); bench: the
+//	       protected counter disagrees with the critical sections counted
+//	77     refused by the store: authentication failed, a permission (ACL) is
+//	       missing, or the key holds a value that is not a lock; retrying
+//	       cannot fix it
 //	78     `dlock doctor` found an unsafe setting
 package main
 
@@ -19,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -31,6 +36,7 @@ const (
 	ExitUnavailable = 69
 	ExitNotAcquired = 75
 	ExitLost        = 76
+	ExitRefused     = 77 // EX_NOPERM
 	ExitUnsafe      = 78
 )
 
@@ -64,7 +70,10 @@ deployment for lock safety; and runs the inventory demo from the articles that
 inspired it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	// --version prints what `dlock version` prints.
+	root.SetVersionTemplate("dlock {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(ExitUsage, err) })
@@ -85,12 +94,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "dlock:", ee.err)
+			fmt.Fprintln(stderr, "dlock:", unprefixed(ee.err))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "dlock:", err)
+	fmt.Fprintln(stderr, "dlock:", unprefixed(err))
 	return ExitUsage // cobra's own errors: unknown command, bad arguments
+}
+
+// unprefixed is err's text without the "dlock: " that every wrapped library
+// error brings along (the CLI prints its own prefix once), on one line
+// (errors.Join puts its parts on lines of their own).
+func unprefixed(err error) string {
+	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), "dlock: ", ""), "\n", "; ")
 }
 
 func main() {

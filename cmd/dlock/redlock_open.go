@@ -11,7 +11,7 @@ import (
 )
 
 // openRedlock builds a Redlock store over independent primaries, one client
-// per URL (redis:// or rediss://, as for --redis). It makes no network call.
+// per URL (redis://, rediss:// or a bare host:port, as for --redis). It makes no network call.
 // Bad or empty URLs return an exitError with ExitUsage; on any error the
 // clients opened so far are closed. The returned openedStore owns the
 // clients (Close closes them and the nodes' subscriptions).
@@ -29,7 +29,7 @@ func openRedlock(urls []string, prefix string) (*openedStore, error) {
 			closeAll()
 			return nil, exitWith(ExitUsage, errors.New("--redlock: empty URL"))
 		}
-		o, err := redis.ParseURL(u)
+		o, err := parseRedisURL(u)
 		if err != nil {
 			closeAll()
 			return nil, exitWith(ExitUsage, fmt.Errorf("--redlock: %w", err))

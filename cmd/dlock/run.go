@@ -20,19 +20,16 @@ func init() { subcommands = append(subcommands, newRunCmd) }
 type runFlags struct {
 	store   storeFlags
 	key     string
-	ttl     time.Duration
+	lease   time.Duration // renewed lease (--lease)
+	ttl     time.Duration // the removed --ttl: refused in RunE, naming --lease
 	wait    time.Duration // meaningful only if waitSet
 	waitSet bool
 	grace   time.Duration
 	verbose bool
 }
 
-func newRunCmd() *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run --key KEY [flags] -- COMMAND [ARG...]",
-		Short: "Run a command while holding a lock, renewing it and stopping the command if it is lost",
-		Long: `run acquires the lock KEY, runs COMMAND while renewing the lock, and releases
+// runLong is the help text of the subcommand, before the store flags'.
+const runLong = `run acquires the lock KEY, runs COMMAND while renewing the lock, and releases
 it when COMMAND exits. Like flock(1), etcdctl lock and consul lock, but if the
 lock is lost (the store lost the key, or it could not be renewed in time) the
 command's process group gets SIGTERM, then SIGKILL after --grace, and run
@@ -46,12 +43,30 @@ The command runs in its own process group with these variables set:
 SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to run are forwarded to the
 command's process group; the command decides what to do with them.
 
+The lease (--lease) is renewed every lease/3 while COMMAND runs; if dlock
+itself dies, the lock is free again at most one lease later. (--ttl, which
+meant this before, is refused: the library's WithTTL is a fixed lease
+without renewal, so the old name misled.)
+
+An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
+then keeps trying within D, saying so on stderr (after about a second, then
+every 10 s), as it does whenever the store becomes unreachable while it waits.
+
 Exit status: the command's own (128+N if killed by signal N); 64 bad usage;
 69 store unreachable; 75 lock not acquired (--wait elapsed, or interrupted
-while waiting); 76 lock lost while the command ran; 126/127 command not
-executable / not found.
+while waiting); 76 lock lost while the command ran; 77 refused by the store
+(authentication failed, a permission missing, or KEY holds a value that is
+not a lock: retrying cannot fix it); 126/127 command not executable / not
+found.
 
-` + storeFlagsHelp,
+`
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --key KEY [flags] -- COMMAND [ARG...]",
+		Short: "Run a command while holding a lock, renewing it and stopping the command if it is lost",
+		Long:  runLong + storeFlagsHelp,
 		Example: `  # Run a nightly job on at most one machine at a time; wait for the lock as long as it takes
   dlock run --redis redis://10.0.0.5:6379 --key nightly-report -- ./report.sh --full
 
@@ -62,7 +77,7 @@ executable / not found.
   dlock run --key cron:cleanup --wait 0 -- ./cleanup.sh || [ $? -eq 75 ]
 
   # Short lease (renewed every 2 s): a crash frees the lock within 6 s
-  DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --ttl 6s -- ./migrate up`,
+  DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --lease 6s -- ./migrate up`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return exitWith(ExitUsage, errors.New("run: missing COMMAND (usage: dlock run --key KEY -- COMMAND [ARG...])"))
@@ -71,6 +86,10 @@ executable / not found.
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.waitSet = cmd.Flags().Changed("wait")
+			if cmd.Flags().Changed("ttl") {
+				return exitWith(ExitUsage, fmt.Errorf("run: --ttl is no longer accepted: it set a renewed lease, which is now --lease %v "+
+					"(the library's WithTTL is a fixed lease without renewal; run always renews)", f.ttl))
+			}
 			if err := f.validate(); err != nil {
 				return err
 			}
@@ -80,7 +99,12 @@ executable / not found.
 	fl := cmd.Flags()
 	fl.SetInterspersed(false) // everything after COMMAND belongs to COMMAND
 	fl.StringVarP(&f.key, "key", "k", "", "lock key (required)")
-	fl.DurationVar(&f.ttl, "ttl", dlock.DefaultLease, "lease length; the lease is renewed every ttl/3 while COMMAND runs")
+	fl.DurationVar(&f.lease, "lease", dlock.DefaultLease, "lease length; the lease is renewed every lease/3 while COMMAND runs")
+	// The old name is kept only to refuse it with a message naming --lease:
+	// ignoring it, or reading it as the library's fixed TTL, would change
+	// what old scripts do without a word.
+	fl.DurationVar(&f.ttl, "ttl", 0, "removed: use --lease")
+	_ = fl.MarkHidden("ttl")
 	fl.DurationVar(&f.wait, "wait", 0, "give up waiting for the lock after this long (exit 75); 0 = a single try (default: wait forever)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report acquisition and release on stderr")
@@ -100,8 +124,8 @@ func (f *runFlags) validate() error {
 	if err := dlock.ValidateKey(f.key); err != nil {
 		return exitWith(ExitUsage, fmt.Errorf("run: --key: %w", err))
 	}
-	if f.ttl < dlock.MinTTL || f.ttl > dlock.MaxTTL {
-		return exitWith(ExitUsage, fmt.Errorf("run: --ttl %v is outside [%v, %v]", f.ttl, dlock.MinTTL, dlock.MaxTTL))
+	if f.lease < dlock.MinTTL || f.lease > dlock.MaxTTL {
+		return exitWith(ExitUsage, fmt.Errorf("run: --lease %v is outside [%v, %v]", f.lease, dlock.MinTTL, dlock.MaxTTL))
 	}
 	return nil
 }
@@ -118,7 +142,9 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 	defer signal.Stop(sigs)
 
 	ctx := context.WithoutCancel(cmd.Context()) // signals are handled here, not by the root context
-	st, err := f.store.connect(ctx)
+	deadline := time.Now().Add(f.wait)          // of the whole wait, connecting included
+	rep := &unreachableReporter{w: cmd.ErrOrStderr(), key: f.key, until: f.waitHint()}
+	st, err := f.openStore(ctx, cmd.ErrOrStderr(), rep, deadline)
 	if err != nil {
 		return err
 	}
@@ -127,7 +153,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 	if err != nil {
 		return exitFor(err)
 	}
-	lease, err := acquire(ctx, client, f, sigs)
+	lease, err := acquire(ctx, client, f, deadline, rep, sigs)
 	if err != nil {
 		return err
 	}
@@ -138,12 +164,14 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 	return finish(ctx, cmd, f, lease, res)
 }
 
-// acquire waits for the lock, giving up when --wait elapses or a forwarded
-// signal arrives.
-func acquire(ctx context.Context, client *dlock.Client, f *runFlags, sigs <-chan os.Signal) (*dlock.Lease, error) {
-	opts := []dlock.Option{dlock.WithAutoRenew(f.ttl)}
+// acquire waits for the lock, giving up when --wait elapses (at deadline)
+// or a forwarded signal arrives, and telling rep of every failed attempt.
+func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline time.Time, rep *unreachableReporter, sigs <-chan os.Signal) (*dlock.Lease, error) {
+	opts := []dlock.Option{dlock.WithAutoRenew(f.lease), dlock.WithOnRetry(rep.retry)}
 	if f.waitSet {
-		opts = append(opts, dlock.WithWait(f.wait))
+		// --wait 0 stays a single try; a positive wait keeps what the
+		// connection check left of it (at least a try).
+		opts = append(opts, dlock.WithWait(min(f.wait, max(time.Until(deadline), time.Millisecond))))
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	got := make(chan os.Signal, 1)
@@ -172,8 +200,10 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, sigs <-chan
 		return lease, nil
 	case s != nil:
 		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
+	case errors.Is(err, dlock.ErrRefused):
+		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q: the store refused, and retrying cannot fix it: %w", f.key, plain(err)))
 	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
-		return nil, exitWith(ExitNotAcquired, plain(err))
+		return nil, exitWith(ExitNotAcquired, notAcquiredError(f, err))
 	}
 	return nil, exitFor(err)
 }

@@ -148,7 +148,7 @@ func TestRunStopsChildWhenKeyDeleted(t *testing.T) {
 	srv := redisserver.Start(t)
 	dir := t.TempDir()
 	const ttl = 900 * time.Millisecond
-	h := startHolder(t, srv.URL(), "job", dir, nil, "--ttl", ttl.String())
+	h := startHolder(t, srv.URL(), "job", dir, nil, "--lease", ttl.String())
 	deleted := time.Now()
 	if _, err := srv.Do("DEL", "dlock:{job}"); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestRunKillsChildIgnoringTermWhenServerDies(t *testing.T) {
 	srv := redisserver.Start(t)
 	dir := t.TempDir()
 	const ttl, grace = 900 * time.Millisecond, 300 * time.Millisecond
-	h := startHolder(t, srv.URL(), "job", dir, []string{"IGNORE=1"}, "--ttl", ttl.String(), "--grace", grace.String())
+	h := startHolder(t, srv.URL(), "job", dir, []string{"IGNORE=1"}, "--lease", ttl.String(), "--grace", grace.String())
 	killed := time.Now()
 	srv.Kill()
 	r := h.wait(t, 30*time.Second)

@@ -45,7 +45,9 @@ time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
 
 Exit status: 0 whether or not the lock is held; 64 bad usage; 69 store
-unreachable.
+unreachable; 77 refused by the store: the key holds a value that is not a
+lock (nobody can acquire it until it is removed), or a permission is
+missing.
 
 ` + storeFlagsHelp,
 		Example: `  dlock status nightly-report
@@ -84,12 +86,19 @@ unreachable.
 }
 
 // inspect reads one key's state through the store's Inspector capability.
+// A store that refuses (dlock.ErrRefused) gives ExitRefused, naming the key.
 func inspect(ctx context.Context, store dlock.Store, key string) (lockStatus, error) {
 	in, ok := store.(dlock.Inspector)
 	if !ok {
 		return lockStatus{}, exitWith(ExitUsage, errors.New("this store cannot inspect locks; use --redis, --redis-cluster, --redis-sentinel or --redlock"))
 	}
 	info, err := in.Inspect(ctx, key)
+	if errors.Is(err, dlock.ErrRefused) {
+		// Typically a value at the lock's key that is not a lock: `run`
+		// reports such a key as held by another owner, so "held: no"
+		// would be a lie.
+		return lockStatus{}, exitWith(ExitRefused, fmt.Errorf("key %q: the store refused to read it as a lock (a value that is not a lock, or a missing permission): %w", key, plain(err)))
+	}
 	if err != nil {
 		return lockStatus{}, exitFor(err)
 	}
@@ -111,7 +120,7 @@ func printStatus(w io.Writer, s lockStatus) {
 		fmt.Fprintf(w, "held:     yes\n")
 		fmt.Fprintf(w, "holder:   %s\n", s.Holder)
 		fmt.Fprintf(w, "holds:    %d\n", s.Holds)
-		fmt.Fprintf(w, "ttl:      %v\n", roundDur(msDur(s.TTLms)))
+		fmt.Fprintf(w, "ttl:      %v (remaining lease)\n", roundDur(msDur(s.TTLms)))
 	}
 	fmt.Fprintf(w, "fence:    %d\n", s.Fence)
 	if s.Waiters != nil {

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -24,7 +26,8 @@ type storeFlags struct {
 }
 
 const storeFlagsHelp = `Store selection (one of; flags override the environment):
-  --redis URL            redis://[user:pass@]host:port/db, rediss:// for TLS   (DLOCK_REDIS)
+  --redis URL            redis://[user:pass@]host:port/db, rediss:// for TLS;
+                         a bare host:port means redis://host:port          (DLOCK_REDIS)
   --redis-cluster URL    redis://host:port?addr=host2:port2&addr=...          (DLOCK_REDIS_CLUSTER)
   --redis-sentinel URL   redis://sentinel:port?master_name=NAME&addr=...      (DLOCK_REDIS_SENTINEL)
   --redlock URL,URL,...  independent Redis primaries for Redlock              (DLOCK_REDLOCK)
@@ -69,14 +72,8 @@ func (o *openedStore) Close() error {
 // open builds the selected store. It makes no network call; a bad URL or
 // conflicting flags return an exitError with ExitUsage.
 func (f *storeFlags) open() (*openedStore, error) {
-	set := 0
-	for _, v := range []bool{f.redisURL != "", f.clusterURL != "", f.sentinelURL != "", len(f.redlockURLs) > 0} {
-		if v {
-			set++
-		}
-	}
-	if set > 1 {
-		return nil, exitWith(ExitUsage, errors.New("choose one of --redis, --redis-cluster, --redis-sentinel, --redlock"))
+	if err := f.checkOneStore(); err != nil {
+		return nil, err
 	}
 	if len(f.redlockURLs) > 0 {
 		st, err := openRedlock(f.redlockURLs, f.prefix)
@@ -103,13 +100,19 @@ func (f *storeFlags) open() (*openedStore, error) {
 func (f *storeFlags) client() (redis.UniversalClient, string, error) {
 	switch {
 	case f.clusterURL != "":
-		o, err := redis.ParseClusterURL(f.clusterURL)
+		o, err := redis.ParseClusterURL(withScheme(f.clusterURL))
+		if err == nil {
+			err = checkAddrs(o.Addrs...)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("--redis-cluster: %w", redact(f.clusterURL, err))
 		}
 		return redis.NewClusterClient(o), "cluster " + strings.Join(o.Addrs, ","), nil
 	case f.sentinelURL != "":
-		o, err := redis.ParseFailoverURL(f.sentinelURL)
+		o, err := redis.ParseFailoverURL(withScheme(f.sentinelURL))
+		if err == nil {
+			err = checkAddrs(o.SentinelAddrs...)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("--redis-sentinel: %w", redact(f.sentinelURL, err))
 		}
@@ -122,11 +125,76 @@ func (f *storeFlags) client() (redis.UniversalClient, string, error) {
 	if u == "" {
 		u = "redis://127.0.0.1:6379"
 	}
-	o, err := redis.ParseURL(u)
+	o, err := parseRedisURL(u)
 	if err != nil {
-		return nil, "", fmt.Errorf("--redis: %w", redact(u, err))
+		return nil, "", fmt.Errorf("--redis: %w", err)
 	}
 	return redis.NewClient(o), "redis " + o.Addr, nil
+}
+
+// checkOneStore fails with ExitUsage if more than one store is selected,
+// naming the environment variable behind each selection that came from one:
+// a variable set long ago is the usual surprise.
+func (f *storeFlags) checkOneStore() error {
+	var chosen []string
+	for _, c := range []struct {
+		flag, env, val string
+	}{
+		{"--redis", "DLOCK_REDIS", f.redisURL},
+		{"--redis-cluster", "DLOCK_REDIS_CLUSTER", f.clusterURL},
+		{"--redis-sentinel", "DLOCK_REDIS_SENTINEL", f.sentinelURL},
+		{"--redlock", "DLOCK_REDLOCK", strings.Join(f.redlockURLs, ",")},
+	} {
+		switch {
+		case c.val == "":
+		case os.Getenv(c.env) == c.val:
+			chosen = append(chosen, fmt.Sprintf("%s (from the environment variable %s)", c.flag, c.env))
+		default:
+			chosen = append(chosen, c.flag)
+		}
+	}
+	if len(chosen) > 1 {
+		return exitWith(ExitUsage, fmt.Errorf("choose one store: %s are set; unset the variable or pass the flag empty (e.g. --redis-cluster '')",
+			strings.Join(chosen, " and ")))
+	}
+	return nil
+}
+
+// withScheme lets a bare host:port stand for redis://host:port, the form
+// redis-cli users type; anything with a scheme is left to the parser.
+func withScheme(u string) string {
+	if strings.Contains(u, "://") {
+		return u
+	}
+	return "redis://" + u
+}
+
+// parseRedisURL parses one server's URL (a bare host:port is accepted) and
+// checks its port, so that a typo is a usage error rather than an
+// unreachable server. Its errors never contain the URL's password.
+func parseRedisURL(u string) (*redis.Options, error) {
+	o, err := redis.ParseURL(withScheme(u))
+	if err == nil {
+		err = checkAddrs(o.Addr)
+	}
+	if err != nil {
+		return nil, redact(u, err)
+	}
+	return o, nil
+}
+
+// checkAddrs rejects a host:port whose port is not in 1-65535.
+func checkAddrs(addrs ...string) error {
+	for _, a := range addrs {
+		_, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("address %q: %w", a, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("address %q: port %s is not in 1-65535", a, port)
+		}
+	}
+	return nil
 }
 
 // redactedError is a URL parse error with the URL's user information (which

@@ -16,12 +16,18 @@ func newVersionCmd() *cobra.Command {
 		Example: `  dlock version`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, goVersion := "(devel)", "unknown"
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				v, goVersion = bi.Main.Version, bi.GoVersion
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dlock %s (%s)\n", v, goVersion)
+			fmt.Fprintf(cmd.OutOrStdout(), "dlock %s\n", versionString())
 			return nil
 		},
 	}
+}
+
+// versionString is the module version and the Go toolchain that built this
+// binary, "(devel) (unknown)" when the binary carries no build information.
+func versionString() string {
+	v, goVersion := "(devel)", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v, goVersion = bi.Main.Version, bi.GoVersion
+	}
+	return fmt.Sprintf("%s (%s)", v, goVersion)
 }

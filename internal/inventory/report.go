@@ -47,7 +47,9 @@ type tick struct {
 
 // WriteReport writes a self-contained HTML page (inline SVG and CSS, no
 // external assets) charting rs: successes, lock failures and lost updates
-// per strategy, and p50/p99 latency. It fails only if w fails.
+// per strategy, and p50/p99 latency, followed by the columns of WriteTable
+// and the verdicts. title is the page's heading as given. It fails only if
+// w fails.
 func WriteReport(w io.Writer, title string, rs []Result) error {
 	counts := buildChart("Requests per strategy: sold, refused or failed, lost updates", rs, func(r Result) []float64 {
 		return []float64{float64(r.Successes), float64(r.LockFailures + r.Errors), float64(r.LostUpdates)}
@@ -89,10 +91,12 @@ func buildChart(title string, rs []Result, values func(Result) []float64, classe
 	return c
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+// niceCeil rounds v up to a round axis maximum: 1, 1.2, 1.5, 2, 2.5, 3, 4,
+// 5, 6 or 8 times a power of ten, so that the tallest bar fills at least
+// 4/5 of the plot (with 1, 2, 5 alone, 2059 ms got an axis to 5000).
 func niceCeil(v float64) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if v <= m*p {
 			return m * p
 		}
@@ -127,8 +131,8 @@ td:first-child,td:last-child{text-align:left}
 </g>
 {{end}}</svg>
 {{end}}
-<table><tr><th>strategy</th><th>ok</th><th>lock fail</th><th>sold out</th><th>errors</th><th>final</th><th>lost</th><th>freed other</th><th>p50</th><th>p99</th><th>wall</th><th>verdict</th></tr>
-{{range .Results}}<tr><td>{{.Strategy}}</td><td>{{.Successes}}</td><td>{{.LockFailures}}</td><td>{{.OutOfStock}}</td><td>{{.Errors}}</td><td>{{.FinalStock}}</td><td>{{.LostUpdates}}</td><td>{{.ReleasedOther}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Wall}}</td><td>{{.Verdict}}</td></tr>
+<table><tr><th>strategy</th><th>ok</th><th>lock fail</th><th>sold out</th><th>errors</th><th>final</th><th>lost</th><th>oversold</th><th>overlaps</th><th>freed other</th><th>p50</th><th>p99</th><th>wall</th><th>verdict</th></tr>
+{{range .Results}}<tr><td>{{.Strategy}}</td><td>{{.Successes}}</td><td>{{.LockFailures}}</td><td>{{.OutOfStock}}</td><td>{{.Errors}}</td><td>{{.FinalStock}}</td><td>{{.LostUpdates}}</td><td>{{.Oversold}}</td><td>{{.Overlaps}}</td><td>{{.ReleasedOther}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Wall}}</td><td>{{.Verdict}}</td></tr>
 {{end}}</table>
 </body></html>
 `))

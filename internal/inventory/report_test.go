@@ -164,3 +164,27 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// A7: the report's title is what the caller gives, the latency axis ends
+// near the largest value (2059 ms: 2500, not 5000), and the table keeps the
+// oversold and overlaps columns of the terminal's table.
+func TestA7ReportAxisAndColumns(t *testing.T) {
+	for v, want := range map[float64]float64{2059: 2500, 100: 100, 101: 120, 0.7: 0.8, 41: 50, 5001: 6000} {
+		if got := niceCeil(v); got != want {
+			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
+		}
+	}
+	rs := sampleResults()
+	rs[0].Oversold, rs[0].Overlaps = 7, 93
+	var b bytes.Buffer
+	if err := WriteReport(&b, "dlock demo: contention (redis 127.0.0.1:6379)", rs); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, "<title>dlock demo: contention (redis 127.0.0.1:6379)</title>") {
+		t.Error("title changed")
+	}
+	if !strings.Contains(page, "<th>oversold</th><th>overlaps</th>") || !strings.Contains(page, "<td>7</td><td>93</td>") {
+		t.Error("the table lacks the oversold and overlaps columns")
+	}
+}

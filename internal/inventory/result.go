@@ -103,7 +103,8 @@ func summarise(strategy string, sc Scenario, answers []Answer, lat []time.Durati
 
 // verdict judges a result: lost updates (or overselling) first, then a
 // lock that did not exclude (two requests inside at once, or a release of
-// another request's lock), then a deadlock (a crash left a lock nobody
+// another request's lock) or a strategy that cannot exclude across
+// instances (never "correct", however lucky the run), then a deadlock (a crash left a lock nobody
 // could take), then failed requests.
 func verdict(r Result, sc Scenario) (kind, text string) {
 	switch {
@@ -115,6 +116,10 @@ func verdict(r Result, sc Scenario) (kind, text string) {
 		return KindLostUpdates, t + overlapNote(r)
 	case r.ReleasedOther > 0 || r.Overlaps > 0:
 		return KindUnsafe, "UNSAFE: no sale lost this time, but the lock did not exclude" + overlapNote(r)
+	case !excludesAcrossInstances(r.Strategy):
+		// A quiet run (the crash scenario's spaced requests) proves nothing
+		// about a strategy that has no lock shared by the instances.
+		return KindUnsafe, "UNSAFE: no lock shared by the instances; nothing was lost this time only because no two requests overlapped (the contention scenario shows the lost updates)"
 	case sc.Crash && r.Successes == 0 && r.LockFailures > 0:
 		return KindDeadlock, fmt.Sprintf("DEADLOCK: the crashed holder's lock never expired; %d of %d requests refused", r.LockFailures, r.Requests)
 	case r.LockFailures > 0 || r.Errors > 0:
@@ -132,6 +137,13 @@ func verdict(r Result, sc Scenario) (kind, text string) {
 		t += fmt.Sprintf(", first sale %s after the crash", r.FirstSale)
 	}
 	return KindCorrect, t
+}
+
+// excludesAcrossInstances reports whether strategy has a lock that the
+// service's instances share: nolock has none, and local's mutex lives in one
+// process.
+func excludesAcrossInstances(strategy string) bool {
+	return strategy != "nolock" && strategy != "local"
 }
 
 func overlapNote(r Result) string {

@@ -116,7 +116,7 @@ func TestWriteTableHasARowAndAVerdictPerStrategy(t *testing.T) {
 			t.Errorf("strategy %s: want one table row and one verdict line in\n%s", s, out)
 		}
 	}
-	if !strings.Contains(out, "✔ correct") || !strings.Contains(out, "✘ LOST UPDATES: 8 sale(s)") {
+	if !strings.Contains(out, "nolock       ✘ UNSAFE: no lock shared") || !strings.Contains(out, "✘ LOST UPDATES: 8 sale(s)") {
 		t.Errorf("verdicts missing:\n%s", out)
 	}
 }
@@ -143,5 +143,22 @@ func TestUnknownScenario(t *testing.T) {
 	sc, err := Scenarios("slow-holder", 7, 0)
 	if err != nil || sc.Requests != 7 || sc.Params.Work+sc.Params.Stall <= sc.Params.Lease {
 		t.Fatalf("slow-holder must hold longer than its lease: %+v %v", sc, err)
+	}
+}
+
+// A7: a strategy with no lock shared by the instances is never judged
+// correct, however quiet the run (the crash scenario's spaced requests
+// overlap nowhere); a locked strategy with the same numbers is.
+func TestA7CrashNeverJudgesUnlockedStrategiesCorrect(t *testing.T) {
+	crash, _ := Scenarios("crash", 0, 0)
+	for _, s := range Strategies {
+		r := summarise(s, crash, answers(20, Answer{Outcome: Sold}), lats(20), 300*time.Millisecond, 80, time.Second)
+		unlocked := s == "nolock" || s == "local"
+		if unlocked && (r.Kind != KindUnsafe || mark(r.Kind) == "✔") {
+			t.Errorf("%s under crash: %s %q, want unsafe", s, r.Kind, r.Verdict)
+		}
+		if !unlocked && r.Kind != KindCorrect {
+			t.Errorf("%s under crash, 20 sold, stock 80: %s %q, want correct", s, r.Kind, r.Verdict)
+		}
 	}
 }
