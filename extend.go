@@ -8,8 +8,9 @@ import (
 
 // Extend sets the key's expiry in the store to ttl from now, shorter or
 // longer than before, and moves ValidUntil to match, back as well as forward.
-// A lease renewed automatically (WithAutoRenew) renews with ttl from then
-// on; Extend is needed otherwise only for leases taken with WithTTL.
+// Leases taken with WithTTL need it to last longer; automatically renewed
+// leases extend themselves, and after Extend they renew with ttl, every
+// ttl/3, so that renewal never shrinks what Extend set.
 //
 // Calls that set the key's expiry, Extend and automatic renewal, run one at
 // a time for each lease, so that the validity always follows the expiry set

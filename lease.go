@@ -8,8 +8,8 @@ import (
 )
 
 // Lease is a held lock. It is safe for concurrent use. Its identity (key,
-// token, fence, hold count) never changes; its validity moves forward with
-// each renewal until it is released or lost.
+// token, fence, hold count) never changes; its validity follows each renewal
+// and Extend until it is released or lost.
 //
 // A Lease is valid until ValidUntil, measured on the local monotonic clock
 // and already reduced by the time the acquisition (or the extension that set
