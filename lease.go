@@ -8,28 +8,50 @@ import (
 )
 
 // Lease is a held lock. It is safe for concurrent use. Its identity (key,
-// token, fence, hold count) never changes; its validity moves forward with
-// each renewal until it is released or lost.
+// token, fence, hold count) never changes; its validity follows each renewal
+// and Extend until it is released or lost.
 //
 // A Lease is valid until ValidUntil, measured on the local monotonic clock
-// and already reduced by the time the acquisition took and by clock drift.
-// Past that point another owner may hold the lock. Done is closed when the
-// lease ends, and Err says why.
+// and already reduced by the time the acquisition (or the extension that set
+// the key's expiry last) took and by clock drift. Past that point another
+// owner may hold the lock. Done is closed when the lease ends, and Err says
+// why.
+//
+// A lease that is not extended in time is lost by a timer on its Clock armed
+// a margin before ValidUntil: 5 ms, or a tenth of the TTL if that is less.
+// Done is therefore closed by ValidUntil unless the process goes unscheduled
+// for longer than the margin (a long GC pause, an overloaded machine), in
+// which case it is closed late by the excess; from ValidUntil on, Err and
+// Remaining report the loss whether or not the timer has run.
 type Lease struct {
 	c          *Client
 	key, token string
 	fence      uint64
 	holds      int32
-	nextHook   int32 // guarded by mu; next to holds so the pair packs in 8 bytes
-	ttl        time.Duration
+	nextHook   int32         // guarded by mu; next to holds so the pair packs in 8 bytes
+	ttl        time.Duration // as acquired: bounds releases made on the caller's behalf
 	clock      Clock
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// calling is set while a store call that sets the key's expiry (Extend or
+	// a renewal) is under way: such calls are serialised, so that the
+	// validity always follows the expiry applied last in the store.
+	calling bool
+	// freed is set once the lease's hold was given back to the store (or the
+	// attempt made), so that releasing a lost lease twice sends one release.
+	freed bool
+	// index is the lease's place in the renewal queue, -1 if not queued;
+	// guarded by the renewer's mutex. Next to the flags so that the three
+	// share one 8-byte word.
+	index int32
+
 	done       chan struct{} // made on first use by Done; closed when the lease ends
+	callDone   chan struct{} // made by an Extend waiting for the call under way; closed when it ends
 	validUntil time.Time
-	err        error // nil while held
+	curTTL     time.Duration // TTL of the expiry set last (Extend or renewal); renewal asks for it
+	err        error         // nil while held
 	expiry     Timer
-	renewErr   error // last failed renewal, reported as the cause on expiry
+	renewErr   error // last failed renewal or Extend, reported as the cause on expiry
 	hooks      map[int32]func(error)
 
 	// slot is the key's local queue place this lease holds (nil for owners
@@ -41,9 +63,10 @@ type Lease struct {
 	value    *Value
 	resource *string
 
-	// Renewal queue bookkeeping, guarded by the renewer's mutex.
-	next  time.Time
-	index int
+	// Renewal queue bookkeeping, guarded by the renewer's mutex: when the
+	// lease is next due, and its renewal period when it was queued.
+	next   time.Time
+	period time.Duration
 }
 
 var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
@@ -51,7 +74,7 @@ var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time, slot *keyQueue, v *Value) *Lease {
 	l := &Lease{
 		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
-		clock: cfg.clock, validUntil: validUntil, index: -1, slot: slot, value: v,
+		clock: cfg.clock, validUntil: validUntil, curTTL: cfg.ttl, index: -1, slot: slot, value: v,
 	}
 	if v != nil {
 		l.resource = cfg.read
@@ -60,7 +83,7 @@ func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil tim
 		c.queues.held(slot, l)
 	}
 	l.mu.Lock()
-	l.expiry = l.clock.AfterFunc(validUntil.Sub(l.clock.Now()), l.expire)
+	l.armExpiry()
 	l.mu.Unlock()
 	if cfg.renew {
 		c.renewer.add(l)
@@ -135,11 +158,21 @@ func (l *Lease) end() {
 // ErrTaken or ErrUnavailable) once it was lost.
 func (l *Lease) Err() error {
 	l.mu.Lock()
+	if l.err != nil || l.clock.Now().Before(l.validUntil) {
+		defer l.mu.Unlock()
+		return l.err
+	}
+	l.mu.Unlock()
+	l.expire() // the timer is late, but the validity is over all the same
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
 // ValidUntil returns the local monotonic time up to which the lock is held.
+// It follows the expiry set in the store last, by Extend or by a renewal: a
+// shorter Extend moves it back, even one that failed (it may have been
+// applied).
 func (l *Lease) ValidUntil() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -156,42 +189,16 @@ func (l *Lease) Remaining() time.Duration {
 	return max(0, l.validUntil.Sub(l.clock.Now()))
 }
 
-// Extend resets the lease to ttl from now. It is needed only for leases taken
-// with WithTTL; automatically renewed leases extend themselves.
-//
-// If the store says the lock is no longer held, the lease is lost and Extend
-// returns an error matching ErrLost. If the store cannot be reached, Extend
-// returns an error matching ErrUnavailable and the lease keeps its current
-// validity. Invalid ttl values return ErrInvalid before any I/O.
-func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if ctx == nil {
-		return invalidf("nil context")
-	}
-	cfg := config{ttl: ttl, wait: -1, backoff: l.c.cfg.backoff, clock: l.clock}
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	if err := l.Err(); err != nil {
-		return err
-	}
-	start := l.clock.Now()
-	g, err := l.c.store.Extend(ctx, l.key, l.token, ttl)
-	if err = classify(err); err != nil {
-		if isNotHeld(err) {
-			return l.lose(err)
-		}
-		return err
-	}
-	l.extended(start.Add(g.TTL - drift(ttl)))
-	return nil
-}
-
 // Release gives up one hold of the lock; the lock is free once every hold of
 // its owner is released. Renewal stops before the store is asked, so it never
 // outlives the release.
 //
 // If the lock had already been lost, Release returns an error matching ErrLost:
-// the work done under it may not have been protected. If the store cannot be
+// the work done under it may not have been protected. It still asks the store
+// first, once, to remove this lease's hold if its token still has it (an
+// extension applied after the loss may keep the key held); that request is
+// best effort, bounded by ctx, and its outcome is not reported. A lost lease
+// never hands the lock to a local waiter. If the store cannot be
 // reached, it returns an error matching ErrUnavailable; the lease is released
 // locally all the same and the key expires at the end of its TTL. Releasing
 // twice returns an error matching ErrNotHeld.
@@ -219,7 +226,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // Release yourself.
 //
 // If the lock had already been lost, Commit writes nothing and returns an
-// error matching ErrLost. If the store cannot be reached, it returns an error
+// error matching ErrLost, after the same best-effort release as Release. If the store cannot be reached, it returns an error
 // matching ErrUnavailable, and whether the write happened is unknown; the
 // lease is released locally all the same, as with Release.
 func (l *Lease) Commit(ctx context.Context, value string) error {
@@ -244,9 +251,20 @@ type write struct {
 // applying w with it if not nil.
 func (l *Lease) release(ctx context.Context, w *write) error {
 	l.mu.Lock()
+	if l.err == nil && !l.clock.Now().Before(l.validUntil) {
+		l.mu.Unlock()
+		l.expire() // the timer is late; a lease past its validity must not hand off
+		l.mu.Lock()
+	}
 	if l.err != nil {
-		defer l.mu.Unlock()
-		return l.err
+		err := l.err
+		send := err != errReleased && !l.freed
+		l.freed = true
+		l.mu.Unlock()
+		if send {
+			l.releaseLost(ctx)
+		}
+		return err
 	}
 	l.err = errReleased
 	l.expiry.Stop()
@@ -268,30 +286,36 @@ func (l *Lease) release(ctx context.Context, w *write) error {
 	return err
 }
 
-// extended moves the validity forward after a successful renewal.
-func (l *Lease) extended(validUntil time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.renewErr = nil
-	if l.err != nil || !validUntil.After(l.validUntil) {
-		return
+// releaseLost gives back the hold of a lease that was lost. A lease lost to
+// its local clock may still hold the key in the store (an extension whose
+// reply came too late, or not at all); the release is token-checked, so it
+// cannot touch another owner's holding, and writes nothing. The local queue
+// slot was left without handoff when the lease was lost.
+func (l *Lease) releaseLost(ctx context.Context) {
+	_ = l.c.store.Release(ctx, l.key, l.token) // best effort: the key expires anyway
+}
+
+// expiryMargin is how long before ValidUntil the expiry timer is armed, so
+// that Done is closed by ValidUntil although a timer runs a little late.
+func expiryMargin(ttl time.Duration) time.Duration {
+	return min(5*time.Millisecond, ttl/10)
+}
+
+// armExpiry (re)arms the expiry timer for the current validity. Called with
+// l.mu held.
+func (l *Lease) armExpiry() {
+	if l.expiry != nil {
+		l.expiry.Stop()
 	}
-	l.validUntil = validUntil
-	l.expiry.Stop()
-	l.expiry = l.clock.AfterFunc(validUntil.Sub(l.clock.Now()), l.expire)
+	d := l.validUntil.Sub(l.clock.Now()) - expiryMargin(l.curTTL)
+	l.expiry = l.clock.AfterFunc(d, l.expire)
 }
 
-func (l *Lease) renewFailed(err error) {
-	l.mu.Lock()
-	l.renewErr = err
-	l.mu.Unlock()
-}
-
-// expire runs when the validity timer fires; a renewal may have moved the
-// deadline since the timer was set.
+// expire runs when the validity timer fires (or Err finds the validity
+// over); an extension may have moved the deadline since the timer was set.
 func (l *Lease) expire() {
 	l.mu.Lock()
-	if l.err != nil || l.clock.Now().Before(l.validUntil) {
+	if l.err != nil || l.clock.Now().Before(l.validUntil.Add(-expiryMargin(l.curTTL))) {
 		l.mu.Unlock()
 		return
 	}

@@ -1,0 +1,76 @@
+package dlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/memstore"
+)
+
+// gateStore holds every Extend asking for ttl gated until gate is closed,
+// and tells entered when the first one arrives.
+type gateStore struct {
+	dlock.Store
+	gated   time.Duration
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gateStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+	if ttl == g.gated {
+		select {
+		case g.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return dlock.Grant{}, ctx.Err()
+		}
+	}
+	return g.Store.Extend(ctx, key, token, ttl)
+}
+
+// S1: Extend and renewal are serialised. A renewal under way when Extend is
+// called finishes first, so it cannot overwrite the Extend's validity with
+// its own; an Extend whose context ends while it waits changes nothing.
+func TestS1ExtendWaitsForRenewalUnderWay(t *testing.T) {
+	// The renewal (at a third of the lease) may hang for half a period, 500 ms.
+	const lease, longer = 3 * time.Second, 5 * time.Second
+	gs := &gateStore{Store: memstore.New(nil), gated: lease, entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	c, err := dlock.New(gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
+	defer func() { _ = l.Release(context.Background()) }()
+	within(t, gs.entered, 2*time.Second, "a renewal")
+	// Waiting for the renewal under way is bounded by the caller's context.
+	short, cancel := context.WithTimeout(testCtx(t), 20*time.Millisecond)
+	defer cancel()
+	before := l.ValidUntil()
+	if err := l.Extend(short, longer); !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Extend whose context ended while a renewal was under way = %v", err)
+	}
+	if l.ValidUntil() != before || l.Err() != nil {
+		t.Fatalf("an Extend that never reached the store changed the lease (Err %v)", l.Err())
+	}
+	res := make(chan error, 1)
+	go func() { res <- l.Extend(testCtx(t), longer) }()
+	select {
+	case err := <-res:
+		t.Fatalf("Extend returned (%v) while a renewal of the lease was under way", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	extStart := time.Now()
+	close(gs.gate) // the renewal settles first, then Extend is sent
+	if err := <-res; err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if got := l.ValidUntil().Sub(extStart); got < longer-longer/100-50*time.Millisecond {
+		t.Fatalf("after Extend(%v) the lease is valid for %v: the renewal overwrote it", longer, got)
+	}
+}
