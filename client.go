@@ -259,7 +259,7 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
 	c.releaseHolds(ctx, key, token, ghosts, cfg.ttl)
-	return c.newLease(key, token, g, cfg, validUntil, q, v), nil
+	return c.newLease(key, token, owned, g, cfg, validUntil, q, v), nil
 }
 
 // releaseHolds gives back n holds of token on key, best effort: if the store

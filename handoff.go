@@ -25,7 +25,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	if err == nil {
 		validUntil := start.Add(g.TTL - drift(q.cfg.ttl))
 		if q.cfg.clock.Now().Before(validUntil) {
-			c.queues.deliver(q, c.newLease(l.key, token, g, q.cfg, validUntil, l.slot, v))
+			c.queues.deliver(q, c.newLease(l.key, token, false, g, q.cfg, validUntil, l.slot, v))
 			return true, nil
 		}
 		// The grant was over on arrival: free the key (the write, if any,

@@ -40,6 +40,10 @@ type Lease struct {
 	// freed is set once the lease's hold was given back to the store (or the
 	// attempt made), so that releasing a lost lease twice sends one release.
 	freed bool
+	// owned is set when the token is an explicit Owner's, shared by every
+	// holding that owner takes of the key: a lost lease then sends no
+	// release (see releaseLost).
+	owned bool
 	// index is the lease's place in the renewal queue, -1 if not queued;
 	// guarded by the renewer's mutex. Next to the flags so that the three
 	// share one 8-byte word.
@@ -71,10 +75,11 @@ type Lease struct {
 
 var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
-func (c *Client) newLease(key, token string, g Grant, cfg config, validUntil time.Time, slot *keyQueue, v *Value) *Lease {
+func (c *Client) newLease(key, token string, owned bool, g Grant, cfg config, validUntil time.Time, slot *keyQueue, v *Value) *Lease {
 	l := &Lease{
 		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
 		clock: cfg.clock, validUntil: validUntil, curTTL: cfg.ttl, index: -1, slot: slot, value: v,
+		owned: owned,
 	}
 	if v != nil {
 		l.resource = cfg.read
@@ -197,8 +202,10 @@ func (l *Lease) Remaining() time.Duration {
 // the work done under it may not have been protected. It still asks the store
 // first, once, to remove this lease's hold if its token still has it (an
 // extension applied after the loss may keep the key held); that request is
-// best effort, bounded by ctx, and its outcome is not reported. A lost lease
-// never hands the lock to a local waiter. If the store cannot be
+// best effort, bounded by ctx, and its outcome is not reported; it is not
+// sent for a lease taken as an explicit Owner (ContextWithOwner), whose
+// token a newer holding of the same owner may carry. A lost lease never
+// hands the lock to a local waiter. If the store cannot be
 // reached, it returns an error matching ErrUnavailable; the lease is released
 // locally all the same and the key expires at the end of its TTL. Releasing
 // twice returns an error matching ErrNotHeld.
@@ -291,7 +298,16 @@ func (l *Lease) release(ctx context.Context, w *write) error {
 // reply came too late, or not at all); the release is token-checked, so it
 // cannot touch another owner's holding, and writes nothing. The local queue
 // slot was left without handoff when the lease was lost.
+//
+// An explicit Owner's token is shared by every holding the owner takes: the
+// holding this lease belonged to may have ended and the owner taken a new
+// one since, which a token-checked release would strip. So a lost lease of
+// an Owner sends nothing; a late-applied extension of it keeps the key
+// until that expiry.
 func (l *Lease) releaseLost(ctx context.Context) {
+	if l.owned {
+		return
+	}
 	_ = l.c.store.Release(ctx, l.key, l.token) // best effort: the key expires anyway
 }
 

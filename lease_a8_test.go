@@ -15,7 +15,7 @@ import (
 // time. A process descheduled for longer than the margin closes it late, so
 // two late leases in ten are tolerated; without the margin every one is late.
 func TestA8DoneClosedByValidUntil(t *testing.T) {
-	f := startRedis(t)
+	f := startRedis(t, true)
 	c := f.client(t, false, nil)
 	ctx := testCtx(t)
 	const n, ttl = 10, 60 * time.Millisecond

@@ -14,7 +14,7 @@ import (
 // local validity reports the loss, and Release of the lost lease still
 // frees the key the late extension kept held.
 func TestL3ExtendReportsLossAndReleaseFreesKey(t *testing.T) {
-	f := startRedis(t)
+	f := startRedis(t, true)
 	holder, other := f.client(t, true, nil), f.client(t, false, nil)
 	ctx := testCtx(t)
 	// Load the extend script first: a NOSCRIPT round trip under the delay
@@ -76,5 +76,26 @@ func TestL3ConcurrentReleasesOfLostLease(t *testing.T) {
 	wg.Wait()
 	if n := fs.released.Load(); n != 1 {
 		t.Fatalf("%d releases sent for a lost lease, want 1", n)
+	}
+}
+
+// L3's release of a lost lease is not sent for an explicit Owner: the owner's
+// token may carry a newer holding of the key by then, which a token-checked
+// release would strip (two holders). Negative control: the fresh-token lease
+// above sends one.
+func TestL3LostOwnerLeaseSendsNoRelease(t *testing.T) {
+	c, fs := newClient(t)
+	ctx := dlock.ContextWithOwner(testCtx(t), dlock.NewOwner())
+	old := mustLock(t, c, ctx, "k", dlock.WithTTL(30*time.Millisecond))
+	within(t, old.Done(), time.Second, "lost signal")
+	renewed := mustLock(t, c, ctx, "k", dlock.WithTTL(time.Minute)) // the owner's new holding
+	if err := old.Release(testCtx(t)); !errors.Is(err, dlock.ErrLost) {
+		t.Fatalf("Release of the lost lease = %v, want ErrLost", err)
+	}
+	if n := fs.released.Load(); n != 0 {
+		t.Fatalf("%d releases sent for a lost Owner lease, want 0 (it would strip the newer holding)", n)
+	}
+	if err := renewed.Release(testCtx(t)); err != nil {
+		t.Fatalf("Release of the newer holding = %v", err)
 	}
 }

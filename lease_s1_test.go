@@ -40,7 +40,7 @@ func overlapWatch(t *testing.T, other *dlock.Client, holder *dlock.Lease, key st
 // the expiry it set in the store, so no other client acquires while the
 // holder believes it holds the lock.
 func TestS1ExtendShorterMovesValidityBack(t *testing.T) {
-	f := startRedis(t)
+	f := startRedis(t, true)
 	holder, other := f.client(t, false, nil), f.client(t, false, nil)
 	ctx := testCtx(t)
 	l := mustLock(t, holder, ctx, "s1", dlock.WithTTL(10*time.Second))
@@ -69,7 +69,7 @@ func TestS1ExtendShorterMovesValidityBack(t *testing.T) {
 // renewal, the holder keeps the lock until its own validity ends, and not
 // a moment longer.
 func TestS1RenewalKeepsTTLSetByExtend(t *testing.T) {
-	f := startRedis(t)
+	f := startRedis(t, true)
 	hook := newExtendHook("")
 	holder := f.client(t, true, hook)
 	other := f.client(t, false, nil)
@@ -80,11 +80,11 @@ func TestS1RenewalKeepsTTLSetByExtend(t *testing.T) {
 		t.Fatalf("Extend(%v): %v", longer, err)
 	}
 	n := hook.extends.Load()
-	pollUntil(t, 3*time.Second, 5*time.Millisecond, "a renewal after Extend", func() bool { return hook.extends.Load() > n })
+	waitFor(t, 3*time.Second, 5*time.Millisecond, "a renewal after Extend", func() bool { return hook.extends.Load() > n })
 	// A renewal's store call may still be under way; wait until it settled
 	// (the validity moved past the Extend's) so that it cannot land after
 	// the blackhole.
-	pollUntil(t, time.Second, time.Millisecond, "the renewal settled", func() bool {
+	waitFor(t, time.Second, time.Millisecond, "the renewal settled", func() bool {
 		return l.Remaining() > longer-lease || l.Err() != nil
 	})
 	f.proxy.Blackhole(faultproxy.Upstream, true)

@@ -14,7 +14,7 @@ import (
 // that call hangs, is renewed on time throughout, and nobody else can take
 // its key.
 func TestL4HungRenewalDoesNotStarveOtherLeases(t *testing.T) {
-	f := startRedis(t)
+	f := startRedis(t, true)
 	hook := newExtendHook("l4-long")
 	holder := f.client(t, false, hook)
 	other := f.client(t, false, nil)
