@@ -78,8 +78,8 @@ func (w *worker) doRec(ctx context.Context, tok string, ttl time.Duration, renew
 	var rel *history.Op
 	defer func() {
 		p := recover()
-		if p != nil && p != errAppPanic {
-			panic(p)
+		if pe, _ := p.(error); p != nil && !errors.Is(pe, errAppPanic) {
+			panic(p) // not ours: a bug to report, not traffic
 		}
 		if rel == nil { // fn never ran
 			if err != nil {

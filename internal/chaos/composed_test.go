@@ -41,11 +41,11 @@ import (
 // makes it.
 var composedOps = []string{"reentry", "extend", "commit", "cancel", "panic"}
 
-// composedKeys are the keys the plain contenders try. Re-entry and Extend
-// have a key each, so that they are not starved by the others' holdings and
-// a defect of one does not hide or cause another's violations; the other
-// operations share lockKey.
-var composedKeys = []string{lockKey, "reentry-key", "extend-key"}
+// composedKeys are the keys the plain contenders try. Re-entry, Extend and
+// Commit have a key each, so that they are not starved by the others'
+// holdings and a defect of one does not hide or cause another's violations;
+// cancelled waits and Do with a panic share lockKey.
+var composedKeys = []string{lockKey, "reentry-key", "extend-key", "commit-key"}
 
 // roleKey is the key a role's worker locks.
 func roleKey(role string) string {
@@ -54,6 +54,8 @@ func roleKey(role string) string {
 		return composedKeys[1]
 	case "extend":
 		return composedKeys[2]
+	case "commit":
+		return composedKeys[3]
 	}
 	return lockKey
 }
@@ -102,8 +104,8 @@ func composedSeed() uint64 {
 }
 
 const (
-	commitRes = "stock:{" + lockKey + "}" // the lock's slot, for WithRead and Commit
-	cancelKey = "cancelled-waits"         // only the cancel worker uses it
+	commitRes = "stock:{commit-key}" // the commit lock's slot, for WithRead and Commit
+	cancelKey = "cancelled-waits"    // only the cancel worker uses it
 	// replyDelay is the cancel worker's reply latency in the full range: a
 	// wait cancelled within it is cancelled mid-call.
 	replyDelay = 40 * time.Millisecond
@@ -238,7 +240,11 @@ func probe(ctx context.Context, a *app, key string, bound time.Duration) {
 func TestComposedTrafficZeroViolations(t *testing.T) {
 	full := composedFull(t)
 	s := composedSeed()
-	res := runComposed(t, s, 4*time.Second, full)
+	d := 3 * time.Second
+	if testing.Short() {
+		d = 2 * time.Second
+	}
+	res := runComposed(t, s, d, full)
 	if n := total(res.violations); n != 0 {
 		t.Fatalf("seed %d, DLOCK_CHAOS_COMPOSED=%q: violations %v", s, os.Getenv("DLOCK_CHAOS_COMPOSED"), res.violations)
 	}
