@@ -19,7 +19,7 @@ import (
 // Composed traffic: the operations that the stock workers never make —
 // re-entry with random TTLs, Extend shorter and longer than the lease,
 // Commit, waits cancelled mid-call and panics inside Do — mixed with plain
-// contenders on one key, each worker an in-process Client with its own
+// contenders on the same keys, each worker an in-process Client with its own
 // connection and fault proxy (so that a worker can cut, delay or drop its
 // own traffic without touching the others, and a panic can be recovered in
 // the goroutine that made it). Every checker runs over the history, the
@@ -27,8 +27,11 @@ import (
 // or a lease that never ends.
 //
 // Each composed operation has a full range and a safe one. The full range
-// is where issue 13 found defects (S1, S2, S5, L1, L5); the safe range is
-// what e6e2101 already handles. DLOCK_CHAOS_COMPOSED selects the full range:
+// is where issue 13 found defects, and on e6e2101 each finds its own:
+// reentry S2 (mutual-exclusion), extend S1 and its renewal variant
+// (mutual-exclusion), commit S5 (stock: a write reported as not made
+// landed), cancel L1 and panic L5 (liveness). The safe range is what
+// e6e2101 already handles. DLOCK_CHAOS_COMPOSED selects the full range:
 // "all" (or "1") for every operation, or a comma-separated list of
 // reentry, extend, commit, cancel, panic. Unset, every operation runs in
 // its safe range and panic is replaced by an error returned from Do's
