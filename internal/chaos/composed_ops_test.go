@@ -130,42 +130,55 @@ func (w *worker) reentryDo(ctx context.Context) {
 }
 
 // extend: Extend shorter and longer than the lease (S1: the store expiry
-// shrank while the lease kept its longer validity). A fixed lease is
-// extended up to three times; a renewed one is extended far beyond its
-// renewal TTL and, after its first renewal, in the full range cut off from
-// the store for twice that TTL, which only the extension covers (S1's
-// variant: renewal put the key back to its original TTL).
+// shrank while the lease kept its longer validity), on a fixed or a
+// renewed lease.
 func (w *worker) extend(ctx context.Context) {
 	ttl, renew := w.ttl(), w.rng.IntN(2) == 0
 	l, err := w.lockRec(ctx, ttl, renew, leaseOpt(ttl, renew), dlock.WithWait(ttl))
 	if err != nil {
 		return
 	}
-	if !renew {
-		n := 1 + w.rng.IntN(3)
-		for i := range n {
-			w.hold(l, 0, 0.25)
-			d := l.Remaining() + w.between(dlock.MinTTL, ttl) // longer than what is left
-			if w.full && (i == n-1 || w.rng.IntN(2) == 0) {
-				d = w.shortTTL(ttl) // the last one always, in the full range
-			}
-			w.extendRec(ctx, l, d)
-		}
+	switch {
+	case !renew:
+		w.extendFixed(ctx, l, ttl)
+	case w.full && w.rng.IntN(2) == 0:
+		w.extendRec(ctx, l, w.shortTTL(ttl)) // shorter than the renewal TTL
 		w.hold(l, 0.3, 0.8)
-	} else {
-		w.extendRec(ctx, l, 5*ttl)
-		// Past the first renewal (every ttl/3): S1 was that renewal setting
-		// the key back to ttl.
-		time.Sleep(w.between(ttl/2, 2*ttl/3))
-		if w.full && l.Err() == nil {
-			w.proxy.Blackhole(faultproxy.Upstream, true)
-			sleepCtx(ctx, 2*ttl) // the cut under test
-			w.proxy.Clear()
-		} else {
-			w.hold(l, 0, 0.1)
-		}
+	default:
+		w.extendRenewed(ctx, l, ttl)
 	}
 	w.releaseRec(ctx, l)
+}
+
+// extendFixed extends a fixed lease up to three times, longer than what is
+// left of it or, in the full range, shorter (the last time always).
+func (w *worker) extendFixed(ctx context.Context, l *dlock.Lease, ttl time.Duration) {
+	n := 1 + w.rng.IntN(3)
+	for i := range n {
+		w.hold(l, 0, 0.25)
+		d := l.Remaining() + w.between(dlock.MinTTL, ttl)
+		if w.full && (i == n-1 || w.rng.IntN(2) == 0) {
+			d = w.shortTTL(ttl)
+		}
+		w.extendRec(ctx, l, d)
+	}
+	w.hold(l, 0.3, 0.8)
+}
+
+// extendRenewed extends a renewed lease far beyond its renewal TTL and,
+// after its first renewal, in the full range cuts it off from the store for
+// twice that TTL, which only the extension covers (S1's variant: renewal
+// put the key back to its original TTL).
+func (w *worker) extendRenewed(ctx context.Context, l *dlock.Lease, ttl time.Duration) {
+	w.extendRec(ctx, l, 5*ttl)
+	time.Sleep(w.between(ttl/2, 2*ttl/3)) // past the first renewal (every ttl/3)
+	if !w.full || l.Err() != nil {
+		w.hold(l, 0, 0.1)
+		return
+	}
+	w.proxy.Blackhole(faultproxy.Upstream, true)
+	sleepCtx(ctx, 2*ttl) // the cut under test
+	w.proxy.Clear()
 }
 
 // commit: read with the grant, Commit value−1 (S5: Commit reported ErrLost
