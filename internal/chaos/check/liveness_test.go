@@ -78,3 +78,19 @@ func TestUnobservedFenceIsNotChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A wait cancelled mid-call whose holding the library gives back (Bound)
+// may end at any moment: a refusal while it held the key and a grant soon
+// after are both legal. Without the promise the grant within its TTL is not.
+func TestLinearizableBoundedGhostMayEndEarly(t *testing.T) {
+	ghost := op(2, history.Acquire, "G", history.Unknown, 0, 5)
+	ghost.Bound = 20 * time.Millisecond
+	ops := []history.Op{ghost, refused(10), acq(1, "B", 1, 30, 31)}
+	if err := Linearizable(ops, time.Millisecond, 10*time.Second); err != nil {
+		t.Fatalf("given-back holding: %v", err)
+	}
+	ops[0].Bound = 0
+	if err := Linearizable(ops, time.Millisecond, 10*time.Second); err == nil {
+		t.Fatal("a holding kept until its TTL allowed a grant within it")
+	}
+}
