@@ -114,10 +114,11 @@ func (w *worker) doRec(ctx context.Context, tok string, ttl time.Duration, renew
 	}, opts...)
 }
 
-// finishAcquire records an acquisition's outcome as tryLock does, except
-// that a wait ended by its context after a refusal (no attempt in flight)
-// is a definite refusal too. A refusal by the local queue (Remaining < 0)
-// never reached the store and is not recorded.
+// finishAcquire records an acquisition's outcome as tryLock does: a wait
+// ended by its context is unknown even if the error names a refusal, since
+// the error reports the last answer and an attempt cut short after it may
+// have been applied. A refusal by the local queue (Remaining < 0) never
+// reached the store and is not recorded.
 func (a *app) finishAcquire(op *history.Op, l *dlock.Lease, err error) {
 	var ce *dlock.ContendedError
 	switch {
@@ -125,7 +126,7 @@ func (a *app) finishAcquire(op *history.Op, l *dlock.Lease, err error) {
 		op.Token, op.Fence, op.ValidUntil = history.TokenID(l.Token()), l.Fence(), history.Mono(l.ValidUntil())
 		a.rec.Finish(op, history.Ok)
 	case errors.As(err, &ce) && ce.Remaining < 0:
-	case refusedByStore(err):
+	case isContended(err):
 		op.Token, op.Err = fmt.Sprintf("fail-%d-%d", a.client, a.ghosts), check.Contended
 		a.ghosts++
 		a.rec.Finish(op, history.Failed)
@@ -134,13 +135,4 @@ func (a *app) finishAcquire(op *history.Op, l *dlock.Lease, err error) {
 		a.ghosts++
 		a.rec.Finish(op, history.Unknown)
 	}
-}
-
-// refusedByStore reports whether err says the store refused the last
-// attempt because another owner held the key, and nothing else failed: the
-// call took nothing, even if its context then ended (a wait cancelled
-// between attempts).
-func refusedByStore(err error) bool {
-	var ce *dlock.ContendedError
-	return errors.As(err, &ce) && ce.Remaining >= 0 && !errors.Is(err, dlock.ErrUnavailable)
 }
