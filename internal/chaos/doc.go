@@ -1,14 +1,27 @@
 // Package chaos holds dlock's reliability suite, laid out like etcd's
 // tests/robustness: history (the recorder: traffic becomes a history of
 // invoke/outcome operations), check (the validators: mutual exclusion, fence
-// order, a porcupine lock model, no lost update), faultproxy (network
-// failpoints) and, in this package's tests, the scenarios that drive real
-// redis-server processes and separate client processes through faults.
+// order, a porcupine lock model, no lost update, liveness), faultproxy
+// (network failpoints) and, in this package's tests, the scenarios that drive
+// real redis-server processes and separate client processes through faults.
+//
+// Two kinds of traffic feed the checkers: the seed's stock workers (lock,
+// fenced read and write, release; in app processes, under a random fault
+// schedule), and the composed traffic of composed_test.go (re-entry with
+// random TTLs, Extend shorter and longer than the lease, Commit, waits
+// cancelled mid-call and panics inside Do, in-process, each worker with its
+// own fault proxy). The composed operations run in the ranges the library
+// is known to handle unless DLOCK_CHAOS_COMPOSED selects their full ranges
+// (see composed_test.go).
 //
 // The fast scenarios run with go test ./...; the long random fault schedule
 // runs with:
 //
 //	go test -tags chaos -run TestChaos -count=1 -v ./internal/chaos/
+//
+// and the composed operations' full ranges with:
+//
+//	DLOCK_CHAOS_COMPOSED=all go test -run TestComposed -count=1 -v ./internal/chaos/
 //
 // See RELIABILITY.md for the table of results.
 package chaos

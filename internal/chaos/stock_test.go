@@ -129,6 +129,7 @@ func verify(t *testing.T, ops []history.Op, initial, final int64) map[string]int
 		"fence-order":      check.FenceOrder(ops),
 		"fenced-write":     check.AcceptedWrites(ops),
 		"stock":            check.Stock(initial, final, ops),
+		"liveness":         check.Liveness(ops, slack),
 	}
 	start := time.Now()
 	if err := check.Linearizable(ops, 5*time.Millisecond, 60*time.Second); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/chaos/check"
 	"example.com/dlock/internal/chaos/history"
 	"example.com/dlock/redisstore"
 )
@@ -38,7 +39,7 @@ func (a *app) tryLock(ctx context.Context, key string, ttl time.Duration) (*dloc
 		op.Token, op.Fence, op.ValidUntil = history.TokenID(l.Token()), l.Fence(), history.Mono(l.ValidUntil())
 		a.rec.Finish(op, history.Ok)
 	case isContended(err):
-		op.Token, op.Err = fmt.Sprintf("fail-%d-%d", a.client, a.ghosts), "contended"
+		op.Token, op.Err = fmt.Sprintf("fail-%d-%d", a.client, a.ghosts), check.Contended
 		a.ghosts++
 		a.rec.Finish(op, history.Failed)
 	default:

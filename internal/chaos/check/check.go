@@ -33,13 +33,18 @@ func (v Violation) String() string {
 type window struct {
 	key, token  string
 	start, end  int64
+	endAt       int64 // Return of the record that set end
 	acquire     history.Op
 	releaseCall int64
 }
 
 // windows builds one window per (key, token) from the ok acquires: from the
-// first grant's return to the latest validity the client knew of (acquire,
-// extend or release records), truncated at the last release call.
+// first grant's return to the validity of the latest record that states one
+// (acquire or extend ok, release), truncated at the last release call. The
+// latest record counts, not the largest validity: a lease whose validity
+// was moved back (an Extend shorter than the lease) no longer claims the
+// longer one. Re-entrant leases share the token; the outer lease's release
+// comes last, so its validity is the holding's.
 func windows(ops []history.Op) []window {
 	type id struct{ key, token string }
 	byID := map[id]*window{}
@@ -47,19 +52,20 @@ func windows(ops []history.Op) []window {
 	for _, op := range ops {
 		k := id{op.Key, op.Token}
 		w := byID[k]
-		switch {
-		case op.Kind == history.Acquire && op.Outcome == history.Ok:
-			if w == nil {
-				w = &window{key: op.Key, token: op.Token, start: op.Return, acquire: op}
-				byID[k] = w
-				order = append(order, k)
-			}
-			w.end = max(w.end, op.ValidUntil)
-		case w == nil:
-		case op.Kind == history.Extend && op.Outcome == history.Ok:
-			w.end = max(w.end, op.ValidUntil)
-		case op.Kind == history.Release:
-			w.end = max(w.end, op.ValidUntil)
+		if op.Kind == history.Acquire && op.Outcome == history.Ok && w == nil {
+			w = &window{key: op.Key, token: op.Token, start: op.Return, acquire: op}
+			byID[k] = w
+			order = append(order, k)
+		}
+		if w == nil {
+			continue
+		}
+		states := op.Outcome == history.Ok && (op.Kind == history.Acquire || op.Kind == history.Extend) ||
+			op.Kind == history.Release
+		if states && op.ValidUntil != 0 && op.Return >= w.endAt {
+			w.end, w.endAt = op.ValidUntil, op.Return
+		}
+		if op.Kind == history.Release {
 			w.releaseCall = max(w.releaseCall, op.Call)
 		}
 	}
@@ -103,13 +109,14 @@ func MutualExclusion(ops []history.Op) []Violation {
 // FenceOrder reports grants of one key to different tokens whose fences do
 // not increase in real-time order (A returned before B was invoked, but
 // fence(A) >= fence(B)) or are equal. Re-entrant grants (same token) must
-// repeat the fence.
+// repeat the fence. Grants whose fence the client could not observe (0) are
+// skipped.
 func FenceOrder(ops []history.Op) []Violation {
 	first := map[[2]string]history.Op{}
 	var grants []history.Op
 	var out []Violation
 	for _, op := range ops {
-		if op.Kind != history.Acquire || op.Outcome != history.Ok {
+		if op.Kind != history.Acquire || op.Outcome != history.Ok || op.Fence == 0 {
 			continue
 		}
 		id := [2]string{op.Key, op.Token}
@@ -162,8 +169,10 @@ func AcceptedWrites(ops []history.Op) []Violation {
 // Stock checks the seed's inventory scenario: the counter went from initial
 // to final by ok writes, each writing the value it read minus one. It reports
 // lost updates (more successful decrements than the stock went down, or two
-// writes of one value), a negative stock, and duplicate request ids. Writes
-// with an unknown outcome may or may not have happened.
+// writes of one value), writes reported as failed that landed (the stock went
+// down by more than the ok and unknown writes), a negative stock, and
+// duplicate request ids. Writes with an unknown outcome may or may not have
+// happened.
 func Stock(initial, final int64, ops []history.Op) []Violation {
 	var out []Violation
 	seenReq := map[string]history.Op{}
@@ -193,9 +202,13 @@ func Stock(initial, final int64, ops []history.Op) []Violation {
 	if final < 0 {
 		out = append(out, Violation{Check: "stock", Msg: fmt.Sprintf("final stock %d below zero", final)})
 	}
-	if down := initial - final; down < okN || down > okN+unknownN {
+	switch down := initial - final; {
+	case down < okN:
 		out = append(out, Violation{Check: "stock", Msg: fmt.Sprintf(
 			"lost update: %d successful decrements (+%d unknown) but stock went down by %d", okN, unknownN, down)})
+	case down > okN+unknownN:
+		out = append(out, Violation{Check: "stock", Msg: fmt.Sprintf(
+			"a write reported as not made landed: %d successful decrements (+%d unknown) but stock went down by %d", okN, unknownN, down)})
 	}
 	return out
 }

@@ -73,11 +73,12 @@ func TestMutualExclusionIgnoresSameOwnerAndUnknown(t *testing.T) {
 }
 
 func TestFenceOrderDetectsRegressionAndReuse(t *testing.T) {
-	for name, fence := range map[string]uint64{"backwards": 0, "equal": 1} {
+	for name, fence := range map[string]uint64{"backwards": 1, "equal": 2} {
 		ops := good()
+		ops[0].Fence = 2
 		ops[3].Fence = fence
 		if v := FenceOrder(ops); len(v) == 0 {
-			t.Errorf("%s: fence %d after 1 not reported", name, fence)
+			t.Errorf("%s: fence %d after 2 not reported", name, fence)
 		}
 	}
 	ops := []history.Op{acq(0, "A", 1, 0, 1), acq(0, "A", 2, 5, 6)}

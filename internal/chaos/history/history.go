@@ -53,12 +53,24 @@ type Op struct {
 	Call    int64         `json:"call"`
 	Return  int64         `json:"return"`
 	Outcome Outcome       `json:"outcome"`
-	Fence   uint64        `json:"fence,omitempty"`
-	// ValidUntil is the end of a granted lease's validity (acquire/extend ok).
-	ValidUntil int64  `json:"valid_until,omitempty"`
-	Value      int64  `json:"value,omitempty"` // for writes: the value written
-	ReqID      string `json:"req,omitempty"`   // for writes: the request id
-	Err        string `json:"err,omitempty"`
+	// Fence is the holding's fencing token; 0 on an ok acquire means the
+	// client could not observe it (Do's function does not see its lease).
+	Fence uint64 `json:"fence,omitempty"`
+	// ValidUntil is the end of the validity the client believed its lease
+	// had when it recorded the op (acquire or extend ok, release). It can move
+	// back (an Extend shorter than the lease): the latest record counts.
+	ValidUntil int64 `json:"valid_until,omitempty"`
+	// Renew marks an acquire of a lease the client renews automatically:
+	// renewals are not recorded, so the key may stay held until TTL after
+	// the lease's last recorded operation.
+	Renew bool `json:"renew,omitempty"`
+	// Bound, on an acquire with an unknown outcome, is how long after Return
+	// the key may stay held by it at most, when the library promises to give
+	// such a holding back (a wait cancelled mid-call); 0 means until its TTL.
+	Bound time.Duration `json:"bound,omitempty"`
+	Value int64         `json:"value,omitempty"` // for writes: the value written
+	ReqID string        `json:"req,omitempty"`   // for writes: the request id
+	Err   string        `json:"err,omitempty"`
 }
 
 // String describes op for failure messages.
