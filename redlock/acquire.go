@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,8 +87,8 @@ func (t *acquireTally) confirmed() int {
 // holding recorded here returns that holding's recorded fence and records
 // its own nodes, so that its Release removes holds only there. The grant's
 // Holds is the holding's hold count in this Store: how many Releases free
-// it (see the package documentation, Re-entry). Its TTL is explained on
-// Options and in the package documentation.
+// it (see the package documentation, Re-entry and release). Its TTL is
+// explained on Options and in the package documentation.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
 	if err := dlock.ValidateKey(key); err != nil {
 		return dlock.Grant{}, err
@@ -133,7 +134,13 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		g, ref, err = s.settle(ctx, k, ttl, start, &t)
 	}
 	reentry := known || t.holds(1) > 1
-	late := lc.decide(err != nil, reentry, ref)
+	var unanswered []int
+	for i, r := range rs {
+		if !r.answered {
+			unanswered = append(unanswered, i)
+		}
+	}
+	late := lc.decide(err != nil, reentry, ref, unanswered)
 	if err != nil {
 		s.cleanup(key, token, ttl, append(s.undoSet(&t, reentry), late...))
 		return dlock.Grant{}, err
@@ -148,7 +155,14 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 // call releases its own grant (or its unknown outcome) itself, bounded by
 // the node timeout. If it succeeded, a late grant joins the acquisition's
 // level in the registry, so that the level's Release removes it; if that
-// level was released already, the grant is released at once the same way.
+// level was released already without asking the node, the grant is
+// released at once the same way.
+//
+// The nodes still to answer at the decision get a flight of their own (see
+// flights), ended once their reply is handled: a later call by the same
+// token on such a node (the Client's next attempt, a re-entry, a Release)
+// waits for that handling, so a late release cannot land after that call's
+// grant and take its hold instead.
 type lateCleanup struct {
 	s          *Store
 	key, token string
@@ -159,6 +173,7 @@ type lateCleanup struct {
 	reentry         bool
 	level           levelRef
 	pending         []pendingReply
+	finished        func(node int) // ends a late node's flight; nil if none
 }
 
 // pendingReply is a node's answer that arrived before the outcome was decided.
@@ -188,14 +203,24 @@ func (lc *lateCleanup) arrive(node int, g dlock.Grant, err error) {
 		lc.mu.Unlock()
 		return
 	}
-	failed, reentry, level := lc.failed, lc.reentry, lc.level
+	failed, reentry, level, finished := lc.failed, lc.reentry, lc.level, lc.finished
 	lc.mu.Unlock()
-	undo := failed && needsUndo(err, reentry)
-	if !failed && err == nil {
-		undo = !lc.s.reg.addLate(level, node, g.Holds)
+	undo := 0
+	switch {
+	case failed && needsUndo(err, reentry):
+		undo = 1
+	case !failed && err == nil:
+		undo = lc.s.reg.addLate(level, node, g.Holds)
 	}
-	if undo {
-		lc.s.cleanup(lc.key, lc.token, lc.ttl, []int{node})
+	if undo > 0 {
+		// Not cleanup: its flight would wait for this node's own.
+		ctx, cancel := context.WithTimeout(context.Background(), lc.s.nodeTimeout(lc.ttl))
+		for ; undo > 0 && lc.s.nodes[node].Release(ctx, lc.key, lc.token) == nil; undo-- {
+		}
+		cancel()
+	}
+	if finished != nil {
+		finished(node)
 	}
 }
 
@@ -204,21 +229,29 @@ func (lc *lateCleanup) arrive(node int, g dlock.Grant, err error) {
 // after a failure, grants and unknown outcomes (not nodes that answered
 // "contended", where nothing changed; and for a re-entry, only grants, see
 // undoSet); after a success, grants whose level was released already (the
-// others join their level).
-func (lc *lateCleanup) decide(failed, reentry bool, level levelRef) []int {
+// others join their level). unanswered is the nodes the fan-out did not
+// hear from: those not among the queued replies get a flight.
+func (lc *lateCleanup) decide(failed, reentry bool, level levelRef, unanswered []int) []int {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.decided, lc.failed, lc.reentry, lc.level = true, failed, reentry, level
 	var undo []int
 	for _, r := range lc.pending {
+		unanswered = slices.DeleteFunc(unanswered, func(i int) bool { return i == r.node })
 		switch {
 		case !failed:
-			if r.err == nil && !lc.s.reg.addLate(level, r.node, r.holds) {
+			// More than one hold to release here would need a Release of
+			// the same token that popped levels of this acquisition before
+			// it returned; one is released, any other expires with the key.
+			if r.err == nil && lc.s.reg.addLate(level, r.node, r.holds) > 0 {
 				undo = append(undo, r.node)
 			}
 		case needsUndo(r.err, reentry):
 			undo = append(undo, r.node)
 		}
+	}
+	if len(unanswered) > 0 {
+		_, lc.finished = lc.s.flights.start(lc.key, lc.token, len(lc.s.nodes), unanswered)
 	}
 	return undo
 }
@@ -304,8 +337,10 @@ func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
 	if len(nodes) == 0 {
 		return
 	}
+	earlier, finished := s.flights.start(key, token, len(s.nodes), nodes)
 	fanout(context.Background(), s.pool, s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
-		s.flights.wait(ctx, key, token, i)
+		defer finished(i)
+		earlier(ctx, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, nil, nil)
 }

@@ -73,13 +73,14 @@ func (v *verdict) notHeld(n, q int) error {
 // parallel and succeeds if a majority did within the validity window
 // (TTL − elapsed − drift > 0). The grant reports the holding's recorded
 // fence and hold count if this Store granted the holding, otherwise the
-// ones a majority of nodes agrees on (the quorum-th largest). If so many nodes answered that the token does
-// not hold the key that no majority is possible, it returns an error matching
-// dlock.ErrNotHeld (and ErrExpired or ErrTaken) and dlock's lease is lost at
-// once. If nodes did not answer, it returns an error matching ErrNoQuorum:
-// the lease keeps its current validity and dlock retries the renewal until
-// that runs out, when the lost signal fires; the nodes' keys outlive that
-// moment by at least the drift allowance. Extend never re-creates a key.
+// ones a majority of nodes agrees on (the quorum-th largest). If so many
+// nodes answered that the token does not hold the key that no majority is
+// possible, it returns an error matching dlock.ErrNotHeld (and ErrExpired or
+// ErrTaken) and dlock's lease is lost at once. If nodes did not answer, it
+// returns an error matching ErrNoQuorum: the lease keeps its current
+// validity and dlock retries the renewal until that runs out, when the lost
+// signal fires; the nodes' keys outlive that moment by at least the drift
+// allowance. Extend never re-creates a key.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
 	rs := s.ExtendBatch(ctx, []dlock.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
 	return rs[0].Grant, rs[0].Err
@@ -213,8 +214,8 @@ func allDecided(rs []reply[[]dlock.ExtendResult], nreq, n, q int) bool {
 // here so long ago that the record was dropped, see the package
 // documentation) it asks every node, as one release of the whole key.
 //
-// It returns nil once the quorum released (every asked node, if fewer were
-// asked); an error matching dlock.ErrNotHeld (and ErrExpired or ErrTaken) if
+// It returns nil once the quorum, N/2+1 of the Store's N nodes, released
+// among the asked nodes (all asked nodes, if fewer were asked); an error matching dlock.ErrNotHeld (and ErrExpired or ErrTaken) if
 // enough asked nodes said the token did not hold the key that this is out of
 // reach; otherwise an error matching ErrNoQuorum. The hold is removed from
 // the Store's record either way: nodes that were not reached drop it at the
@@ -228,8 +229,10 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		nodes = set.list()
 	}
 	n, q := len(nodes), min(s.quorum, len(nodes))
+	earlier, finished := s.flights.start(key, token, len(s.nodes), nodes)
 	rs := fanout(ctx, s.pool, s.timeout, nodes, func(ctx context.Context, i int) (struct{}, error) {
-		s.flights.wait(ctx, key, token, i)
+		defer finished(i)
+		earlier(ctx, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, func(rs []reply[struct{}]) bool {
 		var v verdict

@@ -334,3 +334,36 @@ func TestForeignReentryKeepsTheOuterHolding(t *testing.T) {
 		t.Errorf("node holds after the release = %s, want 0 0 0 0 0", got)
 	}
 }
+
+// TestOwnerCyclesLeaveNothingHeld: one owner token locking and releasing a
+// key over and over (as a loop under dlock.ContextWithOwner does), with two
+// slow nodes so that grants arrive late and releases are still in flight
+// when the next acquisition starts, leaves no hold behind: every call of
+// the token waits, per node, for the earlier ones, so an acquisition never
+// counts a hold that a release in flight is about to remove.
+func TestOwnerCyclesLeaveNothingHeld(t *testing.T) {
+	const key, cycles = "owner-cycles", 200
+	c := startCluster(t, 5)
+	var proxies []*latencyProxy
+	c.clients, proxies = proxiedClients(t, c, 3)
+	for _, p := range proxies {
+		p.SetLatency(time.Millisecond)
+	}
+	s := c.store(t, &redlock.Options{NodeTimeout: time.Second})
+	ctx, tok := testCtx(t), newToken()
+	for i := range cycles {
+		g, err := s.Acquire(ctx, key, tok, splitTTL)
+		if err != nil {
+			t.Fatalf("cycle %d: acquire: %v", i, err)
+		}
+		if g.Holds != 1 {
+			t.Fatalf("cycle %d: Holds = %d after releasing every earlier hold, want 1", i, g.Holds)
+		}
+		if err := s.Release(ctx, key, tok); err != nil {
+			t.Fatalf("cycle %d: release: %v", i, err)
+		}
+	}
+	if got := holdsSettle(c, key, "0 0 0 0 0"); got != "0 0 0 0 0" {
+		t.Fatalf("node holds after %d cycles = %s, want 0 0 0 0 0", cycles, got)
+	}
+}

@@ -60,6 +60,17 @@ type holding struct {
 	// stamp is from the latest (by start) successful acquisition or
 	// extension.
 	stamp stamp
+	// derived is the number of levels derive built (0 for none): the ids
+	// of the levels a late grant of a derived record belongs to.
+	derived int
+	// ended is set when the record leaves the map by its last Release,
+	// which popped level finalID and asked every node, each after the
+	// token's calls in flight there: a late grant of that level needs no
+	// release of its own. replaced is set when a new holding replaced the
+	// record: its grants waited for every call of this one, so its hold
+	// counts include this one's late grants too.
+	ended, replaced bool
+	finalID         uint64
 }
 
 // stamp is the timing of one successful acquisition or extension.
@@ -161,9 +172,13 @@ func (r *registry) commit(k regKey, nodes []int, grants []dlock.Grant, fence uin
 		top := rec.levels[len(rec.levels)-1]
 		return rec.fence, len(rec.levels), levelRef{k: k, rec: rec, id: top.id}, true
 	}
+	if rec != nil {
+		rec.replaced = true
+	}
 	rec = &holding{fence: fence, stamp: st}
 	r.insert(k, rec, st.start)
 	derive(rec, nodes, grants)
+	rec.derived = len(rec.levels)
 	return rec.fence, len(rec.levels), levelRef{k: k, rec: rec, id: rec.levels[0].id, derived: true}, true
 }
 
@@ -237,38 +252,53 @@ func (rec *holding) align(i, holds, top int) {
 	}
 }
 
-// addLate adds a late grant (node i, reporting holds) to ref's level, and
-// its earlier holds to the levels that count them: those below a re-entry's
-// level (align), or, for a derived record, the levels above its bottom one,
-// as derive would have. It returns false if the level is gone (released
-// already): the caller then releases the grant on that node itself.
-func (r *registry) addLate(ref levelRef, i, holds int) bool {
+// addLate records a late grant of node i (reporting holds) to ref's
+// acquisition: it joins the acquisition's level, and its earlier holds the
+// levels that count them: those below a re-entry's level (align), or, for a
+// derived record, the levels above its bottom one, as derive would have
+// placed them. It returns how many holds the caller must release on node i
+// itself: one for each of those levels that was released already by a
+// Release that did not ask node i (any but the holding's last, see
+// holding.ended).
+func (r *registry) addLate(ref levelRef, i, holds int) (releases int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.m[ref.k] != ref.rec {
-		return false
+	rec := ref.rec
+	live := r.m[ref.k] == rec
+	targets := 1
+	if ref.derived {
+		targets = min(max(holds, 1), rec.derived) // more holds: not ours
 	}
-	levels := ref.rec.levels
-	for j, l := range levels {
-		if l.id != ref.id {
+	for t := range targets {
+		id := ref.id + uint64(t)
+		if j := rec.index(id); live && j >= 0 {
+			rec.levels[j].nodes |= 1 << uint(i)
+			if !ref.derived {
+				rec.align(i, holds, j)
+			}
 			continue
 		}
-		if ref.derived {
-			for up := j; up < min(j+max(holds, 1), len(levels)); up++ {
-				levels[up].nodes |= 1 << uint(i)
-			}
-			return true
+		if !rec.replaced && !(rec.ended && id == rec.finalID) {
+			releases++
 		}
-		levels[j].nodes |= 1 << uint(i)
-		ref.rec.align(i, holds, j)
-		return true
 	}
-	return false
+	return releases
+}
+
+// index returns the position of the level with id, or -1.
+func (rec *holding) index(id uint64) int {
+	for j, l := range rec.levels {
+		if l.id == id {
+			return j
+		}
+	}
+	return -1
 }
 
 // pop removes the top level of k's holding and returns its nodes. final is
-// true when it was the last level (the record is dropped); known is false
-// if the Store has no record of the holding.
+// true when it was the last level: the record is dropped, and the caller
+// asks every node. known is false if the Store has no record of the
+// holding.
 func (r *registry) pop(k regKey, now time.Time) (nodes nodeSet, final, known bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -280,6 +310,7 @@ func (r *registry) pop(k regKey, now time.Time) (nodes nodeSet, final, known boo
 	rec.levels = rec.levels[:len(rec.levels)-1]
 	if len(rec.levels) == 0 {
 		delete(r.m, k)
+		rec.ended, rec.finalID = true, top.id
 		return top.nodes, true, true
 	}
 	return top.nodes, false, true
