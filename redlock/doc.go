@@ -65,9 +65,11 @@
 // earlier attempt whose reply was lost, which dlock's Client gives back at
 // once) is treated as a new holding: its fence is raised (it then equals the
 // holding's fence if every granting node held the key already, and is
-// larger otherwise), and its sets are derived from the nodes' hold counts
-// with the nodes that have the most holds on top, so releasing the extra
-// holds never frees a node before its last hold. A Release of a token the
+// larger otherwise), and its sets are derived from the nodes' hold counts:
+// as many as a majority of the granting nodes have holds, the nodes with the
+// most holds on top, so releasing the extra holds never frees a node before
+// its last hold. (Extra holds on fewer nodes are more likely a release of
+// the token still on its way; they stay uncounted and expire with the key.) A Release of a token the
 // Store has no record of asks every node, as one release of the whole key:
 // release a holding through the Store that acquired it.
 //
@@ -78,6 +80,13 @@
 // sweep, so memory stays within about twice the live holdings (plus 64
 // records). The record is guarded by one mutex, never held across I/O; a
 // Store has at most MaxNodes (64) nodes.
+//
+// The counts are only honest if a node sees a token's calls in the order
+// the Store made them, while each call returns once a majority answered:
+// every call of a token (acquire, release, and the handling of an
+// acquisition's late replies) therefore waits, per node, for the earlier
+// ones still in flight there. Calls of different tokens never wait for each
+// other.
 //
 // # Validity and Grant.TTL
 //

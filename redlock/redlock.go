@@ -101,6 +101,7 @@ func New(nodes []dlock.Store, opts *Options) (*Store, error) {
 		}
 		s.all = append(s.all, i)
 	}
+	s.reg.quorum = s.quorum
 	if opts != nil {
 		if err := s.apply(opts); err != nil {
 			return nil, err

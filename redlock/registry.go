@@ -102,6 +102,8 @@ func (st stamp) after(o stamp) stamp {
 // since the last sweep (amortised O(1); at most about twice the live
 // holdings are kept, plus sweepMin).
 type registry struct {
+	quorum int // the Store's; derive's threshold (0 counts as 1)
+
 	mu      sync.Mutex
 	m       map[regKey]*holding
 	sweepAt int
@@ -177,7 +179,7 @@ func (r *registry) commit(k regKey, nodes []int, grants []dlock.Grant, fence uin
 	}
 	rec = &holding{fence: fence, stamp: st}
 	r.insert(k, rec, st.start)
-	derive(rec, nodes, grants)
+	derive(rec, nodes, grants, r.quorum)
 	rec.derived = len(rec.levels)
 	return rec.fence, len(rec.levels), levelRef{k: k, rec: rec, id: rec.levels[0].id, derived: true}, true
 }
@@ -202,15 +204,21 @@ func (r *registry) insert(k regKey, rec *holding, now time.Time) {
 // derive builds the levels of a holding the Store did not know, from the
 // nodes' hold counts: the token holds there already (an earlier attempt of
 // the same call whose reply was lost, or an acquisition through another
-// Store). Level j holds the nodes with more than j holds, so the top level,
-// popped first, has only the nodes with the most holds: the Client's release
-// of such ghost holds, or a foreign re-entry's release, never frees a node
-// before its last hold (a node keeps at worst a stray hold until its TTL).
-func derive(rec *holding, nodes []int, grants []dlock.Grant) {
-	most := 1
-	for _, g := range grants {
-		most = max(most, g.Holds)
+// Store). It builds as many levels as the count that q of the granting
+// nodes reach (the q-th largest, at least 1): fewer nodes with an extra hold
+// are more likely a release of this token still on its way than a holding
+// (the Client's release of an extra level there would then free the node
+// twice); their extra holds stay untracked and expire with the key. Level j
+// holds the nodes with more than j holds, so the top level, popped first,
+// has only the nodes with the most holds: releasing such extra holds (the
+// Client's ghost path, or a foreign re-entry's release) never frees a node
+// before its last hold.
+func derive(rec *holding, nodes []int, grants []dlock.Grant, q int) {
+	hs := make([]int, len(grants))
+	for pos, g := range grants {
+		hs[pos] = g.Holds
 	}
+	most := max(kthLargest(hs, max(q, 1)), 1)
 	for j := range most {
 		var s nodeSet
 		for pos, g := range grants {

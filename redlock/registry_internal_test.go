@@ -112,6 +112,27 @@ func TestRegistryDeriveForUnknownHolding(t *testing.T) {
 	}
 }
 
+// TestRegistryDeriveNeedsAMajorityOfExtraHolds: an extra hold on fewer
+// than a quorum of the granting nodes (likely a release of the token still
+// on its way) makes no level of its own, so the Client's ghost path does
+// not release that node a second time.
+func TestRegistryDeriveNeedsAMajorityOfExtraHolds(t *testing.T) {
+	r := registry{quorum: 3}
+	k, now := regKey{"k", "tok"}, time.Unix(1000, 0)
+	nodes, grants := grantsOf(map[int]int{0: 2, 1: 1, 2: 1, 3: 1})
+	if _, h, _, _ := r.commit(k, nodes, grants, 9, false, testStamp(now, time.Minute)); h != 1 {
+		t.Fatalf("holds = %d, want 1", h)
+	}
+	k2 := regKey{"k", "other"}
+	nodes, grants = grantsOf(map[int]int{0: 2, 1: 2, 2: 2, 3: 1})
+	if _, h, _, _ := r.commit(k2, nodes, grants, 9, false, testStamp(now, time.Minute)); h != 2 {
+		t.Fatalf("holds with extra holds on a quorum = %d, want 2", h)
+	}
+	if got, want := levelsOf(&r, k2), [][]int{{0, 1, 2, 3}, {0, 1, 2}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("levels = %v, want %v", got, want)
+	}
+}
+
 // TestRegistryContinuesOnlyWhileValidOrConfirmed: after the holding's
 // validity, a re-entry continues it (keeps its fence) only if a majority of
 // its grants found the token holding already; otherwise it is a new holding.
