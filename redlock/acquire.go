@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +54,18 @@ func (t *acquireTally) holds(q int) int {
 	return kthLargest(hs, q)
 }
 
+// confirmed counts the granting nodes where the token already held the key
+// before this call.
+func (t *acquireTally) confirmed() int {
+	n := 0
+	for _, g := range t.grants {
+		if g.Holds > 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // Acquire implements dlock.Store: it asks every node in parallel, each within
 // the node timeout, and succeeds when a majority granted and validity is
 // left (TTL − elapsed − drift > 0, elapsed measured on the monotonic clock
@@ -69,9 +82,13 @@ func (t *acquireTally) holds(q int) int {
 // dlock.ErrNotAcquired and ErrValidityElapsed if the grant came too late.
 // Invalid keys return the node's dlock.ErrInvalid error.
 //
-// The grant's Holds is the count a majority agrees on (the quorum-th largest
-// of the nodes' counts); its TTL is explained on Options and in the package
-// documentation.
+// A first acquisition raises the fence (see the package documentation) and
+// is recorded in the Store with the nodes that granted it; a re-entry of a
+// holding recorded here returns that holding's recorded fence and records
+// its own nodes, so that its Release removes holds only there. The grant's
+// Holds is the holding's hold count in this Store: how many Releases free
+// it (see the package documentation, Re-entry and release). Its TTL is
+// explained on Options and in the package documentation.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
 	if err := dlock.ValidateKey(key); err != nil {
 		return dlock.Grant{}, err
@@ -81,6 +98,8 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	}
 	start := s.clock.Now()
 	q, n := s.quorum, len(s.nodes)
+	k := regKey{key, token}
+	known := s.reg.known(k, start)
 	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
 	earlier, finished := s.flights.start(key, token, n, s.all)
 	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
@@ -104,6 +123,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	}, lc.arrive)
 	t := tallyAcquire(rs)
 	var g dlock.Grant
+	var ref levelRef
 	var err error
 	switch {
 	case t.invalid != nil:
@@ -111,14 +131,21 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	case len(t.granted) < q:
 		err = s.acquireError(ctx, &t)
 	default:
-		g, err = s.settle(ctx, key, token, ttl, start, &t)
+		g, ref, err = s.settle(ctx, k, ttl, start, &t)
 	}
-	reentry := t.holds(1) > 1
-	late := lc.decide(err != nil, reentry)
+	reentry := known || t.holds(1) > 1
+	var unanswered []int
+	for i, r := range rs {
+		if !r.answered {
+			unanswered = append(unanswered, i)
+		}
+	}
+	late := lc.decide(err != nil, reentry, ref, unanswered)
 	if err != nil {
 		s.cleanup(key, token, ttl, append(s.undoSet(&t, reentry), late...))
 		return dlock.Grant{}, err
 	}
+	s.cleanup(key, token, ttl, late) // late grants whose level is gone already
 	return g, nil
 }
 
@@ -126,7 +153,16 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 // waiting. Before the outcome is decided they are queued for the caller;
 // afterwards, if the acquisition failed, the goroutine that ran the node's
 // call releases its own grant (or its unknown outcome) itself, bounded by
-// the node timeout.
+// the node timeout. If it succeeded, a late grant joins the acquisition's
+// level in the registry, so that the level's Release removes it; if that
+// level was released already without asking the node, the grant is
+// released at once the same way.
+//
+// The nodes still to answer at the decision get a flight of their own (see
+// flights), ended once their reply is handled: a later call by the same
+// token on such a node (the Client's next attempt, a re-entry, a Release)
+// waits for that handling, so a late release cannot land after that call's
+// grant and take its hold instead.
 type lateCleanup struct {
 	s          *Store
 	key, token string
@@ -135,13 +171,16 @@ type lateCleanup struct {
 	mu              sync.Mutex
 	decided, failed bool
 	reentry         bool
+	level           levelRef
 	pending         []pendingReply
+	finished        func(node int) // ends a late node's flight; nil if none
 }
 
 // pendingReply is a node's answer that arrived before the outcome was decided.
 type pendingReply struct {
-	node int
-	err  error
+	node  int
+	holds int
+	err   error
 }
 
 // needsUndo reports whether a node's reply leaves something to release after
@@ -157,36 +196,62 @@ func needsUndo(err error, reentry bool) bool {
 	return !reentry
 }
 
-func (lc *lateCleanup) arrive(node int, _ dlock.Grant, err error) {
+func (lc *lateCleanup) arrive(node int, g dlock.Grant, err error) {
 	lc.mu.Lock()
 	if !lc.decided {
-		lc.pending = append(lc.pending, pendingReply{node, err})
+		lc.pending = append(lc.pending, pendingReply{node, g.Holds, err})
 		lc.mu.Unlock()
 		return
 	}
-	undo := lc.failed && needsUndo(err, lc.reentry)
+	failed, reentry, level, finished := lc.failed, lc.reentry, lc.level, lc.finished
 	lc.mu.Unlock()
-	if undo {
-		lc.s.cleanup(lc.key, lc.token, lc.ttl, []int{node})
+	undo := 0
+	switch {
+	case failed && needsUndo(err, reentry):
+		undo = 1
+	case !failed && err == nil:
+		undo = lc.s.reg.addLate(level, node, g.Holds)
+	}
+	if undo > 0 {
+		// Not cleanup: its flight would wait for this node's own.
+		ctx, cancel := context.WithTimeout(context.Background(), lc.s.nodeTimeout(lc.ttl))
+		for ; undo > 0 && lc.s.nodes[node].Release(ctx, lc.key, lc.token) == nil; undo-- {
+		}
+		cancel()
+	}
+	if finished != nil {
+		finished(node)
 	}
 }
 
 // decide records the outcome and returns the nodes whose late replies
-// arrived before it and left something to undo (the caller releases them
-// too if the acquisition failed): grants and unknown outcomes, not nodes
-// that answered "contended", where nothing changed.
-func (lc *lateCleanup) decide(failed, reentry bool) []int {
+// arrived before it and left something to undo, for the caller to release:
+// after a failure, grants and unknown outcomes (not nodes that answered
+// "contended", where nothing changed; and for a re-entry, only grants, see
+// undoSet); after a success, grants whose level was released already (the
+// others join their level). unanswered is the nodes the fan-out did not
+// hear from: those not among the queued replies get a flight.
+func (lc *lateCleanup) decide(failed, reentry bool, level levelRef, unanswered []int) []int {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	lc.decided, lc.failed, lc.reentry = true, failed, reentry
-	if reentry {
-		return nil
-	}
+	lc.decided, lc.failed, lc.reentry, lc.level = true, failed, reentry, level
 	var undo []int
 	for _, r := range lc.pending {
-		if needsUndo(r.err, false) {
+		unanswered = slices.DeleteFunc(unanswered, func(i int) bool { return i == r.node })
+		switch {
+		case !failed:
+			// More than one hold to release here would need a Release of
+			// the same token that popped levels of this acquisition before
+			// it returned; one is released, any other expires with the key.
+			if r.err == nil && lc.s.reg.addLate(level, r.node, r.holds) > 0 {
+				undo = append(undo, r.node)
+			}
+		case needsUndo(r.err, reentry):
 			undo = append(undo, r.node)
 		}
+	}
+	if len(unanswered) > 0 {
+		_, lc.finished = lc.s.flights.start(lc.key, lc.token, len(lc.s.nodes), unanswered)
 	}
 	return undo
 }
@@ -203,33 +268,34 @@ func (s *Store) undoSet(t *acquireTally, reentry bool) []int {
 	return append(append([]int(nil), t.granted...), t.failed...)
 }
 
-// settle turns a majority of grants into one Grant: it raises the fence on
-// the granting nodes (first acquisitions with fencing on) and checks that
-// validity is left.
-func (s *Store) settle(ctx context.Context, key, token string, ttl time.Duration, start time.Time, t *acquireTally) (dlock.Grant, error) {
-	q := s.quorum
-	holds := t.holds(q)
-	fences := make([]uint64, len(t.grants))
-	for i, g := range t.grants {
-		fences[i] = g.Fence
-	}
-	var fence uint64
-	switch {
-	case !s.fencing:
-	case holds > 1:
-		// Re-entry: the fence a majority reports is the one raised at the
-		// first acquisition.
-		fence = kthLargest(fences, q)
-	default:
-		fence = kthLargest(fences, 1)
-		if err := s.raise(ctx, key, token, ttl, fence, t.granted); err != nil {
-			return dlock.Grant{}, err
+// settle turns a majority of grants into one Grant and records it. A
+// re-entry that continues a holding recorded here (see registry.continues)
+// takes the holding's recorded fence; any other acquisition is a new
+// holding, whose fence is raised on the granting nodes (with fencing on).
+// Either must leave validity. The loop runs twice at most: a second time
+// only if the holding's record ended (its final release) while this
+// re-entry was settling, which makes it a new holding.
+func (s *Store) settle(ctx context.Context, k regKey, ttl time.Duration, start time.Time, t *acquireTally) (dlock.Grant, levelRef, error) {
+	for attempt := 0; ; attempt++ {
+		reenter := attempt == 0 && s.reg.continues(k, s.clock.Now(), t.confirmed() >= s.quorum)
+		var fence uint64
+		if !reenter && s.fencing {
+			fences := make([]uint64, len(t.grants))
+			for i, g := range t.grants {
+				fences[i] = g.Fence
+			}
+			fence = kthLargest(fences, 1)
+			if err := s.raise(ctx, k.key, k.token, ttl, fence, t.granted); err != nil {
+				return dlock.Grant{}, levelRef{}, err
+			}
+		}
+		if elapsed := s.clock.Now().Sub(start); s.validLeft(ttl, elapsed) <= 0 {
+			return dlock.Grant{}, levelRef{}, fmt.Errorf("%w: %w: took %v of a %v lease", dlock.ErrNotAcquired, ErrValidityElapsed, elapsed, ttl)
+		}
+		if f, holds, ref, ok := s.reg.commit(k, t.granted, t.grants, fence, reenter, s.stampOf(start, ttl)); ok {
+			return dlock.Grant{Fence: f, Holds: holds, TTL: s.grantTTL(ttl)}, ref, nil
 		}
 	}
-	if elapsed := s.clock.Now().Sub(start); s.validLeft(ttl, elapsed) <= 0 {
-		return dlock.Grant{}, fmt.Errorf("%w: %w: took %v of a %v lease", dlock.ErrNotAcquired, ErrValidityElapsed, elapsed, ttl)
-	}
-	return dlock.Grant{Fence: fence, Holds: holds, TTL: s.grantTTL(ttl)}, nil
 }
 
 // acquireError explains a failed acquisition. Contention wins when it alone
@@ -271,8 +337,10 @@ func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
 	if len(nodes) == 0 {
 		return
 	}
+	earlier, finished := s.flights.start(key, token, len(s.nodes), nodes)
 	fanout(context.Background(), s.pool, s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
-		s.flights.wait(ctx, key, token, i)
+		defer finished(i)
+		earlier(ctx, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, nil, nil)
 }

@@ -21,13 +21,67 @@ func TestLateContendedReplyIsNotReleased(t *testing.T) {
 	lc.arrive(2, dlock.Grant{Fence: 7, Holds: 1}, nil)
 	lc.arrive(3, dlock.Grant{}, errors.New("i/o timeout"))
 	lc.arrive(4, dlock.Grant{}, dlock.ErrInvalid)
-	got := lc.decide(true, false)
+	got := lc.decide(true, false, levelRef{}, nil)
 	if want := []int{2, 3}; !slices.Equal(got, want) {
 		t.Fatalf("nodes to release = %v, want %v (the grant and the unknown outcome)", got, want)
 	}
+	// A failed re-entry releases the holds it added (grants), never an
+	// unknown outcome: that node may not have applied it, and a release
+	// there would take the outer acquisition's hold.
 	lc = &lateCleanup{key: "k", token: "tok", ttl: time.Second}
 	lc.arrive(2, dlock.Grant{Fence: 7, Holds: 2}, nil)
-	if got := lc.decide(true, true); got != nil {
-		t.Fatalf("re-entry: nodes to release = %v, want none", got)
+	lc.arrive(3, dlock.Grant{}, errors.New("i/o timeout"))
+	if got := lc.decide(true, true, levelRef{}, nil); !slices.Equal(got, []int{2}) {
+		t.Fatalf("re-entry: nodes to release = %v, want [2] (its own grant only)", got)
 	}
+}
+
+// TestLateGrantJoinsItsLevel: after a successful acquisition, a grant that
+// arrives late joins the acquisition's level in the registry (so that its
+// Release removes it). Once the level is gone, the grant is released at
+// once unless the Release that popped it asked every node (the holding's
+// last one), which released it already.
+func TestLateGrantJoinsItsLevel(t *testing.T) {
+	s := &Store{}
+	k, now := regKey{"k", "tok"}, time.Unix(1000, 0)
+	st := stamp{start: now, validUntil: now.Add(time.Second), expires: now.Add(2 * time.Second)}
+	one := []dlock.Grant{{Holds: 1}, {Holds: 1}, {Holds: 1}}
+	_, _, ref, ok := s.reg.commit(k, []int{0, 1, 2}, one, 5, false, st)
+	if !ok {
+		t.Fatal("commit of a new holding refused")
+	}
+	lc := &lateCleanup{s: s, key: "k", token: "tok", ttl: time.Second}
+	lc.arrive(3, dlock.Grant{Holds: 1}, nil)
+	lc.arrive(4, dlock.Grant{}, errors.New("i/o timeout"))
+	if got := lc.decide(false, false, ref, nil); got != nil {
+		t.Fatalf("nodes to release after success = %v, want none", got)
+	}
+	// A re-entry on 0, 1, 2 whose grant from node 4 is late.
+	two := []dlock.Grant{{Holds: 2}, {Holds: 2}, {Holds: 2}}
+	_, _, inner, ok := s.reg.commit(k, []int{0, 1, 2}, two, 0, true, st)
+	if !ok {
+		t.Fatal("re-entry refused")
+	}
+	set, final, known := s.reg.pop(k, now) // the re-entry's release
+	if want := setOf([]int{0, 1, 2}); set != want || final || !known {
+		t.Fatalf("inner level = %v (final %v, known %v), want %v", set.list(), final, known, want.list())
+	}
+	if got := (&lateCleanup{s: s}).decideAndArrive(inner, 4); !slices.Equal(got, []int{4}) {
+		t.Fatalf("late grant of a released re-entry: to release %v, want [4]", got)
+	}
+	set, final, known = s.reg.pop(k, now)
+	if want := setOf([]int{0, 1, 2, 3}); set != want || !final || !known {
+		t.Fatalf("outer level = %v (final %v, known %v), want nodes %v: the in-time grants and the late one", set.list(), final, known, want.list())
+	}
+	// The last Release asked every node: a late grant needs nothing more.
+	if got := (&lateCleanup{s: s}).decideAndArrive(ref, 4); got != nil {
+		t.Fatalf("late grant after the last release: to release %v, want none", got)
+	}
+}
+
+// decideAndArrive queues a grant from node, decides success for ref and
+// returns what the caller must release.
+func (lc *lateCleanup) decideAndArrive(ref levelRef, node int) []int {
+	lc.arrive(node, dlock.Grant{Holds: 1}, nil)
+	return lc.decide(false, false, ref, nil)
 }

@@ -30,8 +30,63 @@
 //     is lost when that runs out, unless a later renewal reaches a majority.
 //     Renewal batches go to every node as one pipeline per node, all nodes in
 //     parallel.
-//   - Release asks all nodes in parallel and succeeds when a majority
-//     released.
+//   - Release removes one hold where that hold was added (see Re-entry and
+//     release below), in parallel, and succeeds when N/2+1 of those nodes
+//     released, or all of them if fewer were asked.
+//
+// # Re-entry and release
+//
+// A Release(key, token) carries no node list, so the Store keeps its own
+// record of each holding it granted, in memory, keyed by key and token: the
+// holding's fence, exactly as raised, and one node set per hold (a stack).
+// The first acquisition's set is the nodes that granted it, in time or late;
+// each re-entry pushes the set of nodes that granted the re-entry. Release
+// pops the top set and releases only on those nodes, so releasing a re-entry
+// never removes the outer acquisition's hold from a node the re-entry never
+// reached; the last Release of the holding asks every node. The sets follow
+// the hold counts the nodes report (a node that lost its earlier holds, say
+// by restarting empty, leaves the lower sets), so popping a set never frees
+// a node that another set still counts. Grant.Holds is the number of sets:
+// the Releases still needed.
+//
+// A re-entry returns the holding's recorded fence, with no extra round trip,
+// if it continues the holding: a majority of its grants found the token
+// holding the key already (no other holding can have come between there,
+// and every majority meets them), or the holding's validity had not run out
+// when the re-entry settled. It needs a majority of grants like any
+// acquisition, on any nodes: a re-entry that reaches only part of the outer
+// holding's nodes (some are down) is granted and counted honestly, each node
+// once. A re-entry that does not continue the holding (its validity ran out
+// and fewer than a majority still held the key) is a new holding: its fence
+// is raised as a first acquisition's is, and it replaces the record.
+//
+// A token's holding this Store did not grant (acquired through another
+// Store, in another process, with the same owner token; or holds left by an
+// earlier attempt whose reply was lost, which dlock's Client gives back at
+// once) is treated as a new holding: its fence is raised (it then equals the
+// holding's fence if every granting node held the key already, and is
+// larger otherwise), and its sets are derived from the nodes' hold counts:
+// as many as a majority of the granting nodes have holds, the nodes with the
+// most holds on top, so releasing the extra holds never frees a node before
+// its last hold. (Extra holds on fewer nodes are more likely a release of
+// the token still on its way; they stay uncounted and expire with the key.) A Release of a token the
+// Store has no record of asks every node, as one release of the whole key:
+// release a holding through the Store that acquired it.
+//
+// A record leaves at the holding's last Release, or, if that never comes
+// (the lease was lost), lazily: a lookup drops a record twice the TTL after
+// its latest acquisition or extension started, and each insertion sweeps the
+// expired records whenever the record count has doubled since the last
+// sweep, so memory stays within about twice the live holdings (plus 64
+// records). The record is guarded by one mutex, never held across I/O; a
+// Store has at most MaxNodes (64) nodes.
+//
+// The counts are only honest if a node sees a token's calls in the order
+// the Store made them, while each call returns once a majority answered:
+// every call of a token (acquire, release, and the handling of an
+// acquisition's late replies) therefore waits, per node, for the earlier
+// ones still in flight there. Calls of different tokens never wait for each
+// other.
 //
 // # Validity and Grant.TTL
 //
@@ -60,9 +115,11 @@
 // do not overlap in time, as long as every node in the majorities involved
 // keeps its counter, i.e. runs with appendonly yes and appendfsync always
 // (or never crashes). A node that restarts without its data can hand out a
-// smaller fence (a test shows it). Re-entrant acquisitions report the same
-// fence. With Options.DisableFencing, or nodes that do not implement
-// FenceRaiser, grants carry Fence 0 (no token).
+// smaller fence (a test shows it). Re-entrant acquisitions report the
+// holding's fence exactly, from the Store's record, whatever counters the
+// nodes that granted them have (see Re-entry and release). With
+// Options.DisableFencing, or nodes that do not implement FenceRaiser, grants
+// carry Fence 0 (no token).
 //
 // # Restarts
 //

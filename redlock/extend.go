@@ -71,13 +71,16 @@ func (v *verdict) notHeld(n, q int) error {
 
 // Extend implements dlock.Store: it resets the expiry on every node in
 // parallel and succeeds if a majority did within the validity window
-// (TTL − elapsed − drift > 0). If so many nodes answered that the token does
-// not hold the key that no majority is possible, it returns an error matching
-// dlock.ErrNotHeld (and ErrExpired or ErrTaken) and dlock's lease is lost at
-// once. If nodes did not answer, it returns an error matching ErrNoQuorum:
-// the lease keeps its current validity and dlock retries the renewal until
-// that runs out, when the lost signal fires; the nodes' keys outlive that
-// moment by at least the drift allowance. Extend never re-creates a key.
+// (TTL − elapsed − drift > 0). The grant reports the holding's recorded
+// fence and hold count if this Store granted the holding, otherwise the
+// ones a majority of nodes agrees on (the quorum-th largest). If so many
+// nodes answered that the token does not hold the key that no majority is
+// possible, it returns an error matching dlock.ErrNotHeld (and ErrExpired or
+// ErrTaken) and dlock's lease is lost at once. If nodes did not answer, it
+// returns an error matching ErrNoQuorum: the lease keeps its current
+// validity and dlock retries the renewal until that runs out, when the lost
+// signal fires; the nodes' keys outlive that moment by at least the drift
+// allowance. Extend never re-creates a key.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
 	rs := s.ExtendBatch(ctx, []dlock.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
 	return rs[0].Grant, rs[0].Err
@@ -116,7 +119,24 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []d
 		v := tallyRequest(rs, i)
 		out[i] = s.extendResult(ctx, r, &v, elapsed)
 	}
+	s.recordExtended(reqs, out, start)
 	return out
+}
+
+// recordExtended moves the registry's timing of each extended holding it
+// knows and reports that holding's recorded fence and hold count, under one
+// lock for the batch.
+func (s *Store) recordExtended(reqs []dlock.ExtendRequest, out []dlock.ExtendResult, start time.Time) {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	for i, r := range reqs {
+		if out[i].Err != nil {
+			continue
+		}
+		if fence, holds, ok := s.reg.extended(regKey{r.Key, r.Token}, s.stampOf(start, r.TTL)); ok {
+			out[i].Grant.Fence, out[i].Grant.Holds = fence, holds
+		}
+	}
 }
 
 func (s *Store) extendResult(ctx context.Context, r dlock.ExtendRequest, v *verdict, elapsed time.Duration) dlock.ExtendResult {
@@ -183,32 +203,49 @@ func allDecided(rs []reply[[]dlock.ExtendResult], nreq, n, q int) bool {
 	return true
 }
 
-// Release implements dlock.Store: it releases one hold on every node in
-// parallel. It returns nil once a majority released; an error matching
-// dlock.ErrNotHeld (and ErrExpired or ErrTaken) if enough nodes said the
-// token did not hold the key that no majority held it; otherwise an error
-// matching ErrNoQuorum. Nodes that were not reached drop the key at its
-// expiry.
+// Release implements dlock.Store: it releases one hold, in parallel, on the
+// nodes where that hold was added. For a holding this Store granted that is
+// the nodes of its latest acquisition not yet released (the in-time and
+// late grants of a re-entry, say), so that releasing a re-entry never takes
+// a hold of the outer acquisition on a node the re-entry did not reach; the
+// holding's last Release asks every node (a hold the Store could not place,
+// such as an unknown outcome that was applied, is this holding's too). For
+// a holding it does not know (granted through another Store, or recorded
+// here so long ago that the record was dropped, see the package
+// documentation) it asks every node, as one release of the whole key.
+//
+// It returns nil once the quorum, N/2+1 of the Store's N nodes, released
+// among the asked nodes (all asked nodes, if fewer were asked); an error matching dlock.ErrNotHeld (and ErrExpired or ErrTaken) if
+// enough asked nodes said the token did not hold the key that this is out of
+// reach; otherwise an error matching ErrNoQuorum. The hold is removed from
+// the Store's record either way: nodes that were not reached drop it at the
+// key's expiry.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := dlock.ValidateKey(key); err != nil {
 		return err
 	}
-	n, q := len(s.nodes), s.quorum
-	rs := fanout(ctx, s.pool, s.timeout, s.all, func(ctx context.Context, i int) (struct{}, error) {
-		s.flights.wait(ctx, key, token, i)
+	nodes := s.all
+	if set, final, known := s.reg.pop(regKey{key, token}, s.clock.Now()); known && !final {
+		nodes = set.list()
+	}
+	n, q := len(nodes), min(s.quorum, len(nodes))
+	earlier, finished := s.flights.start(key, token, len(s.nodes), nodes)
+	rs := fanout(ctx, s.pool, s.timeout, nodes, func(ctx context.Context, i int) (struct{}, error) {
+		defer finished(i)
+		earlier(ctx, i)
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, func(rs []reply[struct{}]) bool {
 		var v verdict
-		for node, r := range rs {
+		for pos, r := range rs {
 			if r.answered {
-				v.add(node, dlock.Grant{}, r.err)
+				v.add(nodes[pos], dlock.Grant{}, r.err)
 			}
 		}
 		return v.decided(n, q)
 	}, nil)
 	var v verdict
-	for node, r := range rs {
-		v.add(node, dlock.Grant{}, r.err)
+	for pos, r := range rs {
+		v.add(nodes[pos], dlock.Grant{}, r.err)
 	}
 	switch {
 	case v.invalid != nil:

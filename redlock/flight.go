@@ -5,13 +5,17 @@ import (
 	"sync"
 )
 
-// flight tracks one acquisition's requests that are still in progress, per
-// node. A Release (or cleanup, or re-entrant Acquire) for the same key and
-// token on a node waits for that node's earlier acquire to finish first:
-// Acquire returns as soon as a majority granted, and without this wait a
-// request sent at once on another connection could reach a slow node before
-// the acquire: a release would then leave that node locked until the TTL,
-// and a re-entry would be counted there as a fresh holding.
+// flight tracks one call's requests that are still in progress, per node:
+// an acquisition's, a release's (Release and cleanup), or the handling of an
+// acquisition's late replies (lateCleanup). Every call for the same key and
+// token waits, per node, for the flights that started before it: calls
+// return as soon as a majority answered, and without this wait a request
+// sent at once on another connection could reach a slow node first. A
+// release overtaking its acquire would leave that node locked until the
+// TTL; a re-entry overtaking the first acquire would be counted there as a
+// fresh holding; and an acquire overtaking an earlier release would find a
+// hold that is about to go (the Store would count it, and then the release
+// would take the new hold instead).
 type flight struct {
 	done []chan struct{} // per node; nil for nodes not asked
 	left int             // channels not yet closed, guarded by flights.mu
@@ -24,12 +28,15 @@ type flights struct {
 
 func flightKey(key, token string) string { return key + "\x00" + token }
 
-// start registers an acquisition over nodes. It returns earlier, which
-// waits until the acquisitions of key by token that started before this one
-// finished on node i (so that a re-entrant acquire cannot overtake the
-// first one on a slow node and be counted as a fresh holding there), and
-// finished, which marks node i done for this one.
+// start registers a call over nodes (of n). It returns earlier, which waits
+// until the flights of key by token that started before this one finished
+// on node i, or ctx ends (the caller then goes ahead: its own request fails
+// on the same context anyway), and finished, which marks node i done for
+// this one and must be called once for each of nodes.
 func (fs *flights) start(key, token string, n int, nodes []int) (earlier func(ctx context.Context, i int), finished func(i int)) {
+	if len(nodes) == 0 {
+		return func(context.Context, int) {}, func(int) {}
+	}
 	f := &flight{done: make([]chan struct{}, n), left: len(nodes)}
 	for _, i := range nodes {
 		f.done[i] = make(chan struct{})
@@ -72,27 +79,6 @@ func (fs *flights) start(key, token string, n int, nodes []int) (earlier func(ct
 			delete(fs.m, k)
 		} else {
 			fs.m[k] = list
-		}
-	}
-}
-
-// wait blocks until no acquisition of key by token is in progress on node
-// i, or ctx ends (the caller then goes ahead: its own call fails on the same
-// context anyway).
-func (fs *flights) wait(ctx context.Context, key, token string, i int) {
-	fs.mu.Lock()
-	var chans []chan struct{}
-	for _, f := range fs.m[flightKey(key, token)] {
-		if f.done[i] != nil {
-			chans = append(chans, f.done[i])
-		}
-	}
-	fs.mu.Unlock()
-	for _, ch := range chans {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
 		}
 	}
 }

@@ -60,8 +60,9 @@ type Store struct {
 	fencing  bool
 	clock    dlock.Clock
 	closeFns []func() error
-	flights  flights // acquisitions still in progress on some node
-	pool     *pool   // runs the node calls of every fan-out
+	flights  flights  // acquisitions still in progress on some node
+	pool     *pool    // runs the node calls of every fan-out
+	reg      registry // where each hold of each holding landed, and its fence
 }
 
 var (
@@ -82,10 +83,11 @@ func (systemClock) AfterFunc(d time.Duration, f func()) dlock.Timer {
 // recommended count. Fewer than 3 nodes are accepted but tolerate no failure
 // (1 node: a single server; 2 nodes: both must answer). It returns an error
 // matching dlock.ErrInvalid, and makes no network call, if nodes is empty,
-// contains nil, or an option is out of range.
+// has more than MaxNodes entries, contains nil, or an option is out of
+// range.
 func New(nodes []dlock.Store, opts *Options) (*Store, error) {
-	if len(nodes) == 0 {
-		return nil, fmt.Errorf("%w: redlock needs at least one node", dlock.ErrInvalid)
+	if len(nodes) == 0 || len(nodes) > MaxNodes {
+		return nil, fmt.Errorf("%w: redlock needs 1 to %d nodes, got %d", dlock.ErrInvalid, MaxNodes, len(nodes))
 	}
 	s := &Store{nodes: append([]dlock.Store(nil), nodes...), quorum: len(nodes)/2 + 1,
 		timeout: DefaultNodeTimeout, drift: DefaultDriftFactor, fencing: true, clock: systemClock{},
@@ -99,6 +101,7 @@ func New(nodes []dlock.Store, opts *Options) (*Store, error) {
 		}
 		s.all = append(s.all, i)
 	}
+	s.reg.quorum = s.quorum
 	if opts != nil {
 		if err := s.apply(opts); err != nil {
 			return nil, err
@@ -170,6 +173,12 @@ func (s *Store) driftOf(ttl time.Duration) time.Duration {
 func (s *Store) grantTTL(ttl time.Duration) time.Duration {
 	core := time.Duration(float64(ttl)*coreDriftFactor) + 2*time.Millisecond
 	return ttl - max(0, s.driftOf(ttl)-core)
+}
+
+// stampOf is the registry's timing of a successful call that started at
+// start with lease length ttl (see stamp).
+func (s *Store) stampOf(start time.Time, ttl time.Duration) stamp {
+	return stamp{start: start, validUntil: start.Add(s.validLeft(ttl, 0)), expires: start.Add(2 * ttl)}
 }
 
 // validLeft is Redlock's validity after elapsed: ttl − elapsed − drift.
