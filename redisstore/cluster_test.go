@@ -27,7 +27,7 @@ func newCluster(t *testing.T) (*redisserver.Cluster, *redis.ClusterClient) {
 // TestClusterConformance runs the store, unchanged, on a ClusterClient.
 func TestClusterConformance(t *testing.T) {
 	_, rdb := newCluster(t)
-	storetest.Run(t, func(t *testing.T) dlock.Store { return newStore(t, rdb) })
+	storetest.Run(t, func(t *testing.T) dlock.Store { return stateStore{newShortStore(t, rdb), rdb} })
 }
 
 // TestClusterKeysSpreadOverAllSlots locks many keys at once: every lock's
@@ -49,9 +49,9 @@ func TestClusterKeysSpreadOverAllSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Each lock is a lock key and a fence counter on the same node.
-		if k, _ := strconv.Atoi(size); k == 0 || k%2 != 0 {
-			t.Errorf("node %s holds %s keys, want a positive even number", node.Addr(), size)
+		// Each lock is one key (its fence is in its value).
+		if k, _ := strconv.Atoi(size); k == 0 {
+			t.Errorf("node %s holds %s keys, want some", node.Addr(), size)
 		}
 		t.Logf("node %s: %s keys", node.Addr(), size)
 	}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -43,12 +44,19 @@ var (
 	hotTransfer = newHotScript(transferScript, transferSrc)
 )
 
-// withSuffix returns the lock key of key and that key followed by suffix,
-// sharing one allocation.
-func (s *Store) withSuffix(key, suffix string) (lock, full string) {
-	full = s.prefix + "{" + key + "}" + suffix
-	return full[:len(full)-len(suffix)], full
+// done returns the lock key of key and the key of token's record of its
+// final release or transfer (see release.lua), sharing one allocation.
+func (s *Store) done(key, token string) (lock, done string) {
+	done = s.prefix + "{" + key + "}:done:" + token
+	return done[:len(done)-len(":done:")-len(token)], done
 }
+
+// callID returns an id for one call that changes a lock, unique within the
+// process (and so for each owner token, which lives in one process): the
+// scripts record it so that a command resent by go-redis is recognised.
+func callID() string { return strconv.FormatUint(calls.Add(1), 36) }
+
+var calls atomic.Uint64
 
 // ttlArg boxes a TTL in milliseconds, reusing the last box: applications
 // mostly use one lease length.
