@@ -147,14 +147,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// seeded is a fence far above the server's clock in µs (about 1.8e15 in
-// 2026) and below 2^53: a test that seeds a tombstone with it can tell the
-// fence "last + 1" apart from the clock's.
-const seeded = 4_000_000_000_000_000
-
-// tombstone is the value of a released lock whose last fence is f.
-func tombstone(f uint64) string { return "0:" + strconv.FormatUint(f, 10) + "::" }
-
 // Calls made while the flight slots are busy go out as one pipeline, each
 // with its own reply: the keys' last fences are seeded apart, so a reply
 // given to the wrong caller shows as a wrong fence. The scripts are flushed
