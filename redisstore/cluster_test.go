@@ -27,7 +27,7 @@ func newCluster(t *testing.T) (*redisserver.Cluster, *redis.ClusterClient) {
 // TestClusterConformance runs the store, unchanged, on a ClusterClient.
 func TestClusterConformance(t *testing.T) {
 	_, rdb := newCluster(t)
-	storetest.Run(t, func(t *testing.T) dlock.Store { return stateStore{newShortStore(t, rdb), rdb} })
+	storetest.Run(t, func(t *testing.T) dlock.Store { return newStore(t, rdb) })
 }
 
 // TestClusterKeysSpreadOverAllSlots locks many keys at once: every lock's

@@ -22,8 +22,8 @@ func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value st
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	lock, done := s.done(key, token)
-	n, err := s.run(ctx, hotRelease, []any{nil, nil, 3, lock, done, resource, token, lock + ":released", callID(), s.keep, value}).Int64()
+	lock, channel, done := s.done(key, token)
+	n, err := s.run(ctx, hotRelease, []any{nil, nil, 3, lock, done, resource, token, channel, callID(), s.keep, value}).Int64()
 	switch {
 	case err != nil:
 		return readError(err, key, resource)
@@ -39,7 +39,7 @@ func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl tim
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, dlock.Value{}, err
 	}
-	lock, done := s.done(key, from)
+	lock, _, done := s.done(key, from)
 	args := make([]any, 0, 13)
 	args = append(args, nil, nil, 3, lock, done, resource)
 	named := resource

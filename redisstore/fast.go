@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -44,17 +43,21 @@ var (
 	hotTransfer = newHotScript(transferScript, transferSrc)
 )
 
-// done returns the lock key of key and the key of token's record of its
-// final release or transfer (see release.lua), sharing one allocation.
-func (s *Store) done(key, token string) (lock, done string) {
-	done = s.prefix + "{" + key + "}:done:" + token
-	return done[:len(done)-len(":done:")-len(token)], done
+// done returns the lock key of key, its release channel and the key of
+// token's record of its final release or transfer (see release.lua), all in
+// one allocation: the record is the channel's name followed by ":" and the
+// token (keys and channels are separate namespaces in Redis).
+func (s *Store) done(key, token string) (lock, channel, done string) {
+	done = s.prefix + "{" + key + "}:released:" + token
+	channel = done[:len(done)-len(token)-1]
+	return channel[:len(channel)-len(":released")], channel, done
 }
 
 // callID returns an id for one call that changes a lock, unique within the
 // process (and so for each owner token, which lives in one process): the
-// scripts record it so that a command resent by go-redis is recognised.
-func callID() string { return strconv.FormatUint(calls.Add(1), 36) }
+// scripts record it so that a command resent by go-redis is recognised. It
+// is boxed as an integer: one allocation per call.
+func callID() any { return calls.Add(1) }
 
 var calls atomic.Uint64
 

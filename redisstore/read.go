@@ -49,7 +49,7 @@ func (s *Store) TransferRead(ctx context.Context, key, from, to string, ttl time
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, dlock.Value{}, err
 	}
-	lock, done := s.done(key, from)
+	lock, _, done := s.done(key, from)
 	cmd := s.run(ctx, hotTransfer, []any{nil, nil, 3, lock, done, resource, from, to, ttlArg(ttl), callID(), s.keep})
 	var buf [2]int64
 	v, val, err := intsAndValue(cmd, buf[:0])

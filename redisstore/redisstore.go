@@ -18,7 +18,7 @@
 // key locked once costs nothing after its lease or its retention ends.
 //
 // A call that changes a lock carries a call id, recorded in the lock; a
-// final release or a transfer also leaves PREFIX{K}:done:<owner token> =
+// final release or a transfer also leaves PREFIX{K}:released:<owner token> =
 // "<call id>:<fence>" for the retention. go-redis resends a command after a
 // read timeout or a broken connection (MaxRetries, on by default) and a
 // store cannot turn that off per command; with these records a resent
@@ -103,10 +103,14 @@ type Options struct {
 	// Retention is how long a released lock keeps its tombstone (its last
 	// fence) and an owner's record of its final release or transfer, so
 	// that a command resent by go-redis is recognised (see the package
-	// doc). It must exceed the client's retry window: (MaxRetries + 1) ×
-	// (WriteTimeout + ReadTimeout) plus the retry backoffs, about 13 s with
-	// go-redis's defaults. Memory: about 150 bytes per key released within
-	// the last Retention. Default: DefaultRetention. Negative is invalid.
+	// doc). New raises it to the client's retry window when it can read
+	// the client's options (a *redis.Client or *redis.ClusterClient):
+	// MaxRetries (MaxRedirects for a Cluster) × (WriteTimeout + ReadTimeout
+	// + MaxRetryBackoff), 33 s with go-redis v9.23's defaults. With another
+	// client, or with timeouts off (negative), keep it above the longest
+	// time a resend can come after the first run. Memory: a few hundred
+	// bytes per key released within the last Retention. Default:
+	// DefaultRetention. Negative is invalid.
 	Retention time.Duration
 }
 
@@ -148,6 +152,7 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	} else if opts != nil && opts.Retention > 0 {
 		keep = opts.Retention
 	}
+	keep = max(keep, retryWindow(client))
 	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client), keep: ms(keep), retention: keep}
 	if opts == nil || !opts.NoBatching {
 		s.batch = new(batcher)
@@ -156,8 +161,8 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 }
 
 // Retention returns how long a released lock's state is kept
-// (Options.Retention): after its lease or its retention ends, nothing of a
-// lock is left in Redis.
+// (Options.Retention, or the client's retry window if longer): after its
+// lease or its retention ends, nothing of a lock is left in Redis.
 func (s *Store) Retention() time.Duration { return s.retention }
 
 // Close ends the store's shared subscription connection, if one is open,
@@ -265,8 +270,8 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	lock, done := s.done(key, token)
-	n, err := s.run(ctx, hotRelease, []any{nil, nil, 2, lock, done, token, lock + ":released", callID(), s.keep}).Int64()
+	lock, channel, done := s.done(key, token)
+	n, err := s.run(ctx, hotRelease, []any{nil, nil, 2, lock, done, token, channel, callID(), s.keep}).Int64()
 	switch {
 	case err != nil:
 		return classify(err, key)

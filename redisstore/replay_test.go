@@ -212,3 +212,38 @@ func TestS5LostReplyWithoutRetriesIsNotADefiniteAnswer(t *testing.T) {
 		t.Fatalf("Commit with its reply lost and no retries = %v, want an unclassified error", err)
 	}
 }
+
+// TestS5RetentionCoversTheClientsRetryWindow: a retention shorter than the
+// time in which go-redis may still resend a call would let a late resend
+// miss its record and answer "not held" after all; New raises it to the
+// window it reads from the client's options. No network call is made.
+func TestS5RetentionCoversTheClientsRetryWindow(t *testing.T) {
+	for _, tc := range []struct {
+		o    *redis.Options
+		want time.Duration
+	}{
+		{&redis.Options{Addr: "127.0.0.1:1"}, 0},                           // go-redis's defaults: computed below
+		{&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}, time.Second}, // no resends: as asked
+		{&redis.Options{Addr: "127.0.0.1:1", MaxRetries: 2, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetryBackoff: time.Second}, 6 * time.Second},
+	} {
+		rdb := redis.NewClient(tc.o)
+		if o := rdb.Options(); tc.want == 0 {
+			tc.want = time.Duration(o.MaxRetries) * (o.ReadTimeout + o.WriteTimeout + o.MaxRetryBackoff)
+			t.Logf("go-redis's defaults: %d retries, timeouts %v/%v, backoff up to %v: window %v", o.MaxRetries, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff, tc.want)
+		}
+		s, err := redisstore.New(rdb, &redisstore.Options{Retention: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Retention(); got != tc.want {
+			t.Errorf("MaxRetries %d: retention %v, want %v", tc.o.MaxRetries, got, tc.want)
+		}
+		_ = s.Close()
+		_ = rdb.Close()
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	if _, err := redisstore.New(rdb, &redisstore.Options{Retention: -1}); !errors.Is(err, dlock.ErrInvalid) {
+		t.Errorf("negative retention: %v, want ErrInvalid", err)
+	}
+}

@@ -25,7 +25,7 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, err
 	}
-	lock, done := s.done(key, from)
+	lock, _, done := s.done(key, from)
 	var buf [2]int64
 	v, err := ints(s.run(ctx, hotTransfer, []any{nil, nil, 2, lock, done, from, to, ttlArg(ttl), callID(), s.keep}), buf[:0])
 	switch {

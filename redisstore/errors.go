@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,4 +46,27 @@ func classify(err error, key string) error {
 		}
 	}
 	return err
+}
+
+// retryWindow is how long after a command first ran go-redis may still
+// resend it, read from the client's options: each resend waits for a write
+// and a read timeout at most, plus a backoff. 0 if the client does not say
+// (a Ring, a wrapper) or does not resend.
+func retryWindow(c redis.UniversalClient) time.Duration {
+	var retries int
+	var rt, wt, backoff time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		o := c.Options()
+		retries, rt, wt, backoff = o.MaxRetries, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	case *redis.ClusterClient:
+		o := c.Options()
+		retries, rt, wt, backoff = o.MaxRedirects, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	default:
+		return 0
+	}
+	if retries <= 0 {
+		return 0
+	}
+	return time.Duration(retries) * (max(rt, 0) + max(wt, 0) + max(backoff, 0))
 }
