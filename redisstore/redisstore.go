@@ -14,7 +14,8 @@
 // server's TIME in microseconds), so fences strictly increase per key while
 // the tombstone lasts and, after it is gone, as long as the server's clock
 // does not step back past the fences it issued (this also holds across a
-// restart without persistence). No per-key state outlives the retention: a
+// restart without persistence, and across a failover to a replica that
+// missed the last holding, as long as the two servers' clocks agree). No per-key state outlives the retention: a
 // key locked once costs nothing after its lease or its retention ends.
 //
 // A call that changes a lock carries a call id, recorded in the lock; a
@@ -31,9 +32,10 @@
 // time per key, as the Owner doc asks.
 //
 // The {K} hash tag keeps all of a lock's keys in one Cluster slot. Taking a
-// free lock costs the server two commands in the script (TIME, SET NX PX
-// GET): per command, not per byte, is what a script costs Redis. It needs
-// Redis 7.0 or later (SET with both NX and GET). Earlier versions of this
+// lock costs the server TIME and SET NX PX GET in the script, plus a SET
+// over a tombstone; a final release GET, two SETs (tombstone and record)
+// and PUBLISH: per command, not per byte, is what a script costs Redis. It
+// needs Redis 7.0 or later (SET with both NX and GET). Earlier versions of this
 // package kept the lock in other layouts (a hash, or "<holds>:<owner>" with
 // a separate PREFIX{K}:fence counter): a process running one of them and a
 // process running this one refuse each other's locks (errors matching
