@@ -15,24 +15,40 @@ import (
 //     Callers own waiting and renewal.
 //   - Methods are safe for concurrent use and honour ctx.
 //   - Ownership is by token. Acquire by the token that already holds a key
-//     re-enters: the hold count goes up, the fence stays the same.
+//     re-enters: the hold count goes up, the fence stays the same, and the
+//     expiry becomes the later of the current one and ttl from now: a
+//     re-entry never shortens a holding (other leases of the same holding
+//     count on its expiry).
+//   - Extend sets the expiry to ttl from now, shorter or longer: the store
+//     follows the latest Extend.
 //   - Every acquisition of a free key gets a fence strictly greater than any
 //     earlier fence of that key (as far as the store can promise; a store
 //     documents its limits).
+//   - Per-key state is bounded: once a key is released (or expired) and the
+//     store's documented retention has passed, nothing of it is left, so
+//     locking ever new keys does not grow the store without bound.
+//   - A definite answer is a true one: ErrNotHeld means the call changed and
+//     wrote nothing, also when the store's client resent a command whose
+//     reply was lost. A store that cannot tell returns an error that is not
+//     a sentinel (outcome unknown, treated as ErrUnavailable).
 //   - Extend and Release by a token that does not hold the key change nothing
 //     and return an error matching ErrNotHeld and either ErrExpired (no
 //     holder) or ErrTaken (another holder). Extend never re-creates a key.
-//   - Errors other than those sentinels mean the store could not be reached
-//     or failed; the caller treats them as ErrUnavailable.
+//   - Errors that retrying cannot fix (permissions, authentication, an
+//     unknown command, a value at the key that is not a lock) match
+//     ErrRefused. Errors other than those sentinels mean the store could not
+//     be reached or failed; the caller treats them as ErrUnavailable.
 //
 // Keys and tokens reach the store already validated (see ValidateKey).
 type Store interface {
 	// Acquire makes token the holder of key for ttl if key is free, or adds a
-	// hold if token already holds it (resetting the expiry to ttl). If another
-	// token holds key, it returns a *ContendedError and changes nothing.
+	// hold if token already holds it (the expiry becomes the later of the
+	// current one and ttl from now, never earlier). If another token holds
+	// key, it returns a *ContendedError and changes nothing.
 	Acquire(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
 
-	// Extend resets the expiry of key to ttl if token holds it.
+	// Extend sets the expiry of key to ttl from now (shorter or longer) if
+	// token holds it.
 	Extend(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
 
 	// Release removes one hold of token on key; the key is freed, and waiters
@@ -49,7 +65,9 @@ type Grant struct {
 	Holds int
 	// TTL is how long, counted from the moment the call started, the store
 	// keeps the key for token at least. Stores return the requested ttl
-	// unless they had to shorten it (Redlock subtracts its own elapsed time).
+	// unless they had to shorten it (Redlock subtracts its own elapsed time);
+	// for a re-entry the holding may last longer than TTL (an expiry is
+	// never shortened by a re-entry), never shorter.
 	TTL time.Duration
 }
 
@@ -93,7 +111,9 @@ type Info struct {
 	Holds int
 	// Remaining is the holder's remaining time to live.
 	Remaining time.Duration
-	// Fence is the last fence issued for the key (held or not); 0 if none.
+	// Fence is the last fence issued for the key (held or not); 0 if none is
+	// known: never locked, or released longer ago than the store keeps
+	// state for (its retention; memstore keeps none).
 	Fence uint64
 }
 

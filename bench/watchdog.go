@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -80,11 +81,11 @@ func verifyHeld(ctx context.Context, rdb *redis.Client, st *redisstore.Store, le
 	cmds := make([]*redis.StringCmd, len(leases))
 	for i, l := range leases {
 		lock, _ := st.Keys(l.Key())
-		cmds[i] = pipe.Get(ctx, lock) // "<holds>:<owner>", see redisstore
+		cmds[i] = pipe.Get(ctx, lock) // "<holds>:<fence>:<call id>:<owner>", see redisstore
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, l := range leases {
-		if l.Err() == nil && cmds[i].Val() == "1:"+l.Token() {
+		if l.Err() == nil && strings.HasPrefix(cmds[i].Val(), "1:") && strings.HasSuffix(cmds[i].Val(), ":"+l.Token()) {
 			held++
 		} else {
 			lost++

@@ -4,6 +4,14 @@
 //
 // It holds locks in one process only, so it protects nothing across
 // processes; use a server-backed store (package redisstore) for that.
+//
+// It follows the dlock.Store rules as the reference: a re-entry never
+// shortens a holding's expiry, Extend sets it to the latest ttl, and no
+// state is kept for a released or expired key (expired ones are swept as
+// the store is used), so its memory follows the locks held, not the keys
+// ever locked. Fences come from one counter for the whole store: strictly
+// increasing per key with no per-key state; a released key reports fence 0
+// in Inspect.
 package memstore
 
 import (
@@ -20,11 +28,12 @@ import (
 type Store struct {
 	now func() time.Time
 
-	mu     sync.Mutex
-	locks  map[string]*entry
-	fences map[string]uint64
-	subs   map[string]map[chan struct{}]struct{}
-	data   map[string]string // resources for WithRead and Lease.Commit
+	mu      sync.Mutex
+	locks   map[string]*entry
+	fence   uint64 // the last fence issued, for any key
+	sweepAt int    // sweep expired entries when len(locks) reaches it
+	subs    map[string]map[chan struct{}]struct{}
+	data    map[string]string // resources for WithRead and Lease.Commit
 }
 
 type entry struct {
@@ -46,11 +55,10 @@ func New(now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{
-		now:    now,
-		locks:  make(map[string]*entry),
-		fences: make(map[string]uint64),
-		subs:   make(map[string]map[chan struct{}]struct{}),
-		data:   make(map[string]string),
+		now:   now,
+		locks: make(map[string]*entry),
+		subs:  make(map[string]map[chan struct{}]struct{}),
+		data:  make(map[string]string),
 	}
 }
 
@@ -79,15 +87,54 @@ func (s *Store) acquire(key, token string, ttl time.Duration) (dlock.Grant, erro
 	e := s.live(key)
 	switch {
 	case e == nil:
-		s.fences[key]++
-		e = &entry{token: token, fence: s.fences[key]}
+		s.sweep()
+		s.fence++
+		e = &entry{token: token, fence: s.fence}
 		s.locks[key] = e
 	case e.token != token:
 		return dlock.Grant{}, &dlock.ContendedError{Remaining: e.expires.Sub(s.now())}
 	}
 	e.holds++
-	e.expires = s.now().Add(ttl)
+	if until := s.now().Add(ttl); until.After(e.expires) {
+		e.expires = until // a re-entry never shortens the holding
+	}
 	return dlock.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
+}
+
+// sweep drops expired entries once the map has doubled since the last
+// sweep: amortised O(1) per acquisition, and keys locked once and left to
+// expire do not pile up. Called with s.mu held.
+func (s *Store) sweep() {
+	if len(s.locks) < s.sweepAt {
+		return
+	}
+	now := s.now()
+	for k, e := range s.locks {
+		if !now.Before(e.expires) {
+			delete(s.locks, k)
+		}
+	}
+	s.sweepAt = max(64, 2*len(s.locks))
+}
+
+// Retention is 0: the store keeps nothing of a key once it is released or
+// its lease has ended (storetest.StateReporter).
+func (s *Store) Retention() time.Duration { return 0 }
+
+// KeyState returns how many entries the store keeps for key: its lock if
+// held, and its subscriptions if any (storetest.StateReporter). An expired
+// lock is dropped here, as on any access.
+func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.subs[key])
+	if s.live(key) != nil {
+		n++
+	}
+	return n, nil
 }
 
 // Extend implements dlock.Store.
@@ -177,9 +224,9 @@ func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	info := dlock.Info{Fence: s.fences[key]}
+	var info dlock.Info
 	if e := s.live(key); e != nil {
-		info.Held, info.Token, info.Holds = true, e.token, e.holds
+		info.Held, info.Token, info.Holds, info.Fence = true, e.token, e.holds, e.fence
 		info.Remaining = e.expires.Sub(s.now())
 	}
 	return info, nil

@@ -31,7 +31,7 @@ func (s *Store) transfer(key, from, to string, ttl time.Duration) (dlock.Grant, 
 	if e.holds != 1 {
 		return dlock.Grant{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
 	}
-	s.fences[key]++
-	e.token, e.fence, e.expires = to, s.fences[key], s.now().Add(ttl)
+	s.fence++
+	e.token, e.fence, e.expires = to, s.fence, s.now().Add(ttl)
 	return dlock.Grant{Fence: e.fence, Holds: 1, TTL: ttl}, nil
 }

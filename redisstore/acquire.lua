@@ -1,37 +1,58 @@
--- acquire.lua: KEYS = [lock, fence, resource?]; ARGV = [token, ttl_ms]
--- The lock is a string "<holds>:<owner>" with an expiry. fence is a counter
--- that outlives the lock and is incremented by every new holding (here and
--- in transfer.lua) and by nothing else, so while the lock is held the counter
--- is its holding's fence.
--- Returns the fence alone (an integer >= 1) when ARGV[1] took the lock as a
--- first hold, {1, fence, holds} when it re-entered, {0, pttl} when another
--- owner holds it (and changes nothing then). The free-lock path is two
--- commands and a bare integer: each command and each reply table a script
--- makes costs Redis more than the command itself.
--- With KEYS[3] (WithRead), a granted reply is {1, fence, holds, GET KEYS[3]}
+-- acquire.lua: KEYS = [lock, resource?]; ARGV = [token, ttl_ms, call id]
+-- The lock is one string "<holds>:<fence>:<call id>:<owner>" with an expiry
+-- (see the package doc). holds 0 is a tombstone: a free lock that keeps its
+-- last fence and the last call that changed it for the retention window.
+-- A new holding gets fence max(last fence + 1, server TIME in µs): strictly
+-- increasing while the tombstone lives, and after it is gone as long as the
+-- server's clock does not step back past the fences issued before.
+-- Returns the fence alone (an integer >= 1) for a first hold, {1, fence,
+-- holds} for a re-entry, {0, pttl} when another owner holds it (changing
+-- nothing). A re-entry never shortens the expiry: it becomes max(PTTL, ttl).
+-- A replay of this very call (same owner and call id: go-redis retried after
+-- a lost reply) answers what the first run did and changes nothing.
+-- With KEYS[2] (WithRead), a granted reply is {1, fence, holds, GET KEYS[2]}
 -- (nil if missing); it is read before any write, so a WRONGTYPE error
--- changes nothing.
+-- changes nothing. A value that is not a lock is an error (NOTALOCK).
 local val = false
-if KEYS[3] then
-  val = redis.call('GET', KEYS[3])
+if KEYS[2] then
+  val = redis.call('GET', KEYS[2])
 end
-local old = redis.call('SET', KEYS[1], '1:' .. ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
-if not old then
-  local fence = redis.call('INCR', KEYS[2])
-  if KEYS[3] then
-    return {1, fence, 1, val}
+local t = redis.call('TIME')
+local now = t[1] * 1000000 + t[2]
+local tail = ':' .. ARGV[3] .. ':' .. ARGV[1]
+local fence = now
+local old = redis.call('SET', KEYS[1], '1:' .. string.format('%d', now) .. tail, 'NX', 'PX', ARGV[2], 'GET')
+local holds = 1
+if old then
+  local a = string.find(old, ':', 1, true)
+  local b = a and string.find(old, ':', a + 1, true)
+  local c = b and string.find(old, ':', b + 1, true)
+  holds = c and tonumber(string.sub(old, 1, a - 1))
+  local last = c and tonumber(string.sub(old, a + 1, b - 1))
+  if not holds or not last then
+    return redis.error_reply('NOTALOCK the key holds a value that is not a dlock lock')
   end
-  return fence
+  if holds == 0 then
+    fence, holds = math.max(last + 1, now), 1
+    redis.call('SET', KEYS[1], '1:' .. string.format('%d', fence) .. tail, 'PX', ARGV[2])
+  elseif string.sub(old, c + 1) ~= ARGV[1] then
+    return {0, redis.call('PTTL', KEYS[1])}
+  elseif string.sub(old, b + 1, c - 1) ~= ARGV[3] then
+    fence, holds = last, holds + 1
+    local v = holds .. ':' .. string.sub(old, a + 1, b - 1) .. tail
+    if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+      redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+    else
+      redis.call('SET', KEYS[1], v, 'KEEPTTL')
+    end
+  else
+    fence = last -- a replay: the first run's answer
+  end
 end
-local i = string.find(old, ':', 1, true)
-local holds = i and tonumber(string.sub(old, 1, i - 1))
-if not holds or string.sub(old, i + 1) ~= ARGV[1] then
-  return {0, redis.call('PTTL', KEYS[1])}
-end
-holds = holds + 1
-redis.call('SET', KEYS[1], holds .. ':' .. ARGV[1], 'PX', ARGV[2])
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
-if KEYS[3] then
+if KEYS[2] then
   return {1, fence, holds, val}
+end
+if holds == 1 then
+  return fence
 end
 return {1, fence, holds}

@@ -148,7 +148,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // Calls made while the flight slots are busy go out as one pipeline, each
-// with its own reply: the keys' fence counters are seeded apart, so a reply
+// with its own reply: the keys' last fences are seeded apart, so a reply
 // given to the wrong caller shows as a wrong fence. The scripts are flushed
 // first: every call of the batch must fall back to EVAL on its own.
 func TestConcurrentCallsShareOnePipeline(t *testing.T) {
@@ -156,8 +156,8 @@ func TestConcurrentCallsShareOnePipeline(t *testing.T) {
 	ctx := context.Background()
 	const n = 8
 	for i := range n {
-		_, fence := st.s.Keys("k" + strconv.Itoa(i))
-		if err := st.rdb.Set(ctx, fence, 100*i, 0).Err(); err != nil {
+		lock, _ := st.s.Keys("k" + strconv.Itoa(i))
+		if err := st.rdb.Set(ctx, lock, tombstone(seeded+100*uint64(i)), time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,8 +175,8 @@ func TestConcurrentCallsShareOnePipeline(t *testing.T) {
 	wg.Wait()
 	st.wg.Wait()
 	for i := range n {
-		if errs[i] != nil || grants[i].Fence != uint64(100*i+1) || grants[i].Holds != 1 {
-			t.Errorf("call %d: %+v %v, want fence %d, one hold", i, grants[i], errs[i], 100*i+1)
+		if errs[i] != nil || grants[i].Fence != seeded+uint64(100*i+1) || grants[i].Holds != 1 {
+			t.Errorf("call %d: %+v %v, want fence %d, one hold", i, grants[i], errs[i], seeded+uint64(100*i+1))
 		}
 		info, err := st.s.Inspect(ctx, "k"+strconv.Itoa(i))
 		if err != nil || info.Token != "t"+strconv.Itoa(i) {
@@ -337,8 +337,8 @@ func TestBatchSpansClusterNodes(t *testing.T) {
 	st := stage(t, rdb, true)
 	const n = 12 // keys spread over the three nodes
 	for i := range n {
-		_, fence := st.s.Keys("k" + strconv.Itoa(i))
-		if err := rdb.Set(ctx, fence, 100*i, 0).Err(); err != nil {
+		lock, _ := st.s.Keys("k" + strconv.Itoa(i))
+		if err := rdb.Set(ctx, lock, tombstone(seeded+100*uint64(i)), time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -352,8 +352,8 @@ func TestBatchSpansClusterNodes(t *testing.T) {
 	close(st.hook.open)
 	wg.Wait()
 	for i := range n {
-		if errs[i] != nil || grants[i].Fence != uint64(100*i+1) {
-			t.Errorf("call %d: %+v %v, want fence %d", i, grants[i], errs[i], 100*i+1)
+		if errs[i] != nil || grants[i].Fence != seeded+uint64(100*i+1) {
+			t.Errorf("call %d: %+v %v, want fence %d", i, grants[i], errs[i], seeded+uint64(100*i+1))
 		}
 		if err := st.s.Release(ctx, "k"+strconv.Itoa(i), "t"); err != nil {
 			t.Errorf("release %d: %v", i, err)

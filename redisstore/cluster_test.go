@@ -49,9 +49,9 @@ func TestClusterKeysSpreadOverAllSlots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Each lock is a lock key and a fence counter on the same node.
-		if k, _ := strconv.Atoi(size); k == 0 || k%2 != 0 {
-			t.Errorf("node %s holds %s keys, want a positive even number", node.Addr(), size)
+		// Each lock is one key (its fence is in its value).
+		if k, _ := strconv.Atoi(size); k == 0 {
+			t.Errorf("node %s holds %s keys, want some", node.Addr(), size)
 		}
 		t.Logf("node %s: %s keys", node.Addr(), size)
 	}

@@ -22,8 +22,8 @@ func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value st
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	lock, channel := s.withSuffix(key, ":released")
-	n, err := s.run(ctx, hotRelease, []any{nil, nil, 2, lock, resource, token, channel, value}).Int64()
+	lock, channel, done := s.done(key, token)
+	n, err := s.run(ctx, hotRelease, []any{nil, nil, 3, lock, done, resource, token, channel, callID(), s.keep, value}).Int64()
 	switch {
 	case err != nil:
 		return readError(err, key, resource)
@@ -39,16 +39,16 @@ func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl tim
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, dlock.Value{}, err
 	}
-	lock, fence := s.withSuffix(key, ":fence")
-	args := make([]any, 0, 11)
-	args = append(args, nil, nil, 3, lock, fence, resource)
+	lock, _, done := s.done(key, from)
+	args := make([]any, 0, 13)
+	args = append(args, nil, nil, 3, lock, done, resource)
 	named := resource
 	if read != "" {
 		args[2] = 4
 		args = append(args, read)
 		named += " or " + read
 	}
-	args = append(args, from, to, ttlArg(ttl), value)
+	args = append(args, from, to, ttlArg(ttl), callID(), s.keep, value)
 	var buf [2]int64
 	v, val, err := intsAndValue(s.run(ctx, hotTransfer, args), buf[:0])
 	switch {

@@ -43,12 +43,23 @@ var (
 	hotTransfer = newHotScript(transferScript, transferSrc)
 )
 
-// withSuffix returns the lock key of key and that key followed by suffix,
-// sharing one allocation.
-func (s *Store) withSuffix(key, suffix string) (lock, full string) {
-	full = s.prefix + "{" + key + "}" + suffix
-	return full[:len(full)-len(suffix)], full
+// done returns the lock key of key, its release channel and the key of
+// token's record of its final release or transfer (see release.lua), all in
+// one allocation: the record is the channel's name followed by ":" and the
+// token (keys and channels are separate namespaces in Redis).
+func (s *Store) done(key, token string) (lock, channel, done string) {
+	done = s.prefix + "{" + key + "}:released:" + token
+	channel = done[:len(done)-len(token)-1]
+	return channel[:len(channel)-len(":released")], channel, done
 }
+
+// callID returns an id for one call that changes a lock, unique within the
+// process (and so for each owner token, which lives in one process): the
+// scripts record it so that a command resent by go-redis is recognised. It
+// is boxed as an integer: one allocation per call.
+func callID() any { return calls.Add(1) }
+
+var calls atomic.Uint64
 
 // ttlArg boxes a TTL in milliseconds, reusing the last box: applications
 // mostly use one lease length.

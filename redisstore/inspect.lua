@@ -1,14 +1,21 @@
--- inspect.lua: KEYS = [lock, fence]; ARGV = []
+-- inspect.lua: KEYS = [lock]; ARGV = []
 -- Returns {owner or '', holds or 0, pttl, last fence or 0}; changes nothing.
--- The lock is "<holds>:<owner>" (see acquire.lua).
+-- The lock is "<holds>:<fence>:<call id>:<owner>", a tombstone has holds 0
+-- (see acquire.lua); a value that is not a lock is an error (NOTALOCK).
 local v = redis.call('GET', KEYS[1])
-local owner, holds = '', 0
-if v then
-  local i = string.find(v, ':', 1, true)
-  local h = i and tonumber(string.sub(v, 1, i - 1))
-  if h then
-    owner, holds = string.sub(v, i + 1), h
-  end
+if not v then
+  return {'', 0, -2, 0}
 end
-local fence = redis.call('GET', KEYS[2])
-return {owner, holds, redis.call('PTTL', KEYS[1]), tonumber(fence) or 0}
+local a = string.find(v, ':', 1, true)
+local b = a and string.find(v, ':', a + 1, true)
+local c = b and string.find(v, ':', b + 1, true)
+local holds = c and tonumber(string.sub(v, 1, a - 1))
+local fence = c and tonumber(string.sub(v, a + 1, b - 1))
+if not holds or not fence then
+  return redis.error_reply('NOTALOCK the key holds a value that is not a dlock lock')
+end
+local pttl = redis.call('PTTL', KEYS[1])
+if holds == 0 then
+  return {'', 0, pttl, fence}
+end
+return {string.sub(v, c + 1), holds, pttl, fence}

@@ -9,7 +9,7 @@ import (
 	"example.com/dlock"
 )
 
-// A lock is stored as "<holds>:<owner>" (see acquire.lua). Tokens are data:
+// A lock is stored as "<holds>:<fence>:<call id>:<owner>" (see acquire.lua). Tokens are data:
 // one that looks like another's encoded value, or contains the separator,
 // must not be taken for that owner by any script.
 func TestTokensThatLookLikeTheLayout(t *testing.T) {
@@ -61,41 +61,59 @@ func TestTokensThatLookLikeTheLayout(t *testing.T) {
 	}
 }
 
-// A lock left in the hash layout of earlier versions (a process of an older
-// dlock holds it) is refused, not taken or shared: every call fails with
-// WRONGTYPE and the hash is untouched.
-func TestOldHashLayoutIsRefusedNotShared(t *testing.T) {
+// TestL6NonLockValuesAreRefused: a lock key holding something that is not
+// a lock of this layout (the hash of early versions, the "<holds>:<owner>"
+// string of the last one, another program's string) is refused, not taken,
+// shared or reported free: every call fails with an error matching
+// dlock.ErrRefused that names the key, the value is untouched, and TryLock
+// ends at once with ErrRefused.
+func TestL6NonLockValuesAreRefused(t *testing.T) {
 	_, rdb := newRedis(t)
 	s := newStore(t, rdb)
 	ctx := testCtx(t)
 	lock, _ := s.Keys("old")
-	if err := rdb.HSet(ctx, lock, "owner", "old-owner", "holds", "1", "fence", "1").Err(); err != nil {
-		t.Fatal(err)
+	values := []func() error{
+		func() error { return rdb.HSet(ctx, lock, "owner", "old-owner", "holds", "1", "fence", "1").Err() },
+		func() error { return rdb.Set(ctx, lock, "1:old-owner", 0).Err() }, // the previous string layout
+		func() error { return rdb.Set(ctx, lock, "hello", 0).Err() },       // another program's value
 	}
-	if err := rdb.PExpire(ctx, lock, time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	wrongType := func(op string, err error) {
-		t.Helper()
-		if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
-			t.Errorf("%s on an old-layout lock = %v, want a WRONGTYPE error", op, err)
+	for i, set := range values {
+		if err := errors.Join(rdb.Del(ctx, lock).Err(), set(), rdb.PExpire(ctx, lock, time.Minute).Err()); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := rdb.Dump(ctx, lock).Result()
+		refused := func(op string, err error) {
+			t.Helper()
+			if !errors.Is(err, dlock.ErrRefused) || !strings.Contains(err.Error(), `"old"`) {
+				t.Errorf("value %d: %s = %v, want an error matching ErrRefused naming the key", i, op, err)
+			}
+		}
+		_, err := s.Acquire(ctx, "old", "old-owner", time.Minute)
+		refused("acquire", err)
+		_, err = s.Extend(ctx, "old", "old-owner", time.Minute)
+		refused("extend", err)
+		refused("release", s.Release(ctx, "old", "old-owner"))
+		_, err = s.Transfer(ctx, "old", "old-owner", "new-owner", time.Minute)
+		refused("transfer", err)
+		_, err = s.Inspect(ctx, "old")
+		refused("inspect", err)
+		refused("extend batch", s.ExtendBatch(ctx, []dlock.ExtendRequest{{Key: "old", Token: "old-owner", TTL: time.Minute}})[0].Err)
+		if after, _ := rdb.Dump(ctx, lock).Result(); after != before {
+			t.Fatalf("value %d changed by the refused calls", i)
+		}
+		c, err := dlock.New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := c.Lock(ctx, "old", dlock.WithWait(5*time.Second)); !errors.Is(err, dlock.ErrRefused) || !errors.Is(err, dlock.ErrNotAcquired) {
+			t.Fatalf("value %d: Lock = %v, want ErrRefused and ErrNotAcquired", i, err)
+		} else if el := time.Since(start); el > 2*time.Second {
+			t.Fatalf("value %d: Lock waited %v on a refusal, want at once", i, el)
 		}
 	}
-	_, err := s.Acquire(ctx, "old", "new-owner", time.Minute)
-	wrongType("acquire", err)
-	_, err = s.Extend(ctx, "old", "old-owner", time.Minute)
-	wrongType("extend", err)
-	wrongType("release", s.Release(ctx, "old", "old-owner"))
-	_, err = s.Transfer(ctx, "old", "old-owner", "new-owner", time.Minute)
-	wrongType("transfer", err)
-	if owner, err := rdb.HGet(ctx, lock, "owner").Result(); err != nil || owner != "old-owner" {
-		t.Fatalf("old-layout lock after the refusals: owner %q, %v", owner, err)
-	}
-	c, err := dlock.New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.TryLock(ctx, "old"); !errors.Is(err, dlock.ErrUnavailable) {
-		t.Fatalf("TryLock on an old-layout lock = %v, want ErrUnavailable", err)
+	// Negative control: a key of the current layout is not refused.
+	if _, err := s.Acquire(ctx, "fresh", "t", time.Minute); err != nil {
+		t.Fatalf("acquire of a free key: %v", err)
 	}
 }

@@ -23,13 +23,14 @@ var _ dlock.GrantReader = (*Store)(nil)
 // verbatim (no prefix). In a Cluster it must hash to the lock's slot: give it
 // the lock key as hash tag ("stock:{KEY}" for lock KEY); otherwise the call
 // fails with an error matching dlock.ErrInvalid and changes nothing. A
-// resource that is not a string fails the same way (WRONGTYPE).
+// resource that is not a string fails the same way (WRONGTYPE; since the
+// server does not say which key was not a string, the error also matches
+// dlock.ErrRefused).
 func (s *Store) AcquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (dlock.Grant, dlock.Value, error) {
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, dlock.Value{}, err
 	}
-	lock, fence := s.withSuffix(key, ":fence")
-	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 3, lock, fence, resource, token, ttlArg(ttl)})
+	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 2, s.lock(key), resource, token, ttlArg(ttl), callID()})
 	var buf [3]int64
 	v, val, err := intsAndValue(cmd, buf[:0])
 	switch {
@@ -48,8 +49,8 @@ func (s *Store) TransferRead(ctx context.Context, key, from, to string, ttl time
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, dlock.Value{}, err
 	}
-	lock, fence := s.withSuffix(key, ":fence")
-	cmd := s.run(ctx, hotTransfer, []any{nil, nil, 3, lock, fence, resource, from, to, ttlArg(ttl)})
+	lock, _, done := s.done(key, from)
+	cmd := s.run(ctx, hotTransfer, []any{nil, nil, 3, lock, done, resource, from, to, ttlArg(ttl), callID(), s.keep})
 	var buf [2]int64
 	v, val, err := intsAndValue(cmd, buf[:0])
 	switch {
@@ -95,14 +96,17 @@ func intsAndValue(cmd *redis.Cmd, dst []int64) (ints []int64, val *dlock.Value, 
 }
 
 // readError types the server's refusals of a resource key: a Cluster key in
-// another slot (CROSSSLOT) or a key that is not a string (WRONGTYPE).
+// another slot (CROSSSLOT), or a key that is not a string (WRONGTYPE: the
+// resource's or the lock's, the server does not say which, so it matches
+// both dlock.ErrInvalid and dlock.ErrRefused). Other errors are classified
+// as for calls without a resource.
 func readError(err error, key, resource string) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "CROSSSLOT"):
 		return fmt.Errorf("%w: resource %q is not in the slot of lock %q: use the hash tag {%s} in it: %w", dlock.ErrInvalid, resource, key, key, err)
 	case strings.Contains(msg, "WRONGTYPE"):
-		return fmt.Errorf("%w: resource %q is not a string: %w", dlock.ErrInvalid, resource, err)
+		return fmt.Errorf("%w: %w: resource %q or lock %q is not a string: %w", dlock.ErrInvalid, dlock.ErrRefused, resource, key, err)
 	}
-	return err
+	return classify(err, key)
 }

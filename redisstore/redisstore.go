@@ -7,21 +7,50 @@
 // goroutines at once share round trips: while a few are on the wire, the
 // next ones go out together as one pipeline (each still its own script call
 // with its own reply, and each caller's context keeps its meaning). A lock
-// named K is the string PREFIX{K} = "<holds>:<owner token>" with an expiry;
-// its fence counter is PREFIX{K}:fence, incremented by every new holding
-// and by nothing else, so that while K is held it is the holding's fence;
-// its release channel is PREFIX{K}:released. The {K} hash tag keeps all
-// three in one Cluster slot. Taking a free lock costs the server two
-// commands in the script (SET NX PX GET, INCR): per command, not per byte,
-// is what a script costs Redis. It needs Redis 7.0 or later (SET with both
-// NX and GET). Earlier versions of this package kept the lock in a hash:
-// a process running one of them and a process running this one refuse each
-// other's locks with WRONGTYPE errors (reported as unavailable, never as a
-// grant) instead of sharing them, so upgrade the processes that share a
-// Prefix together, or give the upgraded ones a new Prefix.
+// named K is one string PREFIX{K} = "<holds>:<fence>:<call id>:<owner token>"
+// with an expiry, and its release channel is PREFIX{K}:released. Holds 0 is a
+// tombstone: a final release leaves the lock free, with its last fence, for
+// Options.Retention. A new holding's fence is max(last fence + 1, the
+// server's TIME in microseconds), so fences strictly increase per key while
+// the tombstone lasts and, after it is gone, as long as the server's clock
+// does not step back past the fences it issued (this also holds across a
+// restart without persistence, and across a failover to a replica that
+// missed the last holding, as long as the two servers' clocks agree). No per-key state outlives the retention: a
+// key locked once costs nothing after its lease or its retention ends.
 //
-// Safety: Redis replicates asynchronously, so a failover can lose a lock, and
-// the fence counter survives a restart only with appendfsync always. Use the
+// A call that changes a lock carries a call id, recorded in the lock; a
+// final release or a transfer also leaves PREFIX{K}:released:<owner token> =
+// "<call id>:<fence>" for the retention. go-redis resends a command after a
+// read timeout or a broken connection (MaxRetries, on by default) and a
+// store cannot turn that off per command; with these records a resent
+// acquire, release, transfer or commit finds that it already ran and answers
+// what the first run did instead of running again. So ErrNotHeld (ErrLost
+// for Commit) always means nothing was written, provided the client's
+// retries end within the retention (Options.Retention). One gap: a release
+// resent after another goroutine with the same dlock.Owner re-acquired the
+// key in between is not recognised; keep one Owner to one goroutine at a
+// time per key, as the Owner doc asks.
+//
+// The {K} hash tag keeps all of a lock's keys in one Cluster slot. Taking a
+// lock costs the server TIME and SET NX PX GET in the script, plus a SET
+// over a tombstone; a final release GET, two SETs (tombstone and record)
+// and PUBLISH: per command, not per byte, is what a script costs Redis. It
+// needs Redis 7.0 or later (SET with both NX and GET). Earlier versions of this
+// package kept the lock in other layouts (a hash, or "<holds>:<owner>" with
+// a separate PREFIX{K}:fence counter): a process running one of them and a
+// process running this one refuse each other's locks (errors matching
+// dlock.ErrRefused from this version, never a grant) instead of sharing
+// them, so upgrade the processes that share a Prefix together, or give the
+// upgraded ones a new Prefix. The old PREFIX{K}:fence counters are neither
+// read nor written any more: delete them at leisure.
+//
+// Errors that retrying cannot fix (missing ACL permissions, failed
+// authentication, an unknown command, a lock key holding something that is
+// not a lock) match dlock.ErrRefused and name the key; other errors are
+// returned as they are (the core treats them as unavailable).
+//
+// Safety: Redis replicates asynchronously, so a failover can lose a lock
+// (and the fence then rests on the new primary's clock). Use the
 // fencing token at the protected resource when correctness matters (see the
 // README's safety model).
 package redisstore
@@ -72,7 +101,23 @@ type Options struct {
 	// ones go out together as one pipeline (see the package doc). Set it if
 	// something between the store and Redis must see one command per call.
 	NoBatching bool
+
+	// Retention is how long a released lock keeps its tombstone (its last
+	// fence) and an owner's record of its final release or transfer, so
+	// that a command resent by go-redis is recognised (see the package
+	// doc). New raises it to the client's retry window when it can read
+	// the client's options (a *redis.Client or *redis.ClusterClient):
+	// MaxRetries (MaxRedirects for a Cluster) × (WriteTimeout + ReadTimeout
+	// + MaxRetryBackoff), 33 s with go-redis v9.23's defaults. With another
+	// client, or with timeouts off (negative), keep it above the longest
+	// time a resend can come after the first run. Memory: a few hundred
+	// bytes per key released within the last Retention. Default:
+	// DefaultRetention. Negative is invalid.
+	Retention time.Duration
 }
+
+// DefaultRetention is the Retention used when Options.Retention is 0.
+const DefaultRetention = 30 * time.Second
 
 // Store is a dlock.Store backed by Redis. It is safe for concurrent use.
 // It does not own the client: Close releases only the store's subscription.
@@ -81,6 +126,9 @@ type Store struct {
 	prefix string
 	subs   *subscriber
 	batch  *batcher // pipelines concurrent hot-path calls (batch.go); nil if Options.NoBatching
+	keep   any      // Options.Retention in milliseconds, boxed once for the scripts
+
+	retention time.Duration
 }
 
 var (
@@ -91,21 +139,33 @@ var (
 )
 
 // New returns a store that uses client. It returns an error matching
-// dlock.ErrInvalid if client is nil. It makes no network call.
+// dlock.ErrInvalid if client is nil or opts.Retention is negative. It makes
+// no network call.
 func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil redis client", dlock.ErrInvalid)
 	}
-	prefix := DefaultPrefix
+	prefix, keep := DefaultPrefix, DefaultRetention
 	if opts != nil && opts.Prefix != "" {
 		prefix = opts.Prefix
 	}
-	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client)}
+	if opts != nil && opts.Retention < 0 {
+		return nil, fmt.Errorf("%w: negative Retention %v", dlock.ErrInvalid, opts.Retention)
+	} else if opts != nil && opts.Retention > 0 {
+		keep = opts.Retention
+	}
+	keep = max(keep, retryWindow(client))
+	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client), keep: ms(keep), retention: keep}
 	if opts == nil || !opts.NoBatching {
 		s.batch = new(batcher)
 	}
 	return s, nil
 }
+
+// Retention returns how long a released lock's state is kept
+// (Options.Retention, or the client's retry window if longer): after its
+// lease or its retention ends, nothing of a lock is left in Redis.
+func (s *Store) Retention() time.Duration { return s.retention }
 
 // Close ends the store's shared subscription connection, if one is open,
 // and opens no other: waiters still subscribed, and later ones, fall back to
@@ -116,16 +176,17 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 // closed as soon as its dial ends.
 func (s *Store) Close() error { return s.subs.close() }
 
-// Keys returns the Redis keys of lock key: the lock and its fence counter.
+// Keys returns the Redis keys of lock key: the lock, and the name of the
+// fence counter that earlier versions of this package kept (this version
+// neither reads nor writes it; see the package doc).
 func (s *Store) Keys(key string) (lock, fence string) {
 	lock = s.prefix + "{" + key + "}"
 	return lock, lock + ":fence"
 }
 
-func (s *Store) channel(key string) string {
-	lock, _ := s.Keys(key)
-	return lock + ":released"
-}
+func (s *Store) channel(key string) string { return s.lock(key) + ":released" }
+
+func (s *Store) lock(key string) string { return s.prefix + "{" + key + "}" }
 
 // checkKey rejects keys that would break the hash tag: a key starting with
 // '}' would make the tag empty and scatter the lock's keys over slots.
@@ -150,15 +211,15 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, err
 	}
-	lock, fence := s.withSuffix(key, ":fence")
-	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 2, lock, fence, token, ttlArg(ttl)})
+	lock := s.lock(key)
+	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 1, lock, token, ttlArg(ttl), callID()})
 	if f, ok := cmd.Val().(int64); ok && cmd.Err() == nil && f > 0 {
 		return dlock.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, nil // a first hold
 	}
 	var buf [3]int64
 	v, err := ints(cmd, buf[:0])
 	if err != nil {
-		return dlock.Grant{}, err
+		return dlock.Grant{}, classify(err, key)
 	}
 	if len(v) == 2 && v[0] == 0 {
 		return dlock.Grant{}, &dlock.ContendedError{Remaining: pttl(v[1])}
@@ -183,15 +244,14 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, err
 	}
-	lock, fence := s.Keys(key)
-	v, err := extendScript.Run(ctx, s.client, []string{lock, fence}, token, ms(ttl)).Int64Slice()
-	return extendGrant(v, err, ttl)
+	v, err := extendScript.Run(ctx, s.client, []string{s.lock(key)}, token, ms(ttl)).Int64Slice()
+	return extendGrant(v, err, key, ttl)
 }
 
-func extendGrant(v []int64, err error, ttl time.Duration) (dlock.Grant, error) {
+func extendGrant(v []int64, err error, key string, ttl time.Duration) (dlock.Grant, error) {
 	switch {
 	case err != nil:
-		return dlock.Grant{}, err
+		return dlock.Grant{}, classify(err, key)
 	case len(v) == 3 && v[0] == 1:
 		return dlock.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
 	case len(v) == 1:
@@ -212,11 +272,11 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	lock, channel := s.withSuffix(key, ":released")
-	n, err := s.run(ctx, hotRelease, []any{nil, nil, 1, lock, token, channel}).Int64()
+	lock, channel, done := s.done(key, token)
+	n, err := s.run(ctx, hotRelease, []any{nil, nil, 2, lock, done, token, channel, callID(), s.keep}).Int64()
 	switch {
 	case err != nil:
-		return err
+		return classify(err, key)
 	case n >= 0:
 		return nil
 	}
@@ -241,7 +301,7 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []d
 	for i, c := range cmds {
 		if c != nil {
 			v, err := c.Int64Slice()
-			out[i].Grant, out[i].Err = extendGrant(v, err, reqs[i].TTL)
+			out[i].Grant, out[i].Err = extendGrant(v, err, reqs[i].Key, reqs[i].TTL)
 		}
 	}
 	return out
@@ -252,8 +312,7 @@ func (s *Store) extendPipeline(ctx context.Context, reqs []dlock.ExtendRequest, 
 	pipe := s.client.Pipeline()
 	for i, r := range reqs {
 		if out[i].Err == nil {
-			lock, fence := s.Keys(r.Key)
-			cmds[i] = extendScript.EvalSha(ctx, pipe, []string{lock, fence}, r.Token, ms(r.TTL))
+			cmds[i] = extendScript.EvalSha(ctx, pipe, []string{s.lock(r.Key)}, r.Token, ms(r.TTL))
 		}
 	}
 	_, err := pipe.Exec(ctx)
@@ -264,15 +323,16 @@ func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
-// Inspect implements dlock.Inspector.
+// Inspect implements dlock.Inspector. A released lock still in its
+// retention reports Held false and its last fence; a key holding something
+// that is not a lock is an error matching dlock.ErrRefused.
 func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
 	if err := checkKey(key); err != nil {
 		return dlock.Info{}, err
 	}
-	lock, fence := s.Keys(key)
-	v, err := inspectScript.Run(ctx, s.client, []string{lock, fence}).Slice()
+	v, err := inspectScript.Run(ctx, s.client, []string{s.lock(key)}).Slice()
 	if err != nil {
-		return dlock.Info{}, err
+		return dlock.Info{}, classify(err, key)
 	}
 	if len(v) != 4 {
 		return dlock.Info{}, fmt.Errorf("redisstore: unexpected inspect reply %v", v)

@@ -1,30 +1,46 @@
--- release.lua: KEYS = [lock, resource?]; ARGV = [token, channel, value?]
--- Removes one hold of ARGV[1] (the lock is "<holds>:<owner>", see
--- acquire.lua); at zero deletes the lock and publishes on the lock's channel
--- so that waiters wake. With KEYS[2] (Lease.Commit), first SETs it to
--- ARGV[3] (replacing whatever it held), only for the holder.
+-- release.lua: KEYS = [lock, done, resource?]; ARGV = [token, channel, call id, retention_ms, value?]
+-- Removes one hold of ARGV[1] (the lock is "<holds>:<fence>:<call id>:<owner>",
+-- see acquire.lua) and records this call's id in it. At zero it leaves a
+-- tombstone (holds 0, same fence) for ARGV[4] ms, sets done (the owner's
+-- "<call id>:<fence>" record, see transfer.lua) for as long, and publishes on
+-- the lock's channel so that waiters wake. With KEYS[3] (Lease.Commit),
+-- first SETs it to ARGV[5] (replacing whatever it held), only for the holder.
 -- Returns the holds left (>= 0), -1 if nobody holds the lock, -2 if another
--- owner does (writing and changing nothing).
+-- owner does (writing and changing nothing). A replay of this very call
+-- (go-redis retried after a lost reply) finds its call id in the lock or in
+-- done, returns what the first run did, and writes nothing again.
 local v = redis.call('GET', KEYS[1])
-if not v then
-  return -1
-end
-local holds = 0
-if v ~= '1:' .. ARGV[1] then
-  local i = string.find(v, ':', 1, true)
-  local h = i and tonumber(string.sub(v, 1, i - 1))
-  if not h or string.sub(v, i + 1) ~= ARGV[1] then
-    return -2
+local holds, a, b, c = 0, nil, nil, nil
+if v then
+  a = string.find(v, ':', 1, true)
+  b = a and string.find(v, ':', a + 1, true)
+  c = b and string.find(v, ':', b + 1, true)
+  holds = c and tonumber(string.sub(v, 1, a - 1))
+  if not holds or not tonumber(string.sub(v, a + 1, b - 1)) then
+    return redis.error_reply('NOTALOCK the key holds a value that is not a dlock lock')
   end
-  holds = h - 1
 end
-if KEYS[2] then
-  redis.call('SET', KEYS[2], ARGV[3])
+if holds == 0 or string.sub(v, c + 1) ~= ARGV[1] then
+  local d = redis.call('GET', KEYS[2])
+  if d and string.sub(d, 1, #ARGV[3] + 1) == ARGV[3] .. ':' then
+    return 0 -- a replay of the final release
+  elseif holds == 0 then
+    return -1
+  end
+  return -2
 end
+if string.sub(v, b + 1, c - 1) == ARGV[3] then
+  return holds -- a replay of a release that left holds
+end
+if KEYS[3] then
+  redis.call('SET', KEYS[3], ARGV[5])
+end
+holds = holds - 1
 if holds > 0 then
-  redis.call('SET', KEYS[1], holds .. ':' .. ARGV[1], 'KEEPTTL')
+  redis.call('SET', KEYS[1], holds .. string.sub(v, a, b) .. ARGV[3] .. ':' .. ARGV[1], 'KEEPTTL')
   return holds
 end
-redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[1], '0' .. string.sub(v, a, b) .. ':', 'PX', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[3] .. string.sub(v, a, b - 1), 'PX', ARGV[4])
 redis.call('PUBLISH', ARGV[2], 'released')
 return 0

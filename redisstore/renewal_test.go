@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,8 +92,8 @@ func TestRenewalNeverOutlivesRelease(t *testing.T) {
 		t.Fatalf("%d renewals succeeded after Release returned", n)
 	}
 	for _, k := range []string{"r1", "r2", "r3"} {
-		if n := rdb.Exists(testCtx(t), "dlock:{"+k+"}").Val(); n != 0 {
-			t.Fatalf("lock key %q exists after release", k)
+		if v := rdb.Get(testCtx(t), "dlock:{"+k+"}").Val(); !strings.HasPrefix(v, "0:") {
+			t.Fatalf("lock key %q = %q after release, want a tombstone (holds 0)", k, v)
 		}
 	}
 	if n := cs.extendsBefore.Load(); n < 6 {

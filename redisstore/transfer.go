@@ -20,17 +20,17 @@ var (
 var _ dlock.Transferer = (*Store)(nil)
 
 // Transfer implements dlock.Transferer in one round trip. The new holding
-// gets the next value of the key's fence counter, as an Acquire would.
+// gets a fence as an Acquire would: max(last + 1, the server's TIME in µs).
 func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (dlock.Grant, error) {
 	if err := checkKey(key); err != nil {
 		return dlock.Grant{}, err
 	}
-	lock, fence := s.withSuffix(key, ":fence")
+	lock, _, done := s.done(key, from)
 	var buf [2]int64
-	v, err := ints(s.run(ctx, hotTransfer, []any{nil, nil, 2, lock, fence, from, to, ttlArg(ttl)}), buf[:0])
+	v, err := ints(s.run(ctx, hotTransfer, []any{nil, nil, 2, lock, done, from, to, ttlArg(ttl), callID(), s.keep}), buf[:0])
 	switch {
 	case err != nil:
-		return dlock.Grant{}, err
+		return dlock.Grant{}, classify(err, key)
 	case len(v) == 2 && v[0] == 1:
 		return dlock.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}, nil
 	case len(v) == 1 && v[0] == -2:

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,13 +56,13 @@ func TestRenewalOfManyLocksIsBatched(t *testing.T) {
 	owners := make([]*redis.StringCmd, n)
 	for i, l := range leases {
 		lock, _ := st.Keys(l.Key())
-		owners[i] = pipe.Get(ctx, lock) // "<holds>:<owner>"
+		owners[i] = pipe.Get(ctx, lock) // "<holds>:<fence>:<call id>:<owner>"
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i, l := range leases {
-		if l.Err() != nil || owners[i].Val() != "1:"+l.Token() {
+		if l.Err() != nil || !strings.HasPrefix(owners[i].Val(), "1:") || !strings.HasSuffix(owners[i].Val(), ":"+l.Token()) {
 			t.Fatalf("lease %d lost while renewing: %v", i, l.Err())
 		}
 		if err := l.Release(ctx); err != nil {

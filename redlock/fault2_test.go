@@ -264,8 +264,8 @@ func TestGrantAfterTTLIsRejected(t *testing.T) {
 	}
 	for _, srv := range c.servers {
 		waitFor(t, time.Second, "grant released", func() bool {
-			n, err := srv.Do("EXISTS", "dlock:{late}")
-			return err == nil && n == "0"
+			_, held, err := nodeFence(srv, "late")
+			return err == nil && !held
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,8 +41,35 @@ func (r recordingNode) Release(ctx context.Context, key, token string) error {
 	return r.inner.Release(ctx, key, token)
 }
 
+// seeded is a fence far above the clock in µs (about 1.8e15 in 2026) and
+// below 2^53. A node's next fence is max(last + 1, its clock in µs) while
+// the key's tombstone lasts (redisstore's layout): seeding tombstones with
+// it makes the "last + 1" rule decide, so that the per-node fences behave
+// as the counters they stand for when nodes' fences run ahead of a clock.
+const seeded = 4_000_000_000_000_000
+
+// seedFence leaves key released on srv with last fence f for a minute.
+func seedFence(t *testing.T, srv *redisserver.Server, key string, f uint64) {
+	t.Helper()
+	if _, err := srv.Do("SET", "dlock:{"+key+"}", "0:"+strconv.FormatUint(f, 10)+"::", "PX", "60000"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodeFence returns the fence in key's lock value on srv ("<holds>:<fence>:
+// <call id>:<owner>") and whether the key is held there.
+func nodeFence(srv *redisserver.Server, key string) (fence string, held bool, err error) {
+	v, err := srv.Do("GET", "dlock:{"+key+"}")
+	parts := strings.SplitN(v, ":", 4)
+	if err != nil || len(parts) != 4 {
+		return "", false, err
+	}
+	return parts[1], parts[0] != "0", nil
+}
+
 // divergeAndSwitchMajorities runs a schedule on 3 nodes (all with
-// appendfsync always, so every node keeps its counter across a crash) in
+// appendfsync always, so every node keeps its counter across a crash; the
+// counters seeded far ahead of the clock, see seeded) in
 // which the per-node fence counters diverge and two holdings use different
 // majorities, and returns the fences the store reported for the holdings Z
 // (on nodes 0,1) and W (on nodes 1,2), plus the naive maxima seen by the
@@ -77,6 +105,9 @@ func divergeAndSwitchMajorities(t *testing.T, raise bool) (z, w uint64, naive ma
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	ctx, key, ttl := testCtx(t), "fenced", 10*time.Second
+	for _, srv := range c.servers {
+		seedFence(t, srv, key, seeded)
+	}
 	for _, i := range []int{1, 2} {
 		if _, err := nodes[i].Acquire(ctx, key, "foreign", ttl); err != nil {
 			t.Fatal(err)
@@ -90,14 +121,10 @@ func divergeAndSwitchMajorities(t *testing.T, raise bool) (z, w uint64, naive ma
 		// grant from the fan-out goroutine: wait for that grant (its counter
 		// moved on) and its cleanup, or the next attempt's grant could meet
 		// this one's on node 0 and be refused there.
-		want := strconv.Itoa(attempt + 1)
+		want := strconv.FormatUint(seeded+uint64(attempt)+1, 10)
 		waitFor(t, 2*time.Second, "node 0 grant and cleanup", func() bool {
-			f, err := c.servers[0].Do("GET", "dlock:{"+key+"}:fence")
-			if err != nil || f != want {
-				return false
-			}
-			n, err := c.servers[0].Do("EXISTS", "dlock:{"+key+"}")
-			return err == nil && n == "0"
+			f, held, err := nodeFence(c.servers[0], key)
+			return err == nil && f == want && !held
 		})
 	}
 	for _, i := range []int{1, 2} {
@@ -150,11 +177,15 @@ func TestNaiveMaxFenceGoesBackwards(t *testing.T) {
 }
 
 // TestFenceRestartWithoutPersistence shows the limit of the claim: a node
-// that loses its counter (restarted without persistence) can make a later
-// holding's fence smaller when it is the only node the two majorities share.
-// With appendfsync always the same schedule keeps fences increasing.
+// that loses its last fence (restarted without persistence) can make a later
+// holding's fence smaller when it is the only node the two majorities share
+// and the fences had run ahead of the nodes' clocks (seeded here). With
+// appendfsync always the same schedule keeps fences increasing, and so does
+// a restart without persistence when the fences follow the clocks (not
+// seeded), as they do unless a node's clock ran ahead or stepped back.
 func TestFenceRestartWithoutPersistence(t *testing.T) {
-	for _, persist := range []bool{false, true} {
+	for _, tc := range []struct{ persist, seed bool }{{false, true}, {true, true}, {false, false}} {
+		persist := tc.persist
 		var opts []redisserver.Option
 		if persist {
 			opts = append(opts, redisserver.WithAOF(true))
@@ -162,6 +193,11 @@ func TestFenceRestartWithoutPersistence(t *testing.T) {
 		c := startCluster(t, 3, opts...)
 		s := c.store(t, &redlock.Options{NodeTimeout: 200 * time.Millisecond})
 		ctx, key, ttl := testCtx(t), "restart", 10*time.Second
+		for _, srv := range c.servers {
+			if tc.seed {
+				seedFence(t, srv, key, seeded)
+			}
+		}
 		// Z: the 5th holding, taken while node 2 is down, on nodes {0, 1}.
 		c.servers[2].Kill()
 		var z uint64
@@ -184,19 +220,18 @@ func TestFenceRestartWithoutPersistence(t *testing.T) {
 		g, err := s.Acquire(ctx, key, tok, ttl) // W: majority {1, 2}
 		if err != nil {
 			for _, i := range []int{1, 2} {
-				v, _ := c.servers[i].Do("HGETALL", "dlock:{"+key+"}")
-				f, _ := c.servers[i].Do("GET", "dlock:{"+key+"}:fence")
-				t.Logf("node %d: %q fence %q", i, v, f)
+				f, held, _ := nodeFence(c.servers[i], key)
+				t.Logf("node %d: fence %q held %v", i, f, held)
 			}
 			t.Fatal(err)
 		}
 		_ = s.Release(ctx, key, tok)
-		t.Logf("persist=%v: Z = %d, W = %d", persist, z, g.Fence)
-		if persist && g.Fence <= z {
-			t.Errorf("with appendfsync always: fence went backwards (Z = %d, W = %d)", z, g.Fence)
+		t.Logf("persist=%v seeded=%v: Z = %d, W = %d", persist, tc.seed, z, g.Fence)
+		if (persist || !tc.seed) && g.Fence <= z {
+			t.Errorf("persist=%v seeded=%v: fence went backwards (Z = %d, W = %d)", persist, tc.seed, z, g.Fence)
 		}
-		if !persist && g.Fence >= z {
-			t.Errorf("without persistence: expected the fence to go backwards (Z = %d, W = %d)", z, g.Fence)
+		if !persist && tc.seed && g.Fence >= z {
+			t.Errorf("without persistence, seeded: expected the fence to go backwards (Z = %d, W = %d)", z, g.Fence)
 		}
 	}
 }
@@ -234,10 +269,23 @@ func TestRaiseFenceLeavesAnotherHoldingAlone(t *testing.T) {
 	if err := node.Release(ctx, "k", "u"); err != nil {
 		t.Fatal(err)
 	}
-	if held, err := node.RaiseFence(ctx, "k", "t", g.Fence+50); err != nil || held {
+	// The raise on a free node goes far above the clock, so that the next
+	// grant shows it (max(last + 1, clock)).
+	if held, err := node.RaiseFence(ctx, "k", "t", seeded); err != nil || held {
 		t.Fatalf("raise on a free node = %v, %v; want false", held, err)
 	}
-	if g2, err := node.Acquire(ctx, "k", "v", time.Minute); err != nil || g2.Fence != g.Fence+51 {
-		t.Fatalf("next grant after a raise on the free node = %d, %v; want %d", g2.Fence, err, g.Fence+51)
+	if g2, err := node.Acquire(ctx, "k", "v", time.Minute); err != nil || g2.Fence != seeded+1 {
+		t.Fatalf("next grant after a raise on the free node = %d, %v; want %d", g2.Fence, err, uint64(seeded+1))
+	}
+	if err := node.Release(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	// And on a node that never saw the key (no tombstone): the raise leaves
+	// one, and it lasts no longer than the retention.
+	if held, err := node.RaiseFence(ctx, "fresh", "t", seeded); err != nil || held {
+		t.Fatalf("raise on a node without the key = %v, %v; want false", held, err)
+	}
+	if g3, err := node.Acquire(ctx, "fresh", "v", time.Minute); err != nil || g3.Fence != seeded+1 {
+		t.Fatalf("next grant after a raise on a node without the key = %d, %v; want %d", g3.Fence, err, uint64(seeded+1))
 	}
 }

@@ -50,6 +50,9 @@ func Run(t *testing.T, newStore func(t *testing.T) dlock.Store) {
 		{"TransferIsANewHolding", testTransfer},
 		{"ReadAndCommitAreOwnerChecked", testReadAndCommit},
 		{"TransferReadsAndWrites", testTransferReadAndWrite},
+		{"ReentryNeverShortensTheHolding", testReentryNeverShortens},
+		{"ExtendShorterShortensTheHolding", testExtendShorterShortens},
+		{"NoStateLeftAfterRetention", testBoundedState},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

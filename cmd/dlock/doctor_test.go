@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +88,7 @@ func TestDoctorPersistenceAndReplication(t *testing.T) {
 // needs, on dlock's keys and channels only.
 var lockerRules = []string{"on", ">pw", "resetkeys", "resetchannels", "-@all", "+ping", "+evalsha", "+eval", "+script|load",
 	"+subscribe", "+unsubscribe", "+publish", "+set", "+pexpire", "+pttl", "+del",
-	"+get", "+incr", "+pubsub|numsub", "+scan", "~dlock:*", "&dlock:*"}
+	"+get", "+incr", "+time", "+pubsub|numsub", "+scan", "~dlock:*", "&dlock:*"}
 
 func setUser(t *testing.T, srv *redisserver.Server, name string, rules ...string) {
 	t.Helper()
@@ -103,7 +104,7 @@ func TestACLRestrictedUser(t *testing.T) {
 
 	dir := t.TempDir()
 	r := runDlock(t, []string{"D=" + dir}, "run", "--redis", url, "--key", "acl", "--", "sh", "-c", `echo "$DLOCK_FENCE" > "$D/fence"`)
-	if r.code != 0 || readFile(t, dir+"/fence") != "1" {
+	if f, err := strconv.ParseUint(readFile(t, dir+"/fence"), 10, 64); r.code != 0 || err != nil || f == 0 {
 		t.Fatalf("dlock run as a restricted user: %s", r)
 	}
 	if r := runDlock(t, nil, "status", "--redis", url, "acl"); r.code != 0 || !strings.Contains(r.stdout, "held:     no") {

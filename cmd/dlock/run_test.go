@@ -252,8 +252,8 @@ func TestRunForwardsSignals(t *testing.T) {
 			if r.code != 7 || readFile(t, filepath.Join(dir, "signals")) != "term" {
 				t.Fatalf("want the child to trap %v and exit 7: %s", sig, r)
 			}
-			if out, err := srv.Do("EXISTS", "dlock:{sig}"); err != nil || out != "0" {
-				t.Fatalf("lock still held after the child exited: %q %v", out, err)
+			if held, err := lockHeld(srv, "dlock:{sig}"); err != nil || held {
+				t.Fatalf("lock still held after the child exited: %v %v", held, err)
 			}
 		})
 	}
@@ -274,15 +274,18 @@ func TestRunChildEnvironmentAndNoTokenInOutput(t *testing.T) {
 	dir := t.TempDir()
 	script := `printf '%s\n%s\n%s\n' "$DLOCK_KEY" "$DLOCK_FENCE" "$DLOCK_TOKEN" > "$D/env"`
 	var last string
+	var lastFence uint64
 	for i := 1; i <= 2; i++ {
 		r := runDlock(t, []string{"D=" + dir}, "run", "-v", "--redis", srv.URL(), "--key", "env:k", "--", "sh", "-c", script)
 		if r.code != 0 {
 			t.Fatal(r)
 		}
 		lines := strings.Split(readFile(t, filepath.Join(dir, "env")), "\n")
-		if len(lines) != 3 || lines[0] != "env:k" || lines[1] != strconv.Itoa(i) || len(lines[2]) < 16 {
-			t.Fatalf("run %d: child environment %q; want key env:k, fence %d and a token", i, lines, i)
+		fence, err := strconv.ParseUint(lines[min(1, len(lines)-1)], 10, 64)
+		if len(lines) != 3 || lines[0] != "env:k" || err != nil || fence <= lastFence || len(lines[2]) < 16 {
+			t.Fatalf("run %d: child environment %q; want key env:k, a fence above %d and a token", i, lines, lastFence)
 		}
+		lastFence = fence
 		tok := lines[2]
 		if tok == last {
 			t.Fatalf("two runs got the same token")
@@ -291,7 +294,7 @@ func TestRunChildEnvironmentAndNoTokenInOutput(t *testing.T) {
 		if strings.Contains(r.stdout+r.stderr, tok) || strings.Contains(r.stdout+r.stderr, tok[:8]) {
 			t.Fatalf("dlock printed the token: %s", r)
 		}
-		if !strings.Contains(r.stderr, fmt.Sprintf("fence %d", i)) {
+		if !strings.Contains(r.stderr, fmt.Sprintf("fence %d", fence)) {
 			t.Errorf("-v does not report the fence: %s", r)
 		}
 	}
@@ -347,8 +350,8 @@ func TestRunInteractiveCommandOwnsTerminal(t *testing.T) {
 		<-done
 	})
 	waitFor(t, "the lock to be held", 20*time.Second, func() bool {
-		n, _ := srv.Do("EXISTS", "dlock:{tty}")
-		return n == "1"
+		held, _ := lockHeld(srv, "dlock:{tty}")
+		return held
 	})
 	_, _ = io.WriteString(stdin, "hello\n")
 	waitFor(t, "the command to read the terminal", 10*time.Second, func() bool { return strings.Contains(out.String(), "waiting") })
@@ -363,7 +366,18 @@ func TestRunInteractiveCommandOwnsTerminal(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 9 || !strings.Contains(out.String(), "read:hello") || !strings.Contains(out.String(), "interrupted") {
 		t.Fatalf("want the command to read the line, trap Ctrl-C and exit 9; got %v, output:\n%s", err, out)
 	}
-	if n, _ := srv.Do("EXISTS", "dlock:{tty}"); n != "0" {
-		t.Fatal("lock not released")
+	if held, err := lockHeld(srv, "dlock:{tty}"); err != nil || held {
+		t.Fatalf("lock not released: %v", err)
 	}
+}
+
+// lockHeld reports whether redisstore's lock key is held: its value is
+// "<holds>:<fence>:<call id>:<owner>", and a released lock stays a while as
+// a tombstone with holds 0.
+func lockHeld(srv *redisserver.Server, key string) (bool, error) {
+	v, err := srv.Do("GET", key)
+	if errors.Is(err, redisserver.ErrNil) {
+		return false, nil
+	}
+	return err == nil && !strings.HasPrefix(v, "0:"), err
 }

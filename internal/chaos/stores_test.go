@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,13 +29,14 @@ func (s noCheckStore) Acquire(ctx context.Context, key, token string, ttl time.D
 	if !errors.As(err, &ce) {
 		return g, err
 	}
-	lock, fence := s.Keys(key)
-	f, err := s.rdb.Incr(ctx, fence).Result()
+	lock, _ := s.Keys(key)
+	info, err := s.Inspect(ctx, key)
 	if err != nil {
 		return dlock.Grant{}, err
 	}
-	err = s.rdb.Set(ctx, lock, "1:"+token, redis.KeepTTL).Err() // "<holds>:<owner>": redisstore's layout
-	return dlock.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, err
+	f := info.Fence + 1 // "<holds>:<fence>:<call id>:<owner>": redisstore's layout
+	err = s.rdb.Set(ctx, lock, "1:"+strconv.FormatUint(f, 10)+":mutant:"+token, redis.KeepTTL).Err()
+	return dlock.Grant{Fence: f, Holds: 1, TTL: ttl}, err
 }
 
 // releaseAnyStore deletes the key on Release whoever holds it (the token
