@@ -27,18 +27,18 @@ import (
 // or a lease that never ends.
 //
 // Each composed operation has a full range and a safe one. The full range
-// is where issue 13 found defects, and on e6e2101 each finds its own:
-// reentry S2 (mutual-exclusion), extend S1 and its renewal variant
-// (mutual-exclusion), commit S5 (stock: a write reported as not made
-// landed), cancel L1 and panic L5 (liveness). The safe range is what
-// e6e2101 already handles. DLOCK_CHAOS_COMPOSED selects the full range:
-// "all" (or "1") for every operation, or a comma-separated list of
-// reentry, extend, commit, cancel, panic. Unset, every operation runs in
-// its safe range and panic is replaced by an error returned from Do's
-// function. Until the fixes are merged the full range fails on purpose:
-// that is the proof that the suite finds those defects. DLOCK_CHAOS_SEED
-// replays a run's seed (the interleaving still varies), and
-// DLOCK_CHAOS_DUMP=file writes its history as JSON lines.
+// is where issue 13 found defects, and on e6e2101 (before the fixes) each
+// finds its own: reentry S2 (mutual-exclusion), extend S1 and its renewal
+// variant (mutual-exclusion), commit S5 (stock: a write reported as not
+// made landed), cancel L1 and panic L5 (liveness). That is the negative
+// control: run this test on e6e2101 and it fails. The safe range is what
+// e6e2101 already handled. Every operation runs in its full range by
+// default; DLOCK_CHAOS_COMPOSED narrows it: "safe" (or "0") for every
+// operation in its safe range (panic then replaced by an error returned
+// from Do's function), or a comma-separated list of reentry, extend,
+// commit, cancel, panic for only those in their full range ("all" is the
+// default). DLOCK_CHAOS_SEED replays a run's seed (the interleaving still
+// varies), and DLOCK_CHAOS_DUMP=file writes its history as JSON lines.
 
 // composedOps names the composed operations, each with the worker that
 // makes it.
@@ -69,7 +69,10 @@ func composedFull(t *testing.T) map[string]bool {
 	t.Helper()
 	full := map[string]bool{}
 	v := strings.TrimSpace(os.Getenv("DLOCK_CHAOS_COMPOSED"))
-	if v == "" || v == "0" {
+	if v == "" {
+		v = "all"
+	}
+	if v == "safe" || v == "0" {
 		return full
 	}
 	for _, name := range strings.Split(v, ",") {
@@ -82,7 +85,7 @@ func composedFull(t *testing.T) map[string]bool {
 		case contains(composedOps, name):
 			full[name] = true
 		default:
-			t.Fatalf("DLOCK_CHAOS_COMPOSED: unknown operation %q (want all or some of %v)", name, composedOps)
+			t.Fatalf("DLOCK_CHAOS_COMPOSED: unknown operation %q (want all, safe, or some of %v)", name, composedOps)
 		}
 	}
 	return full
