@@ -59,7 +59,14 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 			w.unsure++
 		}
 		if ctx.Err() != nil {
-			return nil, err // cut short by the end of the wait: not an answer
+			// Cut short by the end of the wait: not an answer. If the wait
+			// ran out (a deadline, not a cancellation) with no answer before
+			// it, the store did not answer in time: say so (the error then
+			// matches ErrUnavailable, as Lock documents).
+			if w.last == nil && errors.Is(err, ErrUnavailable) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				w.last = err
+			}
+			return nil, err
 		}
 		w.last = err
 		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrRefused) || w.cfg.wait == 0 {
