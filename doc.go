@@ -78,8 +78,14 @@
 // plus 2 ms). Within that window no other Client following the protocol can
 // acquire the same key, provided the store keeps its data and clocks run at
 // roughly the same rate. By default the lease is 30 s and renewed every 10 s
-// while the holder lives; if renewal fails, Done is closed no later than
-// ValidUntil, from the local clock, even when the store is unreachable.
+// while the holder lives. The validity follows the expiry set in the store
+// last: a renewal or Extend moves it forward, and an Extend shorter than what
+// is left moves it back. If renewal fails, the lease is lost by a timer on
+// the local clock, even when the store is unreachable: it fires a margin
+// (5 ms, or a tenth of the TTL if less) before ValidUntil, so Done is closed
+// by ValidUntil unless the process goes unscheduled for longer than the
+// margin (a long GC pause, an overloaded machine), and then late by the
+// excess; from ValidUntil on, Err reports the loss either way.
 //
 // No lease can protect against a holder that pauses (GC, SIGSTOP, a slow
 // disk) past its validity and then writes: by then another holder may exist.
@@ -93,12 +99,15 @@
 // Go has no thread identity, so ownership is explicit. A lock acquired with a
 // context carrying an Owner (ContextWithOwner) belongs to that owner, and the
 // owner re-acquiring it increments a hold count instead of deadlocking. Do
-// passes such a context to its function.
+// passes such a context to its function, and LeaseFromContext(ctx) gives the
+// function the lease of the innermost Do (a nested Do on the same key gets
+// the re-entrant lease: same fence, one more hold).
 //
 // # Errors
 //
 // Errors match the package's sentinels with errors.Is: ErrNotAcquired,
-// ErrNotHeld, ErrLost (with cause ErrExpired, ErrTaken or ErrUnavailable),
+// ErrNotHeld, ErrLost (with cause ErrExpired, ErrTaken or ErrUnavailable, or
+// ErrInvalid when Client.Close ended the lease),
 // ErrInvalid, ErrUnavailable and ErrRefused (the store refused in a way that
 // retrying cannot fix, such as a missing permission: Lock and Do then end
 // their wait at once). A wait ended by its context also matches the

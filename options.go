@@ -60,8 +60,12 @@ func WithTTL(ttl time.Duration) Option {
 	return func(c *config) { c.ttl, c.renew = ttl, false }
 }
 
-// WithAutoRenew sets a lease of length lease that the Client renews every
-// lease/3 for as long as the Lease is held. Default: WithAutoRenew(DefaultLease).
+// WithAutoRenew sets a lease of length lease that the Client renews for as
+// long as the Lease is held: every lease/3, each renewal asking for lease
+// again. After a Lease.Extend(ctx, d), renewal follows d instead: every d/3,
+// asking for d, so that it never undoes what Extend set. A failed renewal is
+// retried sooner (a fifth of the period, at least 5 ms) until the validity
+// runs out. Default: WithAutoRenew(DefaultLease).
 func WithAutoRenew(lease time.Duration) Option {
 	return func(c *config) { c.ttl, c.renew = lease, true }
 }

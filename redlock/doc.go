@@ -100,24 +100,32 @@
 //
 // # Fencing tokens: what they promise
 //
-// Each node keeps its own fence counter, and those counters diverge: a
-// failed attempt increments the nodes that granted it, a holding may miss a
-// node. Taking the maximum of the majority's counters is therefore not
+// Each node issues its own fences as a single redisstore does: max(last
+// fence + 1, the node's TIME in microseconds), the last fence kept in the
+// lock's value and, after a release, in its tombstone for the node's
+// retention. The nodes' fences diverge: their clocks differ, a failed
+// attempt raises the fences of the nodes that granted it, a holding may miss
+// a node. Taking the maximum of the majority's fences is therefore not
 // monotonic on its own (a test shows a later holding getting a smaller
-// maximum). After a first acquisition this store raises the counter of every
+// maximum). After a first acquisition this store raises the fence of every
 // granting node to the maximum F and records F as the holding's fence on
-// those nodes (one extra round trip; it needs a majority of confirmations or
-// the acquisition fails). Any later majority shares a node with this one,
-// whose counter is then at least F, so its next grant, and the later
-// holding's maximum, exceed F.
+// those nodes and in its record of the holding (one extra round trip; it
+// needs a majority of confirmations or the acquisition fails). Any later
+// majority shares a node with this one, whose last fence is then at least
+// F, so its next grant, and the later holding's maximum, exceed F.
 //
 // The promise is exactly this: fences strictly increase across holdings that
 // do not overlap in time, as long as every node in the majorities involved
-// keeps its counter, i.e. runs with appendonly yes and appendfsync always
-// (or never crashes). A node that restarts without its data can hand out a
-// smaller fence (a test shows it). Re-entrant acquisitions report the
-// holding's fence exactly, from the Store's record, whatever counters the
-// nodes that granted them have (see Re-entry and release). With
+// either keeps its last fence (the lock or its tombstone; across a crash,
+// appendonly yes and appendfsync always) or, where it lost it (its retention
+// ended, or it restarted without its data), has a clock in microseconds past
+// the fences issued for the key: true unless a node's clock steps back or
+// lags the clock of the node that set F by more than the time between the
+// two holdings. A node that restarts without its data can hand out a smaller
+// fence when the fences ran ahead of the clocks (a test shows it, with
+// fences seeded far ahead). Re-entrant acquisitions report the holding's
+// fence exactly, from the Store's record, whatever fences the nodes that
+// granted them have (see Re-entry and release). With
 // Options.DisableFencing, or nodes that do not implement FenceRaiser, grants
 // carry Fence 0 (no token).
 //

@@ -16,9 +16,9 @@ import (
 // FenceRaiser is the node capability Redlock fencing needs. A Store's grants
 // carry fencing tokens only if every node implements it (RedisNode does).
 type FenceRaiser interface {
-	// RaiseFence records fence as the fence of token's holding of key and
-	// makes key's fence counter at least fence, if token holds key or key is
-	// free; it changes nothing while another token holds key (that holding's
+	// RaiseFence records fence as the fence of token's holding of key, if
+	// token holds key, and makes key's last fence (from which the node's
+	// next fence follows) at least fence if token holds key or key is free; it changes nothing while another token holds key (that holding's
 	// fence must not move). It reports whether token holds key. Errors mean
 	// the node could not be reached or failed.
 	RaiseFence(ctx context.Context, key, token string, fence uint64) (bool, error)
@@ -109,8 +109,9 @@ func NewRedis(clients []redis.UniversalClient, prefix string, opts *Options) (*S
 // raise sets the fence of a new holding on the nodes that granted it and
 // requires a majority of them to confirm that they still hold it. This is
 // what makes fences increase across holdings: any later majority shares a
-// node with this one, whose counter is then at least fence, so that node's
-// next grant, and the later holding's maximum, exceed fence.
+// node with this one, whose last fence is then at least fence (or, once the
+// node lost it, whose clock has passed it: see the package doc), so that
+// node's next grant, and the later holding's maximum, exceed fence.
 func (s *Store) raise(ctx context.Context, key, token string, ttl time.Duration, fence uint64, granted []int) error {
 	q := s.quorum
 	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), granted, func(ctx context.Context, i int) (bool, error) {

@@ -34,14 +34,14 @@ const doctorLong = `doctor checks the servers behind the selected store and prin
   version           Redis 7.0 or later (FAIL otherwise: locking needs SET NX GET)
   maxmemory-policy  must be noeviction: any volatile-* or allkeys-* policy can
                     evict a held lock's key, and another client then takes it (FAIL)
-  persistence       appendonly yes + appendfsync always keeps locks and fence
-                    counters across restarts (WARN otherwise)
+  persistence       appendonly yes + appendfsync always keeps held locks across
+                    restarts (WARN otherwise; fences come from the server's clock)
   replication       a primary with asynchronous replicas can lose a lock in a
                     failover (WARN); connected to a replica (FAIL)
   latency           median of 5 PINGs (WARN above 20ms)
   acl               the commands dlock needs (EVALSHA, EVAL, SCRIPT LOAD, SUBSCRIBE,
-                    PUBLISH, the string commands of its scripts, PUBSUB and SCAN
-                    for status/list), by ACL DRYRUN when allowed, else by trying
+                    PUBLISH, TIME and the string commands of its scripts, PUBSUB
+                    and SCAN for status/list), by ACL DRYRUN when allowed, else by trying
                     them on a throw-away key; forbidden ones are reported (WARN)
 
 A check that cannot run (CONFIG or INFO forbidden, say) is reported as WARN

@@ -16,29 +16,32 @@ import (
 // aclProbe is one command the lock needs, with arguments for ACL DRYRUN.
 type aclProbe struct {
 	cmd  string
-	args func(lock, fence, channel string) []any
+	args func(lock, channel string) []any
 }
 
 // lockCommands are the commands dlock sends (directly, or from its Lua
-// scripts, where ACLs apply too).
+// scripts, where ACLs apply too): the scripts of redisstore call GET, SET,
+// PTTL, PEXPIRE, TIME and PUBLISH (no DEL or INCR since the lock is one key
+// per lock with fences from the server's clock); waiting subscribes, and
+// status/list use PUBSUB NUMSUB and SCAN.
 var lockCommands = []aclProbe{
-	{"EVALSHA", func(l, f, _ string) []any { return []any{strings.Repeat("0", 40), 2, l, f} }},
-	{"EVAL", func(l, f, _ string) []any { return []any{"return 1", 2, l, f} }},
-	{"SCRIPT", func(string, string, string) []any { return []any{"LOAD", "return 1"} }},
-	{"SUBSCRIBE", func(_, _, c string) []any { return []any{c} }},
-	{"PUBLISH", func(_, _, c string) []any { return []any{c, "released"} }},
-	{"SET", func(l, _, _ string) []any { return []any{l, "1:x", "NX", "PX", 1000, "GET"} }},
-	{"PTTL", func(l, _, _ string) []any { return []any{l} }},
-	{"DEL", func(l, _, _ string) []any { return []any{l} }},
-	{"GET", func(l, _, _ string) []any { return []any{l} }},
-	{"INCR", func(_, f, _ string) []any { return []any{f} }},
-	{"PUBSUB", func(_, _, c string) []any { return []any{"NUMSUB", c} }},
-	{"SCAN", func(string, string, string) []any { return []any{0, "TYPE", "string"} }},
+	{"EVALSHA", func(l, _ string) []any { return []any{strings.Repeat("0", 40), 1, l} }},
+	{"EVAL", func(l, _ string) []any { return []any{"return 1", 1, l} }},
+	{"SCRIPT", func(string, string) []any { return []any{"LOAD", "return 1"} }},
+	{"SUBSCRIBE", func(_, c string) []any { return []any{c} }},
+	{"PUBLISH", func(_, c string) []any { return []any{c, "released"} }},
+	{"SET", func(l, _ string) []any { return []any{l, "1:x", "NX", "PX", 1000, "GET"} }},
+	{"GET", func(l, _ string) []any { return []any{l} }},
+	{"PTTL", func(l, _ string) []any { return []any{l} }},
+	{"PEXPIRE", func(l, _ string) []any { return []any{l, 1000} }},
+	{"TIME", func(string, string) []any { return nil }},
+	{"PUBSUB", func(_, c string) []any { return []any{"NUMSUB", c} }},
+	{"SCAN", func(string, string) []any { return []any{0, "TYPE", "string"} }},
 }
 
 // probeScript runs the commands of dlock's Lua scripts on a throw-away lock
-// and returns the names of those the ACL denies. The keys expire after a
-// second even if DEL is denied.
+// and returns the names of those the ACL denies. The key expires after a
+// second.
 var probeScript = redis.NewScript(`
 local denied = {}
 local function try(name, ...)
@@ -50,14 +53,11 @@ local function try(name, ...)
     end
   end
 end
+try('TIME')
 try('GET', KEYS[1])
 try('SET', KEYS[1], '1:dlock-doctor', 'NX', 'PX', 1000, 'GET')
 try('PTTL', KEYS[1])
-try('GET', KEYS[2])
-try('INCR', KEYS[2])
-try('PEXPIRE', KEYS[2], 1000)
 try('PEXPIRE', KEYS[1], 1000)
-try('DEL', KEYS[1])
 try('PUBLISH', ARGV[1], 'released')
 return denied
 `)
@@ -70,7 +70,7 @@ func aclCheck(ctx context.Context, c redis.UniversalClient, prefix string) check
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	lock := prefix + "{dlock-doctor-" + hex.EncodeToString(b[:]) + "}"
-	fence, channel := lock+":fence", lock+":released"
+	channel := lock + ":released"
 	user, err := c.Do(ctx, "ACL", "WHOAMI").Text()
 	dry := err == nil // before Redis 6, or WHOAMI forbidden: no DRYRUN either
 	if !dry {
@@ -78,9 +78,9 @@ func aclCheck(ctx context.Context, c redis.UniversalClient, prefix string) check
 	}
 	var denied []string
 	how := "ACL DRYRUN"
-	if !dry || !dryRun(ctx, c, user, lockCommands, lock, fence, channel, &denied) {
+	if !dry || !dryRun(ctx, c, user, lockCommands, lock, channel, &denied) {
 		how = "trying each command"
-		denied = tryCommands(ctx, c, lock, fence, channel)
+		denied = tryCommands(ctx, c, lock, channel)
 	}
 	who := "this user"
 	if user != "" {
@@ -117,10 +117,10 @@ func urlUser(c redis.UniversalClient) string {
 
 // dryRun asks ACL DRYRUN about every probe. It reports false, leaving denied
 // alone, if DRYRUN itself is unavailable (Redis < 7) or forbidden.
-func dryRun(ctx context.Context, c redis.UniversalClient, user string, probes []aclProbe, lock, fence, channel string, denied *[]string) bool {
+func dryRun(ctx context.Context, c redis.UniversalClient, user string, probes []aclProbe, lock, channel string, denied *[]string) bool {
 	var out []string
 	for _, p := range probes {
-		args := append([]any{"ACL", "DRYRUN", user, p.cmd}, p.args(lock, fence, channel)...)
+		args := append([]any{"ACL", "DRYRUN", user, p.cmd}, p.args(lock, channel)...)
 		res, err := c.Do(ctx, args...).Text()
 		if err != nil {
 			return false
@@ -134,18 +134,18 @@ func dryRun(ctx context.Context, c redis.UniversalClient, user string, probes []
 }
 
 // tryCommands runs the lock's commands for real on a throw-away key.
-func tryCommands(ctx context.Context, c redis.UniversalClient, lock, fence, channel string) []string {
+func tryCommands(ctx context.Context, c redis.UniversalClient, lock, channel string) []string {
 	var denied []string
 	deny := func(cmd string, err error) {
 		if isDenied(err) {
 			denied = append(denied, cmd)
 		}
 	}
-	res, err := probeScript.Eval(ctx, c, []string{lock, fence}, channel).StringSlice()
+	res, err := probeScript.Eval(ctx, c, []string{lock}, channel).StringSlice()
 	deny("EVAL", err)
 	denied = append(denied, res...)
 	deny("SCRIPT", probeScript.Load(ctx, c).Err())
-	deny("EVALSHA", probeScript.EvalSha(ctx, c, []string{lock, fence}, channel).Err())
+	deny("EVALSHA", probeScript.EvalSha(ctx, c, []string{lock}, channel).Err())
 	deny("SUBSCRIBE", trySubscribe(ctx, c, channel))
 	deny("PUBSUB", c.PubSubNumSub(ctx, channel).Err())
 	deny("SCAN", c.ScanType(ctx, 0, lock, 1, "string").Err())

@@ -114,7 +114,7 @@ func evictionCheck(info map[string]string, infoErr error, cfg func(string) (stri
 
 func persistenceCheck(info map[string]string, infoErr error, cfg func(string) (string, error)) check {
 	const name = "persistence"
-	const fix = "appendonly yes and appendfsync always, so that fence counters (and held locks) survive a restart"
+	const fix = "appendonly yes and appendfsync always, so that held locks survive a restart"
 	aof := info["aof_enabled"]
 	if aof == "" {
 		v, err := cfg("appendonly")
@@ -125,17 +125,17 @@ func persistenceCheck(info map[string]string, infoErr error, cfg func(string) (s
 	}
 	if aof != "1" {
 		return check{Name: name, Status: statusWarn, Fix: fix,
-			Detail: "appendonly no: a restart forgets every lock and every fence counter (fences start again from 1, so stale holders are no longer rejected)"}
+			Detail: "appendonly no: a restart forgets every held lock, and another client can then take one that is still held (fences still increase: they come from the server's clock)"}
 	}
 	fsync, err := cfg("appendfsync")
 	switch {
 	case err != nil:
 		return cannot(name, fmt.Errorf("appendonly yes, appendfsync unknown: %w", err), fix)
 	case fsync == "always":
-		return check{Name: name, Status: statusOK, Detail: "appendonly yes, appendfsync always: locks and fences survive a restart"}
+		return check{Name: name, Status: statusOK, Detail: "appendonly yes, appendfsync always: held locks survive a restart"}
 	}
 	return check{Name: name, Status: statusWarn, Fix: fix,
-		Detail: "appendonly yes, appendfsync " + fsync + ": a crash loses up to a second of writes, so a restarted server can grant a lock still held and repeat a fence"}
+		Detail: "appendonly yes, appendfsync " + fsync + ": a crash loses up to a second of writes, so a restarted server can grant a lock still held (fences still increase: they come from the server's clock)"}
 }
 
 func replicationCheck(info map[string]string, err error) check {

@@ -85,10 +85,11 @@ func TestDoctorPersistenceAndReplication(t *testing.T) {
 }
 
 // lockerRules are the ACL rules of a user that may do exactly what dlock
-// needs, on dlock's keys and channels only.
+// needs, on dlock's keys and channels only: no DEL or INCR, which the
+// scripts no longer call.
 var lockerRules = []string{"on", ">pw", "resetkeys", "resetchannels", "-@all", "+ping", "+evalsha", "+eval", "+script|load",
-	"+subscribe", "+unsubscribe", "+publish", "+set", "+pexpire", "+pttl", "+del",
-	"+get", "+incr", "+time", "+pubsub|numsub", "+scan", "~dlock:*", "&dlock:*"}
+	"+subscribe", "+unsubscribe", "+publish", "+set", "+pexpire", "+pttl",
+	"+get", "+time", "+pubsub|numsub", "+scan", "~dlock:*", "&dlock:*"}
 
 func setUser(t *testing.T, srv *redisserver.Server, name string, rules ...string) {
 	t.Helper()
@@ -123,11 +124,12 @@ func TestACLRestrictedUser(t *testing.T) {
 		t.Fatalf("maxmemory-policy without INFO/CONFIG: %s %s", st, d)
 	}
 
-	// Negative control: take PUBLISH away and the doctor must name it.
-	setUser(t, srv, "locker", "-publish")
+	// Negative control: take PUBLISH and TIME away and the doctor must name
+	// both (and the rules that give them back).
+	setUser(t, srv, "locker", "-publish", "-time")
 	rep, _ = doctorJSON(t, nil, url)
-	if st, d := statusOf(t, rep, "acl"); st != statusWarn || !strings.Contains(d, "PUBLISH") || !strings.Contains(d, "trying") {
-		t.Fatalf("acl without PUBLISH: %s %s", st, d)
+	if st, d := statusOf(t, rep, "acl"); st != statusWarn || !strings.Contains(d, "PUBLISH") || !strings.Contains(d, "TIME") || !strings.Contains(d, "trying") {
+		t.Fatalf("acl without PUBLISH and TIME: %s %s", st, d)
 	}
 
 	// The same through ACL DRYRUN, for a user allowed to ask.
@@ -135,5 +137,10 @@ func TestACLRestrictedUser(t *testing.T) {
 	rep, _ = doctorJSON(t, nil, "redis://asker:pw@"+srv.Addr())
 	if st, d := statusOf(t, rep, "acl"); st != statusWarn || !strings.Contains(d, "may not run SET (") || !strings.Contains(d, "DRYRUN") {
 		t.Fatalf("acl without SET, by DRYRUN: %s %s", st, d)
+	}
+	setUser(t, srv, "asker", "+set", "-time")
+	rep, _ = doctorJSON(t, nil, "redis://asker:pw@"+srv.Addr())
+	if st, d := statusOf(t, rep, "acl"); st != statusWarn || !strings.Contains(d, "may not run TIME (") || !strings.Contains(d, "DRYRUN") {
+		t.Fatalf("acl without TIME, by DRYRUN: %s %s", st, d)
 	}
 }

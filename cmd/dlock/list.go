@@ -120,7 +120,8 @@ func listLocks(ctx context.Context, st *openedStore, prefix, pattern string) ([]
 }
 
 // scanLocks calls add with the name of every lock on one server (a string;
-// fence counters end in ":fence" and so do not match).
+// release records PREFIX{K}:released:<token>, and the fence counters of
+// earlier versions, do not end in "}" and so do not match).
 func scanLocks(ctx context.Context, c redis.Cmdable, prefix, match string, add func(string)) error {
 	it := c.ScanType(ctx, 0, match, 500, "string").Iterator()
 	for it.Next(ctx) {
