@@ -177,8 +177,7 @@ func TestA7StatusOfNonLockValue(t *testing.T) {
 	}
 	defer st.Close()
 	if _, err := st.Inspect(context.Background(), "weird"); !errors.Is(err, dlock.ErrRefused) {
-		t.Skipf("redisstore.Inspect of a non-lock value returned %v, not dlock.ErrRefused: "+
-			"needs the redis helper's classification (issue 13 A7); passes once merged", err)
+		t.Fatalf("redisstore.Inspect of a non-lock value returned %v, want an error matching dlock.ErrRefused", err)
 	}
 	r := runDlock(t, nil, "status", "--redis", srv.URL(), "weird")
 	if r.code != ExitRefused || strings.Contains(r.stdout, "held:     no") || !strings.Contains(r.stderr, "not a lock") {
@@ -187,9 +186,8 @@ func TestA7StatusOfNonLockValue(t *testing.T) {
 }
 
 // L6: without --wait, a user lacking EVALSHA ends at once with the refused
-// exit code instead of retrying forever in silence. Needs the redis
-// helper's NOPERM classification (dlock.ErrRefused): skipped, saying so,
-// where that has not landed yet.
+// exit code instead of retrying forever in silence: the store reports
+// NOPERM as dlock.ErrRefused, and run ends on it.
 func TestL6RunRefusedByACLExitsAtOnce(t *testing.T) {
 	srv := redisserver.Start(t)
 	rules := append([]string{}, lockerRules...)
@@ -208,8 +206,7 @@ func TestL6RunRefusedByACLExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := c.TryLock(context.Background(), "probe"); !errors.Is(err, dlock.ErrRefused) {
-		t.Skipf("TryLock as a user without EVALSHA returned %v, not dlock.ErrRefused: "+
-			"needs the redis helper's NOPERM classification (issue 13 L6); passes once merged", err)
+		t.Fatalf("TryLock as a user without EVALSHA returned %v, want an error matching dlock.ErrRefused", err)
 	}
 	s := startDlock(t, nil, "run", "--redis", url, "--key", "acl", "--", "true")
 	r := s.wait(t, 20*time.Second)
