@@ -185,9 +185,9 @@ func reply(args []string) string {
 func learn(src string) string {
 	r := ":1\r\n"
 	switch {
-	case strings.HasPrefix(src, "-- acquire.lua"):
+	case strings.Contains(src, "-- acquire.lua:"):
 		r = ":7\r\n"
-	case strings.HasPrefix(src, "-- release.lua"):
+	case strings.Contains(src, "-- release.lua:"):
 		r = ":0\r\n"
 	case strings.Contains(src, "getrange"):
 		r = "+OK\r\n"

@@ -24,13 +24,10 @@ local fence = now
 local old = redis.call('SET', KEYS[1], '1:' .. string.format('%d', now) .. tail, 'NX', 'PX', ARGV[2], 'GET')
 local holds = 1
 if old then
-  local a = string.find(old, ':', 1, true)
-  local b = a and string.find(old, ':', a + 1, true)
-  local c = b and string.find(old, ':', b + 1, true)
-  holds = c and tonumber(string.sub(old, 1, a - 1))
-  local last = c and tonumber(string.sub(old, a + 1, b - 1))
-  if not holds or not last then
-    return redis.error_reply('NOTALOCK the key holds a value that is not a dlock lock')
+  local last, a, b, c
+  holds, last, a, b, c = parse(old)
+  if not holds then
+    return notalock()
   end
   if holds == 0 then
     fence, holds = math.max(last + 1, now), 1

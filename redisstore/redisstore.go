@@ -69,16 +69,25 @@ import (
 )
 
 var (
+	// lock.lua defines the layout's parser; it goes in front of every
+	// script that reads a lock, so that they share one copy.
+	//go:embed lock.lua
+	lockLua string
 	//go:embed acquire.lua
-	acquireSrc string
+	acquireLua string
 	//go:embed extend.lua
-	extendSrc string
+	extendLua string
 	//go:embed release.lua
-	releaseSrc string
+	releaseLua string
 	//go:embed inspect.lua
-	inspectSrc string
+	inspectLua string
 	//go:embed fenced_set.lua
 	fencedSetSrc string
+
+	acquireSrc = lockLua + acquireLua
+	extendSrc  = lockLua + extendLua
+	releaseSrc = lockLua + releaseLua
+	inspectSrc = lockLua + inspectLua
 
 	acquireScript   = redis.NewScript(acquireSrc)
 	extendScript    = redis.NewScript(extendSrc)

@@ -12,12 +12,10 @@
 local v = redis.call('GET', KEYS[1])
 local holds, a, b, c = 0, nil, nil, nil
 if v then
-  a = string.find(v, ':', 1, true)
-  b = a and string.find(v, ':', a + 1, true)
-  c = b and string.find(v, ':', b + 1, true)
-  holds = c and tonumber(string.sub(v, 1, a - 1))
-  if not holds or not tonumber(string.sub(v, a + 1, b - 1)) then
-    return redis.error_reply('NOTALOCK the key holds a value that is not a dlock lock')
+  local _
+  holds, _, a, b, c = parse(v)
+  if not holds then
+    return notalock()
   end
 end
 if holds == 0 or string.sub(v, c + 1) ~= ARGV[1] then

@@ -13,7 +13,8 @@ import (
 
 var (
 	//go:embed transfer.lua
-	transferSrc    string
+	transferLua    string
+	transferSrc    = lockLua + transferLua
 	transferScript = redis.NewScript(transferSrc)
 )
 

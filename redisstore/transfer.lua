@@ -31,13 +31,9 @@ local v = redis.call('GET', KEYS[1])
 if not v then
   return {0}
 end
-local a = string.find(v, ':', 1, true)
-local b = a and string.find(v, ':', a + 1, true)
-local c = b and string.find(v, ':', b + 1, true)
-local holds = c and tonumber(string.sub(v, 1, a - 1))
-local fence = c and tonumber(string.sub(v, a + 1, b - 1))
-if not holds or not fence then
-  return redis.error_reply('NOTALOCK the key holds a value that is not a dlock lock')
+local holds, fence, a, b, c = parse(v)
+if not holds then
+  return notalock()
 end
 if holds == 0 then
   return {0}
