@@ -130,6 +130,9 @@ func (a *app) finishAcquire(op *history.Op, l *dlock.Lease, err error) {
 		op.Token, op.Err = fmt.Sprintf("fail-%d-%d", a.client, a.ghosts), check.Contended
 		a.ghosts++
 		a.rec.Finish(op, history.Failed)
+		if a.seen != nil {
+			a.seen.look(context.Background(), op.Key) // the caller's context may have ended
+		}
 	default:
 		op.Token, op.Err = fmt.Sprintf("ghost-%d-%d", a.client, a.ghosts), err.Error()
 		a.ghosts++

@@ -180,10 +180,12 @@ func runComposed(t *testing.T, s uint64, d time.Duration, full map[string]bool) 
 	}
 	base := 300 * time.Millisecond
 	var rec history.Recorder
+	seen := &holdings{direct: direct}
 	roles := append([]string{"plain", "plain"}, composedOps...)
 	var ws []*worker
 	for i, role := range roles {
 		ws = append(ws, newWorker(t, &rec, srv.Addr(), role, i+1, full[role], s, base))
+		ws[len(ws)-1].seen = seen
 	}
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -199,10 +201,11 @@ func runComposed(t *testing.T, s uint64, d time.Duration, full map[string]bool) 
 	}
 	wg.Wait()
 	prober := newApp(t, &rec, 99, direct, nil, nil)
+	prober.seen = seen
 	for _, key := range composedKeys {
 		probe(ctx, prober, key, 4*base+time.Second)
 	}
-	out := composedResult{ops: rec.Ops(), counts: map[string]int{}}
+	out := composedResult{ops: seen.annotate(rec.Ops()), counts: map[string]int{}}
 	final, err := direct.Get(ctx, commitRes).Int64()
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +225,11 @@ func runComposed(t *testing.T, s uint64, d time.Duration, full map[string]bool) 
 		}
 	}
 	t.Logf("grants per role: %v", grants)
+	for _, op := range out.ops {
+		if op.Applied != 0 {
+			t.Logf("store applied %s %v after its call returned", op, time.Duration(op.Applied-op.Return).Round(time.Millisecond))
+		}
+	}
 	t.Logf("RESULT composed seed=%d ops=%d %v final=%d violations=%v", s, len(out.ops), out.counts, final, out.violations)
 	return out
 }

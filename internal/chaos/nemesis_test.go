@@ -7,7 +7,9 @@ import (
 	"syscall"
 	"time"
 
+	"example.com/dlock/internal/chaos/check"
 	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/chaos/history"
 )
 
 // fault is one entry of the nemesis catalogue: it breaks something, waits
@@ -48,14 +50,19 @@ var catalogue = []fault{
 		}
 	}},
 	{"pause-server", func(ctx context.Context, e *stockEnv, rng *rand.Rand, ttl time.Duration) {
+		from := history.Now()
 		e.lock.Pause()
-		defer e.lock.Resume()
 		sleepCtx(ctx, pauseFor(ttl, rng))
+		e.lock.Resume()
+		e.stalled(from, history.Now())
 	}},
 	{"client-pause", func(ctx context.Context, e *stockEnv, rng *rand.Rand, ttl time.Duration) {
 		ms := 200 + rng.IntN(400)
+		from := history.Now()
 		if _, err := e.lock.DoContext(ctx, "CLIENT", "PAUSE", fmt.Sprint(ms), "ALL"); err == nil {
-			sleepCtx(ctx, time.Duration(ms)*time.Millisecond)
+			d := time.Duration(ms) * time.Millisecond
+			e.stalled(from, history.Now()+int64(d)) // the server's pause ends by then
+			sleepCtx(ctx, d)
 		}
 	}},
 	{"latency", func(ctx context.Context, e *stockEnv, rng *rand.Rand, ttl time.Duration) {
@@ -78,9 +85,17 @@ var catalogue = []fault{
 	}},
 }
 
+// stalled records that the lock server applied nothing from from to to:
+// requests sent then were applied when it ended, possibly after the
+// library's release of an attempt that gave up (see check.Stall).
+func (e *stockEnv) stalled(from, to int64) {
+	e.stalls = append(e.stalls, check.Stall{From: from, To: to})
+}
+
 // randomNemesis injects up to max faults drawn with seed from the catalogue,
 // with quiet gaps of 100–400 ms, until ctx ends. The schedule is recorded
-// in e.faults (and so printed with the run's result).
+// in e.faults, each fault as name[start,end] on the history's clock (and so
+// printed with the run's result), and its stalls in e.stalls.
 func randomNemesis(seed uint64, ttl time.Duration, max int) func(context.Context, *stockEnv) int {
 	return func(ctx context.Context, e *stockEnv) int {
 		rng := rand.New(rand.NewPCG(seed, 0xfa17))
@@ -91,8 +106,9 @@ func randomNemesis(seed uint64, ttl time.Duration, max int) func(context.Context
 				break
 			}
 			f := catalogue[rng.IntN(len(catalogue))]
-			e.faults = append(e.faults, f.name)
+			start := history.Now()
 			f.run(ctx, e, rng, ttl)
+			e.faults = append(e.faults, fmt.Sprintf("%s[%d,%d]", f.name, start, history.Now()))
 		}
 		return n
 	}

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -42,6 +43,7 @@ type stockEnv struct {
 	proxy  *faultproxy.Proxy
 	apps   []*child
 	faults []string
+	stalls []check.Stall // the nemesis's windows in which the server applied nothing
 }
 
 type stockResult struct {
@@ -96,7 +98,13 @@ func runStock(t *testing.T, r stockRun) stockResult {
 		t.Fatal(err)
 	}
 	out.final = v
-	out.violations = verify(t, out.ops, r.Stock, v)
+	if f := os.Getenv("DLOCK_CHAOS_DUMP"); f != "" {
+		if fh, err := os.Create(f); err == nil {
+			_ = history.Encode(fh, out.ops)
+			_ = fh.Close()
+		}
+	}
+	out.violations = verify(t, out.ops, r.Stock, v, e.stalls...)
 	out.tally()
 	t.Logf("RESULT seed=%d procs=%d workers=%d faults=%d ops=%d grants=%d writes=%d stale-rejected=%d final=%d violations=%v",
 		r.Seed, r.Procs, r.Workers, out.faults, len(out.ops), out.grants, out.writes, out.staleRejected, v, out.violations)
@@ -121,15 +129,16 @@ func (out *stockResult) tally() {
 }
 
 // verify runs every checker over a history and returns violations per
-// checker (logging the first few of each).
-func verify(t *testing.T, ops []history.Op, initial, final int64) map[string]int {
+// checker (logging the first few of each). stalls are the windows in which
+// the lock server applied nothing (see check.Stall).
+func verify(t *testing.T, ops []history.Op, initial, final int64, stalls ...check.Stall) map[string]int {
 	t.Helper()
 	found := map[string][]check.Violation{
 		"mutual-exclusion": check.MutualExclusion(ops),
 		"fence-order":      check.FenceOrder(ops),
 		"fenced-write":     check.AcceptedWrites(ops),
 		"stock":            check.Stock(initial, final, ops),
-		"liveness":         check.Liveness(ops, slack),
+		"liveness":         check.Liveness(ops, slack, stalls...),
 	}
 	start := time.Now()
 	if err := check.Linearizable(ops, 5*time.Millisecond, 60*time.Second); err != nil {

@@ -24,6 +24,7 @@ type app struct {
 	rdb    *redis.Client // the protected resource's connection
 	client int
 	ghosts int
+	seen   *holdings // if set, a refusal looks at the holding that caused it
 }
 
 // tryLock makes one recorded attempt. A contended attempt is a definite
@@ -42,6 +43,9 @@ func (a *app) tryLock(ctx context.Context, key string, ttl time.Duration) (*dloc
 		op.Token, op.Err = fmt.Sprintf("fail-%d-%d", a.client, a.ghosts), check.Contended
 		a.ghosts++
 		a.rec.Finish(op, history.Failed)
+		if a.seen != nil {
+			a.seen.look(context.WithoutCancel(ctx), key)
+		}
 	default:
 		op.Token, op.Err = fmt.Sprintf("ghost-%d-%d", a.client, a.ghosts), err.Error()
 		a.ghosts++

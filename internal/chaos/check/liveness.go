@@ -35,7 +35,18 @@ type holding struct {
 // its TTL (never, without a release); for an unknown acquire with a Bound,
 // its return plus Bound. A final refused probe after the traffic ended turns
 // "held forever" into such a refusal.
-func Liveness(ops []history.Op, slack time.Duration) []Violation {
+//
+// A request whose reply was lost may reach the store after its call
+// returned, and then after the release the library sends in the background
+// (Client.Lock documents that the key then stays held until its TTL ends):
+// an unknown acquire or extend whose call overlapped a stall (a window in
+// which the store applied nothing it was sent, such as a SIGSTOPped server
+// or CLIENT PAUSE, and applied it when the window ended), or whose
+// Applied time the store recorded after its return, may hold the key until
+// the latest such moment plus its TTL, Bound notwithstanding. Without a
+// stall or such a record, the bounds above stand: a ghost that no late
+// arrival explains is still reported.
+func Liveness(ops []history.Op, slack time.Duration, stalls ...Stall) []Violation {
 	holders := map[string]map[string]*holding{}
 	for _, op := range ops {
 		if op.Kind == history.Write || op.Token == "" || op.Err == Contended {
@@ -54,7 +65,7 @@ func Liveness(ops []history.Op, slack time.Duration) []Violation {
 			h = &holding{first: op.Call}
 			hs[op.Token] = h
 		}
-		h.add(op)
+		h.add(op, lateApply(op, stalls))
 	}
 	var out []Violation
 	for _, op := range ops {
@@ -84,8 +95,34 @@ func Liveness(ops []history.Op, slack time.Duration) []Violation {
 	return out
 }
 
-// add folds one of the holding's ops in.
-func (h *holding) add(op history.Op) {
+// Stall is a window [From, To] (CLOCK_MONOTONIC ns) in which the store held
+// the requests it was sent and applied them at To at the earliest.
+type Stall struct {
+	From, To int64
+}
+
+// lateApply is the latest moment op, an unknown acquire or extend, may have
+// been applied by the store if that is known to be after its return (a
+// stall its call overlapped, or the store's record), else 0.
+func lateApply(op history.Op, stalls []Stall) int64 {
+	if op.Outcome != history.Unknown || (op.Kind != history.Acquire && op.Kind != history.Extend) {
+		return 0
+	}
+	late := op.Applied
+	for _, s := range stalls {
+		if s.From <= op.Return && s.To >= op.Call {
+			late = max(late, s.To)
+		}
+	}
+	if late <= op.Return {
+		return 0
+	}
+	return late
+}
+
+// add folds one of the holding's ops in; late is op's late application
+// (lateApply), 0 if none.
+func (h *holding) add(op history.Op, late int64) {
 	h.renew = h.renew || op.Renew
 	switch {
 	case op.Kind == history.Release:
@@ -101,7 +138,10 @@ func (h *holding) add(op history.Op) {
 		h.maxTTL = max(h.maxTTL, op.TTL)
 		h.freedAt = 0
 		sets := op.Return + int64(op.TTL)
-		if op.Outcome == history.Unknown && op.Bound > 0 {
+		switch {
+		case late != 0:
+			sets = late + int64(op.TTL) // its release may have come first
+		case op.Outcome == history.Unknown && op.Bound > 0:
 			sets = op.Return + int64(op.Bound)
 		}
 		h.busy = max(h.busy, sets)

@@ -52,6 +52,42 @@ func TestLivenessDetectsGhostsAndEndlessLeases(t *testing.T) {
 	}
 }
 
+// A request that reached the store late (held by a stalled server, or
+// recorded by the store after its call returned) may hold the key until
+// that moment plus its TTL, since its release may have come first; a stall
+// or record that does not reach past the call's return excuses nothing, so
+// that a ghost with no late arrival to explain it (L1) is still caught.
+func TestLivenessLateArrival(t *testing.T) {
+	unknown := op(2, history.Acquire, "G", history.Unknown, 0, 5) // TTL 100 ms
+	bounded := unknown
+	bounded.Bound = 20 * time.Millisecond
+	late := bounded
+	late.Applied = 60 * ms
+	early := bounded
+	early.Applied = 3 * ms // applied before its return: its release came after it
+	stall := Stall{From: 2 * ms, To: 400 * ms}
+	for name, c := range map[string]struct {
+		ops    []history.Op
+		stalls []Stall
+		want   int
+	}{
+		"unknown acquire in a stall, refused after it":        {[]history.Op{unknown, refused(450)}, []Stall{stall}, 0},
+		"unknown acquire in a stall, refused past TTL after":  {[]history.Op{unknown, refused(520)}, []Stall{stall}, 1},
+		"stall before the call":                               {[]history.Op{op(2, history.Acquire, "G", history.Unknown, 500, 505), refused(700)}, []Stall{stall}, 1},
+		"stall after the return":                              {[]history.Op{unknown, refused(450)}, []Stall{{From: 10 * ms, To: 400 * ms}}, 1},
+		"cancelled wait applied late":                         {[]history.Op{late, refused(150)}, nil, 0},
+		"cancelled wait applied late, refused past TTL after": {[]history.Op{late, refused(180)}, nil, 1},
+		"cancelled wait applied before its return (L1)":       {[]history.Op{early, refused(80)}, nil, 1},
+		"cancelled wait in a stall":                           {[]history.Op{bounded, refused(450)}, []Stall{stall}, 0},
+		"ok acquire in a stall, released: the stall is moot":  {[]history.Op{acq(0, "A", 1, 3, 4), op(0, history.Release, "A", history.Ok, 410, 411), refused(450)}, []Stall{stall}, 1},
+		"ghost in a stall, refused long after":                {[]history.Op{bounded, refused(10_000)}, []Stall{stall}, 1},
+	} {
+		if v := Liveness(c.ops, 10*time.Millisecond, c.stalls...); len(v) != c.want {
+			t.Errorf("%s: want %d violations, got %v", name, c.want, v)
+		}
+	}
+}
+
 // The latest validity a lease recorded counts: an Extend that moved it back
 // shortens the window, and a lease that claims the longer one (S1) overlaps.
 func TestMutualExclusionFollowsLatestValidity(t *testing.T) {

@@ -68,9 +68,16 @@ type Op struct {
 	// the key may stay held by it at most, when the library promises to give
 	// such a holding back (a wait cancelled mid-call); 0 means until its TTL.
 	Bound time.Duration `json:"bound,omitempty"`
-	Value int64         `json:"value,omitempty"` // for writes: the value written
-	ReqID string        `json:"req,omitempty"`   // for writes: the request id
-	Err   string        `json:"err,omitempty"`
+	// Applied, on an acquire with an unknown outcome, is when the store is
+	// known to have applied it, if that was after Return (the store's own
+	// record of the holding says so): the request reached the store late,
+	// possibly after the library's release of it, so the key may stay held
+	// until Applied plus the TTL whatever Bound says (Client.Lock documents
+	// it). 0 if not known.
+	Applied int64  `json:"applied,omitempty"`
+	Value   int64  `json:"value,omitempty"` // for writes: the value written
+	ReqID   string `json:"req,omitempty"`   // for writes: the request id
+	Err     string `json:"err,omitempty"`
 }
 
 // String describes op for failure messages.

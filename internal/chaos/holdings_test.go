@@ -1,0 +1,91 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock/internal/chaos/history"
+	"example.com/dlock/redisstore"
+)
+
+// holdings is what the store said about the holdings that refused
+// acquisitions: when each was applied and for how long. An acquire whose
+// reply was lost may reach the store after its call returned (it waited in
+// the client's batch for a connection, or on the way), and then after the
+// release the library sends for it in the background: Client.Lock documents
+// that the key then stays held until its TTL ends. The checker cannot tell
+// that from a ghost the library left behind (L1) by the client's history
+// alone; the store's record of the holding can: a first hold's fence is the
+// store's clock when it was applied, and its expiry minus that is its TTL,
+// which names the acquire (TTLs are drawn at random, to the nanosecond).
+type holdings struct {
+	direct *redis.Client // the server, without a proxy
+	mu     sync.Mutex
+	seen   []seenHolding
+}
+
+type seenHolding struct {
+	key     string
+	applied int64 // CLOCK_MONOTONIC ns
+	ttl     time.Duration
+}
+
+// inspect returns the lock's value, its PTTL and the server's clock in µs,
+// read at one instant.
+var inspect = redis.NewScript(`
+local t = redis.call('TIME')
+return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), t[1] * 1000000 + t[2]}`)
+
+// look records the holding of key, if the key is held by a first hold.
+func (h *holdings) look(ctx context.Context, key string) {
+	v, err := inspect.Run(ctx, h.direct, []string{redisstore.DefaultPrefix + "{" + key + "}"}).Slice()
+	if err != nil || len(v) != 3 {
+		return
+	}
+	val, _ := v[0].(string)
+	pttl, _ := v[1].(int64)
+	now, _ := v[2].(int64)
+	off := time.Now().UnixNano() - history.Now() // CLOCK_REALTIME − CLOCK_MONOTONIC
+	var holds, fence int64
+	if n, _ := fmtSscanf(val, &holds, &fence); n != 2 || holds != 1 || pttl <= 0 {
+		return
+	}
+	ttl := time.Duration(now-fence)*time.Microsecond + time.Duration(pttl)*time.Millisecond
+	h.mu.Lock()
+	h.seen = append(h.seen, seenHolding{key: key, applied: fence*int64(time.Microsecond) - off, ttl: ttl})
+	h.mu.Unlock()
+}
+
+// ttlMatch is how closely a holding's TTL, as the store's record gives it
+// (PTTL in whole ms, and the time of the fence), must match an acquire's.
+const ttlMatch = 3 * time.Millisecond
+
+// annotate sets Applied on the unknown acquires that a seen holding names
+// (same key and TTL, called before it was applied) when the store applied
+// them after their call returned.
+func (h *holdings) annotate(ops []history.Op) []history.Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind != history.Acquire || op.Outcome != history.Unknown {
+			continue
+		}
+		for _, s := range h.seen {
+			d := s.ttl - op.TTL
+			if s.key == op.Key && s.applied > op.Return && op.Call < s.applied && d < ttlMatch && d > -ttlMatch {
+				op.Applied = max(op.Applied, s.applied)
+			}
+		}
+	}
+	return ops
+}
+
+// fmtSscanf parses a lock value's "<holds>:<fence>:" prefix.
+func fmtSscanf(v string, holds, fence *int64) (int, error) {
+	return fmt.Sscanf(v, "%d:%d:", holds, fence)
+}
