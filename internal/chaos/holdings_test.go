@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,4 +89,41 @@ func (h *holdings) annotate(ops []history.Op) []history.Op {
 // fmtSscanf parses a lock value's "<holds>:<fence>:" prefix.
 func fmtSscanf(v string, holds, fence *int64) (int, error) {
 	return fmt.Sscanf(v, "%d:%d:", holds, fence)
+}
+
+// The store's record of a holding gives when it was applied and its TTL,
+// on the history's clock, closely enough to name the acquire.
+func TestHoldingsReadTheStoresRecord(t *testing.T) {
+	_, direct := newRedis(t)
+	ctx := testCtx(t, 10*time.Second)
+	var rec history.Recorder
+	a := newApp(t, &rec, 1, direct, nil, nil)
+	h := &holdings{direct: direct}
+	ttl := 777*time.Millisecond + 123*time.Microsecond
+	call := history.Now()
+	l, err := a.tryLock(ctx, "held", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := history.Now()
+	time.Sleep(50 * time.Millisecond)
+	h.look(ctx, "held")
+	_ = a.release(ctx, l)
+	if len(h.seen) != 1 {
+		t.Fatalf("seen %v, want one holding", h.seen)
+	}
+	s := h.seen[0]
+	if s.applied < call-int64(time.Millisecond) || s.applied > ret+int64(time.Millisecond) {
+		t.Errorf("applied at %d, want within the call [%d, %d]", s.applied, call, ret)
+	}
+	if d := s.ttl - ttl; d <= -ttlMatch || d >= ttlMatch {
+		t.Errorf("TTL %v, want %v ± %v", s.ttl, ttl, ttlMatch)
+	}
+	ghost := history.Op{Kind: history.Acquire, Key: "held", TTL: ttl, Call: call - int64(time.Second), Return: s.applied - 1, Outcome: history.Unknown}
+	early := ghost
+	early.Return = s.applied + 1
+	ops := h.annotate([]history.Op{ghost, early})
+	if ops[0].Applied != s.applied || ops[1].Applied != 0 {
+		t.Errorf("annotate: late %d early %d, want %d and 0", ops[0].Applied, ops[1].Applied, s.applied)
+	}
 }
