@@ -97,6 +97,9 @@ func (w *worker) doRec(ctx context.Context, tok string, ttl time.Duration, renew
 	}()
 	return a.locks.Do(ctx, w.key, func(fctx context.Context) error {
 		acq.Return = history.Now()
+		if l, ok := dlock.LeaseFromContext(fctx); ok && a.seen != nil {
+			a.seen.known(history.TokenID(l.Token()))
+		}
 		var lostAt atomic.Int64
 		lost := make(chan struct{})
 		stop := context.AfterFunc(fctx, func() { lostAt.Store(history.Now()); close(lost) })

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,11 +28,13 @@ type holdings struct {
 	direct *redis.Client // the server, without a proxy
 	mu     sync.Mutex
 	seen   []seenHolding
+	tokens map[string]bool // TokenIDs of the holdings of Do (see known)
 }
 
 type seenHolding struct {
 	key     string
-	applied int64 // CLOCK_MONOTONIC ns
+	owner   string // TokenID of the holding's token
+	applied int64  // CLOCK_MONOTONIC ns
 	ttl     time.Duration
 }
 
@@ -52,13 +55,22 @@ func (h *holdings) look(ctx context.Context, key string) {
 	now, _ := v[2].(int64)
 	off := time.Now().UnixNano() - history.Now() // CLOCK_REALTIME − CLOCK_MONOTONIC
 	var holds, fence int64
-	if n, _ := fmtSscanf(val, &holds, &fence); n != 2 || holds != 1 || pttl <= 0 {
+	parts := strings.SplitN(val, ":", 4) // holds:fence:call id:token
+	if n, _ := fmtSscanf(val, &holds, &fence); n != 2 || holds != 1 || pttl <= 0 || len(parts) != 4 {
 		return
 	}
 	ttl := time.Duration(now-fence)*time.Microsecond + time.Duration(pttl)*time.Millisecond
 	h.mu.Lock()
-	h.seen = append(h.seen, seenHolding{key: key, applied: fence*int64(time.Microsecond) - off, ttl: ttl})
+	h.seen = append(h.seen, seenHolding{key: key, owner: history.TokenID(parts[3]), applied: fence*int64(time.Microsecond) - off, ttl: ttl})
 	h.mu.Unlock()
+}
+
+// known records the TokenID of a holding the history names otherwise (Do's
+// holdings are recorded under the caller's own name).
+func (h *holdings) known(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.known2(id)
 }
 
 // ttlMatch is how closely a holding's TTL, as the store's record gives it
@@ -67,16 +79,29 @@ const ttlMatch = 3 * time.Millisecond
 
 // annotate sets Applied on the unknown acquires that a seen holding names
 // (same key and TTL, called before it was applied) when the store applied
-// them after their call returned.
+// them after their call returned. A holding whose token the history knows
+// (a granted acquire's, or Do's) names none: only a ghost's token is
+// unknown to it.
 func (h *holdings) annotate(ops []history.Op) []history.Op {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, op := range ops {
+		if op.Token != "" && op.Outcome == history.Ok {
+			h.known2(op.Token)
+		}
+	}
+	var ghosts []seenHolding
+	for _, s := range h.seen {
+		if !h.tokens[s.owner] {
+			ghosts = append(ghosts, s)
+		}
+	}
 	for i := range ops {
 		op := &ops[i]
 		if op.Kind != history.Acquire || op.Outcome != history.Unknown {
 			continue
 		}
-		for _, s := range h.seen {
+		for _, s := range ghosts {
 			d := s.ttl - op.TTL
 			if s.key == op.Key && s.applied > op.Return && op.Call < s.applied && d < ttlMatch && d > -ttlMatch {
 				op.Applied = max(op.Applied, s.applied)
@@ -84,6 +109,14 @@ func (h *holdings) annotate(ops []history.Op) []history.Op {
 		}
 	}
 	return ops
+}
+
+// known2 is known with h.mu held.
+func (h *holdings) known2(id string) {
+	if h.tokens == nil {
+		h.tokens = map[string]bool{}
+	}
+	h.tokens[id] = true
 }
 
 // fmtSscanf parses a lock value's "<holds>:<fence>:" prefix.
@@ -125,5 +158,10 @@ func TestHoldingsReadTheStoresRecord(t *testing.T) {
 	ops := h.annotate([]history.Op{ghost, early})
 	if ops[0].Applied != s.applied || ops[1].Applied != 0 {
 		t.Errorf("annotate: late %d early %d, want %d and 0", ops[0].Applied, ops[1].Applied, s.applied)
+	}
+	granted := history.Op{Kind: history.Acquire, Key: "held", Token: history.TokenID(l.Token()), Outcome: history.Ok}
+	ghost.Applied = 0
+	if ops := h.annotate([]history.Op{granted, ghost}); ops[1].Applied != 0 {
+		t.Errorf("a granted holding named the ghost: %v", ops[1])
 	}
 }
