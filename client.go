@@ -125,7 +125,7 @@ func runLocked(ctx context.Context, l *Lease, fn func(context.Context) error) (e
 	defer func() {
 		stop()
 		cancel(nil)
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(l.ttl))
+		rctx, rcancel := releaseContext(ctx, l.ttl)
 		rerr := l.Release(rctx)
 		rcancel()
 		if returned {
@@ -141,6 +141,12 @@ func runLocked(ctx context.Context, l *Lease, fn func(context.Context) error) (e
 // context may have ended; past the TTL the key has expired anyway.
 func releaseTimeout(ttl time.Duration) time.Duration {
 	return min(ttl, 10*time.Second)
+}
+
+// releaseContext is the context of a release made on the caller's behalf:
+// ctx's values without its cancellation, bounded by releaseTimeout(ttl).
+func releaseContext(ctx context.Context, ttl time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(ttl))
 }
 
 func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (config, error) {
@@ -268,10 +274,17 @@ func (c *Client) releaseHolds(ctx context.Context, key, token string, n int, ttl
 	if n <= 0 {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(ttl))
+	rctx, cancel := releaseContext(ctx, ttl)
 	defer cancel()
+	c.giveBack(rctx, key, token, n)
+}
+
+// giveBack releases up to n holds of token on key, stopping at the first
+// error: "not held" means nothing is left, anything else that the store
+// cannot be reached (the holds then expire with the key's TTL).
+func (c *Client) giveBack(ctx context.Context, key, token string, n int) {
 	for ; n > 0; n-- {
-		if c.store.Release(rctx, key, token) != nil {
+		if c.store.Release(ctx, key, token) != nil {
 			return
 		}
 	}

@@ -50,7 +50,7 @@ func (c *Client) track(ctx context.Context, l *Lease) (*Lease, error) {
 	if !closed {
 		return l, nil
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(l.ttl))
+	rctx, cancel := releaseContext(ctx, l.ttl)
 	defer cancel()
 	_ = l.Release(rctx)
 	return nil, notAcquired(errClosed)
@@ -150,21 +150,14 @@ func (c *Client) background(ctx context.Context, ttl time.Duration, f func(conte
 			}
 			lf.mu.Unlock()
 		}()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(ttl))
+		rctx, cancel := releaseContext(ctx, ttl)
 		defer cancel()
 		f(rctx)
 	}()
 }
 
 // dropHolds gives back, in the background, up to n holds of token on key
-// that attempts whose reply was lost may have left (see Lock). It stops at
-// the first error: "not held" means nothing is left.
+// that attempts whose reply was lost may have left (see Lock and giveBack).
 func (c *Client) dropHolds(ctx context.Context, key string, ttl time.Duration, n int, token string) {
-	c.background(ctx, ttl, func(ctx context.Context) {
-		for ; n > 0; n-- {
-			if c.store.Release(ctx, key, token) != nil {
-				return
-			}
-		}
-	})
+	c.background(ctx, ttl, func(ctx context.Context) { c.giveBack(ctx, key, token, n) })
 }

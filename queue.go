@@ -108,7 +108,7 @@ func (qs *queues) enter(ctx context.Context, key string, cfg config) (*keyQueue,
 	// take what it brings and pass it on.
 	<-w.ready
 	if w.lease != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout(w.lease.ttl))
+		rctx, cancel := releaseContext(ctx, w.lease.ttl)
 		_ = w.lease.Release(rctx)
 		cancel()
 	} else {
