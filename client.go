@@ -5,24 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // Client acquires locks from one Store. It is safe for concurrent use; create
 // one per store and share it. The Client does not own the store's connection:
 // closing that is the caller's business, after Close (see Close).
 type Client struct {
-	store     Store
-	cfg       config
-	renewer   *renewer
-	queues    queues
-	reader    GrantReader // store as a GrantReader, or nil
-	committer Committer   // store as a Committer, or nil
-	life      life        // Close's state: live leases, background clean-ups (close.go)
+	store   driver.Mutex
+	cfg     config
+	renewer *renewer
+	queues  queues
+	caps    caps // the store's optional capabilities, found once
+	life    life // Close's state: live leases, background clean-ups (close.go)
 }
 
 // New returns a Client for store with the given default options. It returns
 // an error matching ErrInvalid if store is nil or an option is out of range.
-func New(store Store, opts ...Option) (*Client, error) {
+func New(store driver.Mutex, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, invalidf("nil store")
 	}
@@ -34,15 +35,14 @@ func New(store Store, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{store: store, cfg: cfg}
-	c.reader, _ = store.(GrantReader)
-	c.committer, _ = store.(Committer)
+	c.caps = findCaps(store)
 	c.renewer = newRenewer(c)
 	c.life.init()
 	return c, nil
 }
 
 // Store returns the store the client was created with.
-func (c *Client) Store() Store { return c.store }
+func (c *Client) Store() driver.Mutex { return c.store }
 
 // Lock acquires the lock on key, waiting while another owner holds it until
 // the lock is free, the wait bound (WithWait) elapses, or ctx ends. By default
@@ -239,12 +239,13 @@ func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, 
 // grant whose validity ran out before its reply arrived.
 func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg config, q *keyQueue) (*Lease, error) {
 	start := cfg.clock.Now()
-	var g Grant
-	var v *Value
+	var g driver.Grant
+	var v *driver.Value
 	var err error
-	if cfg.read != nil && c.reader != nil {
-		v = new(Value)
-		g, *v, err = c.reader.AcquireRead(ctx, key, token, cfg.ttl, *cfg.read)
+	if cfg.read != nil && c.caps.atomic != nil {
+		v = new(driver.Value)
+		step := driver.Step{Action: driver.Acquire, Key: key, Token: token, TTL: cfg.ttl, Read: *cfg.read}
+		g, *v, err = c.caps.atomic.Apply(ctx, step)
 	} else {
 		g, err = c.store.Acquire(ctx, key, token, cfg.ttl)
 	}

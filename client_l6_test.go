@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 )
 
@@ -28,17 +29,17 @@ type refusingStore struct {
 	acquires    atomic.Int64
 }
 
-func (s *refusingStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s *refusingStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	s.acquires.Add(1)
 	if e := s.acquireErr.Load(); e != nil {
-		return dlock.Grant{}, *e
+		return driver.Grant{}, *e
 	}
 	return s.Store.Acquire(ctx, key, token, ttl)
 }
 
-func (s *refusingStore) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (dlock.Grant, error) {
+func (s *refusingStore) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	if e := s.transferErr.Load(); e != nil {
-		return dlock.Grant{}, *e
+		return driver.Grant{}, *e
 	}
 	return s.Store.Transfer(ctx, key, from, to, ttl)
 }

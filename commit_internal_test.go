@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // commitStore is readStore with Committer; reads records the read argument
@@ -28,16 +30,16 @@ func (s *commitStore) ReleaseWrite(ctx context.Context, key, token, resource, va
 	return s.Release(ctx, key, token)
 }
 
-func (s *commitStore) TransferWrite(ctx context.Context, key, from, to string, ttl time.Duration, resource, value, read string) (Grant, Value, error) {
+func (s *commitStore) TransferWrite(ctx context.Context, key, from, to string, ttl time.Duration, resource, value, read string) (driver.Grant, driver.Value, error) {
 	s.reads = append(s.reads, read)
 	if s.holder(key) != from {
 		_, err := s.Transfer(ctx, key, from, to, ttl)
-		return Grant{}, Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	s.put(resource, value)
 	g, err := s.Transfer(ctx, key, from, to, ttl)
 	if err != nil || read == "" {
-		return g, Value{}, err
+		return g, driver.Value{}, err
 	}
 	v, err := s.value(read)
 	return g, v, err
@@ -97,16 +99,16 @@ func TestCommitHandsOffWithTheWrite(t *testing.T) {
 // Commit needs a store that can write with the release, and a lease that
 // read with its grant; otherwise it refuses before any I/O and the lease
 // stays held.
-func TestCommitRefusesWithoutCommitterOrRead(t *testing.T) {
+func TestCommitRefusesWithoutAtomicOrRead(t *testing.T) {
 	ctx := context.Background()
-	rs := &readStore{miniStore: newMiniStore(), values: map[string]string{}}
+	rs := newMiniStore() // not a driver.Atomic: WithRead reads nothing
 	cs := &commitStore{readStore: &readStore{miniStore: newMiniStore(), values: map[string]string{}}}
 	for _, tc := range []struct {
 		name string
-		st   Store
+		st   driver.Mutex
 		opts []Option
 	}{
-		{"store without Committer", rs, []Option{WithRead("r")}},
+		{"store without Atomic", rs, []Option{WithRead("r")}},
 		{"lease without WithRead", cs, nil},
 	} {
 		c, err := New(tc.st)
@@ -135,4 +137,15 @@ func TestCommitRefusesWithoutCommitterOrRead(t *testing.T) {
 	if err := nilLease.Commit(ctx, "v"); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("nil lease Commit = %v, want ErrNotHeld", err)
 	}
+}
+
+// Apply serves the write steps, and the read ones through readStore.
+func (s *commitStore) Apply(ctx context.Context, st driver.Step) (driver.Grant, driver.Value, error) {
+	switch {
+	case st.Write == nil:
+		return s.readStore.Apply(ctx, st)
+	case st.Action == driver.Release:
+		return driver.Grant{}, driver.Value{}, s.ReleaseWrite(ctx, st.Key, st.Token, st.Write.Resource, st.Write.Value)
+	}
+	return s.TransferWrite(ctx, st.Key, st.Token, st.To, st.TTL, st.Write.Resource, st.Write.Value, st.Read)
 }

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
+
+	"example.com/dlock/driver"
 )
 
 // Sentinel errors. Every error returned by this package and by the stores in
 // this module matches one or more of them with errors.Is; the text around them
-// carries the detail.
+// carries the detail. The ones a store returns are the same values as
+// package driver's (dlock.ErrNotHeld == driver.ErrNotHeld).
 var (
 	// ErrNotAcquired means the lock was not acquired: another owner holds it,
 	// the store could not be reached or refused the call, and the call gave
@@ -17,11 +19,11 @@ var (
 	// error was final). Nothing was changed in the store, except that an
 	// attempt whose reply was lost may have been applied: Client.Lock says
 	// what is done about it.
-	ErrNotAcquired = errors.New("dlock: lock not acquired")
+	ErrNotAcquired = driver.ErrNotAcquired
 
 	// ErrNotHeld means the caller does not hold the lock it tried to extend or
 	// release: it was released already, it expired, or another owner has it.
-	ErrNotHeld = errors.New("dlock: lock not held")
+	ErrNotHeld = driver.ErrNotHeld
 
 	// ErrLost means a lease ended before its holder released it. Errors that
 	// match ErrLost also match their cause: ErrExpired, ErrTaken or
@@ -30,17 +32,17 @@ var (
 
 	// ErrExpired is a cause of ErrLost and ErrNotHeld: the lease's validity ran
 	// out, or the store no longer has the key (it expired or was deleted).
-	ErrExpired = errors.New("dlock: lease expired")
+	ErrExpired = driver.ErrExpired
 
 	// ErrTaken is a cause of ErrLost and ErrNotHeld: another owner holds the key.
-	ErrTaken = errors.New("dlock: lock taken by another owner")
+	ErrTaken = driver.ErrTaken
 
 	// ErrInvalid means an argument or option was rejected before any I/O, or
 	// the Client was closed (Client.Close).
-	ErrInvalid = errors.New("dlock: invalid argument")
+	ErrInvalid = driver.ErrInvalid
 
 	// ErrUnavailable means the store could not be reached or failed to answer.
-	ErrUnavailable = errors.New("dlock: store unavailable")
+	ErrUnavailable = driver.ErrUnavailable
 
 	// ErrRefused means the store refused the call in a way that retrying
 	// cannot fix: missing permissions, failed authentication, an unknown
@@ -48,30 +50,18 @@ var (
 	// stop waiting at once on such an error, which then also matches
 	// ErrNotAcquired, as it does from TryLock; renewal keeps trying until the
 	// lease's validity runs out.
-	ErrRefused = errors.New("dlock: refused by the store")
+	ErrRefused = driver.ErrRefused
 
 	// ErrStaleFence is returned by FenceGate when a write carries a fencing
 	// token lower than one already admitted.
 	ErrStaleFence = errors.New("dlock: stale fencing token")
 )
 
-// ContendedError is what Store.Acquire returns when another owner holds the
-// key. It matches ErrNotAcquired. Remaining is the holder's remaining time to
-// live as the store saw it, or a negative value if the store does not know.
-type ContendedError struct {
-	Remaining time.Duration
-}
-
-func (e *ContendedError) Error() string {
-	if e.Remaining < 0 {
-		return ErrNotAcquired.Error() + ": held by another owner"
-	}
-	// Remaining is the holder's TTL, not how long it has held the key.
-	return fmt.Sprintf("%s: held by another owner; its lease ends in %v", ErrNotAcquired, e.Remaining.Round(time.Millisecond))
-}
-
-// Is reports whether target is ErrNotAcquired.
-func (e *ContendedError) Is(target error) bool { return target == ErrNotAcquired }
+// ContendedError is what TryLock (and a store's Acquire) returns when another
+// owner holds the key. It matches ErrNotAcquired. Remaining is the holder's
+// remaining time to live as the store saw it, or a negative value if the
+// store does not know. It is the same type as driver.ContendedError.
+type ContendedError = driver.ContendedError
 
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 )
 
@@ -31,12 +32,12 @@ type hangingStore struct {
 
 var errRefusedConn = errors.New("dial tcp 127.0.0.1:6390: connect: connection refused")
 
-func (s *hangingStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s *hangingStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if s.calls.Add(1) == 1 {
-		return dlock.Grant{}, errRefusedConn
+		return driver.Grant{}, errRefusedConn
 	}
 	<-ctx.Done()
-	return dlock.Grant{}, ctx.Err()
+	return driver.Grant{}, ctx.Err()
 }
 
 func newHanging(t *testing.T) (*dlock.Client, *hangingStore) {

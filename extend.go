@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // Extend sets the key's expiry in the store to ttl from now, shorter or
@@ -92,7 +94,7 @@ func (l *Lease) tryBeginCall() (ttl time.Duration, validUntil time.Time, ok bool
 // too: it is the expiry applied last. A failure other than "not held" may
 // have been applied all the same, so the validity is cut to what that call
 // would give if it is shorter; it never grows without a reply.
-func (l *Lease) settle(start time.Time, ttl time.Duration, g Grant, err error) error {
+func (l *Lease) settle(start time.Time, ttl time.Duration, g driver.Grant, err error) error {
 	if isNotHeld(err) {
 		l.endCall()
 		return l.lose(err)

@@ -7,19 +7,20 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 )
 
 // gateStore holds every Extend asking for ttl gated until gate is closed,
 // and tells entered when the first one arrives.
 type gateStore struct {
-	dlock.Store
+	driver.Mutex
 	gated   time.Duration
 	entered chan struct{}
 	gate    chan struct{}
 }
 
-func (g *gateStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (g *gateStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if ttl == g.gated {
 		select {
 		case g.entered <- struct{}{}:
@@ -28,10 +29,10 @@ func (g *gateStore) Extend(ctx context.Context, key, token string, ttl time.Dura
 		select {
 		case <-g.gate:
 		case <-ctx.Done():
-			return dlock.Grant{}, ctx.Err()
+			return driver.Grant{}, ctx.Err()
 		}
 	}
-	return g.Store.Extend(ctx, key, token, ttl)
+	return g.Mutex.Extend(ctx, key, token, ttl)
 }
 
 // S1: Extend and renewal are serialised. A renewal under way when Extend is
@@ -40,7 +41,7 @@ func (g *gateStore) Extend(ctx context.Context, key, token string, ttl time.Dura
 func TestS1ExtendWaitsForRenewalUnderWay(t *testing.T) {
 	// The renewal (at a third of the lease) may hang for half a period, 500 ms.
 	const lease, longer = 3 * time.Second, 5 * time.Second
-	gs := &gateStore{Store: memstore.New(nil), gated: lease, entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	gs := &gateStore{Mutex: memstore.New(nil), gated: lease, entered: make(chan struct{}, 1), gate: make(chan struct{})}
 	c, err := dlock.New(gs)
 	if err != nil {
 		t.Fatal(err)

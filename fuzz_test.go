@@ -10,19 +10,20 @@ import (
 	"unicode/utf8"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 )
 
 // countingStore counts the calls that reach the store: input rejected by
 // validation must never get there.
 type countingStore struct {
-	dlock.Store
+	driver.Mutex
 	calls atomic.Int64
 }
 
-func (s *countingStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s *countingStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	s.calls.Add(1)
-	return s.Store.Acquire(ctx, key, token, ttl)
+	return s.Mutex.Acquire(ctx, key, token, ttl)
 }
 
 // FuzzValidateKey checks ValidateKey against its documented rule and that a
@@ -40,7 +41,7 @@ func FuzzValidateKey(f *testing.F) {
 		if (err == nil) != valid || (err != nil && !errors.Is(err, dlock.ErrInvalid)) {
 			t.Fatalf("ValidateKey(%q) = %v, want valid=%v", key, err, valid)
 		}
-		store := &countingStore{Store: memstore.New(nil)}
+		store := &countingStore{Mutex: memstore.New(nil)}
 		c, err := dlock.New(store, dlock.WithTTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +82,7 @@ func FuzzOptions(f *testing.F) {
 		}
 		opts := []dlock.Option{opt, dlock.WithWait(time.Duration(wait))}
 		valid := time.Duration(ttl) >= dlock.MinTTL && time.Duration(ttl) <= dlock.MaxTTL && wait >= 0
-		store := &countingStore{Store: memstore.New(nil)}
+		store := &countingStore{Mutex: memstore.New(nil)}
 		if _, err := dlock.New(store, opts...); (err == nil) != valid || (err != nil && !errors.Is(err, dlock.ErrInvalid)) {
 			t.Fatalf("New(ttl=%d, wait=%d, renew=%v) = %v, want valid=%v", ttl, wait, renew, err, valid)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // handoff tries to pass l, being released (with w applied, if not nil), to
@@ -11,8 +13,8 @@ import (
 // dealt with the release; if so, err is Release's result. If it did not, the
 // caller releases to the store. A closed Client hands nothing off.
 func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool, err error) {
-	tr, ok := c.store.(Transferer)
-	if !ok || c.life.closed.Load() {
+	tr := c.caps.transfer
+	if tr == nil || c.life.closed.Load() {
 		return false, nil
 	}
 	q := c.queues.handoffTarget(l.key, l.slot, l.clock.Now())
@@ -73,27 +75,28 @@ func (c *Client) dropHandoff(ctx context.Context, l *Lease, token string, ttl ti
 
 // transfer hands l's lock to token for a waiter configured as cfg, reading
 // the waiter's WithRead resource and applying w in the same call.
-func (c *Client) transfer(ctx context.Context, tr Transferer, l *Lease, token string, cfg config, w *write) (g Grant, v *Value, err error) {
-	read := ""
-	if cfg.read != nil && c.reader != nil {
-		read = *cfg.read
-		v = new(Value)
+func (c *Client) transfer(ctx context.Context, tr driver.Transferer, l *Lease, token string, cfg config, w *write) (g driver.Grant, v *driver.Value, err error) {
+	step := driver.Step{Action: driver.Transfer, Key: l.key, Token: l.token, To: token, TTL: cfg.ttl}
+	if cfg.read != nil && c.caps.atomic != nil {
+		step.Read = *cfg.read
+		v = new(driver.Value)
 	}
-	switch {
-	case w != nil && read == w.resource:
-		// The waiter reads what we write: no need to read it back.
-		*v = Value{Data: w.value, Found: true}
-		g, _, err = c.committer.TransferWrite(ctx, l.key, l.token, token, cfg.ttl, w.resource, w.value, "")
-	case w != nil:
-		var got Value
-		g, got, err = c.committer.TransferWrite(ctx, l.key, l.token, token, cfg.ttl, w.resource, w.value, read)
-		if v != nil {
-			*v = got
+	if w != nil {
+		step.Write = &driver.Write{Resource: w.resource, Value: w.value}
+		if step.Read == w.resource {
+			// The waiter reads what we write: no need to read it back.
+			step.Read = ""
+			*v = driver.Value{Data: w.value, Found: true}
 		}
-	case v != nil:
-		g, *v, err = c.reader.TransferRead(ctx, l.key, l.token, token, cfg.ttl, read)
-	default:
+	}
+	if step.Read == "" && step.Write == nil {
 		g, err = tr.Transfer(ctx, l.key, l.token, token, cfg.ttl)
+		return g, nil, err
+	}
+	var got driver.Value
+	g, got, err = c.caps.atomic.Apply(ctx, step)
+	if v != nil && step.Read != "" {
+		*v = got
 	}
 	return g, v, err
 }
@@ -106,7 +109,9 @@ func (c *Client) storeRelease(ctx context.Context, key, token string, w *write) 
 	if w == nil {
 		return classify(c.store.Release(ctx, key, token))
 	}
-	err := classify(c.committer.ReleaseWrite(ctx, key, token, w.resource, w.value))
+	step := driver.Step{Action: driver.Release, Key: key, Token: token, Write: &driver.Write{Resource: w.resource, Value: w.value}}
+	_, _, err := c.caps.atomic.Apply(ctx, step)
+	err = classify(err)
 	if errors.Is(err, ErrInvalid) {
 		return joinLine(err, classify(c.store.Release(ctx, key, token)))
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // miniStore is a minimal in-memory Transferer for tests inside the package
@@ -26,7 +28,7 @@ func newMiniStore() *miniStore {
 	return &miniStore{owner: map[string]string{}, holds: map[string]int{}, fence: map[string]uint64{}}
 }
 
-func (s *miniStore) Acquire(_ context.Context, key, token string, ttl time.Duration) (Grant, error) {
+func (s *miniStore) Acquire(_ context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	s.calls.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -37,19 +39,19 @@ func (s *miniStore) Acquire(_ context.Context, key, token string, ttl time.Durat
 	case token:
 		s.holds[key]++
 	default:
-		return Grant{}, &ContendedError{Remaining: time.Minute}
+		return driver.Grant{}, &ContendedError{Remaining: time.Minute}
 	}
-	return Grant{Fence: s.fence[key], Holds: s.holds[key], TTL: ttl}, nil
+	return driver.Grant{Fence: s.fence[key], Holds: s.holds[key], TTL: ttl}, nil
 }
 
-func (s *miniStore) Extend(_ context.Context, key, token string, ttl time.Duration) (Grant, error) {
+func (s *miniStore) Extend(_ context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	s.calls.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.owner[key] != token {
-		return Grant{}, fmt.Errorf("%w: %w", ErrNotHeld, ErrTaken)
+		return driver.Grant{}, fmt.Errorf("%w: %w", ErrNotHeld, ErrTaken)
 	}
-	return Grant{Fence: s.fence[key], Holds: s.holds[key], TTL: ttl}, nil
+	return driver.Grant{Fence: s.fence[key], Holds: s.holds[key], TTL: ttl}, nil
 }
 
 func (s *miniStore) Release(_ context.Context, key, token string) error {
@@ -65,7 +67,7 @@ func (s *miniStore) Release(_ context.Context, key, token string) error {
 	return nil
 }
 
-func (s *miniStore) Transfer(_ context.Context, key, from, to string, ttl time.Duration) (Grant, error) {
+func (s *miniStore) Transfer(_ context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	s.calls.Add(1)
 	if s.onTransfer != nil {
 		s.onTransfer()
@@ -73,14 +75,14 @@ func (s *miniStore) Transfer(_ context.Context, key, from, to string, ttl time.D
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.owner[key] != from {
-		return Grant{}, fmt.Errorf("%w: %w", ErrNotHeld, ErrTaken)
+		return driver.Grant{}, fmt.Errorf("%w: %w", ErrNotHeld, ErrTaken)
 	}
 	if s.holds[key] != 1 {
-		return Grant{}, invalidf("re-entered")
+		return driver.Grant{}, invalidf("re-entered")
 	}
 	s.fence[key]++
 	s.owner[key] = to
-	return Grant{Fence: s.fence[key], Holds: 1, TTL: ttl}, nil
+	return driver.Grant{Fence: s.fence[key], Holds: 1, TTL: ttl}, nil
 }
 
 func (s *miniStore) holder(key string) string {
@@ -254,3 +256,5 @@ func TestLostLeasePassesTheSlot(t *testing.T) {
 	}
 	_ = r.l.Release(ctx)
 }
+
+func (s *miniStore) Model() driver.Model { return driver.Model{MinTTL: time.Millisecond} }

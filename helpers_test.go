@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 )
 
@@ -18,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // faultStore wraps a store, counts calls, and can fail or delay them.
 type faultStore struct {
-	dlock.Store
+	driver.Mutex
 	calls     atomic.Int64
 	failExt   atomic.Bool  // Extend returns an unavailable-style error
 	acqDelay  atomic.Int64 // nanoseconds to sleep before Acquire's reply
@@ -29,35 +30,35 @@ type faultStore struct {
 
 var errDown = errors.New("connection refused")
 
-func (f *faultStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (f *faultStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	f.lastToken = token
 	f.mu.Unlock()
-	g, err := f.Store.Acquire(ctx, key, token, ttl)
+	g, err := f.Mutex.Acquire(ctx, key, token, ttl)
 	if d := f.acqDelay.Load(); d > 0 {
 		time.Sleep(time.Duration(d)) // simulates a reply held in the network
 	}
 	return g, err
 }
 
-func (f *faultStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (f *faultStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	f.calls.Add(1)
 	if f.failExt.Load() {
-		return dlock.Grant{}, errDown
+		return driver.Grant{}, errDown
 	}
-	return f.Store.Extend(ctx, key, token, ttl)
+	return f.Mutex.Extend(ctx, key, token, ttl)
 }
 
 func (f *faultStore) Release(ctx context.Context, key, token string) error {
 	f.calls.Add(1)
 	f.released.Add(1)
-	return f.Store.Release(ctx, key, token)
+	return f.Mutex.Release(ctx, key, token)
 }
 
 func newClient(t *testing.T, opts ...dlock.Option) (*dlock.Client, *faultStore) {
 	t.Helper()
-	fs := &faultStore{Store: memstore.New(nil)}
+	fs := &faultStore{Mutex: memstore.New(nil)}
 	c, err := dlock.New(fs, opts...)
 	if err != nil {
 		t.Fatal(err)

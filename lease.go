@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // Lease is a held lock. It is safe for concurrent use. Its identity (key,
@@ -64,7 +66,7 @@ type Lease struct {
 
 	// value is the resource read with the grant (WithRead), nil if none;
 	// resource names it (Commit writes there).
-	value    *Value
+	value    *driver.Value
 	resource *string
 
 	// Renewal queue bookkeeping, guarded by the renewer's mutex: when the
@@ -75,7 +77,7 @@ type Lease struct {
 
 var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
-func (c *Client) newLease(key, token string, owned bool, g Grant, cfg config, validUntil time.Time, slot *keyQueue, v *Value) *Lease {
+func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, v *driver.Value) *Lease {
 	l := &Lease{
 		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
 		clock: cfg.clock, validUntil: validUntil, curTTL: cfg.ttl, index: -1, slot: slot, value: v,
@@ -243,7 +245,7 @@ func (l *Lease) Commit(ctx context.Context, value string) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	if l.resource == nil || l.c.committer == nil {
+	if l.resource == nil || l.c.caps.atomic == nil {
 		return invalidf("Commit needs a lease granted WithRead by a store that reads and writes with the lock (Lease.ValueRead is false)")
 	}
 	return l.release(ctx, &write{resource: *l.resource, value: value})

@@ -74,10 +74,10 @@ func TestTakenLockIsReportedLost(t *testing.T) {
 	const lease = 60 * time.Millisecond
 	l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
 	// Behind the holder's back: the key vanishes and another owner takes it.
-	if err := fs.Store.Release(testCtx(t), "k", l.Token()); err != nil {
+	if err := fs.Mutex.Release(testCtx(t), "k", l.Token()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fs.Store.Acquire(testCtx(t), "k", "intruder", time.Minute); err != nil {
+	if _, err := fs.Mutex.Acquire(testCtx(t), "k", "intruder", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	within(t, l.Done(), lease, "lost signal")

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // readStore is miniStore with GrantReader: resources live in values; the
@@ -18,37 +20,37 @@ type readStore struct {
 	transferRead atomic.Int64
 }
 
-func (s *readStore) value(resource string) (Value, error) {
+func (s *readStore) value(resource string) (driver.Value, error) {
 	if resource == "bad" {
-		return Value{}, invalidf("bad resource")
+		return driver.Value{}, invalidf("bad resource")
 	}
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
 	v, ok := s.values[resource]
-	return Value{Data: v, Found: ok}, nil
+	return driver.Value{Data: v, Found: ok}, nil
 }
 
-func (s *readStore) AcquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (Grant, Value, error) {
+func (s *readStore) AcquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (driver.Grant, driver.Value, error) {
 	v, err := s.value(resource)
 	if err != nil {
-		return Grant{}, Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	g, err := s.Acquire(ctx, key, token, ttl)
 	if err != nil {
-		return Grant{}, Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	return g, v, nil
 }
 
-func (s *readStore) TransferRead(ctx context.Context, key, from, to string, ttl time.Duration, resource string) (Grant, Value, error) {
+func (s *readStore) TransferRead(ctx context.Context, key, from, to string, ttl time.Duration, resource string) (driver.Grant, driver.Value, error) {
 	s.transferRead.Add(1)
 	v, err := s.value(resource)
 	if err != nil {
-		return Grant{}, Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	g, err := s.Transfer(ctx, key, from, to, ttl)
 	if err != nil {
-		return Grant{}, Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	return g, v, nil
 }
@@ -127,4 +129,15 @@ func TestHandoffWithARefusedResourceFreesTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Release(ctx)
+}
+
+// Apply serves the read steps (driver.Atomic).
+func (s *readStore) Apply(ctx context.Context, st driver.Step) (driver.Grant, driver.Value, error) {
+	switch {
+	case st.Action == driver.Acquire && st.Write == nil:
+		return s.AcquireRead(ctx, st.Key, st.Token, st.TTL, st.Read)
+	case st.Action == driver.Transfer && st.Write == nil:
+		return s.TransferRead(ctx, st.Key, st.Token, st.To, st.TTL, st.Read)
+	}
+	return driver.Grant{}, driver.Value{}, invalidf("readStore: no writes")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 )
 
@@ -27,9 +28,9 @@ func (e *redisEnv) store(t *testing.T, viaProxy bool) *redisstore.Store {
 // client returns a Client on a new store, wrapped by hook if not nil.
 func (e *redisEnv) client(t *testing.T, viaProxy bool, hook *extendHook, opts ...dlock.Option) *dlock.Client {
 	t.Helper()
-	var st dlock.Store = e.store(t, viaProxy)
+	var st driver.Mutex = e.store(t, viaProxy)
 	if hook != nil {
-		hook.Store = st
+		hook.Mutex = st
 		st = hook
 	}
 	c, err := dlock.New(st, opts...)
@@ -45,7 +46,7 @@ func (e *redisEnv) client(t *testing.T, viaProxy bool, hook *extendHook, opts ..
 // It is deliberately not a BatchExtender: the renewer then calls Extend
 // once per lease of a batch.
 type extendHook struct {
-	dlock.Store
+	driver.Mutex
 	hangKey        string
 	extends        atomic.Int64
 	hung           atomic.Int64
@@ -56,7 +57,7 @@ func newExtendHook(hangKey string) *extendHook {
 	return &extendHook{hangKey: hangKey, started: make(chan struct{}), ended: make(chan struct{})}
 }
 
-func (h *extendHook) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (h *extendHook) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	h.extends.Add(1)
 	if key == h.hangKey && h.hangKey != "" {
 		first := h.hung.Add(1) == 1
@@ -67,9 +68,9 @@ func (h *extendHook) Extend(ctx context.Context, key, token string, ttl time.Dur
 		if first {
 			close(h.ended)
 		}
-		return dlock.Grant{}, ctx.Err()
+		return driver.Grant{}, ctx.Err()
 	}
-	return h.Store.Extend(ctx, key, token, ttl)
+	return h.Mutex.Extend(ctx, key, token, ttl)
 }
 
 // waitFor calls cond every interval until it returns true, and fails the

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // renewer is the one renewal loop of a Client. Leases wait in a queue ordered
@@ -130,7 +132,7 @@ func (r *renewer) renew(due []*Lease) {
 	// in time to record why and to retry; and never beyond the earliest
 	// validity in the batch, past which its reply would be of no use.
 	timeout := time.Duration(1<<63 - 1)
-	reqs := make([]ExtendRequest, 0, len(due))
+	reqs := make([]driver.ExtendRequest, 0, len(due))
 	leases := due[:0]
 	for _, l := range due {
 		ttl, validUntil, ok := l.tryBeginCall()
@@ -138,7 +140,7 @@ func (r *renewer) renew(due []*Lease) {
 			r.requeue(l, true)
 			continue
 		}
-		reqs = append(reqs, ExtendRequest{Key: l.key, Token: l.token, TTL: ttl})
+		reqs = append(reqs, driver.ExtendRequest{Key: l.key, Token: l.token, TTL: ttl})
 		leases = append(leases, l)
 		timeout = min(timeout, renewEvery(ttl)/2, validUntil.Sub(start))
 	}
@@ -147,11 +149,11 @@ func (r *renewer) renew(due []*Lease) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Millisecond))
 	defer cancel()
-	var results []ExtendResult
-	if b, ok := r.c.store.(BatchExtender); ok && len(reqs) > 1 {
+	var results []driver.ExtendResult
+	if b := r.c.caps.batch; b != nil && len(reqs) > 1 {
 		results = b.ExtendBatch(ctx, reqs)
 	} else {
-		results = make([]ExtendResult, len(reqs))
+		results = make([]driver.ExtendResult, len(reqs))
 		for i, q := range reqs {
 			results[i].Grant, results[i].Err = r.c.store.Extend(ctx, q.Key, q.Token, q.TTL)
 		}

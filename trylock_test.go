@@ -8,32 +8,33 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 )
 
 // gatedStore holds the first Acquire call at a gate until released.
 type gatedStore struct {
-	dlock.Store
+	driver.Mutex
 	once    sync.Once
 	arrived chan struct{}
 	gate    chan struct{}
 }
 
-func (g *gatedStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (g *gatedStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	first := false
 	g.once.Do(func() { first = true })
 	if first {
 		close(g.arrived)
 		<-g.gate
 	}
-	return g.Store.Acquire(ctx, key, token, ttl)
+	return g.Mutex.Acquire(ctx, key, token, ttl)
 }
 
 // A TryLock must not report contention on a key that is free in the store
 // just because another goroutine of the same client is still acquiring it
 // (found by the linearizability check of the chaos suite).
 func TestTryLockDuringASiblingsAcquisitionAsksTheStore(t *testing.T) {
-	gs := &gatedStore{Store: memstore.New(nil), arrived: make(chan struct{}), gate: make(chan struct{})}
+	gs := &gatedStore{Mutex: memstore.New(nil), arrived: make(chan struct{}), gate: make(chan struct{})}
 	c, err := dlock.New(gs)
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func (w *waiter) failed(ctx, wctx context.Context, err error) error {
 func (w *waiter) pause(ctx context.Context, contended bool, ce *ContendedError) bool {
 	w.failures++
 	if contended && w.cancel == nil {
-		if n, ok := w.c.store.(Notifier); ok {
+		if n := w.c.caps.notifier; n != nil {
 			if ch, cancel, serr := n.Subscribe(ctx, w.key); serr == nil {
 				w.wake, w.cancel = ch, cancel
 				return ctx.Err() == nil

@@ -2,19 +2,16 @@ package memstore
 
 import (
 	"context"
-	"time"
+	"fmt"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // The store also keeps string resources (the protected data), so that code
 // using dlock.WithRead and Lease.Commit can be tested without a server:
 // Set and Get stand in for the data store's own commands.
 
-var (
-	_ dlock.GrantReader = (*Store)(nil)
-	_ dlock.Committer   = (*Store)(nil)
-)
+var _ driver.Atomic = (*Store)(nil)
 
 // Set stores value under resource, as a data store's SET would.
 func (s *Store) Set(resource, value string) {
@@ -32,50 +29,50 @@ func (s *Store) Get(resource string) (value string, found bool) {
 }
 
 // value reads resource. Called with s.mu held.
-func (s *Store) value(resource string) dlock.Value {
+func (s *Store) value(resource string) driver.Value {
 	v, ok := s.data[resource]
-	return dlock.Value{Data: v, Found: ok}
+	return driver.Value{Data: v, Found: ok}
 }
 
-// AcquireRead implements dlock.GrantReader.
-func (s *Store) AcquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (dlock.Grant, dlock.Value, error) {
-	return s.withData(ctx, func() (dlock.Grant, error) { return s.acquire(key, token, ttl) }, "", "", resource)
-}
-
-// TransferRead implements dlock.GrantReader.
-func (s *Store) TransferRead(ctx context.Context, key, from, to string, ttl time.Duration, resource string) (dlock.Grant, dlock.Value, error) {
-	return s.withData(ctx, func() (dlock.Grant, error) { return s.transfer(key, from, to, ttl) }, "", "", resource)
-}
-
-// ReleaseWrite implements dlock.Committer.
-func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value string) error {
-	_, _, err := s.withData(ctx, func() (dlock.Grant, error) { return dlock.Grant{}, s.release(key, token) }, resource, value, "")
-	return err
-}
-
-// TransferWrite implements dlock.Committer.
-func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl time.Duration, resource, value, read string) (dlock.Grant, dlock.Value, error) {
-	return s.withData(ctx, func() (dlock.Grant, error) { return s.transfer(key, from, to, ttl) }, resource, value, read)
+// Apply implements driver.Atomic: the lock step and the resource write and
+// read happen under one hold of the store's mutex.
+func (s *Store) Apply(ctx context.Context, st driver.Step) (driver.Grant, driver.Value, error) {
+	var op func() (driver.Grant, error)
+	switch {
+	case st.Action == driver.Acquire && st.Write == nil:
+		op = func() (driver.Grant, error) { return s.acquire(st.Key, st.Token, st.TTL) }
+	case st.Action == driver.Transfer:
+		op = func() (driver.Grant, error) { return s.transfer(st.Key, st.Token, st.To, st.TTL) }
+	case st.Action == driver.Release && st.Read == "":
+		op = func() (driver.Grant, error) { return driver.Grant{}, s.release(st.Key, st.Token) }
+	default:
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: memstore: unsupported step (action %d, write %t, read %q)", driver.ErrInvalid, st.Action, st.Write != nil, st.Read)
+	}
+	resource, value := "", ""
+	if st.Write != nil {
+		resource, value = st.Write.Resource, st.Write.Value
+	}
+	return s.withData(ctx, op, resource, value, st.Read)
 }
 
 // withData runs op and, if it succeeded, writes value to resource (if not
 // empty) and reads read (if not empty), all in one hold of s.mu: nobody sees
 // the lock changed without the data, and a refused op writes nothing.
-func (s *Store) withData(ctx context.Context, op func() (dlock.Grant, error), resource, value, read string) (dlock.Grant, dlock.Value, error) {
+func (s *Store) withData(ctx context.Context, op func() (driver.Grant, error), resource, value, read string) (driver.Grant, driver.Value, error) {
 	if err := ctx.Err(); err != nil {
-		return dlock.Grant{}, dlock.Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, err := op()
 	if err != nil {
-		return dlock.Grant{}, dlock.Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	if resource != "" {
 		s.data[resource] = value
 	}
 	if read == "" {
-		return g, dlock.Value{}, nil
+		return g, driver.Value{}, nil
 	}
 	return g, s.value(read), nil
 }

@@ -1,11 +1,11 @@
-// Package memstore is an in-memory dlock.Store for examples, for unit tests
+// Package memstore is an in-memory driver.Mutex for examples, for unit tests
 // of code that uses dlock, and as the reference the conformance suite and the
 // reliability checks compare real stores against.
 //
 // It holds locks in one process only, so it protects nothing across
 // processes; use a server-backed store (package redisstore) for that.
 //
-// It follows the dlock.Store rules as the reference: a re-entry never
+// It follows the driver.Mutex rules as the reference: a re-entry never
 // shortens a holding's expiry, Extend sets it to the latest ttl, and no
 // state is kept for a released or expired key (expired ones are swept as
 // the store is used), so its memory follows the locks held, not the keys
@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // Store is an in-memory lock store. The zero value is not usable; call New.
@@ -44,9 +44,9 @@ type entry struct {
 }
 
 var (
-	_ dlock.Store     = (*Store)(nil)
-	_ dlock.Notifier  = (*Store)(nil)
-	_ dlock.Inspector = (*Store)(nil)
+	_ driver.Mutex     = (*Store)(nil)
+	_ driver.Notifier  = (*Store)(nil)
+	_ driver.Inspector = (*Store)(nil)
 )
 
 // New returns an empty store that reads time from now (time.Now if nil).
@@ -72,10 +72,10 @@ func (s *Store) live(key string) *entry {
 	return e
 }
 
-// Acquire implements dlock.Store.
-func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+// Acquire implements driver.Mutex.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -83,7 +83,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 }
 
 // acquire is Acquire. Called with s.mu held.
-func (s *Store) acquire(key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s *Store) acquire(key, token string, ttl time.Duration) (driver.Grant, error) {
 	e := s.live(key)
 	switch {
 	case e == nil:
@@ -92,13 +92,13 @@ func (s *Store) acquire(key, token string, ttl time.Duration) (dlock.Grant, erro
 		e = &entry{token: token, fence: s.fence}
 		s.locks[key] = e
 	case e.token != token:
-		return dlock.Grant{}, &dlock.ContendedError{Remaining: e.expires.Sub(s.now())}
+		return driver.Grant{}, &driver.ContendedError{Remaining: e.expires.Sub(s.now())}
 	}
 	e.holds++
 	if until := s.now().Add(ttl); until.After(e.expires) {
 		e.expires = until // a re-entry never shortens the holding
 	}
-	return dlock.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
+	return driver.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
 }
 
 // sweep drops expired entries once the map has doubled since the last
@@ -137,22 +137,22 @@ func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	return n, nil
 }
 
-// Extend implements dlock.Store.
-func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+// Extend implements driver.Mutex.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.owned(key, token)
 	if err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	e.expires = s.now().Add(ttl)
-	return dlock.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
+	return driver.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
 }
 
-// Release implements dlock.Store.
+// Release implements driver.Mutex.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -185,14 +185,14 @@ func (s *Store) owned(key, token string) (*entry, error) {
 	e := s.live(key)
 	switch {
 	case e == nil:
-		return nil, fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrExpired)
+		return nil, fmt.Errorf("%w: %w", driver.ErrNotHeld, driver.ErrExpired)
 	case e.token != token:
-		return nil, fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrTaken)
+		return nil, fmt.Errorf("%w: %w", driver.ErrNotHeld, driver.ErrTaken)
 	}
 	return e, nil
 }
 
-// Subscribe implements dlock.Notifier.
+// Subscribe implements driver.Notifier.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -217,17 +217,23 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 	}, nil
 }
 
-// Inspect implements dlock.Inspector.
-func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
+// Inspect implements driver.Inspector.
+func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if err := ctx.Err(); err != nil {
-		return dlock.Info{}, err
+		return driver.Info{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var info dlock.Info
+	var info driver.Info
 	if e := s.live(key); e != nil {
 		info.Held, info.Token, info.Holds, info.Fence = true, e.token, e.holds, e.fence
 		info.Remaining = e.expires.Sub(s.now())
 	}
 	return info, nil
+}
+
+// Model implements Mutex: per-key TTLs of at least a millisecond, kept
+// on this process's clock (the now function given to New).
+func (s *Store) Model() driver.Model {
+	return driver.Model{MinTTL: time.Millisecond, Granularity: time.Millisecond, ServerClock: true}
 }

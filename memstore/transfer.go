@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
-var _ dlock.Transferer = (*Store)(nil)
+var _ driver.Transferer = (*Store)(nil)
 
-// Transfer implements dlock.Transferer: the new holding gets the key's next
+// Transfer implements driver.Transferer: the new holding gets the key's next
 // fence, one hold and a fresh expiry; waiters are not notified (the key is
 // never free).
-func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (dlock.Grant, error) {
+func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -23,15 +23,15 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 }
 
 // transfer is Transfer. Called with s.mu held.
-func (s *Store) transfer(key, from, to string, ttl time.Duration) (dlock.Grant, error) {
+func (s *Store) transfer(key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	e, err := s.owned(key, from)
 	if err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	if e.holds != 1 {
-		return dlock.Grant{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
+		return driver.Grant{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", driver.ErrInvalid, key)
 	}
 	s.fence++
 	e.token, e.fence, e.expires = to, s.fence, s.now().Add(ttl)
-	return dlock.Grant{Fence: e.fence, Holds: 1, TTL: ttl}, nil
+	return driver.Grant{Fence: e.fence, Holds: 1, TTL: ttl}, nil
 }

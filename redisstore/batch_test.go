@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
 )
 
@@ -164,7 +164,7 @@ func TestConcurrentCallsShareOnePipeline(t *testing.T) {
 	if _, err := st.srv.Do("SCRIPT", "FLUSH"); err != nil {
 		t.Fatal(err)
 	}
-	grants := make([]dlock.Grant, n)
+	grants := make([]driver.Grant, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -342,7 +342,7 @@ func TestBatchSpansClusterNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	grants := make([]dlock.Grant, n)
+	grants := make([]driver.Grant, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {

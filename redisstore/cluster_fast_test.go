@@ -10,6 +10,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/stepcall"
 )
 
 // The hot path sends EVALSHA through Do; a Cluster client must still route
@@ -39,10 +40,10 @@ func TestHotPathRoutesInCluster(t *testing.T) {
 		if err := rdb.Set(ctx, res, key, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, v, err := s.AcquireRead(ctx, key, "c", time.Minute, res); err != nil || v.Data != key || !v.Found {
+		if _, v, err := stepcall.AcquireRead(ctx, s, key, "c", time.Minute, res); err != nil || v.Data != key || !v.Found {
 			t.Fatalf("AcquireRead %s of %s = %+v %v", key, res, v, err)
 		}
-		if _, v, err := s.TransferRead(ctx, key, "c", "d", time.Minute, res); err != nil || v.Data != key || !v.Found {
+		if _, v, err := stepcall.TransferRead(ctx, s, key, "c", "d", time.Minute, res); err != nil || v.Data != key || !v.Found {
 			t.Fatalf("TransferRead %s of %s = %+v %v", key, res, v, err)
 		}
 		if err := s.Release(ctx, key, "d"); err != nil {
@@ -52,7 +53,7 @@ func TestHotPathRoutesInCluster(t *testing.T) {
 		if slot(t, rdb, other) == slot(t, rdb, "{"+key+"}") {
 			continue
 		}
-		if _, _, err := s.AcquireRead(ctx, key, "e", time.Minute, other); !errors.Is(err, dlock.ErrInvalid) {
+		if _, _, err := stepcall.AcquireRead(ctx, s, key, "e", time.Minute, other); !errors.Is(err, dlock.ErrInvalid) {
 			t.Fatalf("AcquireRead %s of %s in another slot = %v, want ErrInvalid", key, other, err)
 		}
 		if info, err := s.Inspect(ctx, key); err != nil || info.Held {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/storetest"
 )
@@ -27,7 +28,7 @@ func newCluster(t *testing.T) (*redisserver.Cluster, *redis.ClusterClient) {
 // TestClusterConformance runs the store, unchanged, on a ClusterClient.
 func TestClusterConformance(t *testing.T) {
 	_, rdb := newCluster(t)
-	storetest.Run(t, func(t *testing.T) dlock.Store { return newStore(t, rdb) })
+	storetest.Run(t, func(t *testing.T) driver.Mutex { return newStore(t, rdb) })
 }
 
 // TestClusterKeysSpreadOverAllSlots locks many keys at once: every lock's

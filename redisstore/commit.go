@@ -5,20 +5,18 @@ import (
 	"fmt"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // Lease.Commit's store side: release.lua and transfer.lua take the caller's
 // resource key and value as optional arguments and SET it after their
 // ownership check, in the same script and round trip.
 
-var _ dlock.Committer = (*Store)(nil)
-
-// ReleaseWrite implements dlock.Committer. resource is a Redis key used
+// releaseWrite is the Apply step of ReleaseWrite. resource is a Redis key used
 // verbatim (no prefix), set with SET (replacing a value of any type). In a
 // Cluster it must hash to the lock's slot, as for AcquireRead; otherwise the
-// call fails with an error matching dlock.ErrInvalid and changes nothing.
-func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value string) error {
+// call fails with an error matching driver.ErrInvalid and changes nothing.
+func (s *Store) releaseWrite(ctx context.Context, key, token, resource, value string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -33,11 +31,11 @@ func (s *Store) ReleaseWrite(ctx context.Context, key, token, resource, value st
 	return notHeld(n == -1)
 }
 
-// TransferWrite implements dlock.Committer; resource and read are as for
+// transferWrite is the Apply step of TransferWrite.; resource and read are as for
 // ReleaseWrite and AcquireRead.
-func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl time.Duration, resource, value, read string) (dlock.Grant, dlock.Value, error) {
+func (s *Store) transferWrite(ctx context.Context, key, from, to string, ttl time.Duration, resource, value, read string) (driver.Grant, driver.Value, error) {
 	if err := checkKey(key); err != nil {
-		return dlock.Grant{}, dlock.Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	lock, _, done := s.done(key, from)
 	args := make([]any, 0, 13)
@@ -53,17 +51,17 @@ func (s *Store) TransferWrite(ctx context.Context, key, from, to string, ttl tim
 	v, val, err := intsAndValue(s.run(ctx, hotTransfer, args), buf[:0])
 	switch {
 	case err != nil:
-		return dlock.Grant{}, dlock.Value{}, readError(err, key, named)
+		return driver.Grant{}, driver.Value{}, readError(err, key, named)
 	case len(v) == 2 && v[0] == 1 && (val != nil) == (read != ""):
-		g := dlock.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}
+		g := driver.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}
 		if val == nil {
-			return g, dlock.Value{}, nil
+			return g, driver.Value{}, nil
 		}
 		return g, *val, nil
 	case len(v) == 1 && v[0] == -2:
-		return dlock.Grant{}, dlock.Value{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", driver.ErrInvalid, key)
 	case len(v) == 1 && val == nil:
-		return dlock.Grant{}, dlock.Value{}, notHeld(v[0] == 0)
+		return driver.Grant{}, driver.Value{}, notHeld(v[0] == 0)
 	}
-	return dlock.Grant{}, dlock.Value{}, fmt.Errorf("redisstore: unexpected transfer reply %v", v)
+	return driver.Grant{}, driver.Value{}, fmt.Errorf("redisstore: unexpected transfer reply %v", v)
 }

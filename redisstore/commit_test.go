@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
+	"example.com/dlock/internal/stepcall"
 )
 
 func TestReleaseWriteWritesOnlyForTheHolder(t *testing.T) {
@@ -18,13 +20,13 @@ func TestReleaseWriteWritesOnlyForTheHolder(t *testing.T) {
 	ctx := testCtx(t)
 	const res = "res"
 	rdb.Set(ctx, res, "orig", 0)
-	if err := s.ReleaseWrite(ctx, "k", "a", res, "free"); !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrExpired) {
+	if err := stepcall.ReleaseWrite(ctx, s, "k", "a", res, "free"); !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrExpired) {
 		t.Fatalf("ReleaseWrite of a free key = %v, want ErrNotHeld and ErrExpired", err)
 	}
 	if _, err := s.Acquire(ctx, "k", "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReleaseWrite(ctx, "k", "x", res, "taken"); !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrTaken) {
+	if err := stepcall.ReleaseWrite(ctx, s, "k", "x", res, "taken"); !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrTaken) {
 		t.Fatalf("ReleaseWrite by a non-holder = %v, want ErrNotHeld and ErrTaken", err)
 	}
 	if v := rdb.Get(ctx, res).Val(); v != "orig" {
@@ -34,7 +36,7 @@ func TestReleaseWriteWritesOnlyForTheHolder(t *testing.T) {
 	if _, err := s.Acquire(ctx, "k", "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReleaseWrite(ctx, "k", "a", res, "one"); err != nil {
+	if err := stepcall.ReleaseWrite(ctx, s, "k", "a", res, "one"); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := s.Inspect(ctx, "k"); info.Token != "a" || info.Holds != 1 || rdb.Get(ctx, res).Val() != "one" {
@@ -43,7 +45,7 @@ func TestReleaseWriteWritesOnlyForTheHolder(t *testing.T) {
 	// The last hold: written and freed; a hash resource is replaced (SET).
 	rdb.Del(ctx, res)
 	rdb.HSet(ctx, res, "f", "v")
-	if err := s.ReleaseWrite(ctx, "k", "a", res, "two"); err != nil {
+	if err := stepcall.ReleaseWrite(ctx, s, "k", "a", res, "two"); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := s.Inspect(ctx, "k"); info.Held || rdb.Get(ctx, res).Val() != "two" {
@@ -62,14 +64,14 @@ func TestTransferWriteWritesThenHandsOver(t *testing.T) {
 	rdb.Set(ctx, "other", "o", 0)
 	rdb.HSet(ctx, "hash", "f", "v")
 	// Refusals write nothing: a non-holder, a WRONGTYPE read, a re-entered lock.
-	if _, _, err := s.TransferWrite(ctx, "k", "x", "b", time.Minute, "res", "bad", ""); !errors.Is(err, dlock.ErrTaken) {
+	if _, _, err := stepcall.TransferWrite(ctx, s, "k", "x", "b", time.Minute, "res", "bad", ""); !errors.Is(err, dlock.ErrTaken) {
 		t.Fatalf("TransferWrite by a non-holder = %v, want ErrTaken", err)
 	}
-	if _, _, err := s.TransferWrite(ctx, "k", "a", "b", time.Minute, "res", "bad", "hash"); !errors.Is(err, dlock.ErrInvalid) {
+	if _, _, err := stepcall.TransferWrite(ctx, s, "k", "a", "b", time.Minute, "res", "bad", "hash"); !errors.Is(err, dlock.ErrInvalid) {
 		t.Fatalf("TransferWrite reading a hash = %v, want ErrInvalid", err)
 	}
 	s.Acquire(ctx, "k", "a", time.Minute)
-	if _, _, err := s.TransferWrite(ctx, "k", "a", "b", time.Minute, "res", "bad", ""); !errors.Is(err, dlock.ErrInvalid) {
+	if _, _, err := stepcall.TransferWrite(ctx, s, "k", "a", "b", time.Minute, "res", "bad", ""); !errors.Is(err, dlock.ErrInvalid) {
 		t.Fatalf("TransferWrite of a re-entered lock = %v, want ErrInvalid", err)
 	}
 	if n := rdb.Exists(ctx, "res").Val(); n != 0 {
@@ -79,15 +81,15 @@ func TestTransferWriteWritesThenHandsOver(t *testing.T) {
 		t.Fatalf("refused transfers changed the lock: %+v", info)
 	}
 	s.Release(ctx, "k", "a")
-	g2, v, err := s.TransferWrite(ctx, "k", "a", "b", time.Minute, "res", "new", "other")
-	if err != nil || g2.Fence <= g1.Fence || g2.Holds != 1 || v != (dlock.Value{Data: "o", Found: true}) {
+	g2, v, err := stepcall.TransferWrite(ctx, s, "k", "a", "b", time.Minute, "res", "new", "other")
+	if err != nil || g2.Fence <= g1.Fence || g2.Holds != 1 || v != (driver.Value{Data: "o", Found: true}) {
 		t.Fatalf("TransferWrite = %+v %+v %v, want a greater fence and the other key's value", g2, v, err)
 	}
 	if info, _ := s.Inspect(ctx, "k"); info.Token != "b" || rdb.Get(ctx, "res").Val() != "new" {
 		t.Fatalf("after TransferWrite: %+v, resource %q", info, rdb.Get(ctx, "res").Val())
 	}
-	g3, v, err := s.TransferWrite(ctx, "k", "b", "c", time.Minute, "res", "newer", "res")
-	if err != nil || g3.Fence <= g2.Fence || v != (dlock.Value{Data: "newer", Found: true}) {
+	g3, v, err := stepcall.TransferWrite(ctx, s, "k", "b", "c", time.Minute, "res", "newer", "res")
+	if err != nil || g3.Fence <= g2.Fence || v != (driver.Value{Data: "newer", Found: true}) {
 		t.Fatalf("TransferWrite reading its own resource = %+v %+v %v, want the value just written", g3, v, err)
 	}
 }

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"example.com/dlock/driver"
 	"github.com/redis/go-redis/v9"
-
-	"example.com/dlock"
 )
 
 // refusals are the server's error replies that retrying cannot fix, by the
@@ -26,7 +25,7 @@ var refusals = []struct{ prefix, what string }{
 	{"ERR unknown subcommand", "the server does not know a command the lock needs"},
 }
 
-// classify returns err, wrapped with dlock.ErrRefused and a message naming
+// classify returns err, wrapped with driver.ErrRefused and a message naming
 // key if the server refused the call in a way retrying cannot fix. Only
 // server error replies are classified: a transport error is never a
 // refusal. A script's error reply may carry "ERR " or "Error running
@@ -42,7 +41,7 @@ func classify(err error, key string) error {
 	}
 	for _, r := range refusals {
 		if strings.HasPrefix(msg, r.prefix) || strings.HasPrefix(err.Error(), r.prefix) {
-			return fmt.Errorf("%w: lock %q: %s: %w", dlock.ErrRefused, key, r.what, err)
+			return fmt.Errorf("%w: lock %q: %s: %w", driver.ErrRefused, key, r.what, err)
 		}
 	}
 	return err

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 )
 
@@ -61,8 +62,8 @@ func TestTransferIsANewHolding(t *testing.T) {
 // onlyStore hides the optional Transferer capability (the negative control
 // for handoff).
 type onlyStore struct {
-	dlock.Store
-	dlock.Notifier
+	driver.Mutex
+	driver.Notifier
 }
 
 // roundTrips counts commands and pipelines sent through a client.
@@ -89,7 +90,7 @@ func handoffRun(t *testing.T, addr string, hide bool) ([]uint64, float64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	var st dlock.Store = s
+	var st driver.Mutex = s
 	if hide {
 		st = onlyStore{s, s}
 	}

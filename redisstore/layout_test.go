@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // A lock is stored as "<holds>:<fence>:<call id>:<owner>" (see acquire.lua). Tokens are data:
@@ -25,7 +26,7 @@ func TestTokensThatLookLikeTheLayout(t *testing.T) {
 				t.Fatalf("%q: acquire by %q: %v", key, holder, err)
 			}
 		}
-		var ce *dlock.ContendedError
+		var ce *driver.ContendedError
 		if _, err := s.Acquire(ctx, key, other, time.Minute); !errors.As(err, &ce) {
 			t.Fatalf("%q held twice by %q: acquire by %q = %v, want contended", key, holder, other, err)
 		}
@@ -97,7 +98,7 @@ func TestL6NonLockValuesAreRefused(t *testing.T) {
 		refused("transfer", err)
 		_, err = s.Inspect(ctx, "old")
 		refused("inspect", err)
-		refused("extend batch", s.ExtendBatch(ctx, []dlock.ExtendRequest{{Key: "old", Token: "old-owner", TTL: time.Minute}})[0].Err)
+		refused("extend batch", s.ExtendBatch(ctx, []driver.ExtendRequest{{Key: "old", Token: "old-owner", TTL: time.Minute}})[0].Err)
 		if after, _ := rdb.Dump(ctx, lock).Result(); after != before {
 			t.Fatalf("value %d changed by the refused calls", i)
 		}

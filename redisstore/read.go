@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // The WithRead fast path: acquire.lua and transfer.lua take the caller's
@@ -17,37 +17,35 @@ import (
 // read, so a read-modify-write critical section costs the grant plus one
 // write. Calls without a resource key never reach this file.
 
-var _ dlock.GrantReader = (*Store)(nil)
-
-// AcquireRead implements dlock.GrantReader. resource is a Redis key used
+// acquireRead is the Apply step of AcquireRead. resource is a Redis key used
 // verbatim (no prefix). In a Cluster it must hash to the lock's slot: give it
 // the lock key as hash tag ("stock:{KEY}" for lock KEY); otherwise the call
-// fails with an error matching dlock.ErrInvalid and changes nothing. A
+// fails with an error matching driver.ErrInvalid and changes nothing. A
 // resource that is not a string fails the same way (WRONGTYPE; since the
 // server does not say which key was not a string, the error also matches
-// dlock.ErrRefused).
-func (s *Store) AcquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (dlock.Grant, dlock.Value, error) {
+// driver.ErrRefused).
+func (s *Store) acquireRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (driver.Grant, driver.Value, error) {
 	if err := checkKey(key); err != nil {
-		return dlock.Grant{}, dlock.Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 2, s.lock(key), resource, token, ttlArg(ttl), callID()})
 	var buf [3]int64
 	v, val, err := intsAndValue(cmd, buf[:0])
 	switch {
 	case err != nil:
-		return dlock.Grant{}, dlock.Value{}, readError(err, key, resource)
+		return driver.Grant{}, driver.Value{}, readError(err, key, resource)
 	case len(v) == 2 && v[0] == 0:
-		return dlock.Grant{}, dlock.Value{}, &dlock.ContendedError{Remaining: pttl(v[1])}
+		return driver.Grant{}, driver.Value{}, &driver.ContendedError{Remaining: pttl(v[1])}
 	case len(v) == 3 && v[0] == 1 && val != nil:
-		return dlock.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, *val, nil
+		return driver.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, *val, nil
 	}
-	return dlock.Grant{}, dlock.Value{}, fmt.Errorf("redisstore: unexpected acquire reply %v", cmd.Val())
+	return driver.Grant{}, driver.Value{}, fmt.Errorf("redisstore: unexpected acquire reply %v", cmd.Val())
 }
 
-// TransferRead implements dlock.GrantReader; resource is as for AcquireRead.
-func (s *Store) TransferRead(ctx context.Context, key, from, to string, ttl time.Duration, resource string) (dlock.Grant, dlock.Value, error) {
+// transferRead is the Apply step of TransferRead.; resource is as for AcquireRead.
+func (s *Store) transferRead(ctx context.Context, key, from, to string, ttl time.Duration, resource string) (driver.Grant, driver.Value, error) {
 	if err := checkKey(key); err != nil {
-		return dlock.Grant{}, dlock.Value{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	lock, _, done := s.done(key, from)
 	cmd := s.run(ctx, hotTransfer, []any{nil, nil, 3, lock, done, resource, from, to, ttlArg(ttl), callID(), s.keep})
@@ -55,21 +53,21 @@ func (s *Store) TransferRead(ctx context.Context, key, from, to string, ttl time
 	v, val, err := intsAndValue(cmd, buf[:0])
 	switch {
 	case err != nil:
-		return dlock.Grant{}, dlock.Value{}, readError(err, key, resource)
+		return driver.Grant{}, driver.Value{}, readError(err, key, resource)
 	case len(v) == 2 && v[0] == 1 && val != nil:
-		return dlock.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}, *val, nil
+		return driver.Grant{Fence: uint64(v[1]), Holds: 1, TTL: ttl}, *val, nil
 	case len(v) == 1 && v[0] == -2:
-		return dlock.Grant{}, dlock.Value{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", dlock.ErrInvalid, key)
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: %q is held more than once by its owner: not transferable", driver.ErrInvalid, key)
 	case len(v) == 1 && val == nil:
-		return dlock.Grant{}, dlock.Value{}, notHeld(v[0] == 0)
+		return driver.Grant{}, driver.Value{}, notHeld(v[0] == 0)
 	}
-	return dlock.Grant{}, dlock.Value{}, fmt.Errorf("redisstore: unexpected transfer reply %v", cmd.Val())
+	return driver.Grant{}, driver.Value{}, fmt.Errorf("redisstore: unexpected transfer reply %v", cmd.Val())
 }
 
 // intsAndValue reads a script reply of integers, optionally followed by one
 // bulk string or nil (the resource's value): val is nil when the reply had
 // only integers.
-func intsAndValue(cmd *redis.Cmd, dst []int64) (ints []int64, val *dlock.Value, err error) {
+func intsAndValue(cmd *redis.Cmd, dst []int64) (ints []int64, val *driver.Value, err error) {
 	reply, err := cmd.Result()
 	if err != nil {
 		return nil, nil, err
@@ -84,9 +82,9 @@ func intsAndValue(cmd *redis.Cmd, dst []int64) (ints []int64, val *dlock.Value, 
 			dst = append(dst, x)
 			continue
 		case string:
-			val = &dlock.Value{Data: x, Found: true}
+			val = &driver.Value{Data: x, Found: true}
 		case nil:
-			val = &dlock.Value{}
+			val = &driver.Value{}
 		}
 		if val == nil || i != len(arr)-1 {
 			return nil, nil, fmt.Errorf("redisstore: unexpected reply %v", reply)
@@ -98,15 +96,15 @@ func intsAndValue(cmd *redis.Cmd, dst []int64) (ints []int64, val *dlock.Value, 
 // readError types the server's refusals of a resource key: a Cluster key in
 // another slot (CROSSSLOT), or a key that is not a string (WRONGTYPE: the
 // resource's or the lock's, the server does not say which, so it matches
-// both dlock.ErrInvalid and dlock.ErrRefused). Other errors are classified
+// both driver.ErrInvalid and driver.ErrRefused). Other errors are classified
 // as for calls without a resource.
 func readError(err error, key, resource string) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "CROSSSLOT"):
-		return fmt.Errorf("%w: resource %q is not in the slot of lock %q: use the hash tag {%s} in it: %w", dlock.ErrInvalid, resource, key, key, err)
+		return fmt.Errorf("%w: resource %q is not in the slot of lock %q: use the hash tag {%s} in it: %w", driver.ErrInvalid, resource, key, key, err)
 	case strings.Contains(msg, "WRONGTYPE"):
-		return fmt.Errorf("%w: %w: resource %q or lock %q is not a string: %w", dlock.ErrInvalid, dlock.ErrRefused, resource, key, err)
+		return fmt.Errorf("%w: %w: resource %q or lock %q is not a string: %w", driver.ErrInvalid, driver.ErrRefused, resource, key, err)
 	}
 	return classify(err, key)
 }

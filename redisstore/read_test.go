@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
+	"example.com/dlock/internal/stepcall"
 )
 
 func TestAcquireReadReturnsTheValueAtTheGrant(t *testing.T) {
@@ -18,18 +20,18 @@ func TestAcquireReadReturnsTheValueAtTheGrant(t *testing.T) {
 	ctx := testCtx(t)
 	const res = "res"
 	// Missing resource: granted, not found.
-	g, v, err := s.AcquireRead(ctx, "k", "a", time.Minute, res)
-	if err != nil || g.Holds != 1 || v != (dlock.Value{}) {
+	g, v, err := stepcall.AcquireRead(ctx, s, "k", "a", time.Minute, res)
+	if err != nil || g.Holds != 1 || v != (driver.Value{}) {
 		t.Fatalf("AcquireRead of a missing resource = %+v %+v %v, want a grant and no value", g, v, err)
 	}
 	// Re-entry reads the value at that moment; the fence stays.
 	rdb.Set(ctx, res, "v1", 0)
-	g2, v, err := s.AcquireRead(ctx, "k", "a", time.Minute, res)
-	if err != nil || g2.Holds != 2 || g2.Fence != g.Fence || v != (dlock.Value{Data: "v1", Found: true}) {
+	g2, v, err := stepcall.AcquireRead(ctx, s, "k", "a", time.Minute, res)
+	if err != nil || g2.Holds != 2 || g2.Fence != g.Fence || v != (driver.Value{Data: "v1", Found: true}) {
 		t.Fatalf("re-entrant AcquireRead = %+v %+v %v, want holds 2, same fence, v1", g2, v, err)
 	}
 	// Contended: no value, nothing changes.
-	if _, v, err := s.AcquireRead(ctx, "k", "b", time.Minute, res); !errors.As(err, new(*dlock.ContendedError)) || v != (dlock.Value{}) {
+	if _, v, err := stepcall.AcquireRead(ctx, s, "k", "b", time.Minute, res); !errors.As(err, new(*driver.ContendedError)) || v != (driver.Value{}) {
 		t.Fatalf("contended AcquireRead = %+v %v, want ContendedError and no value", v, err)
 	}
 	// Transfer needs a single hold; then it reads the value at the transfer.
@@ -37,22 +39,22 @@ func TestAcquireReadReturnsTheValueAtTheGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb.Set(ctx, res, "", 0) // an empty string is a value
-	g3, v, err := s.TransferRead(ctx, "k", "a", "b", time.Minute, res)
-	if err != nil || g3.Fence <= g.Fence || v != (dlock.Value{Found: true}) {
+	g3, v, err := stepcall.TransferRead(ctx, s, "k", "a", "b", time.Minute, res)
+	if err != nil || g3.Fence <= g.Fence || v != (driver.Value{Found: true}) {
 		t.Fatalf("TransferRead = %+v %+v %v, want a greater fence and an empty found value", g3, v, err)
 	}
-	if _, _, err := s.TransferRead(ctx, "k", "a", "c", time.Minute, res); !errors.Is(err, dlock.ErrTaken) {
+	if _, _, err := stepcall.TransferRead(ctx, s, "k", "a", "c", time.Minute, res); !errors.Is(err, dlock.ErrTaken) {
 		t.Fatalf("TransferRead by the old holder = %v, want ErrTaken", err)
 	}
 	rdb.Del(ctx, res)
-	g4, v, err := s.TransferRead(ctx, "k", "b", "c", time.Minute, res)
-	if err != nil || g4.Fence <= g3.Fence || v != (dlock.Value{}) {
+	g4, v, err := stepcall.TransferRead(ctx, s, "k", "b", "c", time.Minute, res)
+	if err != nil || g4.Fence <= g3.Fence || v != (driver.Value{}) {
 		t.Fatalf("TransferRead of a missing resource = %+v %+v %v", g4, v, err)
 	}
 	if err := s.Release(ctx, "k", "c"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.TransferRead(ctx, "k", "c", "d", time.Minute, res); !errors.Is(err, dlock.ErrExpired) {
+	if _, _, err := stepcall.TransferRead(ctx, s, "k", "c", "d", time.Minute, res); !errors.Is(err, dlock.ErrExpired) {
 		t.Fatalf("TransferRead of a free key = %v, want ErrExpired", err)
 	}
 }
@@ -62,7 +64,7 @@ func TestAcquireReadOfANonStringIsInvalidAndChangesNothing(t *testing.T) {
 	s := newStore(t, rdb)
 	ctx := testCtx(t)
 	rdb.HSet(ctx, "h", "f", "v")
-	if _, _, err := s.AcquireRead(ctx, "k", "a", time.Minute, "h"); !errors.Is(err, dlock.ErrInvalid) {
+	if _, _, err := stepcall.AcquireRead(ctx, s, "k", "a", time.Minute, "h"); !errors.Is(err, dlock.ErrInvalid) {
 		t.Fatalf("AcquireRead of a hash = %v, want ErrInvalid", err)
 	}
 	if info, err := s.Inspect(ctx, "k"); err != nil || info.Held || info.Fence != 0 {
@@ -80,7 +82,7 @@ func readRun(t *testing.T, addr string, hide bool) (seen []int, final int, perHo
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
 	s := newStore(t, rdb)
-	var st dlock.Store = s
+	var st driver.Mutex = s
 	if hide {
 		st = onlyStore{s, s} // no GrantReader, no Transferer
 	}

@@ -1,4 +1,4 @@
-// Package redisstore is the dlock.Store for Redis: a single server, a
+// Package redisstore is the driver.Mutex for Redis: a single server, a
 // Sentinel-managed primary or a Cluster, through any go-redis
 // redis.UniversalClient.
 //
@@ -39,14 +39,14 @@
 // package kept the lock in other layouts (a hash, or "<holds>:<owner>" with
 // a separate PREFIX{K}:fence counter): a process running one of them and a
 // process running this one refuse each other's locks (errors matching
-// dlock.ErrRefused from this version, never a grant) instead of sharing
+// driver.ErrRefused from this version, never a grant) instead of sharing
 // them, so upgrade the processes that share a Prefix together, or give the
 // upgraded ones a new Prefix. The old PREFIX{K}:fence counters are neither
 // read nor written any more: delete them at leisure.
 //
 // Errors that retrying cannot fix (missing ACL permissions, failed
 // authentication, an unknown command, a lock key holding something that is
-// not a lock) match dlock.ErrRefused and name the key; other errors are
+// not a lock) match driver.ErrRefused and name the key; other errors are
 // returned as they are (the core treats them as unavailable).
 //
 // Safety: Redis replicates asynchronously, so a failover can lose a lock
@@ -66,6 +66,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 var (
@@ -128,7 +129,7 @@ type Options struct {
 // DefaultRetention is the Retention used when Options.Retention is 0.
 const DefaultRetention = 30 * time.Second
 
-// Store is a dlock.Store backed by Redis. It is safe for concurrent use.
+// Store is a driver.Mutex backed by Redis. It is safe for concurrent use.
 // It does not own the client: Close releases only the store's subscription.
 type Store struct {
 	client redis.UniversalClient
@@ -141,25 +142,25 @@ type Store struct {
 }
 
 var (
-	_ dlock.Store         = (*Store)(nil)
-	_ dlock.Notifier      = (*Store)(nil)
-	_ dlock.BatchExtender = (*Store)(nil)
-	_ dlock.Inspector     = (*Store)(nil)
+	_ driver.Mutex         = (*Store)(nil)
+	_ driver.Notifier      = (*Store)(nil)
+	_ driver.BatchExtender = (*Store)(nil)
+	_ driver.Inspector     = (*Store)(nil)
 )
 
 // New returns a store that uses client. It returns an error matching
-// dlock.ErrInvalid if client is nil or opts.Retention is negative. It makes
+// driver.ErrInvalid if client is nil or opts.Retention is negative. It makes
 // no network call.
 func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil redis client", dlock.ErrInvalid)
+		return nil, fmt.Errorf("%w: nil redis client", driver.ErrInvalid)
 	}
 	prefix, keep := DefaultPrefix, DefaultRetention
 	if opts != nil && opts.Prefix != "" {
 		prefix = opts.Prefix
 	}
 	if opts != nil && opts.Retention < 0 {
-		return nil, fmt.Errorf("%w: negative Retention %v", dlock.ErrInvalid, opts.Retention)
+		return nil, fmt.Errorf("%w: negative Retention %v", driver.ErrInvalid, opts.Retention)
 	} else if opts != nil && opts.Retention > 0 {
 		keep = opts.Retention
 	}
@@ -179,7 +180,7 @@ func (s *Store) Retention() time.Duration { return s.retention }
 // Close ends the store's shared subscription connection, if one is open,
 // and opens no other: waiters still subscribed, and later ones, fall back to
 // waking at the holder's expiry (Subscribe returns an error matching
-// dlock.ErrUnavailable). Locking keeps working. It does not close the client,
+// driver.ErrUnavailable). Locking keeps working. It does not close the client,
 // and it does not wait for a connection still being dialled (against an
 // unresponsive server that lasts up to the client's timeouts): that one is
 // closed as soon as its dial ends.
@@ -204,7 +205,7 @@ func checkKey(key string) error {
 		return err
 	}
 	if strings.HasPrefix(key, "}") {
-		return fmt.Errorf("%w: key must not start with '}' (it would break the Cluster hash tag)", dlock.ErrInvalid)
+		return fmt.Errorf("%w: key must not start with '}' (it would break the Cluster hash tag)", driver.ErrInvalid)
 	}
 	return nil
 }
@@ -215,28 +216,28 @@ func ms(ttl time.Duration) int64 {
 	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
 }
 
-// Acquire implements dlock.Store.
-func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+// Acquire implements driver.Mutex.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkKey(key); err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	lock := s.lock(key)
 	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 1, lock, token, ttlArg(ttl), callID()})
 	if f, ok := cmd.Val().(int64); ok && cmd.Err() == nil && f > 0 {
-		return dlock.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, nil // a first hold
+		return driver.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, nil // a first hold
 	}
 	var buf [3]int64
 	v, err := ints(cmd, buf[:0])
 	if err != nil {
-		return dlock.Grant{}, classify(err, key)
+		return driver.Grant{}, classify(err, key)
 	}
 	if len(v) == 2 && v[0] == 0 {
-		return dlock.Grant{}, &dlock.ContendedError{Remaining: pttl(v[1])}
+		return driver.Grant{}, &driver.ContendedError{Remaining: pttl(v[1])}
 	}
 	if len(v) != 3 {
-		return dlock.Grant{}, fmt.Errorf("redisstore: unexpected acquire reply %v", v)
+		return driver.Grant{}, fmt.Errorf("redisstore: unexpected acquire reply %v", v)
 	}
-	return dlock.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
+	return driver.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
 }
 
 // pttl turns a PTTL reply into a duration; -1 (no expiry) and -2 (no key)
@@ -248,35 +249,35 @@ func pttl(v int64) time.Duration {
 	return time.Duration(v) * time.Millisecond
 }
 
-// Extend implements dlock.Store.
-func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+// Extend implements driver.Mutex.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkKey(key); err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	v, err := extendScript.Run(ctx, s.client, []string{s.lock(key)}, token, ms(ttl)).Int64Slice()
 	return extendGrant(v, err, key, ttl)
 }
 
-func extendGrant(v []int64, err error, key string, ttl time.Duration) (dlock.Grant, error) {
+func extendGrant(v []int64, err error, key string, ttl time.Duration) (driver.Grant, error) {
 	switch {
 	case err != nil:
-		return dlock.Grant{}, classify(err, key)
+		return driver.Grant{}, classify(err, key)
 	case len(v) == 3 && v[0] == 1:
-		return dlock.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
+		return driver.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
 	case len(v) == 1:
-		return dlock.Grant{}, notHeld(v[0] == 0)
+		return driver.Grant{}, notHeld(v[0] == 0)
 	}
-	return dlock.Grant{}, fmt.Errorf("redisstore: unexpected extend reply %v", v)
+	return driver.Grant{}, fmt.Errorf("redisstore: unexpected extend reply %v", v)
 }
 
 func notHeld(expired bool) error {
 	if expired {
-		return fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrExpired)
+		return fmt.Errorf("%w: %w", driver.ErrNotHeld, driver.ErrExpired)
 	}
-	return fmt.Errorf("%w: %w", dlock.ErrNotHeld, dlock.ErrTaken)
+	return fmt.Errorf("%w: %w", driver.ErrNotHeld, driver.ErrTaken)
 }
 
-// Release implements dlock.Store.
+// Release implements driver.Mutex.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := checkKey(key); err != nil {
 		return err
@@ -292,10 +293,10 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	return notHeld(n == -1)
 }
 
-// ExtendBatch implements dlock.BatchExtender with one pipeline. It loads the
+// ExtendBatch implements driver.BatchExtender with one pipeline. It loads the
 // script and retries once if the server had lost it (after a restart, say).
-func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []dlock.ExtendResult {
-	out := make([]dlock.ExtendResult, len(reqs))
+func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
 	for i, r := range reqs {
 		if err := checkKey(r.Key); err != nil {
 			out[i].Err = err
@@ -316,7 +317,7 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []d
 	return out
 }
 
-func (s *Store) extendPipeline(ctx context.Context, reqs []dlock.ExtendRequest, out []dlock.ExtendResult) ([]*redis.Cmd, error) {
+func (s *Store) extendPipeline(ctx context.Context, reqs []driver.ExtendRequest, out []driver.ExtendResult) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(reqs))
 	pipe := s.client.Pipeline()
 	for i, r := range reqs {
@@ -332,25 +333,25 @@ func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
-// Inspect implements dlock.Inspector. A released lock still in its
+// Inspect implements driver.Inspector. A released lock still in its
 // retention reports Held false and its last fence; a key holding something
-// that is not a lock is an error matching dlock.ErrRefused.
-func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
+// that is not a lock is an error matching driver.ErrRefused.
+func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if err := checkKey(key); err != nil {
-		return dlock.Info{}, err
+		return driver.Info{}, err
 	}
 	v, err := inspectScript.Run(ctx, s.client, []string{s.lock(key)}).Slice()
 	if err != nil {
-		return dlock.Info{}, classify(err, key)
+		return driver.Info{}, classify(err, key)
 	}
 	if len(v) != 4 {
-		return dlock.Info{}, fmt.Errorf("redisstore: unexpected inspect reply %v", v)
+		return driver.Info{}, fmt.Errorf("redisstore: unexpected inspect reply %v", v)
 	}
 	owner, _ := v[0].(string)
 	holds, _ := v[1].(int64)
 	ttl, _ := v[2].(int64)
 	f, _ := v[3].(int64)
-	return dlock.Info{Held: owner != "", Token: owner, Holds: int(holds), Remaining: max(0, pttl(ttl)), Fence: uint64(f)}, nil
+	return driver.Info{Held: owner != "", Token: owner, Holds: int(holds), Remaining: max(0, pttl(ttl)), Fence: uint64(f)}, nil
 }
 
 // SetFenced writes value to the Redis hash key (a protected resource, not a

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
 	"example.com/dlock/storetest"
@@ -61,7 +62,7 @@ func testCtx(t *testing.T) context.Context {
 
 func TestConformance(t *testing.T) {
 	_, rdb := newRedis(t)
-	storetest.Run(t, func(t *testing.T) dlock.Store { return stateStore{newShortStore(t, rdb), rdb} })
+	storetest.Run(t, func(t *testing.T) driver.Mutex { return stateStore{newShortStore(t, rdb), rdb} })
 }
 
 // newShortStore is newStore with a short retention, so that the bounded
@@ -142,7 +143,7 @@ func TestAllKeysOfALockShareOneSlot(t *testing.T) {
 func TestInspectReportsHolder(t *testing.T) {
 	_, rdb := newRedis(t)
 	c := newClient(t, rdb)
-	s := c.Store().(dlock.Inspector)
+	s := c.Store().(driver.Inspector)
 	l, err := c.Lock(testCtx(t), "inspect", dlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -165,14 +166,14 @@ func TestExtendBatchSurvivesScriptFlush(t *testing.T) {
 	srv, rdb := newRedis(t)
 	s := newStore(t, rdb)
 	ctx := testCtx(t)
-	var reqs []dlock.ExtendRequest
+	var reqs []driver.ExtendRequest
 	for _, k := range []string{"b1", "b2", "b3"} {
 		if _, err := s.Acquire(ctx, k, "tok", time.Second); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, dlock.ExtendRequest{Key: k, Token: "tok", TTL: time.Minute})
+		reqs = append(reqs, driver.ExtendRequest{Key: k, Token: "tok", TTL: time.Minute})
 	}
-	reqs = append(reqs, dlock.ExtendRequest{Key: "b1", Token: "other", TTL: time.Minute})
+	reqs = append(reqs, driver.ExtendRequest{Key: "b1", Token: "other", TTL: time.Minute})
 	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,21 +9,22 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // countingStore counts successful Extend calls that started after Release
 // returned. (A renewal already under way when Release is called may still
 // reach the store; it must find nothing to extend.)
 type countingStore struct {
-	dlock.Store
+	driver.Mutex
 	released      atomic.Bool
 	lateExtends   atomic.Int64
 	extendsBefore atomic.Int64
 }
 
-func (c *countingStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (c *countingStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	late := c.released.Load()
-	g, err := c.Store.Extend(ctx, key, token, ttl)
+	g, err := c.Mutex.Extend(ctx, key, token, ttl)
 	switch {
 	case late && err == nil:
 		c.lateExtends.Add(1)
@@ -33,8 +34,8 @@ func (c *countingStore) Extend(ctx context.Context, key, token string, ttl time.
 	return g, err
 }
 
-func (c *countingStore) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []dlock.ExtendResult {
-	out := make([]dlock.ExtendResult, len(reqs))
+func (c *countingStore) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
 	for i, r := range reqs {
 		out[i].Grant, out[i].Err = c.Extend(ctx, r.Key, r.Token, r.TTL)
 	}
@@ -63,7 +64,7 @@ func TestRenewalKeepsLongJobsLockOnRedis(t *testing.T) {
 
 func TestRenewalNeverOutlivesRelease(t *testing.T) {
 	_, rdb := newRedis(t)
-	cs := &countingStore{Store: newStore(t, rdb)}
+	cs := &countingStore{Mutex: newStore(t, rdb)}
 	c, err := dlock.New(cs)
 	if err != nil {
 		t.Fatal(err)

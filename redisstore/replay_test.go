@@ -11,7 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/stepcall"
 	"example.com/dlock/redisstore"
 )
 
@@ -43,7 +45,7 @@ func newReplayRig(t *testing.T, maxRetries int) *replayRig {
 	if err == nil {
 		_, err = r.store.Transfer(ctx, "warm", "a", "b", time.Minute)
 	}
-	if err = errors.Join(err, r.store.ReleaseWrite(ctx, "warm", "b", "warm-data", "x")); err != nil {
+	if err = errors.Join(err, stepcall.ReleaseWrite(ctx, r.store, "warm", "b", "warm-data", "x")); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -104,7 +106,7 @@ func (r *replayRig) scriptCalls(t *testing.T) int {
 	return n
 }
 
-func (r *replayRig) info(t *testing.T, key string) dlock.Info {
+func (r *replayRig) info(t *testing.T, key string) driver.Info {
 	t.Helper()
 	i, err := r.direct.Inspect(context.Background(), key)
 	if err != nil {
@@ -137,7 +139,7 @@ func TestS5ResentCallsAnswerWhatTheFirstRunDid(t *testing.T) {
 	if _, err := r.store.Acquire(ctx, "commit", "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	err := drop(func() error { return r.store.ReleaseWrite(ctx, "commit", "a", "stock", "9") },
+	err := drop(func() error { return stepcall.ReleaseWrite(ctx, r.store, "commit", "a", "stock", "9") },
 		func() bool { return r.rdb.Get(ctx, "stock").Val() == "9" },
 		func() {
 			if _, err := r.direct.Acquire(ctx, "commit", "b", time.Minute); err != nil {
@@ -168,7 +170,7 @@ func TestS5ResentCallsAnswerWhatTheFirstRunDid(t *testing.T) {
 	if _, err := r.store.Acquire(ctx, "moved", "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	var g dlock.Grant
+	var g driver.Grant
 	var fence uint64
 	err = drop(func() (err error) { g, err = r.store.Transfer(ctx, "moved", "a", "b", time.Minute); return err },
 		func() bool { i := r.info(t, "moved"); fence = i.Fence; return i.Token == "b" },
@@ -206,7 +208,7 @@ func TestS5LostReplyWithoutRetriesIsNotADefiniteAnswer(t *testing.T) {
 	if _, err := r.store.Acquire(ctx, "commit", "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.dropFirstReply(t, func() error { return r.store.ReleaseWrite(ctx, "commit", "a", "stock", "9") },
+	_, err := r.dropFirstReply(t, func() error { return stepcall.ReleaseWrite(ctx, r.store, "commit", "a", "stock", "9") },
 		func() bool { return r.rdb.Get(ctx, "stock").Val() == "9" }, func() {})
 	if err == nil || errors.Is(err, dlock.ErrNotHeld) {
 		t.Fatalf("Commit with its reply lost and no retries = %v, want an unclassified error", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
 	"example.com/dlock/storetest"
@@ -28,7 +29,7 @@ func newFailoverClient(t *testing.T, s *redisserver.Sentinel) *redis.Client {
 func TestSentinelConformance(t *testing.T) {
 	s := redisserver.StartSentinel(t)
 	rdb := newFailoverClient(t, s)
-	storetest.Run(t, func(t *testing.T) dlock.Store { return newStore(t, rdb) })
+	storetest.Run(t, func(t *testing.T) driver.Mutex { return newStore(t, rdb) })
 }
 
 // TestSentinelFailoverLosesLock shows what asynchronous replication does to

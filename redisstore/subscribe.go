@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"example.com/dlock/driver"
 	"github.com/redis/go-redis/v9"
-
-	"example.com/dlock"
 )
 
 // subscriber multiplexes the release channels of all waiters of one Store
@@ -45,7 +44,7 @@ func newSubscriber(client redis.UniversalClient) *subscriber {
 	return &subscriber{client: client, chans: make(map[string]*channelState)}
 }
 
-// Subscribe implements dlock.Notifier. It returns once Redis has confirmed the
+// Subscribe implements driver.Notifier. It returns once Redis has confirmed the
 // subscription, so a release published after it returns is never missed
 // while the connection stays up.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
@@ -73,7 +72,7 @@ func (s *subscriber) subscribe(ctx context.Context, channel string) (<-chan stru
 		return nil, nil, ctx.Err()
 	case <-timer.C:
 		cancel()
-		return nil, nil, fmt.Errorf("%w: subscription to %q not confirmed", dlock.ErrUnavailable, channel)
+		return nil, nil, fmt.Errorf("%w: subscription to %q not confirmed", driver.ErrUnavailable, channel)
 	}
 }
 
@@ -105,7 +104,7 @@ func (s *subscriber) register(ctx context.Context, channel string, ch chan struc
 	return st, nil
 }
 
-var errStoreClosed = fmt.Errorf("%w: store closed: no subscriptions", dlock.ErrUnavailable)
+var errStoreClosed = fmt.Errorf("%w: store closed: no subscriptions", driver.ErrUnavailable)
 
 // send issues SUBSCRIBE, opening the shared connection first if needed.
 // Called with s.mu held.
@@ -131,7 +130,7 @@ func (s *subscriber) open(ctx context.Context, channel string) error {
 	close(done)
 	switch {
 	case ps == nil:
-		return fmt.Errorf("%w: no pub/sub connection", dlock.ErrUnavailable)
+		return fmt.Errorf("%w: no pub/sub connection", driver.ErrUnavailable)
 	case s.closed:
 		_ = ps.Close()
 		return errStoreClosed

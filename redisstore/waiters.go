@@ -12,7 +12,7 @@ import (
 // subscribes once however many of its callers wait, so this counts waiting
 // processes (clients), not goroutines. On a Cluster the counts of all nodes
 // are summed, since a subscriber may be connected to any of them. It returns
-// an error matching dlock.ErrInvalid for a bad key, or the server's error.
+// an error matching driver.ErrInvalid for a bad key, or the server's error.
 func (s *Store) Waiters(ctx context.Context, key string) (int64, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // acquireTally sorts the replies of one acquisition fan-out.
 type acquireTally struct {
 	granted   []int // node indices
-	grants    []dlock.Grant
+	grants    []driver.Grant
 	contended []time.Duration // remaining TTLs (negative: unknown)
 	failed    []int           // errors: outcome unknown
 	silent    int             // no answer yet: handled by lateCleanup
@@ -22,17 +23,17 @@ type acquireTally struct {
 	invalid   error
 }
 
-func tallyAcquire(rs []reply[dlock.Grant]) acquireTally {
+func tallyAcquire(rs []reply[driver.Grant]) acquireTally {
 	var t acquireTally
 	for i, r := range rs {
-		var ce *dlock.ContendedError
+		var ce *driver.ContendedError
 		switch {
 		case r.err == nil:
 			t.granted = append(t.granted, i)
 			t.grants = append(t.grants, r.val)
 		case errors.As(r.err, &ce):
 			t.contended = append(t.contended, ce.Remaining)
-		case errors.Is(r.err, dlock.ErrInvalid):
+		case errors.Is(r.err, driver.ErrInvalid):
 			t.invalid = r.err
 		case !r.answered:
 			t.silent++
@@ -66,7 +67,7 @@ func (t *acquireTally) confirmed() int {
 	return n
 }
 
-// Acquire implements dlock.Store: it asks every node in parallel, each within
+// Acquire implements Mutex: it asks every node in parallel, each within
 // the node timeout, and succeeds when a majority granted and validity is
 // left (TTL − elapsed − drift > 0, elapsed measured on the monotonic clock
 // from the start of the call, including the fence raise).
@@ -76,11 +77,11 @@ func (t *acquireTally) confirmed() int {
 // parallel; a node that had not answered yet releases its own grant when its
 // answer arrives, from the goroutine that ran its call, within the node
 // timeout. A node that answered "contended" changed nothing, so when all
-// did, no release is sent. It then returns a *dlock.ContendedError if
+// did, no release is sent. It then returns a *driver.ContendedError if
 // contention alone ruled out a majority, an error matching ErrNoQuorum (and
-// dlock.ErrUnavailable) if failed or silent nodes did, or one matching
-// dlock.ErrNotAcquired and ErrValidityElapsed if the grant came too late.
-// Invalid keys return the node's dlock.ErrInvalid error.
+// driver.ErrUnavailable) if failed or silent nodes did, or one matching
+// driver.ErrNotAcquired and ErrValidityElapsed if the grant came too late.
+// Invalid keys return the node's driver.ErrInvalid error.
 //
 // A first acquisition raises the fence (see the package documentation) and
 // is recorded in the Store with the nodes that granted it; a re-entry of a
@@ -89,12 +90,12 @@ func (t *acquireTally) confirmed() int {
 // Holds is the holding's hold count in this Store: how many Releases free
 // it (see the package documentation, Re-entry and release). Its TTL is
 // explained on Options and in the package documentation.
-func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := dlock.ValidateKey(key); err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	if ttl <= 0 {
-		return dlock.Grant{}, fmt.Errorf("%w: ttl %v", dlock.ErrInvalid, ttl)
+		return driver.Grant{}, fmt.Errorf("%w: ttl %v", driver.ErrInvalid, ttl)
 	}
 	start := s.clock.Now()
 	q, n := s.quorum, len(s.nodes)
@@ -102,17 +103,17 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	known := s.reg.known(k, start)
 	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
 	earlier, finished := s.flights.start(key, token, n, s.all)
-	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (dlock.Grant, error) {
+	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (driver.Grant, error) {
 		defer finished(i)
 		earlier(ctx, i)
 		return s.nodes[i].Acquire(ctx, key, token, ttl)
-	}, func(rs []reply[dlock.Grant]) bool {
+	}, func(rs []reply[driver.Grant]) bool {
 		// Stop early once the outcome is settled: success, or contention
 		// alone rules a majority out. Nodes still pending then clean up
 		// after themselves (lateCleanup).
 		ok, contended := 0, 0
 		for _, r := range rs {
-			var ce *dlock.ContendedError
+			var ce *driver.ContendedError
 			if r.answered && r.err == nil {
 				ok++
 			} else if r.answered && errors.As(r.err, &ce) {
@@ -122,7 +123,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return ok >= q || contended > n-q
 	}, lc.arrive)
 	t := tallyAcquire(rs)
-	var g dlock.Grant
+	var g driver.Grant
 	var ref levelRef
 	var err error
 	switch {
@@ -143,7 +144,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	late := lc.decide(err != nil, reentry, ref, unanswered)
 	if err != nil {
 		s.cleanup(key, token, ttl, append(s.undoSet(&t, reentry), late...))
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	s.cleanup(key, token, ttl, late) // late grants whose level is gone already
 	return g, nil
@@ -186,17 +187,17 @@ type pendingReply struct {
 // needsUndo reports whether a node's reply leaves something to release after
 // a failed acquisition: a grant, or (outside re-entry) an unknown outcome.
 func needsUndo(err error, reentry bool) bool {
-	var ce *dlock.ContendedError
+	var ce *driver.ContendedError
 	switch {
 	case err == nil:
 		return true
-	case errors.As(err, &ce), errors.Is(err, dlock.ErrInvalid):
+	case errors.As(err, &ce), errors.Is(err, driver.ErrInvalid):
 		return false
 	}
 	return !reentry
 }
 
-func (lc *lateCleanup) arrive(node int, g dlock.Grant, err error) {
+func (lc *lateCleanup) arrive(node int, g driver.Grant, err error) {
 	lc.mu.Lock()
 	if !lc.decided {
 		lc.pending = append(lc.pending, pendingReply{node, g.Holds, err})
@@ -275,7 +276,7 @@ func (s *Store) undoSet(t *acquireTally, reentry bool) []int {
 // Either must leave validity. The loop runs twice at most: a second time
 // only if the holding's record ended (its final release) while this
 // re-entry was settling, which makes it a new holding.
-func (s *Store) settle(ctx context.Context, k regKey, ttl time.Duration, start time.Time, t *acquireTally) (dlock.Grant, levelRef, error) {
+func (s *Store) settle(ctx context.Context, k regKey, ttl time.Duration, start time.Time, t *acquireTally) (driver.Grant, levelRef, error) {
 	for attempt := 0; ; attempt++ {
 		reenter := attempt == 0 && s.reg.continues(k, s.clock.Now(), t.confirmed() >= s.quorum)
 		var fence uint64
@@ -286,14 +287,14 @@ func (s *Store) settle(ctx context.Context, k regKey, ttl time.Duration, start t
 			}
 			fence = kthLargest(fences, 1)
 			if err := s.raise(ctx, k.key, k.token, ttl, fence, t.granted); err != nil {
-				return dlock.Grant{}, levelRef{}, err
+				return driver.Grant{}, levelRef{}, err
 			}
 		}
 		if elapsed := s.clock.Now().Sub(start); s.validLeft(ttl, elapsed) <= 0 {
-			return dlock.Grant{}, levelRef{}, fmt.Errorf("%w: %w: took %v of a %v lease", dlock.ErrNotAcquired, ErrValidityElapsed, elapsed, ttl)
+			return driver.Grant{}, levelRef{}, fmt.Errorf("%w: %w: took %v of a %v lease", driver.ErrNotAcquired, ErrValidityElapsed, elapsed, ttl)
 		}
 		if f, holds, ref, ok := s.reg.commit(k, t.granted, t.grants, fence, reenter, s.stampOf(start, ttl)); ok {
-			return dlock.Grant{Fence: f, Holds: holds, TTL: s.grantTTL(ttl)}, ref, nil
+			return driver.Grant{Fence: f, Holds: holds, TTL: s.grantTTL(ttl)}, ref, nil
 		}
 	}
 }
@@ -304,7 +305,7 @@ func (s *Store) settle(ctx context.Context, k regKey, ttl time.Duration, start t
 func (s *Store) acquireError(ctx context.Context, t *acquireTally) error {
 	n, q := len(s.nodes), s.quorum
 	if c := len(t.contended); c > n-q {
-		return &dlock.ContendedError{Remaining: contendedRemaining(t.contended, n, q)}
+		return &driver.ContendedError{Remaining: contendedRemaining(t.contended, n, q)}
 	}
 	errs := t.errs
 	if len(t.contended) > 0 {

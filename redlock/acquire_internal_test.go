@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // TestLateContendedReplyIsNotReleased: replies that arrive after the
@@ -17,10 +18,10 @@ import (
 // workers and such replies began to arrive in that window.)
 func TestLateContendedReplyIsNotReleased(t *testing.T) {
 	lc := &lateCleanup{key: "k", token: "tok", ttl: time.Second}
-	lc.arrive(1, dlock.Grant{}, &dlock.ContendedError{Remaining: time.Second})
-	lc.arrive(2, dlock.Grant{Fence: 7, Holds: 1}, nil)
-	lc.arrive(3, dlock.Grant{}, errors.New("i/o timeout"))
-	lc.arrive(4, dlock.Grant{}, dlock.ErrInvalid)
+	lc.arrive(1, driver.Grant{}, &driver.ContendedError{Remaining: time.Second})
+	lc.arrive(2, driver.Grant{Fence: 7, Holds: 1}, nil)
+	lc.arrive(3, driver.Grant{}, errors.New("i/o timeout"))
+	lc.arrive(4, driver.Grant{}, dlock.ErrInvalid)
 	got := lc.decide(true, false, levelRef{}, nil)
 	if want := []int{2, 3}; !slices.Equal(got, want) {
 		t.Fatalf("nodes to release = %v, want %v (the grant and the unknown outcome)", got, want)
@@ -29,8 +30,8 @@ func TestLateContendedReplyIsNotReleased(t *testing.T) {
 	// unknown outcome: that node may not have applied it, and a release
 	// there would take the outer acquisition's hold.
 	lc = &lateCleanup{key: "k", token: "tok", ttl: time.Second}
-	lc.arrive(2, dlock.Grant{Fence: 7, Holds: 2}, nil)
-	lc.arrive(3, dlock.Grant{}, errors.New("i/o timeout"))
+	lc.arrive(2, driver.Grant{Fence: 7, Holds: 2}, nil)
+	lc.arrive(3, driver.Grant{}, errors.New("i/o timeout"))
 	if got := lc.decide(true, true, levelRef{}, nil); !slices.Equal(got, []int{2}) {
 		t.Fatalf("re-entry: nodes to release = %v, want [2] (its own grant only)", got)
 	}
@@ -45,19 +46,19 @@ func TestLateGrantJoinsItsLevel(t *testing.T) {
 	s := &Store{}
 	k, now := regKey{"k", "tok"}, time.Unix(1000, 0)
 	st := stamp{start: now, validUntil: now.Add(time.Second), expires: now.Add(2 * time.Second)}
-	one := []dlock.Grant{{Holds: 1}, {Holds: 1}, {Holds: 1}}
+	one := []driver.Grant{{Holds: 1}, {Holds: 1}, {Holds: 1}}
 	_, _, ref, ok := s.reg.commit(k, []int{0, 1, 2}, one, 5, false, st)
 	if !ok {
 		t.Fatal("commit of a new holding refused")
 	}
 	lc := &lateCleanup{s: s, key: "k", token: "tok", ttl: time.Second}
-	lc.arrive(3, dlock.Grant{Holds: 1}, nil)
-	lc.arrive(4, dlock.Grant{}, errors.New("i/o timeout"))
+	lc.arrive(3, driver.Grant{Holds: 1}, nil)
+	lc.arrive(4, driver.Grant{}, errors.New("i/o timeout"))
 	if got := lc.decide(false, false, ref, nil); got != nil {
 		t.Fatalf("nodes to release after success = %v, want none", got)
 	}
 	// A re-entry on 0, 1, 2 whose grant from node 4 is late.
-	two := []dlock.Grant{{Holds: 2}, {Holds: 2}, {Holds: 2}}
+	two := []driver.Grant{{Holds: 2}, {Holds: 2}, {Holds: 2}}
 	_, _, inner, ok := s.reg.commit(k, []int{0, 1, 2}, two, 0, true, st)
 	if !ok {
 		t.Fatal("re-entry refused")
@@ -82,6 +83,6 @@ func TestLateGrantJoinsItsLevel(t *testing.T) {
 // decideAndArrive queues a grant from node, decides success for ref and
 // returns what the caller must release.
 func (lc *lateCleanup) decideAndArrive(ref levelRef, node int) []int {
-	lc.arrive(node, dlock.Grant{Holds: 1}, nil)
+	lc.arrive(node, driver.Grant{Holds: 1}, nil)
 	return lc.decide(false, false, ref, nil)
 }

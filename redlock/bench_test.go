@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 	"example.com/dlock/redlock"
 )
@@ -53,14 +53,14 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		b.Cleanup(func() { _ = nofence.Close() })
 		for _, bc := range []struct {
 			name string
-			s    dlock.Store
+			s    driver.Mutex
 		}{{"single", single}, {"redlock5", rl}, {"redlock5-nofence", nofence}} {
 			b.Run(net+"/"+bc.name, func(b *testing.B) { benchAcquireRelease(b, bc.s) })
 		}
 	}
 }
 
-func benchAcquireRelease(b *testing.B, s dlock.Store) {
+func benchAcquireRelease(b *testing.B, s driver.Mutex) {
 	ctx := context.Background()
 	tok := newToken()
 	for b.Loop() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 	"example.com/dlock/redlock"
 	"example.com/dlock/storetest"
@@ -22,24 +23,24 @@ func TestConformanceFiveNodes(t *testing.T) {
 	if !s.Fencing() || s.Quorum() != 3 {
 		t.Fatalf("Fencing() = %v, Quorum() = %d; want true, 3", s.Fencing(), s.Quorum())
 	}
-	storetest.Run(t, func(t *testing.T) dlock.Store { return s })
+	storetest.Run(t, func(t *testing.T) driver.Mutex { return s })
 }
 
 func TestConformanceThreeNodesOneDown(t *testing.T) {
 	c := startCluster(t, 3)
 	c.servers[2].Kill()
 	s := c.store(t, conformanceOpts)
-	storetest.Run(t, func(t *testing.T) dlock.Store { return s })
+	storetest.Run(t, func(t *testing.T) driver.Mutex { return s })
 }
 
 func TestNewRejectsBadInput(t *testing.T) {
-	ok := []dlock.Store{memstore.New(nil), memstore.New(nil), memstore.New(nil)}
+	ok := []driver.Mutex{memstore.New(nil), memstore.New(nil), memstore.New(nil)}
 	cases := map[string]struct {
-		nodes []dlock.Store
+		nodes []driver.Mutex
 		opts  *redlock.Options
 	}{
 		"no nodes":         {nil, nil},
-		"nil node":         {[]dlock.Store{ok[0], nil, ok[2]}, nil},
+		"nil node":         {[]driver.Mutex{ok[0], nil, ok[2]}, nil},
 		"negative timeout": {ok, &redlock.Options{NodeTimeout: -1}},
 		"drift too big":    {ok, &redlock.Options{DriftFactor: 0.5}},
 		"negative drift":   {ok, &redlock.Options{DriftFactor: -0.1}},

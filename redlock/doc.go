@@ -1,4 +1,4 @@
-// Package redlock is a dlock.Store that holds each lock on a majority of N
+// Package redlock is a driver.Mutex that holds each lock on a majority of N
 // independent Redis primaries (the Redlock algorithm of the Redis
 // documentation, "Distributed Locks with Redis"). Swap it in for the
 // single-Redis store without changing the code that locks:
@@ -93,7 +93,7 @@
 // dlock's Client computes a lease's validity as start + Grant.TTL − (TTL/100
 // + 2 ms), start being the moment it called Acquire. This store therefore
 // reports Grant.TTL = TTL − (the part of its drift allowance beyond TTL/100),
-// counted from the start of the call, as the dlock.Store contract asks: every
+// counted from the start of the call, as the driver.Mutex contract asks: every
 // node set its expiry after that moment. The lease's remaining validity right
 // after Lock is exactly Redlock's TTL − elapsed − drift (checked on a fake
 // clock in the tests), with elapsed and drift each counted once.

@@ -4,18 +4,18 @@ import (
 	"errors"
 	"fmt"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // ErrNoQuorum means too few nodes answered for the operation to reach a
 // majority: they were down, paused, partitioned or slower than the node
-// timeout. It matches dlock.ErrUnavailable, so dlock treats it as an
+// timeout. It matches driver.ErrUnavailable, so dlock treats it as an
 // unreachable store (backing off and retrying within the wait bound).
-var ErrNoQuorum = fmt.Errorf("%w: redlock: no quorum", dlock.ErrUnavailable)
+var ErrNoQuorum = fmt.Errorf("%w: redlock: no quorum", driver.ErrUnavailable)
 
 // ErrValidityElapsed means a majority granted the lock but the acquisition
 // took so long that no validity was left (TTL − elapsed − drift ≤ 0). The
-// partial grants have been released. It is wrapped with dlock.ErrNotAcquired.
+// partial grants have been released. It is wrapped with driver.ErrNotAcquired.
 var ErrValidityElapsed = errors.New("redlock: validity elapsed during acquisition")
 
 // NodeError is the failure of one node, as carried in the text of an

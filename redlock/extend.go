@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // verdict sorts the per-node outcomes of one Extend or Release.
@@ -14,20 +15,20 @@ type verdict struct {
 	ok            int
 	expired, lost int // not held: no holder / another holder
 	invalid       error
-	grants        []dlock.Grant
+	grants        []driver.Grant
 	errs          []error
 }
 
-func (v *verdict) add(node int, g dlock.Grant, err error) {
+func (v *verdict) add(node int, g driver.Grant, err error) {
 	switch {
 	case err == nil:
 		v.ok++
 		v.grants = append(v.grants, g)
-	case errors.Is(err, dlock.ErrInvalid):
+	case errors.Is(err, driver.ErrInvalid):
 		v.invalid = err
-	case errors.Is(err, dlock.ErrNotHeld) && errors.Is(err, dlock.ErrTaken):
+	case errors.Is(err, driver.ErrNotHeld) && errors.Is(err, driver.ErrTaken):
 		v.lost++
-	case errors.Is(err, dlock.ErrNotHeld):
+	case errors.Is(err, driver.ErrNotHeld):
 		v.expired++
 	default:
 		v.errs = append(v.errs, &NodeError{Node: node, Err: err})
@@ -62,36 +63,36 @@ func (v *verdict) notHeld(n, q int) error {
 	// The cause is what most of the nodes that do not hold it say: a few
 	// nodes held by another token (say, a failed competitor's grant not yet
 	// cleaned up) do not make the lock taken.
-	cause := dlock.ErrExpired
+	cause := driver.ErrExpired
 	if v.lost > v.expired {
-		cause = dlock.ErrTaken
+		cause = driver.ErrTaken
 	}
-	return fmt.Errorf("%w: %w: redlock: %d of %d nodes no longer hold it", dlock.ErrNotHeld, cause, v.expired+v.lost, n)
+	return fmt.Errorf("%w: %w: redlock: %d of %d nodes no longer hold it", driver.ErrNotHeld, cause, v.expired+v.lost, n)
 }
 
-// Extend implements dlock.Store: it resets the expiry on every node in
+// Extend implements Mutex: it resets the expiry on every node in
 // parallel and succeeds if a majority did within the validity window
 // (TTL − elapsed − drift > 0). The grant reports the holding's recorded
 // fence and hold count if this Store granted the holding, otherwise the
 // ones a majority of nodes agrees on (the quorum-th largest). If so many
 // nodes answered that the token does not hold the key that no majority is
-// possible, it returns an error matching dlock.ErrNotHeld (and ErrExpired or
+// possible, it returns an error matching driver.ErrNotHeld (and ErrExpired or
 // ErrTaken) and dlock's lease is lost at once. If nodes did not answer, it
 // returns an error matching ErrNoQuorum: the lease keeps its current
 // validity and dlock retries the renewal until that runs out, when the lost
 // signal fires; the nodes' keys outlive that moment by at least the drift
 // allowance. Extend never re-creates a key.
-func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
-	rs := s.ExtendBatch(ctx, []dlock.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	rs := s.ExtendBatch(ctx, []driver.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
 	return rs[0].Grant, rs[0].Err
 }
 
-// ExtendBatch implements dlock.BatchExtender: every node gets the whole batch
+// ExtendBatch implements driver.BatchExtender: every node gets the whole batch
 // at once (one pipeline per node when the node is itself a BatchExtender),
 // all nodes in parallel, so a renewal round costs one fan-out however many
 // leases it renews. Each request then succeeds or fails as Extend describes.
-func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []dlock.ExtendResult {
-	out := make([]dlock.ExtendResult, len(reqs))
+func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
 	if len(reqs) == 0 {
 		return out
 	}
@@ -100,15 +101,15 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []d
 		if err := dlock.ValidateKey(r.Key); err != nil {
 			out[i].Err = err
 		} else if r.TTL <= 0 {
-			out[i].Err = fmt.Errorf("%w: ttl %v", dlock.ErrInvalid, r.TTL)
+			out[i].Err = fmt.Errorf("%w: ttl %v", driver.ErrInvalid, r.TTL)
 		}
 		minTTL = min(minTTL, r.TTL)
 	}
 	n, q := len(s.nodes), s.quorum
 	start := s.clock.Now()
-	rs := fanout(ctx, s.pool, s.nodeTimeout(minTTL), s.all, func(ctx context.Context, i int) ([]dlock.ExtendResult, error) {
+	rs := fanout(ctx, s.pool, s.nodeTimeout(minTTL), s.all, func(ctx context.Context, i int) ([]driver.ExtendResult, error) {
 		return extendOn(ctx, s.nodes[i], reqs), nil
-	}, func(rs []reply[[]dlock.ExtendResult]) bool {
+	}, func(rs []reply[[]driver.ExtendResult]) bool {
 		return allDecided(rs, len(reqs), n, q)
 	}, nil)
 	elapsed := s.clock.Now().Sub(start)
@@ -126,7 +127,7 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []dlock.ExtendRequest) []d
 // recordExtended moves the registry's timing of each extended holding it
 // knows and reports that holding's recorded fence and hold count, under one
 // lock for the batch.
-func (s *Store) recordExtended(reqs []dlock.ExtendRequest, out []dlock.ExtendResult, start time.Time) {
+func (s *Store) recordExtended(reqs []driver.ExtendRequest, out []driver.ExtendResult, start time.Time) {
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
 	for i, r := range reqs {
@@ -139,36 +140,36 @@ func (s *Store) recordExtended(reqs []dlock.ExtendRequest, out []dlock.ExtendRes
 	}
 }
 
-func (s *Store) extendResult(ctx context.Context, r dlock.ExtendRequest, v *verdict, elapsed time.Duration) dlock.ExtendResult {
+func (s *Store) extendResult(ctx context.Context, r driver.ExtendRequest, v *verdict, elapsed time.Duration) driver.ExtendResult {
 	n, q := len(s.nodes), s.quorum
 	switch {
 	case v.invalid != nil:
-		return dlock.ExtendResult{Err: v.invalid}
+		return driver.ExtendResult{Err: v.invalid}
 	case v.ok >= q && s.validLeft(r.TTL, elapsed) > 0:
 		fences, holds := make([]uint64, len(v.grants)), make([]int, len(v.grants))
 		for j, g := range v.grants {
 			fences[j], holds[j] = g.Fence, g.Holds
 		}
-		g := dlock.Grant{Holds: kthLargest(holds, q), TTL: s.grantTTL(r.TTL)}
+		g := driver.Grant{Holds: kthLargest(holds, q), TTL: s.grantTTL(r.TTL)}
 		if s.fencing {
 			g.Fence = kthLargest(fences, q)
 		}
-		return dlock.ExtendResult{Grant: g}
+		return driver.ExtendResult{Grant: g}
 	case v.ok >= q:
-		return dlock.ExtendResult{Err: fmt.Errorf("%w: redlock: extend took %v of a %v lease", ErrNoQuorum, elapsed, r.TTL)}
+		return driver.ExtendResult{Err: fmt.Errorf("%w: redlock: extend took %v of a %v lease", ErrNoQuorum, elapsed, r.TTL)}
 	}
 	if err := v.notHeld(n, q); err != nil {
-		return dlock.ExtendResult{Err: err}
+		return driver.ExtendResult{Err: err}
 	}
-	return dlock.ExtendResult{Err: noQuorum("extend", v.ok, n, q, v.errs, ctx.Err())}
+	return driver.ExtendResult{Err: noQuorum("extend", v.ok, n, q, v.errs, ctx.Err())}
 }
 
 // extendOn runs a batch on one node: one pipeline if the node batches.
-func extendOn(ctx context.Context, node dlock.Store, reqs []dlock.ExtendRequest) []dlock.ExtendResult {
-	if b, ok := node.(dlock.BatchExtender); ok && len(reqs) > 1 {
+func extendOn(ctx context.Context, node driver.Mutex, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	if b, ok := node.(driver.BatchExtender); ok && len(reqs) > 1 {
 		return b.ExtendBatch(ctx, reqs)
 	}
-	out := make([]dlock.ExtendResult, len(reqs))
+	out := make([]driver.ExtendResult, len(reqs))
 	for i, r := range reqs {
 		out[i].Grant, out[i].Err = node.Extend(ctx, r.Key, r.Token, r.TTL)
 	}
@@ -176,11 +177,11 @@ func extendOn(ctx context.Context, node dlock.Store, reqs []dlock.ExtendRequest)
 }
 
 // tallyRequest collects request i's outcome over all nodes.
-func tallyRequest(rs []reply[[]dlock.ExtendResult], i int) verdict {
+func tallyRequest(rs []reply[[]driver.ExtendResult], i int) verdict {
 	var v verdict
 	for node, r := range rs {
 		if !r.answered {
-			v.add(node, dlock.Grant{}, r.err)
+			v.add(node, driver.Grant{}, r.err)
 			continue
 		}
 		v.add(node, r.val[i].Grant, r.val[i].Err)
@@ -188,7 +189,7 @@ func tallyRequest(rs []reply[[]dlock.ExtendResult], i int) verdict {
 	return v
 }
 
-func allDecided(rs []reply[[]dlock.ExtendResult], nreq, n, q int) bool {
+func allDecided(rs []reply[[]driver.ExtendResult], nreq, n, q int) bool {
 	for i := 0; i < nreq; i++ {
 		var v verdict
 		for node, r := range rs {
@@ -203,7 +204,7 @@ func allDecided(rs []reply[[]dlock.ExtendResult], nreq, n, q int) bool {
 	return true
 }
 
-// Release implements dlock.Store: it releases one hold, in parallel, on the
+// Release implements Mutex: it releases one hold, in parallel, on the
 // nodes where that hold was added. For a holding this Store granted that is
 // the nodes of its latest acquisition not yet released (the in-time and
 // late grants of a re-entry, say), so that releasing a re-entry never takes
@@ -215,7 +216,7 @@ func allDecided(rs []reply[[]dlock.ExtendResult], nreq, n, q int) bool {
 // documentation) it asks every node, as one release of the whole key.
 //
 // It returns nil once the quorum, N/2+1 of the Store's N nodes, released
-// among the asked nodes (all asked nodes, if fewer were asked); an error matching dlock.ErrNotHeld (and ErrExpired or ErrTaken) if
+// among the asked nodes (all asked nodes, if fewer were asked); an error matching driver.ErrNotHeld (and ErrExpired or ErrTaken) if
 // enough asked nodes said the token did not hold the key that this is out of
 // reach; otherwise an error matching ErrNoQuorum. The hold is removed from
 // the Store's record either way: nodes that were not reached drop it at the
@@ -238,14 +239,14 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		var v verdict
 		for pos, r := range rs {
 			if r.answered {
-				v.add(nodes[pos], dlock.Grant{}, r.err)
+				v.add(nodes[pos], driver.Grant{}, r.err)
 			}
 		}
 		return v.decided(n, q)
 	}, nil)
 	var v verdict
 	for pos, r := range rs {
-		v.add(nodes[pos], dlock.Grant{}, r.err)
+		v.add(nodes[pos], driver.Grant{}, r.err)
 	}
 	switch {
 	case v.invalid != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redlock"
 )
 
@@ -229,7 +230,7 @@ type pausingNode struct {
 	jump  time.Duration
 }
 
-func (n pausingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (n pausingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, err := n.RedisNode.Acquire(ctx, key, token, ttl)
 	n.clock.offset.Store(int64(n.jump))
 	return g, err
@@ -244,7 +245,7 @@ func TestGrantAfterTTLIsRejected(t *testing.T) {
 	const lateTTL = 10 * time.Second
 	c := startCluster(t, 3)
 	clk := &pauseClock{}
-	var nodes []dlock.Store
+	var nodes []driver.Mutex
 	for _, cl := range c.clients {
 		n, err := redlock.NewRedisNode(cl, "")
 		if err != nil {

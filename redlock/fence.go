@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 )
 
@@ -41,7 +41,7 @@ type RedisNode struct {
 var _ FenceRaiser = (*RedisNode)(nil)
 
 // NewRedisNode returns a node over client with the given key prefix (empty:
-// redisstore.DefaultPrefix). It returns an error matching dlock.ErrInvalid if
+// redisstore.DefaultPrefix). It returns an error matching driver.ErrInvalid if
 // client is nil. It makes no network call.
 //
 // Configure the client with ClientOptions (or equivalent settings): the
@@ -88,7 +88,7 @@ func (n *RedisNode) RaiseFence(ctx context.Context, key, token string, fence uin
 // count. Close ends the nodes' pub/sub connections but not the clients.
 // Errors are as for New.
 func NewRedis(clients []redis.UniversalClient, prefix string, opts *Options) (*Store, error) {
-	nodes := make([]dlock.Store, len(clients))
+	nodes := make([]driver.Mutex, len(clients))
 	var closers []func() error
 	for i, c := range clients {
 		n, err := NewRedisNode(c, prefix)
@@ -132,7 +132,7 @@ func (s *Store) raise(ctx context.Context, key, token string, ttl time.Duration,
 		case r.err == nil && r.val:
 			ok++
 		case r.err == nil:
-			errs = append(errs, &NodeError{Node: granted[pos], Err: fmt.Errorf("%w: lost before the fence raise", dlock.ErrNotHeld)})
+			errs = append(errs, &NodeError{Node: granted[pos], Err: fmt.Errorf("%w: lost before the fence raise", driver.ErrNotHeld)})
 		default:
 			errs = append(errs, &NodeError{Node: granted[pos], Err: r.err})
 		}

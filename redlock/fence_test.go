@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redlock"
 )
@@ -18,12 +19,12 @@ import (
 // fences) and records each node-level grant's fence by token: the naive
 // "maximum of the majority's counters" without the raise.
 type recordingNode struct {
-	inner dlock.Store
+	inner driver.Mutex
 	mu    *sync.Mutex
 	seen  map[string]uint64 // token -> max fence over nodes that granted
 }
 
-func (r recordingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (r recordingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, err := r.inner.Acquire(ctx, key, token, ttl)
 	if err == nil {
 		r.mu.Lock()
@@ -33,7 +34,7 @@ func (r recordingNode) Acquire(ctx context.Context, key, token string, ttl time.
 	return g, err
 }
 
-func (r recordingNode) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (r recordingNode) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	return r.inner.Extend(ctx, key, token, ttl)
 }
 
@@ -84,7 +85,7 @@ func nodeFence(srv *redisserver.Server, key string) (fence string, held bool, er
 func divergeAndSwitchMajorities(t *testing.T, raise bool) (z, w uint64, naive map[string]uint64) {
 	c := startCluster(t, 3, redisserver.WithAOF(true))
 	nodes := make([]*redlock.RedisNode, 3)
-	stores := make([]dlock.Store, 3)
+	stores := make([]driver.Mutex, 3)
 	var mu sync.Mutex
 	naive = map[string]uint64{}
 	for i, cl := range c.clients {
@@ -289,3 +290,5 @@ func TestRaiseFenceLeavesAnotherHoldingAlone(t *testing.T) {
 		t.Fatalf("next grant after a raise on a node without the key = %d, %v; want %d", g3.Fence, err, uint64(seeded+1))
 	}
 }
+
+func (n recordingNode) Model() driver.Model { return n.inner.Model() }

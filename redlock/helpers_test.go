@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redlock"
 )
@@ -82,7 +83,7 @@ func (c *cluster) independentStore(t testing.TB, opts *redlock.Options) *redlock
 	return s
 }
 
-func newClient(t testing.TB, s dlock.Store, opts ...dlock.Option) *dlock.Client {
+func newClient(t testing.TB, s driver.Mutex, opts ...dlock.Option) *dlock.Client {
 	t.Helper()
 	c, err := dlock.New(s, opts...)
 	if err != nil {

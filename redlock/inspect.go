@@ -5,28 +5,28 @@ import (
 	"fmt"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
-var _ dlock.Inspector = (*Store)(nil)
+var _ driver.Inspector = (*Store)(nil)
 
-// Inspect implements dlock.Inspector with the majority's view of key: it is
+// Inspect implements driver.Inspector with the majority's view of key: it is
 // held by a token only if that token holds it on a quorum of nodes, with the
 // hold count and remaining time that a quorum agrees on (the quorum-th
 // largest), and the highest fence any node reports. It changes nothing.
 //
 // It returns an error matching ErrNoQuorum if fewer than a quorum of nodes
-// answered, and one matching dlock.ErrInvalid if a node store cannot inspect.
-func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
+// answered, and one matching driver.ErrInvalid if a node store cannot inspect.
+func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	for i, n := range s.nodes {
-		if _, ok := n.(dlock.Inspector); !ok {
-			return dlock.Info{}, fmt.Errorf("%w: redlock node %d cannot inspect locks", dlock.ErrInvalid, i)
+		if _, ok := n.(driver.Inspector); !ok {
+			return driver.Info{}, fmt.Errorf("%w: redlock node %d cannot inspect locks", driver.ErrInvalid, i)
 		}
 	}
-	rs := fanout(ctx, s.pool, s.timeout, s.all, func(ctx context.Context, i int) (dlock.Info, error) {
-		return s.nodes[i].(dlock.Inspector).Inspect(ctx, key)
-	}, func([]reply[dlock.Info]) bool { return false }, nil)
-	var answered []dlock.Info
+	rs := fanout(ctx, s.pool, s.timeout, s.all, func(ctx context.Context, i int) (driver.Info, error) {
+		return s.nodes[i].(driver.Inspector).Inspect(ctx, key)
+	}, func([]reply[driver.Info]) bool { return false }, nil)
+	var answered []driver.Info
 	var errs []error
 	for i, r := range rs {
 		if r.answered && r.err == nil {
@@ -36,15 +36,15 @@ func (s *Store) Inspect(ctx context.Context, key string) (dlock.Info, error) {
 		}
 	}
 	if len(answered) < s.quorum {
-		return dlock.Info{}, noQuorum("inspect", len(answered), len(s.nodes), s.quorum, errs, ctx.Err())
+		return driver.Info{}, noQuorum("inspect", len(answered), len(s.nodes), s.quorum, errs, ctx.Err())
 	}
 	return majorityView(answered, s.quorum), nil
 }
 
 // majorityView merges the nodes' answers: a holder must hold the key on at
 // least q of them.
-func majorityView(infos []dlock.Info, q int) dlock.Info {
-	var out dlock.Info
+func majorityView(infos []driver.Info, q int) driver.Info {
+	var out driver.Info
 	count := map[string]int{}
 	for _, in := range infos {
 		out.Fence = max(out.Fence, in.Fence)

@@ -4,27 +4,27 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 func TestMajorityView(t *testing.T) {
-	held := func(tok string, holds int, rem time.Duration, fence uint64) dlock.Info {
-		return dlock.Info{Held: true, Token: tok, Holds: holds, Remaining: rem, Fence: fence}
+	held := func(tok string, holds int, rem time.Duration, fence uint64) driver.Info {
+		return driver.Info{Held: true, Token: tok, Holds: holds, Remaining: rem, Fence: fence}
 	}
-	free := func(fence uint64) dlock.Info { return dlock.Info{Fence: fence} }
+	free := func(fence uint64) driver.Info { return driver.Info{Fence: fence} }
 	cases := []struct {
 		name  string
-		infos []dlock.Info
-		want  dlock.Info
+		infos []driver.Info
+		want  driver.Info
 	}{
-		{"majority holds", []dlock.Info{held("a", 2, 900*time.Millisecond, 7), held("a", 2, 800*time.Millisecond, 7),
+		{"majority holds", []driver.Info{held("a", 2, 900*time.Millisecond, 7), held("a", 2, 800*time.Millisecond, 7),
 			held("a", 1, 700*time.Millisecond, 6), free(5), free(9)},
-			dlock.Info{Held: true, Token: "a", Holds: 1, Remaining: 700 * time.Millisecond, Fence: 9}}, // only 1 hold is on a quorum
-		{"minority holds", []dlock.Info{held("a", 1, time.Second, 3), held("a", 1, time.Second, 3), free(3), free(3), free(4)},
-			dlock.Info{Fence: 4}},
-		{"split between tokens", []dlock.Info{held("a", 1, time.Second, 3), held("a", 1, time.Second, 3),
+			driver.Info{Held: true, Token: "a", Holds: 1, Remaining: 700 * time.Millisecond, Fence: 9}}, // only 1 hold is on a quorum
+		{"minority holds", []driver.Info{held("a", 1, time.Second, 3), held("a", 1, time.Second, 3), free(3), free(3), free(4)},
+			driver.Info{Fence: 4}},
+		{"split between tokens", []driver.Info{held("a", 1, time.Second, 3), held("a", 1, time.Second, 3),
 			held("b", 1, time.Second, 4), held("b", 1, time.Second, 4), free(1)},
-			dlock.Info{Fence: 4}},
+			driver.Info{Fence: 4}},
 	}
 	for _, tc := range cases {
 		if got := majorityView(tc.infos, 3); got != tc.want {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // subscribeTimeoutFactor scales the node timeout into the bound for a node's
@@ -15,7 +16,7 @@ import (
 // trip, and a node that cannot confirm in time only loses its wake-ups.
 const subscribeTimeoutFactor = 4
 
-// Subscribe implements dlock.Notifier: it subscribes on every node that is a
+// Subscribe implements driver.Notifier: it subscribes on every node that is a
 // Notifier, in parallel, and merges their wake-ups into one channel (a
 // Redlock release publishes on each node it reaches; the wake-ups coalesce).
 // It returns as soon as a majority confirmed: every successful release
@@ -24,7 +25,7 @@ const subscribeTimeoutFactor = 4
 // nodes that fail only cost wake-ups, and dlock's waiter still wakes at the
 // holder's expiry. If fewer than a majority confirm, it waits for every
 // node's answer (bounded by four node timeouts) and succeeds if at least one
-// confirmed; if none did, it returns an error matching dlock.ErrUnavailable.
+// confirmed; if none did, it returns an error matching driver.ErrUnavailable.
 // cancel ends every kept subscription and the merging goroutine.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := dlock.ValidateKey(key); err != nil {
@@ -32,7 +33,7 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 	}
 	var notifiers []int
 	for i, n := range s.nodes {
-		if _, ok := n.(dlock.Notifier); ok {
+		if _, ok := n.(driver.Notifier); ok {
 			notifiers = append(notifiers, i)
 		}
 	}
@@ -43,20 +44,20 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 		switch {
 		case r.err == nil:
 			subs = append(subs, r.val)
-		case errors.Is(r.err, dlock.ErrInvalid):
+		case errors.Is(r.err, driver.ErrInvalid):
 			errs = append([]error{r.err}, errs...)
 		default:
 			errs = append(errs, &NodeError{Node: notifiers[pos], Err: r.err})
 		}
 	}
-	if len(subs) == 0 || (len(errs) > 0 && errors.Is(errs[0], dlock.ErrInvalid)) {
+	if len(subs) == 0 || (len(errs) > 0 && errors.Is(errs[0], driver.ErrInvalid)) {
 		for _, sb := range subs {
 			sb.cancel()
 		}
-		if len(errs) > 0 && errors.Is(errs[0], dlock.ErrInvalid) {
+		if len(errs) > 0 && errors.Is(errs[0], driver.ErrInvalid) {
 			return nil, nil, errs[0]
 		}
-		return nil, nil, fmt.Errorf("%w: redlock: no node subscribed: %w", dlock.ErrUnavailable, errors.Join(errs...))
+		return nil, nil, fmt.Errorf("%w: redlock: no node subscribed: %w", driver.ErrUnavailable, errors.Join(errs...))
 	}
 	return merge(subs[0].ch, subs, func(sb sub) (<-chan struct{}, func()) { return sb.ch, sb.cancel })
 }
@@ -115,7 +116,7 @@ type sub struct {
 // cancelled at once, so none is left behind.
 func (s *Store) subscribeAll(ctx context.Context, key string, nodes []int) []reply[sub] {
 	return fanout(ctx, s.pool, subscribeTimeoutFactor*s.timeout, nodes, func(ctx context.Context, i int) (sub, error) {
-		ch, c, err := s.nodes[i].(dlock.Notifier).Subscribe(ctx, key)
+		ch, c, err := s.nodes[i].(driver.Notifier).Subscribe(ctx, key)
 		return sub{ch, c}, err
 	}, func(rs []reply[sub]) bool {
 		confirmed := 0

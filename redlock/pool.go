@@ -34,7 +34,7 @@ type task struct {
 // pool runs the node calls of fan-outs on long-lived worker goroutines, so
 // that in steady state a call starts no goroutine (a goroutine per node per
 // call was a tenth of the client's CPU on loopback). Node calls block (the
-// nodes are any dlock.Store), so the pool never queues a task: it goes to an
+// nodes are any driver.Mutex), so the pool never queues a task: it goes to an
 // idle worker, else to a new worker below the cap, else to a one-off
 // goroutine. A slow node therefore holds only the goroutines running its own
 // calls, never another node's call or another caller's.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 	"example.com/dlock/redlock"
 )
@@ -59,11 +59,11 @@ func TestSteadyStateStartsNoGoroutine(t *testing.T) {
 
 // newMemRedlock returns a Redlock store over n memstore nodes, closed at
 // the end of the test; wrap, if not nil, wraps node i.
-func newMemRedlock(t *testing.T, n int, opts *redlock.Options, wrap func(i int, s dlock.Store) dlock.Store) *redlock.Store {
+func newMemRedlock(t *testing.T, n int, opts *redlock.Options, wrap func(i int, s driver.Mutex) driver.Mutex) *redlock.Store {
 	t.Helper()
-	var nodes []dlock.Store
+	var nodes []driver.Mutex
 	for i := range n {
-		var s dlock.Store = memstore.New(nil)
+		var s driver.Mutex = memstore.New(nil)
 		if wrap != nil {
 			s = wrap(i, s)
 		}
@@ -135,20 +135,20 @@ func TestCloseStopsWorkers(t *testing.T) {
 // blockingNode is a node whose Acquire blocks until unblock is closed (or
 // its context ends), counting the calls in progress.
 type blockingNode struct {
-	dlock.Store
+	driver.Mutex
 	unblock <-chan struct{}
 	blocked atomic.Int64
 }
 
-func (n *blockingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (n *blockingNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	n.blocked.Add(1)
 	defer n.blocked.Add(-1)
 	select {
 	case <-n.unblock:
 	case <-ctx.Done():
-		return dlock.Grant{}, ctx.Err()
+		return driver.Grant{}, ctx.Err()
 	}
-	return n.Store.Acquire(ctx, key, token, ttl)
+	return n.Mutex.Acquire(ctx, key, token, ttl)
 }
 
 // TestSlowNodeHoldsUpNothingElse: with one of five nodes blocked, many
@@ -162,11 +162,11 @@ func TestSlowNodeHoldsUpNothingElse(t *testing.T) {
 	slow := &blockingNode{unblock: unblock}
 	// The node timeout is far beyond the test's own deadline: a caller that
 	// waited for the blocked node would be caught, not rescued by it.
-	s := newMemRedlock(t, 5, &redlock.Options{NodeTimeout: time.Minute}, func(i int, s dlock.Store) dlock.Store {
+	s := newMemRedlock(t, 5, &redlock.Options{NodeTimeout: time.Minute}, func(i int, s driver.Mutex) driver.Mutex {
 		if i > 0 {
 			return s
 		}
-		slow.Store = s
+		slow.Mutex = s
 		return slow
 	})
 	redlock.SetWorkerCap(s, workerCap)
@@ -259,7 +259,7 @@ func TestSubscribeRunsOnWorkersAndCancelsLateOnes(t *testing.T) {
 	open3 := make(chan struct{})
 	openNow := make(chan struct{})
 	close(openNow)
-	nodes := []dlock.Store{
+	nodes := []driver.Mutex{
 		gatedNotifier{memstore.New(time.Now), openNow, &made, &open, callers},
 		gatedNotifier{memstore.New(time.Now), openNow, &made, &open, callers},
 		gatedNotifier{memstore.New(time.Now), open3, &made, &open, callers},

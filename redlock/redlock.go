@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // Defaults of Options.
@@ -48,11 +49,11 @@ type Options struct {
 	Clock dlock.Clock
 }
 
-// Store is a dlock.Store that holds a lock on a majority of independent
+// Store is a driver.Mutex that holds a lock on a majority of independent
 // nodes (the Redlock algorithm). It is safe for concurrent use. It does not
 // own the node stores given to New; Close only ends what NewRedis created.
 type Store struct {
-	nodes    []dlock.Store
+	nodes    []driver.Mutex
 	all      []int // 0..len(nodes)-1, the fan-out set of most calls
 	quorum   int
 	timeout  time.Duration
@@ -66,9 +67,9 @@ type Store struct {
 }
 
 var (
-	_ dlock.Store         = (*Store)(nil)
-	_ dlock.Notifier      = (*Store)(nil)
-	_ dlock.BatchExtender = (*Store)(nil)
+	_ driver.Mutex         = (*Store)(nil)
+	_ driver.Notifier      = (*Store)(nil)
+	_ driver.BatchExtender = (*Store)(nil)
 )
 
 type systemClock struct{}
@@ -82,19 +83,19 @@ func (systemClock) AfterFunc(d time.Duration, f func()) dlock.Timer {
 // primaries (no replication between them); RecommendedNodes (5) is the
 // recommended count. Fewer than 3 nodes are accepted but tolerate no failure
 // (1 node: a single server; 2 nodes: both must answer). It returns an error
-// matching dlock.ErrInvalid, and makes no network call, if nodes is empty,
+// matching driver.ErrInvalid, and makes no network call, if nodes is empty,
 // has more than MaxNodes entries, contains nil, or an option is out of
 // range.
-func New(nodes []dlock.Store, opts *Options) (*Store, error) {
+func New(nodes []driver.Mutex, opts *Options) (*Store, error) {
 	if len(nodes) == 0 || len(nodes) > MaxNodes {
-		return nil, fmt.Errorf("%w: redlock needs 1 to %d nodes, got %d", dlock.ErrInvalid, MaxNodes, len(nodes))
+		return nil, fmt.Errorf("%w: redlock needs 1 to %d nodes, got %d", driver.ErrInvalid, MaxNodes, len(nodes))
 	}
-	s := &Store{nodes: append([]dlock.Store(nil), nodes...), quorum: len(nodes)/2 + 1,
+	s := &Store{nodes: append([]driver.Mutex(nil), nodes...), quorum: len(nodes)/2 + 1,
 		timeout: DefaultNodeTimeout, drift: DefaultDriftFactor, fencing: true, clock: systemClock{},
 		pool: newPool(workersPerNode * len(nodes))}
 	for i, n := range nodes {
 		if n == nil {
-			return nil, fmt.Errorf("%w: redlock node %d is nil", dlock.ErrInvalid, i)
+			return nil, fmt.Errorf("%w: redlock node %d is nil", driver.ErrInvalid, i)
 		}
 		if _, ok := n.(FenceRaiser); !ok {
 			s.fencing = false
@@ -113,9 +114,9 @@ func New(nodes []dlock.Store, opts *Options) (*Store, error) {
 func (s *Store) apply(o *Options) error {
 	switch {
 	case o.NodeTimeout < 0:
-		return fmt.Errorf("%w: negative node timeout", dlock.ErrInvalid)
+		return fmt.Errorf("%w: negative node timeout", driver.ErrInvalid)
 	case o.DriftFactor < 0 || o.DriftFactor >= 0.5 || math.IsNaN(o.DriftFactor):
-		return fmt.Errorf("%w: drift factor %v outside [0, 0.5)", dlock.ErrInvalid, o.DriftFactor)
+		return fmt.Errorf("%w: drift factor %v outside [0, 0.5)", driver.ErrInvalid, o.DriftFactor)
 	}
 	if o.NodeTimeout > 0 {
 		s.timeout = o.NodeTimeout
@@ -165,7 +166,7 @@ func (s *Store) driftOf(ttl time.Duration) time.Duration {
 }
 
 // grantTTL is the Grant.TTL reported for a lease of ttl: counted, as the
-// dlock.Store contract says, from the start of the call. Every node set its
+// driver.Mutex contract says, from the start of the call. Every node set its
 // expiry after the call started, so all of them keep the key for ttl from
 // then; dlock's Client subtracts its own drift (ttl/100 + 2 ms) and the
 // elapsed time is accounted for by counting from the start, so the store only
@@ -196,4 +197,11 @@ func kthLargest[T int | uint64 | time.Duration](vs []T, k int) T {
 	s := append([]T(nil), vs...)
 	sort.Slice(s, func(i, j int) bool { return s[i] > s[j] })
 	return s[k-1]
+}
+
+// Model implements Mutex: per-key TTLs in milliseconds, at least
+// 10 ms, on each node's clock; the validity a grant reports is counted on the
+// client's clock, less elapsed time and drift, so ServerClock is false.
+func (s *Store) Model() driver.Model {
+	return driver.Model{MinTTL: 10 * time.Millisecond, Granularity: time.Millisecond}
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // MaxNodes is the largest node count New accepts: a holding's node sets are
@@ -161,7 +161,7 @@ func (r *registry) continues(k regKey, now time.Time, confirmed bool) bool {
 // false and nothing changes. Otherwise the acquisition is a new holding
 // whose fence was raised on a majority: it replaces any record, with levels
 // built by derive.
-func (r *registry) commit(k regKey, nodes []int, grants []dlock.Grant, fence uint64, reenter bool, st stamp) (f uint64, holds int, ref levelRef, ok bool) {
+func (r *registry) commit(k regKey, nodes []int, grants []driver.Grant, fence uint64, reenter bool, st stamp) (f uint64, holds int, ref levelRef, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.live(k, st.start)
@@ -213,7 +213,7 @@ func (r *registry) insert(k regKey, rec *holding, now time.Time) {
 // has only the nodes with the most holds: releasing such extra holds (the
 // Client's ghost path, or a foreign re-entry's release) never frees a node
 // before its last hold.
-func derive(rec *holding, nodes []int, grants []dlock.Grant, q int) {
+func derive(rec *holding, nodes []int, grants []driver.Grant, q int) {
 	hs := make([]int, len(grants))
 	for pos, g := range grants {
 		hs[pos] = g.Holds
@@ -233,7 +233,7 @@ func derive(rec *holding, nodes []int, grants []dlock.Grant, q int) {
 
 // push adds a re-entry's level and aligns the lower levels with the hold
 // counts its grants report.
-func (rec *holding) push(nodes []int, grants []dlock.Grant) {
+func (rec *holding) push(nodes []int, grants []driver.Grant) {
 	rec.levels = append(rec.levels, level{id: rec.nextID, nodes: setOf(nodes)})
 	rec.nextID++
 	top := len(rec.levels) - 1

@@ -6,20 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // grantsOf builds the (nodes, grants) pair of an acquisition from node →
 // hold count.
-func grantsOf(holds map[int]int) ([]int, []dlock.Grant) {
+func grantsOf(holds map[int]int) ([]int, []driver.Grant) {
 	var nodes []int
 	for i := range holds {
 		nodes = append(nodes, i)
 	}
 	slices.Sort(nodes)
-	grants := make([]dlock.Grant, len(nodes))
+	grants := make([]driver.Grant, len(nodes))
 	for pos, i := range nodes {
-		grants[pos] = dlock.Grant{Holds: holds[i]}
+		grants[pos] = driver.Grant{Holds: holds[i]}
 	}
 	return nodes, grants
 }

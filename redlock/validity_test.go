@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 	"example.com/dlock/redlock"
 )
@@ -42,31 +43,31 @@ func (c *fakeClock) AfterFunc(time.Duration, func()) dlock.Timer { return noTime
 // slowNode is a memstore node whose Acquire advances the fake clock by
 // delay (the time the round trip "took") and whose outcome can be forced.
 type slowNode struct {
-	dlock.Store
+	driver.Mutex
 	clock     *fakeClock
 	delay     time.Duration
 	contended bool
 	releases  atomic.Int64
 }
 
-func (n *slowNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (n *slowNode) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	n.clock.Advance(n.delay)
 	if n.contended {
-		return dlock.Grant{}, &dlock.ContendedError{Remaining: time.Second}
+		return driver.Grant{}, &driver.ContendedError{Remaining: time.Second}
 	}
-	return n.Store.Acquire(ctx, key, token, ttl)
+	return n.Mutex.Acquire(ctx, key, token, ttl)
 }
 
 func (n *slowNode) Release(ctx context.Context, key, token string) error {
 	n.releases.Add(1)
-	return n.Store.Release(ctx, key, token)
+	return n.Mutex.Release(ctx, key, token)
 }
 
-func fakeNodes(clk *fakeClock, delays []time.Duration, contended int) ([]dlock.Store, []*slowNode) {
-	var stores []dlock.Store
+func fakeNodes(clk *fakeClock, delays []time.Duration, contended int) ([]driver.Mutex, []*slowNode) {
+	var stores []driver.Mutex
 	var nodes []*slowNode
 	for i, d := range delays {
-		n := &slowNode{Store: memstore.New(nil), clock: clk, delay: d, contended: i < contended}
+		n := &slowNode{Mutex: memstore.New(nil), clock: clk, delay: d, contended: i < contended}
 		stores, nodes = append(stores, n), append(nodes, n)
 	}
 	return stores, nodes
@@ -134,7 +135,7 @@ func TestLateGrantRejected(t *testing.T) {
 	// nodes' real-time TTL, so that only a release (not expiry) frees it.
 	for i, st := range stores {
 		waitFor(t, ttl/2, fmt.Sprintf("node %d to drop the late grant", i), func() bool {
-			_, err := st.(*slowNode).Store.Acquire(context.Background(), "k", "other", ttl)
+			_, err := st.(*slowNode).Mutex.Acquire(context.Background(), "k", "other", ttl)
 			return err == nil
 		})
 	}
@@ -151,7 +152,7 @@ func TestContendedEverywhereSendsNoRelease(t *testing.T) {
 	s, _ := redlock.New(stores, &redlock.Options{Clock: clk, NodeTimeout: time.Second})
 	t.Cleanup(func() { _ = s.Close() })
 	_, err := s.Acquire(context.Background(), "k", "tok", time.Second)
-	var ce *dlock.ContendedError
+	var ce *driver.ContendedError
 	if !errors.As(err, &ce) || ce.Remaining != time.Second {
 		t.Fatalf("Acquire = %v, want *ContendedError with Remaining 1s", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // The cause of a not-held verdict must not depend on which nodes answer
@@ -24,7 +25,7 @@ func TestNotHeldCauseWaitsUntilSettled(t *testing.T) {
 		var v verdict
 		decidedAt := -1
 		for i, cause := range order {
-			v.add(i, dlock.Grant{}, notHeld(cause))
+			v.add(i, driver.Grant{}, notHeld(cause))
 			if v.decided(n, q) {
 				decidedAt = i
 				break
@@ -41,7 +42,7 @@ func TestNotHeldCauseWaitsUntilSettled(t *testing.T) {
 	// A settled cause is decided without waiting for the rest.
 	var v verdict
 	for i := range 3 {
-		v.add(i, dlock.Grant{}, notHeld(expired))
+		v.add(i, driver.Grant{}, notHeld(expired))
 	}
 	if !v.decided(n, q) {
 		t.Fatal("three of five nodes free and two unknown: expired is settled, want decided")

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
-func testAcquireFree(t *testing.T, s dlock.Store) {
+func testAcquireFree(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	g := mustAcquire(t, s, key, tok, long)
 	if g.Holds != 1 || g.Fence == 0 || g.TTL <= 0 || g.TTL > long {
@@ -21,7 +21,7 @@ func testAcquireFree(t *testing.T, s dlock.Store) {
 	}
 }
 
-func testContended(t *testing.T, s dlock.Store) {
+func testContended(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	mustAcquire(t, s, key, tok, long)
 	ce := wantContended(t, s, key)
@@ -31,7 +31,7 @@ func testContended(t *testing.T, s dlock.Store) {
 	mustRelease(t, s, key, tok) // the failed attempt changed nothing
 }
 
-func testReentry(t *testing.T, s dlock.Store) {
+func testReentry(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	g1 := mustAcquire(t, s, key, tok, long)
 	g2 := mustAcquire(t, s, key, tok, long)
@@ -47,7 +47,7 @@ func testReentry(t *testing.T, s dlock.Store) {
 	}
 }
 
-func testFences(t *testing.T, s dlock.Store) {
+func testFences(t *testing.T, s driver.Mutex) {
 	key := Key(t)
 	var last uint64
 	for i := 0; i < 20; i++ {
@@ -61,7 +61,7 @@ func testFences(t *testing.T, s dlock.Store) {
 	}
 }
 
-func testExtend(t *testing.T, s dlock.Store) {
+func testExtend(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	g := mustAcquire(t, s, key, tok, TTL)
 	// Extend well past the short TTL, then check the key outlives it.
@@ -74,12 +74,12 @@ func testExtend(t *testing.T, s dlock.Store) {
 	mustRelease(t, s, key, tok)
 }
 
-func testNonOwner(t *testing.T, s dlock.Store) {
+func testNonOwner(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	g := mustAcquire(t, s, key, tok, long)
 	_, err := s.Extend(ctx(t), key, Token(), long)
-	wantNotHeld(t, err, dlock.ErrTaken)
-	wantNotHeld(t, s.Release(ctx(t), key, Token()), dlock.ErrTaken)
+	wantNotHeld(t, err, driver.ErrTaken)
+	wantNotHeld(t, s.Release(ctx(t), key, Token()), driver.ErrTaken)
 	ce := wantContended(t, s, key)
 	if ce.Remaining > long {
 		t.Fatalf("remaining %v grew", ce.Remaining)
@@ -89,10 +89,10 @@ func testNonOwner(t *testing.T, s dlock.Store) {
 		t.Fatalf("holder's Extend after non-owner calls = %+v, %v", e, err)
 	}
 	mustRelease(t, s, key, tok)
-	wantNotHeld(t, s.Release(ctx(t), key, tok), dlock.ErrExpired)
+	wantNotHeld(t, s.Release(ctx(t), key, tok), driver.ErrExpired)
 }
 
-func testExpiry(t *testing.T, s dlock.Store) {
+func testExpiry(t *testing.T, s driver.Mutex) {
 	key := Key(t)
 	start := time.Now()
 	mustAcquire(t, s, key, Token(), TTL)
@@ -109,7 +109,7 @@ func testExpiry(t *testing.T, s dlock.Store) {
 	}
 }
 
-func testExpiredHolder(t *testing.T, s dlock.Store) {
+func testExpiredHolder(t *testing.T, s driver.Mutex) {
 	key, old := Key(t), Token()
 	mustAcquire(t, s, key, old, TTL)
 	next := Token()
@@ -119,24 +119,24 @@ func testExpiredHolder(t *testing.T, s dlock.Store) {
 	}) {
 		t.Fatal("lease did not expire")
 	}
-	wantNotHeld(t, s.Release(ctx(t), key, old), dlock.ErrTaken)
+	wantNotHeld(t, s.Release(ctx(t), key, old), driver.ErrTaken)
 	_, err := s.Extend(ctx(t), key, old, long)
-	wantNotHeld(t, err, dlock.ErrTaken)
+	wantNotHeld(t, err, driver.ErrTaken)
 	wantContended(t, s, key) // the next holder still holds it
 	mustRelease(t, s, key, next)
 }
 
-func testExtendNoRecreate(t *testing.T, s dlock.Store) {
+func testExtendNoRecreate(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	mustAcquire(t, s, key, tok, TTL)
 	time.Sleep(TTL + 50*time.Millisecond) // letting the lease run out is the point
 	_, err := s.Extend(ctx(t), key, tok, long)
-	wantNotHeld(t, err, dlock.ErrExpired)
-	wantNotHeld(t, s.Release(ctx(t), key, tok), dlock.ErrExpired)
+	wantNotHeld(t, err, driver.ErrExpired)
+	wantNotHeld(t, s.Release(ctx(t), key, tok), driver.ErrExpired)
 	mustAcquire(t, s, key, Token(), long) // free, not re-created by Extend
 }
 
-func testHostile(t *testing.T, s dlock.Store) {
+func testHostile(t *testing.T, s driver.Mutex) {
 	base := Key(t)
 	keys := []string{
 		base + `"'; DEL *`, base + "\n\r\t", base + `") redis.call("flushall") --`,
@@ -155,7 +155,7 @@ func testHostile(t *testing.T, s dlock.Store) {
 	mustAcquire(t, s, base, Token(), long) // untouched by its hostile cousins
 }
 
-func testCancelled(t *testing.T, s dlock.Store) {
+func testCancelled(t *testing.T, s driver.Mutex) {
 	key := Key(t)
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -165,10 +165,10 @@ func testCancelled(t *testing.T, s dlock.Store) {
 	mustAcquire(t, s, key, Token(), long) // and changed nothing
 }
 
-func testNotify(t *testing.T, s dlock.Store) {
-	n, ok := s.(dlock.Notifier)
+func testNotify(t *testing.T, s driver.Mutex) {
+	n, ok := s.(driver.Notifier)
 	if !ok {
-		t.Skip("store does not implement dlock.Notifier")
+		t.Skip("store does not implement driver.Notifier")
 	}
 	key, tok := Key(t), Token()
 	mustAcquire(t, s, key, tok, long)

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // Cases for the expiry rules of re-entry and Extend, and for bounded
-// per-key state (see dlock.Store).
+// per-key state (see driver.Mutex).
 
 // StateReporter is an optional interface of the store under test (usually
 // a test's wrapper around it) for the BoundedState case: it tells how long
@@ -26,7 +26,7 @@ type StateReporter interface {
 // testReentryNeverShortens: a re-entry with a ttl shorter than what the
 // holding has left keeps the longer expiry (S2 of issue 13: a nested Do with
 // a short TTL must not free the outer holding early).
-func testReentryNeverShortens(t *testing.T, s dlock.Store) {
+func testReentryNeverShortens(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	mustAcquire(t, s, key, tok, long)
 	g := mustAcquire(t, s, key, tok, TTL)
@@ -52,7 +52,7 @@ func testReentryNeverShortens(t *testing.T, s dlock.Store) {
 // testExtendShorterShortens: the store follows the latest Extend, also a
 // shorter one (S1 of issue 13, the store's side): held until just before the
 // short ttl ends, free shortly after.
-func testExtendShorterShortens(t *testing.T, s dlock.Store) {
+func testExtendShorterShortens(t *testing.T, s driver.Mutex) {
 	key, tok := Key(t), Token()
 	mustAcquire(t, s, key, tok, long)
 	start := time.Now()
@@ -78,7 +78,7 @@ func testExtendShorterShortens(t *testing.T, s dlock.Store) {
 // testBoundedState: after release (or expiry) and the store's retention,
 // nothing of a key is left (L7 of issue 13). Negative control: a held key
 // does show state, so KeyState is not blind.
-func testBoundedState(t *testing.T, s dlock.Store) {
+func testBoundedState(t *testing.T, s driver.Mutex) {
 	r, ok := s.(StateReporter)
 	if !ok {
 		t.Skip("store does not report its per-key state (storetest.StateReporter)")
@@ -92,7 +92,7 @@ func testBoundedState(t *testing.T, s dlock.Store) {
 	mustAcquire(t, s, expired, Token(), TTL)
 	mustAcquire(t, s, held, Token(), long)
 	keys := []string{released, expired}
-	if tr, ok := s.(dlock.Transferer); ok {
+	if tr, ok := s.(driver.Transferer); ok {
 		moved, a, b := Key(t), Token(), Token()
 		mustAcquire(t, s, moved, a, long)
 		if _, err := tr.Transfer(ctx(t), moved, a, b, long); err != nil {

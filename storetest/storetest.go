@@ -1,12 +1,12 @@
-// Package storetest is the conformance suite for dlock.Store implementations:
+// Package storetest is the conformance suite for driver.Mutex implementations:
 // every store in this module runs it, and third-party stores can too.
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) dlock.Store { return newMyStore(t) })
+//		storetest.Run(t, func(t *testing.T) driver.Mutex { return newMyStore(t) })
 //	}
 //
 // The suite uses real time with short TTLs (TTL below) and checks the rules
-// written on dlock.Store. Each test uses its own keys, so one store may be
+// written on driver.Mutex. Each test uses its own keys, so one store may be
 // shared between tests.
 package storetest
 
@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // TTL is the lease the suite uses for expiry tests; Slack is the scheduling
@@ -30,10 +30,10 @@ const (
 )
 
 // Run runs the suite against stores made by newStore.
-func Run(t *testing.T, newStore func(t *testing.T) dlock.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) driver.Mutex) {
 	tests := []struct {
 		name string
-		fn   func(*testing.T, dlock.Store)
+		fn   func(*testing.T, driver.Mutex)
 	}{
 		{"AcquireFreeKey", testAcquireFree},
 		{"ContendedReturnsRemaining", testContended},
@@ -79,7 +79,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func mustAcquire(t *testing.T, s dlock.Store, key, token string, ttl time.Duration) dlock.Grant {
+func mustAcquire(t *testing.T, s driver.Mutex, key, token string, ttl time.Duration) driver.Grant {
 	t.Helper()
 	g, err := s.Acquire(ctx(t), key, token, ttl)
 	if err != nil {
@@ -88,7 +88,7 @@ func mustAcquire(t *testing.T, s dlock.Store, key, token string, ttl time.Durati
 	return g
 }
 
-func mustRelease(t *testing.T, s dlock.Store, key, token string) {
+func mustRelease(t *testing.T, s driver.Mutex, key, token string) {
 	t.Helper()
 	if err := s.Release(ctx(t), key, token); err != nil {
 		t.Fatalf("Release(%q): %v", key, err)
@@ -96,11 +96,11 @@ func mustRelease(t *testing.T, s dlock.Store, key, token string) {
 }
 
 // wantContended asserts that token cannot acquire key because another holds it.
-func wantContended(t *testing.T, s dlock.Store, key string) *dlock.ContendedError {
+func wantContended(t *testing.T, s driver.Mutex, key string) *driver.ContendedError {
 	t.Helper()
 	_, err := s.Acquire(ctx(t), key, Token(), long)
-	var ce *dlock.ContendedError
-	if !errors.As(err, &ce) || !errors.Is(err, dlock.ErrNotAcquired) {
+	var ce *driver.ContendedError
+	if !errors.As(err, &ce) || !errors.Is(err, driver.ErrNotAcquired) {
 		t.Fatalf("Acquire by another token: got %v, want *ContendedError matching ErrNotAcquired", err)
 	}
 	return ce
@@ -108,7 +108,7 @@ func wantContended(t *testing.T, s dlock.Store, key string) *dlock.ContendedErro
 
 func wantNotHeld(t *testing.T, err, cause error) {
 	t.Helper()
-	if !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, cause) {
+	if !errors.Is(err, driver.ErrNotHeld) || !errors.Is(err, cause) {
 		t.Fatalf("got %v, want ErrNotHeld with cause %v", err, cause)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // openStore connects to the store for `dlock run`. Without --wait, or with
@@ -110,7 +111,7 @@ func (e *contendedMessage) Unwrap() error { return e.err }
 // holder's remaining lease (rounded) when the store reported it. It still
 // matches everything err matches.
 func notAcquiredError(f *runFlags, err error) error {
-	var ce *dlock.ContendedError
+	var ce *driver.ContendedError
 	if !errors.As(err, &ce) {
 		return plain(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/memstore"
 )
 
@@ -22,7 +23,7 @@ func TestL6UnreachableReporterPacing(t *testing.T) {
 	now := t0
 	r := &unreachableReporter{w: &out, key: "k", until: "until --wait 1m runs out", now: func() time.Time { return now }}
 	down := fmt.Errorf("%w: connection refused", dlock.ErrUnavailable)
-	held := &dlock.ContendedError{Remaining: time.Second}
+	held := &driver.ContendedError{Remaining: time.Second}
 	steps := []struct {
 		at    time.Duration
 		err   error
@@ -53,7 +54,7 @@ func TestL6UnreachableReporterPacing(t *testing.T) {
 // A6 (unit): the CLI's contention text names the remaining lease, rounded,
 // and still matches the library's sentinel.
 func TestA6NotAcquiredMessageRoundsRemainingLease(t *testing.T) {
-	err := fmt.Errorf("%w", &dlock.ContendedError{Remaining: 29395717523 * time.Nanosecond})
+	err := fmt.Errorf("%w", &driver.ContendedError{Remaining: 29395717523 * time.Nanosecond})
 	got := notAcquiredError(&runFlags{key: "k", wait: 0, waitSet: true}, err)
 	if got.Error() != `lock "k" not acquired (--wait 0: a single try): held by another owner (remaining lease 29.4s)` || !errors.Is(got, dlock.ErrNotAcquired) {
 		t.Fatalf("got %q", got)
@@ -62,10 +63,10 @@ func TestA6NotAcquiredMessageRoundsRemainingLease(t *testing.T) {
 
 // refusingInspector is a store whose Inspect refuses, as redisstore does for
 // a value that is not a lock.
-type refusingInspector struct{ dlock.Store }
+type refusingInspector struct{ driver.Mutex }
 
-func (refusingInspector) Inspect(context.Context, string) (dlock.Info, error) {
-	return dlock.Info{}, fmt.Errorf("%w: the key holds a value that is not a lock", dlock.ErrRefused)
+func (refusingInspector) Inspect(context.Context, string) (driver.Info, error) {
+	return driver.Info{}, fmt.Errorf("%w: the key holds a value that is not a lock", dlock.ErrRefused)
 }
 
 // A7 (unit): status turns a refused Inspect into ExitRefused naming the key,
@@ -79,10 +80,10 @@ func TestA7InspectRefusedIsExitRefused(t *testing.T) {
 
 // refusingAcquirer is a store whose Acquire refuses, as redisstore does for
 // a user lacking EVALSHA (NOPERM).
-type refusingAcquirer struct{ dlock.Store }
+type refusingAcquirer struct{ driver.Mutex }
 
-func (refusingAcquirer) Acquire(context.Context, string, string, time.Duration) (dlock.Grant, error) {
-	return dlock.Grant{}, fmt.Errorf("%w: NOPERM this user has no permissions to run the 'evalsha' command", dlock.ErrRefused)
+func (refusingAcquirer) Acquire(context.Context, string, string, time.Duration) (driver.Grant, error) {
+	return driver.Grant{}, fmt.Errorf("%w: NOPERM this user has no permissions to run the 'evalsha' command", dlock.ErrRefused)
 }
 
 // L6 (unit): a refusal ends run's unbounded wait at once with ExitRefused

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 func init() { subcommands = append(subcommands, newStatusCmd) }
@@ -87,8 +88,8 @@ missing.
 
 // inspect reads one key's state through the store's Inspector capability.
 // A store that refuses (dlock.ErrRefused) gives ExitRefused, naming the key.
-func inspect(ctx context.Context, store dlock.Store, key string) (lockStatus, error) {
-	in, ok := store.(dlock.Inspector)
+func inspect(ctx context.Context, store driver.Mutex, key string) (lockStatus, error) {
+	in, ok := store.(driver.Inspector)
 	if !ok {
 		return lockStatus{}, exitWith(ExitUsage, errors.New("this store cannot inspect locks; use --redis, --redis-cluster, --redis-sentinel or --redlock"))
 	}

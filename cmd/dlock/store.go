@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 )
 
@@ -52,7 +52,7 @@ func (f *storeFlags) register(cmd *cobra.Command) {
 
 // openedStore is a store and the clients behind it, which the CLI owns.
 type openedStore struct {
-	Store   dlock.Store
+	Store   driver.Mutex
 	Clients []redis.UniversalClient
 	Desc    string // for messages; never contains a password
 }

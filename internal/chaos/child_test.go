@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/history"
 	"example.com/dlock/redisstore"
 )
@@ -41,7 +42,7 @@ func runChild(role string) int {
 		return 2
 	}
 	defer inner.Close()
-	var store dlock.Store = inner
+	var store driver.Mutex = inner
 	switch env("STORE") {
 	case "nocheck":
 		store = noCheckStore{inner, lockRDB}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/check"
 	"example.com/dlock/internal/chaos/history"
 )
@@ -123,7 +124,7 @@ func (w *worker) doRec(ctx context.Context, tok string, ttl time.Duration, renew
 // have been applied. A refusal by the local queue (Remaining < 0) never
 // reached the store and is not recorded.
 func (a *app) finishAcquire(op *history.Op, l *dlock.Lease, err error) {
-	var ce *dlock.ContendedError
+	var ce *driver.ContendedError
 	switch {
 	case err == nil:
 		op.Token, op.Fence, op.ValidUntil = history.TokenID(l.Token()), l.Fence(), history.Mono(l.ValidUntil())

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/check"
 	"example.com/dlock/internal/chaos/history"
 	"example.com/dlock/internal/redisserver"
@@ -21,13 +22,13 @@ const lockRedisKey = "dlock:{" + lockKey + "}"
 // clock jump or eviction looks like), B takes the lock, then A — still
 // believing it holds — releases; C tries. It returns A's release error, the
 // overlaps in the history and whether B still holds.
-func staleRelease(t *testing.T, wrap func(*redisstore.Store, *redis.Client) dlock.Store) (error, int, bool) {
+func staleRelease(t *testing.T, wrap func(*redisstore.Store, *redis.Client) driver.Mutex) (error, int, bool) {
 	_, rdb := newRedis(t)
 	ctx := testCtx(t, time.Minute)
 	var rec history.Recorder
-	var w func(*redisstore.Store) dlock.Store
+	var w func(*redisstore.Store) driver.Mutex
 	if wrap != nil {
-		w = func(s *redisstore.Store) dlock.Store { return wrap(s, rdb) }
+		w = func(s *redisstore.Store) driver.Mutex { return wrap(s, rdb) }
 	}
 	a := newApp(t, &rec, 1, rdb, nil, w)
 	b := newApp(t, &rec, 2, rdb, nil, nil)
@@ -68,7 +69,7 @@ func TestReleaseOnlyByOwner(t *testing.T) {
 // Negative control for R17: a store whose release ignores the owner deletes
 // B's lock and C overlaps B.
 func TestReleaseNegativeControlTokenCheckRemoved(t *testing.T) {
-	_, overlaps, bHolds := staleRelease(t, func(s *redisstore.Store, rdb *redis.Client) dlock.Store { return releaseAnyStore{s, rdb} })
+	_, overlaps, bHolds := staleRelease(t, func(s *redisstore.Store, rdb *redis.Client) driver.Mutex { return releaseAnyStore{s, rdb} })
 	t.Logf("RESULT release-control overlaps=%d b-holds=%v", overlaps, bHolds)
 	if overlaps == 0 || bHolds {
 		t.Fatal("release without the token check is not detected")
@@ -89,13 +90,13 @@ func TestExtendDoesNotResurrect(t *testing.T) {
 
 // Negative control for R18: setNX-on-extend brings the lock back.
 func TestExtendNegativeControlResurrects(t *testing.T) {
-	resurrected, _ := extendLost(t, func(s *redisstore.Store) dlock.Store { return resurrectStore{s} })
+	resurrected, _ := extendLost(t, func(s *redisstore.Store) driver.Mutex { return resurrectStore{s} })
 	if !resurrected {
 		t.Fatal("a resurrecting extend is not detected")
 	}
 }
 
-func extendLost(t *testing.T, wrap func(*redisstore.Store) dlock.Store) (bool, error) {
+func extendLost(t *testing.T, wrap func(*redisstore.Store) driver.Mutex) (bool, error) {
 	_, rdb := newRedis(t)
 	ctx := testCtx(t, time.Minute)
 	var rec history.Recorder

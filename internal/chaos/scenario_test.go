@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/check"
 	"example.com/dlock/internal/chaos/history"
 	"example.com/dlock/redisstore"
@@ -20,14 +21,14 @@ const slack = 250 * time.Millisecond
 
 // newApp returns an in-process recorded client over rdb; wrap, if set,
 // replaces the store (a negative control).
-func newApp(t *testing.T, rec *history.Recorder, client int, rdb, res *redis.Client, wrap func(*redisstore.Store) dlock.Store) *app {
+func newApp(t *testing.T, rec *history.Recorder, client int, rdb, res *redis.Client, wrap func(*redisstore.Store) driver.Mutex) *app {
 	t.Helper()
 	s, err := redisstore.New(rdb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	var store dlock.Store = s
+	var store driver.Mutex = s
 	if wrap != nil {
 		store = wrap(s)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 )
 
@@ -23,20 +24,20 @@ type noCheckStore struct {
 	rdb *redis.Client
 }
 
-func (s noCheckStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s noCheckStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, err := s.Store.Acquire(ctx, key, token, ttl)
-	var ce *dlock.ContendedError
+	var ce *driver.ContendedError
 	if !errors.As(err, &ce) {
 		return g, err
 	}
 	lock, _ := s.Keys(key)
 	info, err := s.Inspect(ctx, key)
 	if err != nil {
-		return dlock.Grant{}, err
+		return driver.Grant{}, err
 	}
 	f := info.Fence + 1 // "<holds>:<fence>:<call id>:<owner>": redisstore's layout
 	err = s.rdb.Set(ctx, lock, "1:"+strconv.FormatUint(f, 10)+":mutant:"+token, redis.KeepTTL).Err()
-	return dlock.Grant{Fence: f, Holds: 1, TTL: ttl}, err
+	return driver.Grant{Fence: f, Holds: 1, TTL: ttl}, err
 }
 
 // releaseAnyStore deletes the key on Release whoever holds it (the token
@@ -55,7 +56,7 @@ func (s releaseAnyStore) Release(ctx context.Context, key, token string) error {
 // (setNX-on-extend): the lock comes back from the dead.
 type resurrectStore struct{ *redisstore.Store }
 
-func (s resurrectStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s resurrectStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, err := s.Store.Extend(ctx, key, token, ttl)
 	if errors.Is(err, dlock.ErrExpired) {
 		return s.Store.Acquire(ctx, key, token, ttl)
@@ -70,7 +71,7 @@ type persistStore struct {
 	rdb *redis.Client
 }
 
-func (s persistStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (dlock.Grant, error) {
+func (s persistStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, err := s.Store.Acquire(ctx, key, token, ttl)
 	if err == nil {
 		lock, _ := s.Keys(key)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/check"
 	"example.com/dlock/internal/chaos/history"
 	"example.com/dlock/redisstore"
@@ -55,7 +56,7 @@ func (a *app) tryLock(ctx context.Context, key string, ttl time.Duration) (*dloc
 }
 
 func isContended(err error) bool {
-	var ce *dlock.ContendedError
+	var ce *driver.ContendedError
 	return errors.As(err, &ce) && !errors.Is(err, dlock.ErrUnavailable) &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 	"example.com/dlock/storetest"
 )
@@ -23,7 +24,7 @@ func TestRedisstoreConformanceOnEmbedded(t *testing.T) {
 	t.Cleanup(e.Close)
 	rdb := redis.NewClient(&redis.Options{Addr: e.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	storetest.Run(t, func(t *testing.T) dlock.Store {
+	storetest.Run(t, func(t *testing.T) driver.Mutex {
 		s, err := redisstore.New(rdb, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -50,14 +51,14 @@ func TestRedisstoreExtrasOnEmbedded(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
-	var reqs []dlock.ExtendRequest
+	var reqs []driver.ExtendRequest
 	for _, k := range []string{"b1", "b2"} {
 		if _, err := s.Acquire(ctx, k, "tok", time.Second); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, dlock.ExtendRequest{Key: k, Token: "tok", TTL: time.Minute})
+		reqs = append(reqs, driver.ExtendRequest{Key: k, Token: "tok", TTL: time.Minute})
 	}
-	reqs = append(reqs, dlock.ExtendRequest{Key: "b1", Token: "other", TTL: time.Minute})
+	reqs = append(reqs, driver.ExtendRequest{Key: "b1", Token: "other", TTL: time.Minute})
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}

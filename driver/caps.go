@@ -1,0 +1,180 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Notifier wakes waiters when a key is released.
+//
+// Absent: waiters retry with the client's backoff, capped by the holder's
+// remaining TTL when the store reports it (ContendedError.Remaining).
+type Notifier interface {
+	// Subscribe registers interest in releases of key. Once it returns
+	// without error, every later release of key sends a value on the channel
+	// (values may be coalesced; the channel is never closed). A value means
+	// key was released (or, on stores that say so, expired): acquisitions,
+	// extensions and refused releases send nothing, since every spurious
+	// wake-up costs each waiter a round trip. cancel ends the subscription
+	// and must be called exactly once.
+	Subscribe(ctx context.Context, key string) (ch <-chan struct{}, cancel func(), err error)
+}
+
+// Queuer waits for a key in the store's own queue (etcd's and ZooKeeper's
+// FIFO of waiters, a database's blocking lock wait), so that waiting needs
+// neither polling nor notifications, and waiters are served in order across
+// every process, including processes that are not dlock (etcdctl lock,
+// Curator).
+//
+// Absent: the client waits with Acquire, Notifier and backoff.
+type Queuer interface {
+	// AcquireQueued behaves as Acquire, but when another owner holds key it
+	// joins the store's queue and waits until token holds key or ctx ends.
+	// When it returns an error (ctx's, or the store's) it has left nothing
+	// in the store: its queue entry is removed. An error matching no
+	// sentinel means the outcome is unknown, as for Acquire.
+	AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
+}
+
+// ExtendRequest is one item of a batched renewal.
+type ExtendRequest struct {
+	Key, Token string
+	TTL        time.Duration
+}
+
+// ExtendResult is the outcome of one ExtendRequest.
+type ExtendResult struct {
+	Grant Grant
+	Err   error
+}
+
+// BatchExtender renews many leases in one round trip (a pipeline, or one
+// session keepalive).
+//
+// Absent: the renewal loop calls Extend once per lease.
+type BatchExtender interface {
+	// ExtendBatch behaves like calling Extend for each request, returning one
+	// result per request in the same order.
+	ExtendBatch(ctx context.Context, reqs []ExtendRequest) []ExtendResult
+}
+
+// Transferer passes a held key from one token to another in one call, for
+// the client's local handoff to a waiter of the same client. The transfer is
+// a new holding: a new owner token and a fence greater than every earlier
+// one.
+//
+// Absent: the client releases the key and the waiter acquires it.
+type Transferer interface {
+	// Transfer makes token to the holder of key with one hold, a fence
+	// greater than every earlier one and an expiry of ttl, if token from
+	// holds key with exactly one hold. If from does not hold key it changes
+	// nothing and returns NotHeld(taken); if from holds it more than once
+	// (re-entered) it changes nothing and returns an error matching
+	// ErrInvalid.
+	Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (Grant, error)
+}
+
+// Action is the lock step of an Atomic Step.
+type Action int
+
+// The lock steps an Atomic store can combine with a resource read or write.
+const (
+	// Acquire as Mutex.Acquire (Token, TTL). Write must be nil.
+	Acquire Action = iota + 1
+	// Transfer as Transferer.Transfer (Token → To, TTL).
+	Transfer
+	// Release as Mutex.Release (Token).
+	Release
+)
+
+// Step is one lock step plus at most one read and one write of a resource
+// key: the caller's own data, named verbatim (no prefix).
+type Step struct {
+	Action Action
+	Key    string
+	// Token is the acquiring token (Acquire) or the current holder
+	// (Transfer, Release).
+	Token string
+	// To is the receiving token of a Transfer.
+	To string
+	// TTL is the lease length of an Acquire or Transfer.
+	TTL time.Duration
+	// Write, if not nil, sets a resource key, only while Token holds Key and
+	// in the same atomic step as a Release or Transfer.
+	Write *Write
+	// Read, if not empty, names a resource key whose value is returned as it
+	// is right after the step (after Write, when both are set).
+	Read string
+}
+
+// Write is a resource write of an Atomic Step.
+type Write struct {
+	Resource, Value string
+}
+
+// Value is a resource key's value read by an Atomic Step.
+type Value struct {
+	// Data is the value; empty when the key did not exist.
+	Data string
+	// Found reports whether the key existed.
+	Found bool
+}
+
+// Atomic combines a lock step with a read or write of the caller's data in
+// one atomic step and round trip: dlock.WithRead and Lease.Commit.
+//
+// Absent: WithRead reads nothing (Lease.ValueRead reports false) and
+// Lease.Commit returns an error matching ErrInvalid before any I/O.
+type Atomic interface {
+	// Apply performs step. A step whose lock part fails or is contended
+	// reads and writes nothing and returns the lock part's error. A store
+	// that cannot honour a resource name (a Redis Cluster key in another
+	// slot than the lock's) returns an error matching ErrInvalid and changes
+	// nothing.
+	Apply(ctx context.Context, step Step) (Grant, Value, error)
+}
+
+// Info describes the state of one key, as reported by an Inspector.
+type Info struct {
+	// Held reports whether some owner holds the key.
+	Held bool
+	// Token is the holder's owner token, if the store knows it (a secret:
+	// abbreviate it for display); empty for a holder that is not a dlock
+	// client (etcdctl lock).
+	Token string
+	// Holds is the holder's hold count.
+	Holds int
+	// Remaining is the holder's remaining time to live; negative if the
+	// store does not know.
+	Remaining time.Duration
+	// Fence is the holding's fence, or when free the last fence issued for
+	// the key; 0 if none is known (never locked, or released longer ago than
+	// the store keeps state for).
+	Fence uint64
+}
+
+// Inspector reads a key's state without changing it (dlock status).
+//
+// Absent: dlock status reports that the store cannot inspect keys.
+type Inspector interface {
+	Inspect(ctx context.Context, key string) (Info, error)
+}
+
+// Lister enumerates the keys a store has state for (dlock list), without
+// knowing its layout.
+//
+// Absent: dlock list reports that the store cannot list keys.
+type Lister interface {
+	// List calls fn for each key with state whose name starts with prefix,
+	// in no particular order, until fn returns false or the keys run out.
+	// Keys that are not locks are skipped.
+	List(ctx context.Context, prefix string, fn func(key string, info Info) bool) error
+}
+
+// WaiterCounter counts the waiters that are listening for releases of a key
+// across every client (Redis subscribers, queued etcd keys).
+//
+// Absent: waiter counts are reported as unknown.
+type WaiterCounter interface {
+	Waiters(ctx context.Context, key string) (int, error)
+}

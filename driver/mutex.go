@@ -1,0 +1,101 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Mutex is the primitive behind dlock.Client: an exclusive, re-entrant lock
+// per key, owned by a token, with a fence per holding.
+//
+// Rules, besides the ones in the package documentation (checked by package
+// drivertest):
+//
+//   - Acquire by the token that already holds a key re-enters: the hold
+//     count goes up, the fence stays the same, and the expiry becomes the
+//     later of the current one and ttl from now: a re-entry never shortens a
+//     holding.
+//   - Extend sets the expiry to ttl from now, shorter or longer: the store
+//     follows the latest Extend. Extend never re-creates a key.
+//   - Every acquisition of a free key gets a fence strictly greater than any
+//     earlier fence of that key (as far as the store can promise; a store
+//     documents its limits).
+//   - Per-key state is bounded: once a key is released (or expired) and the
+//     store's documented retention has passed, nothing of it is left.
+//   - Extend and Release by a token that does not hold the key change
+//     nothing and return NotHeld(taken).
+//
+// On a session-based store (Model.Session) the ttl arguments carry the
+// client's lease length, but the holding lasts as long as the store's
+// session: Grant.TTL reports how long the session is certain to last,
+// counted from the start of the call, and Extend renews the session (all of
+// the store's holdings at once) and confirms the key is still held.
+type Mutex interface {
+	// Model declares the store's time and liveness model. It does no I/O and
+	// returns the same value every time.
+	Model() Model
+
+	// Acquire makes token the holder of key for ttl if key is free, or adds a
+	// hold if token already holds it. If another token holds key, it returns
+	// a *ContendedError and changes nothing.
+	Acquire(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
+
+	// Extend sets the expiry of key to ttl from now (shorter or longer) if
+	// token holds it.
+	Extend(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
+
+	// Release removes one hold of token on key; the key is freed, and waiters
+	// notified, when the count reaches zero.
+	Release(ctx context.Context, key, token string) error
+}
+
+// Grant describes a successful Acquire, Extend or transfer.
+type Grant struct {
+	// Fence is the fencing token of the current holding: strictly greater than
+	// any earlier holding's, unchanged by re-entry and extension.
+	Fence uint64
+	// Holds is the hold count after the call (1 for a first acquisition).
+	Holds int
+	// TTL is how long, counted from the moment the call started, the store
+	// keeps the key for token at least. Per-key stores return the requested
+	// ttl unless they had to shorten it (Redlock subtracts its own elapsed
+	// time); session-based stores return how long their session is certain
+	// to last. For a re-entry the holding may last longer, never shorter.
+	TTL time.Duration
+}
+
+// Model is a store's time and liveness model: what lease lengths it can keep,
+// whose clock decides expiry, and whether locks live in a session.
+type Model struct {
+	// MinTTL and MaxTTL bound the ttl a per-key store can honour (MaxTTL 0:
+	// no upper bound). The client refuses a WithTTL outside them with
+	// ErrInvalid before any I/O, and raises its default TTL to MinTTL.
+	MinTTL, MaxTTL time.Duration
+	// Granularity is the unit the store keeps TTLs in (a millisecond on
+	// Redis, a second on etcd). The client rounds lease lengths up to it.
+	Granularity time.Duration
+	// ServerClock reports that expiry is decided on the server's clock, so
+	// client clocks need not agree (only run at similar rates).
+	ServerClock bool
+	// Session reports that holdings live as long as one session of the store
+	// (etcd lease, ZooKeeper session, database connection), not a per-key
+	// TTL. All of a store's holdings share the session; renewal is the
+	// session's keepalive (Extend); the TTL a client asks for is replaced by
+	// SessionTTL.
+	Session bool
+	// SessionTTL is the session's time to live, when Session is set.
+	SessionTTL time.Duration
+}
+
+// TTLFor returns the lease length the client uses for a requested ttl under
+// m: the session's TTL on session-based stores, else ttl rounded up to the
+// granularity.
+func (m Model) TTLFor(ttl time.Duration) time.Duration {
+	if m.Session && m.SessionTTL > 0 {
+		return m.SessionTTL
+	}
+	if g := m.Granularity; g > 0 && ttl%g != 0 {
+		ttl += g - ttl%g
+	}
+	return ttl
+}
