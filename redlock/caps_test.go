@@ -144,6 +144,15 @@ func TestCapabilitiesOfPlainNodesAreUnsupported(t *testing.T) {
 		t.Errorf("Waiters: want ErrUnsupported, got %v", waitersErr)
 	}
 
+	plain, err := redlock.New([]driver.Mutex{plainNode{memstore.New(nil)}, plainNode{memstore.New(nil)}, plainNode{memstore.New(nil)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, _, err := plain.Subscribe(ctx, "k"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Subscribe with no notifying node: want ErrUnsupported, got %v", err)
+	}
+
 	nodes[1] = wrappedNode{memstore.New(nil)}
 	s2, err := redlock.New(nodes, nil)
 	if err != nil {
@@ -153,4 +162,9 @@ func TestCapabilitiesOfPlainNodesAreUnsupported(t *testing.T) {
 	if _, err := s2.Inspect(ctx, "k"); err != nil {
 		t.Errorf("Inspect through an unwrapping wrapper: %v", err)
 	}
+	_, cancel, err := s2.Subscribe(ctx, "k")
+	if err != nil {
+		t.Fatalf("Subscribe through an unwrapping wrapper: %v", err)
+	}
+	cancel()
 }

@@ -26,6 +26,8 @@ const subscribeTimeoutFactor = 4
 // holder's expiry. If fewer than a majority confirm, it waits for every
 // node's answer (bounded by four node timeouts) and succeeds if at least one
 // confirmed; if none did, it returns an error matching driver.ErrUnavailable.
+// Nodes are found to be Notifiers through wrappers (driver.As); if none is,
+// it returns an error matching errors.ErrUnsupported.
 // cancel ends every kept subscription and the merging goroutine.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := dlock.ValidateKey(key); err != nil {
@@ -33,9 +35,12 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 	}
 	var notifiers []int
 	for i, n := range s.nodes {
-		if _, ok := n.(driver.Notifier); ok {
+		if _, ok := driver.As[driver.Notifier](n); ok {
 			notifiers = append(notifiers, i)
 		}
+	}
+	if len(notifiers) == 0 {
+		return nil, nil, driver.Unsupported("notifications", "no redlock node can notify releases")
 	}
 	rs := s.subscribeAll(ctx, key, notifiers)
 	var subs []sub
@@ -116,7 +121,8 @@ type sub struct {
 // cancelled at once, so none is left behind.
 func (s *Store) subscribeAll(ctx context.Context, key string, nodes []int) []reply[sub] {
 	return fanout(ctx, s.pool, subscribeTimeoutFactor*s.timeout, nodes, func(ctx context.Context, i int) (sub, error) {
-		ch, c, err := s.nodes[i].(driver.Notifier).Subscribe(ctx, key)
+		nt, _ := driver.As[driver.Notifier](s.nodes[i])
+		ch, c, err := nt.Subscribe(ctx, key)
 		return sub{ch, c}, err
 	}, func(rs []reply[sub]) bool {
 		confirmed := 0
