@@ -146,4 +146,35 @@
 // is not a consensus protocol: use the fencing token at the protected
 // resource when correctness matters, and see the README's safety model.
 // Configure node clients with ClientOptions.
+//
+// # Capabilities
+//
+// Model: per-key TTLs of at least 10 ms in milliseconds, with the validity
+// counted on the client's clock (ServerClock false). Besides driver.Mutex a
+// Store is a driver.Notifier (release wake-ups merged from the nodes),
+// driver.BatchExtender (one pipeline per node), driver.Inspector and
+// driver.Lister (the majority's view: held only by a token that holds the
+// key on a quorum), driver.WaiterCounter (the largest count of any node:
+// every waiter subscribes on several nodes, so a sum would count it several
+// times) and driver.Doctor (each node's checks, plus node count, quorum,
+// independence and fencing). Node capabilities are found through wrappers
+// with driver.As; a capability no node set can serve (nodes that cannot
+// inspect, list, count waiters or notify) answers with an error matching
+// errors.ErrUnsupported. It is neither a driver.Transferer nor a
+// driver.Atomic: the client hands a key over by release and acquire, and
+// WithRead and Lease.Commit fall back as those capabilities document.
+//
+// # URLs
+//
+// Importing the package registers the scheme redlock with driver.Register:
+//
+//	redlock://[user:pass@]host:port,host:port,host:port[?query]
+//	redlock://?node=redis://host:port&node=rediss://user:pass@host:port[&query]
+//
+// The first form shares the credentials and go-redis query parameters
+// among the nodes; the second gives each node its own redis:// or rediss://
+// URL (or bare host:port). Both take prefix=, node-timeout=, drift-factor=
+// and fencing=false (see ParseURL). The opener applies ClientOptions to
+// every node's client, makes no network call, and its Opened.Close closes
+// the store and the clients it made.
 package redlock

@@ -1,0 +1,89 @@
+// Package redisstore is the driver.Mutex for Redis: a single server, a
+// Sentinel-managed primary or a Cluster, through any go-redis
+// redis.UniversalClient.
+//
+// Each operation is one round trip: a Lua script run by EVALSHA (falling back
+// to EVAL when the server lacks it). Acquires and releases made by several
+// goroutines at once share round trips: while a few are on the wire, the
+// next ones go out together as one pipeline (each still its own script call
+// with its own reply, and each caller's context keeps its meaning). A lock
+// named K is one string PREFIX{K} = "<holds>:<fence>:<call id>:<owner token>"
+// with an expiry, and its release channel is PREFIX{K}:released. Holds 0 is a
+// tombstone: a final release leaves the lock free, with its last fence, for
+// Options.Retention. A new holding's fence is max(last fence + 1, the
+// server's TIME in microseconds), so fences strictly increase per key while
+// the tombstone lasts and, after it is gone, as long as the server's clock
+// does not step back past the fences it issued (this also holds across a
+// restart without persistence, and across a failover to a replica that
+// missed the last holding, as long as the two servers' clocks agree). No per-key state outlives the retention: a
+// key locked once costs nothing after its lease or its retention ends.
+//
+// A call that changes a lock carries a call id, recorded in the lock; a
+// final release or a transfer also leaves PREFIX{K}:released:<owner token> =
+// "<call id>:<fence>" for the retention. go-redis resends a command after a
+// read timeout or a broken connection (MaxRetries, on by default) and a
+// store cannot turn that off per command; with these records a resent
+// acquire, release, transfer or commit finds that it already ran and answers
+// what the first run did instead of running again. So ErrNotHeld (ErrLost
+// for Commit) always means nothing was written, provided the client's
+// retries end within the retention (Options.Retention). One gap: a release
+// resent after another goroutine with the same dlock.Owner re-acquired the
+// key in between is not recognised; keep one Owner to one goroutine at a
+// time per key, as the Owner doc asks.
+//
+// The {K} hash tag keeps all of a lock's keys in one Cluster slot. Taking a
+// lock costs the server TIME and SET NX PX GET in the script, plus a SET
+// over a tombstone; a final release GET, two SETs (tombstone and record)
+// and PUBLISH: per command, not per byte, is what a script costs Redis. It
+// needs Redis 7.0 or later (SET with both NX and GET). Earlier versions of this
+// package kept the lock in other layouts (a hash, or "<holds>:<owner>" with
+// a separate PREFIX{K}:fence counter): a process running one of them and a
+// process running this one refuse each other's locks (errors matching
+// driver.ErrRefused from this version, never a grant) instead of sharing
+// them, so upgrade the processes that share a Prefix together, or give the
+// upgraded ones a new Prefix. The old PREFIX{K}:fence counters are neither
+// read nor written any more: delete them at leisure.
+//
+// Errors that retrying cannot fix (missing ACL permissions, failed
+// authentication, an unknown command, a lock key holding something that is
+// not a lock) match driver.ErrRefused and name the key; other errors are
+// returned as they are (the core treats them as unavailable).
+//
+// Safety: Redis replicates asynchronously, so a failover can lose a lock
+// (and the fence then rests on the new primary's clock). Use the
+// fencing token at the protected resource when correctness matters (see the
+// README's safety model).
+//
+// # Capabilities
+//
+// Model: per-key TTLs of at least 10 ms, kept in milliseconds on the
+// server's clock (ServerClock). Besides driver.Mutex a Store is a
+// driver.Notifier (pub/sub on the release channel), driver.BatchExtender
+// (one pipeline), driver.Transferer, driver.Atomic (a resource read or write
+// in the same script), driver.Inspector, driver.Lister (SCAN; on a Cluster,
+// every primary), driver.WaiterCounter (PUBSUB NUMSUB, summed over a
+// Cluster's nodes) and driver.Doctor (server, ACL and Cluster checks).
+//
+// # URLs
+//
+// Importing the package registers these schemes with driver.Register, for
+// driver.Open (and the CLI's --store):
+//
+//	redis://[user:pass@]host:port[/db]                    one server
+//	rediss://…                                            the same over TLS
+//	redis+cluster://[user:pass@]host:port,host:port       a Cluster (seed nodes)
+//	redis+sentinel://[user:pass@]host:port,host:port/<master-name>[?db=N]
+//	rediss+cluster://…, rediss+sentinel://…               over TLS
+//
+// A missing port means 6379 (except on the last host of a list, where Go's
+// URL parser wants one); IPv6 literals work only in single-host URLs. On
+// Sentinel URLs user:pass are the primary's credentials and the query
+// parameters sentinel-username= and sentinel-password= the Sentinels' own.
+// Every form takes prefix= (Options.Prefix) and retention=
+// (Options.Retention, a Go duration); other query parameters are go-redis'
+// own (dial_timeout=, read_timeout=, max_retries=, …; see redis.ParseURL).
+// Opening makes no network call; Opened.Close closes the store and the
+// client the opener made; Opened.Describe names the servers, never a
+// password. Bad URLs return errors matching driver.ErrInvalid that do not
+// contain the password.
+package redisstore
