@@ -168,3 +168,26 @@ func TestCapabilitiesOfPlainNodesAreUnsupported(t *testing.T) {
 	}
 	cancel()
 }
+
+// TestModelAndCapabilities: validity on the client's clock, and the
+// capabilities the package doc lists (and not the ones it says it lacks).
+func TestModelAndCapabilities(t *testing.T) {
+	s, err := redlock.New([]driver.Mutex{memstore.New(nil)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if m := s.Model(); m.ServerClock || m.Session || m.MinTTL != 10*time.Millisecond || m.Granularity != time.Millisecond {
+		t.Errorf("Model = %+v", m)
+	}
+	var m driver.Mutex = s
+	if !has[driver.Notifier](m) || !has[driver.BatchExtender](m) || !has[driver.Inspector](m) ||
+		!has[driver.Lister](m) || !has[driver.WaiterCounter](m) || !has[driver.Doctor](m) {
+		t.Error("a capability the package doc lists is missing")
+	}
+	if has[driver.Transferer](m) || has[driver.Atomic](m) || has[driver.Queuer](m) {
+		t.Error("a capability the package doc says redlock lacks is present")
+	}
+}
+
+func has[T any](m driver.Mutex) bool { _, ok := driver.As[T](m); return ok }
