@@ -61,6 +61,9 @@ func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if u.Opaque != "" {
+		return nil, nil, fmt.Errorf("%w: %s URL: write %s://host:port", driver.ErrInvalid, scheme, scheme)
+	}
 	if strings.Contains(u.Host, ",") {
 		return nil, nil, fmt.Errorf("%w: %s URL names several hosts: use redis+cluster:// or redis+sentinel://, or redlock:// for independent servers", driver.ErrInvalid, scheme)
 	}

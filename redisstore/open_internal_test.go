@@ -92,6 +92,7 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		{"redis+sentinel://u:hunter2@a:1/m/x", "path"},
 		{"redis+sentinel://a:1/m?sentinel-password=hunter2&db=x", "database"},
 		{"redis://u:hunter2@h:0", "not in 1-65535"},
+		{"redis:u:hunter2@h:1", "host:port"},
 	} {
 		op, err := driver.Open(context.Background(), tc.raw)
 		if err == nil {
@@ -102,6 +103,15 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: want ErrInvalid naming %q without the password, got %v", tc.raw, tc.want, err)
 		}
+	}
+}
+
+// TestParseURLRedactsUnparsable: ParseURL's own parse error hides the
+// password too.
+func TestParseURLRedactsUnparsable(t *testing.T) {
+	_, _, err := ParseURL("redis://u:hunter2@h:bad")
+	if !errors.Is(err, driver.ErrInvalid) || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("want ErrInvalid without the password, got %v", err)
 	}
 }
 
