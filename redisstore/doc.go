@@ -62,7 +62,8 @@
 // (one pipeline), driver.Transferer, driver.Atomic (a resource read or write
 // in the same script), driver.Inspector, driver.Lister (SCAN; on a Cluster,
 // every primary), driver.WaiterCounter (PUBSUB NUMSUB, summed over a
-// Cluster's nodes) and driver.Doctor (server, ACL and Cluster checks).
+// Cluster's nodes) and driver.Doctor (server, ACL, Cluster and,
+// when opened from a redis+sentinel:// URL, Sentinel checks).
 //
 // # URLs
 //

@@ -37,7 +37,11 @@ var _ driver.Doctor = (*Store)(nil)
 //     expires within a second (Warn naming the denied ones, and the ACL
 //     rules that allow them);
 //   - cluster (on a Cluster): CLUSTER INFO reports cluster_state ok, and
-//     every primary answers.
+//     every primary answers;
+//   - sentinel (on a store opened from a redis+sentinel:// URL): every
+//     Sentinel answers, they agree on the primary, and each can authorise a
+//     failover (SENTINEL CKQUORUM). A store made with New over a
+//     FailoverClient cannot tell, and skips it.
 //
 // A check that cannot run (INFO or CONFIG forbidden to the user) is a Warn
 // "cannot check: …". On a Cluster the per-server checks run on every
@@ -49,7 +53,11 @@ func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 		return s.clusterDoctor(ctx, cc, ttl)
 	}
 	return orUnreachable(ctx, s.client, func() []driver.Check {
-		return append(serverChecks(ctx, s.client, ttl), aclCheck(ctx, s.client, s.prefix))
+		checks := append(serverChecks(ctx, s.client, ttl), aclCheck(ctx, s.client, s.prefix))
+		if s.sentinel != nil {
+			checks = append(checks, sentinelCheck(ctx, s.sentinel))
+		}
+		return checks
 	})
 }
 

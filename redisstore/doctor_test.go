@@ -126,13 +126,7 @@ func TestDoctorACL(t *testing.T) {
 // TestDoctorUnreachable: a server that refuses connections gets one Fail,
 // "connection", and no other check.
 func TestDoctorUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	m := doctor(t, addr, "", "")
+	m := doctor(t, closedAddr(t), "", "")
 	if len(m) != 1 {
 		t.Fatalf("want one check, got %v", m)
 	}
@@ -157,4 +151,36 @@ func TestDoctorCluster(t *testing.T) {
 	if want := 2 + 5*len(c.Nodes()); len(checks) != want {
 		t.Errorf("want %d checks, got %d: %v", want, len(checks), m)
 	}
+}
+
+// TestDoctorSentinel: through redis+sentinel:// the Sentinels are asked
+// too: all answering and agreeing is OK; a listed Sentinel that does not
+// answer is a warning (negative control).
+func TestDoctorSentinel(t *testing.T) {
+	sn := redisserver.StartSentinel(t)
+	addrs := sn.SentinelAddrs()
+	byName := func(rawURL string) map[string]driver.Check {
+		m := map[string]driver.Check{}
+		for _, c := range openURL(t, rawURL).Store.(driver.Doctor).Doctor(testCtx(t), 30*time.Second) {
+			m[c.Name] = c
+		}
+		return m
+	}
+	m := byName("redis+sentinel://" + strings.Join(addrs, ",") + "/" + sn.MasterName())
+	wantCheck(t, m, "sentinel", driver.OK, "3 of 3", sn.Primary().Addr())
+	wantCheck(t, m, "replication", driver.Warn, "1 replica")
+
+	m = byName("redis+sentinel://" + addrs[0] + "," + addrs[1] + "," + closedAddr(t) + "/" + sn.MasterName())
+	wantCheck(t, m, "sentinel", driver.Warn, "2 of 3", "no answer from")
+}
+
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
 }

@@ -305,5 +305,9 @@ func openSentinel(_ context.Context, u *url.URL) (*driver.Opened, error) {
 		return nil, err
 	}
 	desc := fmt.Sprintf("redis sentinel master %s db %d via %s%s%s", o.MasterName, o.DB, strings.Join(o.SentinelAddrs, ","), userNote(u), tlsNote(u.Scheme))
-	return opened(redis.NewFailoverClient(o), opts, desc)
+	op, err := opened(redis.NewFailoverClient(o), opts, desc)
+	if err == nil {
+		op.Store.(*Store).sentinel = o
+	}
+	return op, err
 }

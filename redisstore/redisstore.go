@@ -84,6 +84,7 @@ type Store struct {
 	keep   any      // Options.Retention in milliseconds, boxed once for the scripts
 
 	retention time.Duration
+	sentinel  *redis.FailoverOptions // set by the redis+sentinel opener, for Doctor
 }
 
 var (
