@@ -14,6 +14,7 @@ import (
 // closing that is the caller's business, after Close (see Close).
 type Client struct {
 	store   driver.Mutex
+	model   driver.Model // the store's time model, read once by New
 	cfg     config
 	renewer *renewer
 	queues  queues
@@ -21,20 +22,30 @@ type Client struct {
 	life    life // Close's state: live leases, background clean-ups (close.go)
 }
 
-// New returns a Client for store with the given default options. It returns
-// an error matching ErrInvalid if store is nil or an option is out of range.
+// New returns a Client for store with the given default options. It reads
+// the store's time model (store.Model) once: on a per-key store the default
+// lease is raised to the store's MinTTL (and lowered to its MaxTTL), a TTL
+// outside the store's bounds is refused, and lease lengths are rounded up to
+// the store's granularity; on a session-based store every lease lasts the
+// store's SessionTTL (see WithTTL). It returns an error matching ErrInvalid,
+// naming the bounds, if store is nil or an option is out of range.
 func New(store driver.Mutex, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, invalidf("nil store")
 	}
+	model := store.Model()
 	cfg := defaultConfig()
+	cfg.ttl = defaultTTL(model)
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{store: store, cfg: cfg}
+	if err := fitModel(model, &cfg.ttl); err != nil {
+		return nil, err
+	}
+	c := &Client{store: store, model: model, cfg: cfg}
 	c.caps = findCaps(store)
 	c.renewer = newRenewer(c)
 	c.life.init()
@@ -166,7 +177,10 @@ func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (con
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return cfg, cfg.validate()
+	if err := cfg.validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, fitModel(c.model, &cfg.ttl)
 }
 
 // errWaitElapsed is the cause of the wait-bound context, to tell it apart

@@ -25,14 +25,19 @@ import (
 // store cannot be reached or ctx ends first, Extend returns an error
 // matching ErrUnavailable; the lease keeps its current validity, cut to what
 // ttl would give if ttl is shorter (the call may have been applied). Invalid
-// ttl values return an error matching ErrInvalid before any I/O, and change
-// nothing.
+// ttl values, and values outside the store's bounds (driver.Model), return
+// an error matching ErrInvalid before any I/O, and change nothing. The store
+// is asked for ttl rounded up to its granularity; on a session-based store,
+// for its SessionTTL whatever ttl says (Extend then renews the session).
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
 	cfg := config{ttl: ttl, wait: -1, backoff: l.c.cfg.backoff, clock: l.clock}
 	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if err := fitModel(l.c.model, &ttl); err != nil {
 		return err
 	}
 	if err := l.Err(); err != nil {
