@@ -76,6 +76,17 @@ func (c *Client) Store() driver.Mutex { return c.store }
 // release: that could remove a hold the owner took earlier; a lost attempt's
 // hold then counts as one more hold of the owner and expires with the TTL.
 //
+// On a store with its own queue of waiters (driver.Queuer: etcd,
+// ZooKeeper), Lock waits in that queue, in one call bounded by the wait,
+// instead of retrying: waiters are then served in order across processes,
+// and a store that stops answering looks like a long wait (the error then
+// says the wait ended, not that the store was unreachable). Errors of that
+// call are handled as those of an attempt above: unavailable ones are
+// retried with the backoff, ErrRefused ends the wait, and an unknown
+// outcome is released in the background. WithRead, on a store that reads
+// with the grant (driver.Atomic), turns the queue off (it cannot read):
+// Lock then waits as on any other store.
+//
 // Invalid arguments, and calls after Close, return an error matching
 // ErrInvalid before any I/O.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
@@ -90,8 +101,9 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 // holds it, TryLock returns a nil Lease and a *ContendedError (which matches
 // ErrNotAcquired) without waiting. If another goroutine of this Client holds
 // key under a lease that is still valid, TryLock fails that way at once,
-// without asking the store; if another goroutine is only acquiring key, its
-// outcome is not known yet, so TryLock asks the store. Other failures, and
+// without asking the store. If another goroutine is only acquiring key, its
+// outcome is not known yet, so TryLock asks the store. TryLock never waits
+// in a store's queue (driver.Queuer). Other failures, and
 // what a failure leaves in the store, are as for Lock.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
@@ -256,11 +268,14 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 	var g driver.Grant
 	var v *driver.Value
 	var err error
-	if cfg.read != nil && c.caps.atomic != nil {
+	switch qr := c.queuerFor(cfg); {
+	case qr != nil:
+		g, err = c.acquireQueued(ctx, qr, key, token, cfg.ttl)
+	case cfg.read != nil && c.caps.atomic != nil:
 		v = new(driver.Value)
 		step := driver.Step{Action: driver.Acquire, Key: key, Token: token, TTL: cfg.ttl, Read: *cfg.read}
 		g, *v, err = c.caps.atomic.Apply(ctx, step)
-	} else {
+	default:
 		g, err = c.store.Acquire(ctx, key, token, cfg.ttl)
 	}
 	if err != nil {
@@ -281,6 +296,16 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 	}
 	c.releaseHolds(ctx, key, token, ghosts, cfg.ttl)
 	return c.newLease(key, token, owned, g, cfg, validUntil, q, v), nil
+}
+
+// acquireQueued waits for key in the store's own queue (driver.Queuer) until
+// token holds it, ctx ends or the Client is closed.
+func (c *Client) acquireQueued(ctx context.Context, qr driver.Queuer, key, token string, ttl time.Duration) (driver.Grant, error) {
+	qctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.life.closeCtx, func() { cancel(errClosed) })
+	defer stop()
+	return qr.AcquireQueued(qctx, key, token, ttl)
 }
 
 // releaseHolds gives back n holds of token on key, best effort: if the store

@@ -15,8 +15,11 @@ var errClosed error = &textError{"dlock: client closed", []error{ErrInvalid}}
 // holds (for Close to release) and its background clean-ups (for Close to
 // wait for).
 type life struct {
-	closed  atomic.Bool   // checked on every call: an atomic load
-	closing chan struct{} // closed by Close: wakes waits in progress
+	closed  atomic.Bool     // checked on every call: an atomic load
+	closing <-chan struct{} // closed by Close: wakes waits in progress
+	// closed by Close, as closing: cancels queued acquisitions in progress
+	closeCtx context.Context
+	closeNow context.CancelCauseFunc
 
 	mu      sync.Mutex
 	leases  map[*Lease]struct{} // live leases handed to callers
@@ -25,7 +28,8 @@ type life struct {
 }
 
 func (lf *life) init() {
-	lf.closing = make(chan struct{})
+	lf.closeCtx, lf.closeNow = context.WithCancelCause(context.Background())
+	lf.closing = lf.closeCtx.Done()
 	lf.leases = make(map[*Lease]struct{})
 }
 
@@ -94,7 +98,7 @@ func (c *Client) Close(ctx context.Context) error {
 		return nil
 	}
 	c.life.closed.Store(true)
-	close(c.life.closing)
+	c.life.closeNow(errClosed)
 	held := make([]*Lease, 0, len(c.life.leases))
 	for l := range c.life.leases {
 		held = append(held, l)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // waiter holds the state of one blocking acquisition between attempts: how
@@ -63,12 +65,17 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 			// ran out (a deadline, not a cancellation) with no answer before
 			// it, the store did not answer in time: say so (the error then
 			// matches ErrUnavailable, as Lock documents).
-			if w.last == nil && errors.Is(err, ErrUnavailable) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// A queued attempt waits until the end by design: its end is
+			// no sign of an unreachable store.
+			if w.last == nil && !w.queued() && errors.Is(err, ErrUnavailable) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				w.last = err
 			}
 			return nil, err
 		}
 		w.last = err
+		if c.life.closed.Load() {
+			return nil, errClosed // a queued acquisition Close cut short
+		}
 		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrRefused) || w.cfg.wait == 0 {
 			return nil, err
 		}
@@ -79,6 +86,19 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 			return nil, err
 		}
 	}
+}
+
+// queued reports whether the wait's attempts wait in the store's own queue.
+func (w *waiter) queued() bool { return w.c.queuerFor(w.cfg) != nil }
+
+// queuerFor returns the store's queue (driver.Queuer) if attempts made with
+// cfg wait in it: a Lock's (not a single try's) without a read with the
+// grant (which the queue cannot do), on a store that has one; else nil.
+func (c *Client) queuerFor(cfg config) driver.Queuer {
+	if cfg.wait == 0 || (cfg.read != nil && c.caps.atomic != nil) {
+		return nil
+	}
+	return c.caps.queuer
 }
 
 // failed ends a wait that loop ended with err: it gives up the local slot,
