@@ -266,15 +266,15 @@ func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, 
 func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg config, q *keyQueue) (*Lease, error) {
 	start := cfg.clock.Now()
 	var g driver.Grant
-	var v *driver.Value
+	var rd *grantRead
 	var err error
 	switch qr := c.queuerFor(cfg); {
 	case qr != nil:
 		g, err = c.acquireQueued(ctx, qr, key, token, cfg.ttl)
 	case cfg.read != nil && c.caps.atomic != nil:
-		v = new(driver.Value)
-		step := driver.Step{Action: driver.Acquire, Key: key, Token: token, TTL: cfg.ttl, Read: *cfg.read}
-		g, *v, err = c.caps.atomic.Apply(ctx, step)
+		rd = &grantRead{resource: *cfg.read}
+		step := driver.Step{Action: driver.Acquire, Key: key, Token: token, TTL: cfg.ttl, Read: rd.resource}
+		g, rd.Value, err = c.caps.atomic.Apply(ctx, step)
 	default:
 		g, err = c.store.Acquire(ctx, key, token, cfg.ttl)
 	}
@@ -295,7 +295,7 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
 	c.releaseHolds(ctx, key, token, ghosts, cfg.ttl)
-	return c.newLease(key, token, owned, g, cfg, validUntil, q, v), nil
+	return c.newLease(key, token, owned, g, cfg, validUntil, q, rd), nil
 }
 
 // acquireQueued waits for key in the store's own queue (driver.Queuer) until

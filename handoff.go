@@ -75,18 +75,18 @@ func (c *Client) dropHandoff(ctx context.Context, l *Lease, token string, ttl ti
 
 // transfer hands l's lock to token for a waiter configured as cfg, reading
 // the waiter's WithRead resource and applying w in the same call.
-func (c *Client) transfer(ctx context.Context, tr driver.Transferer, l *Lease, token string, cfg config, w *write) (g driver.Grant, v *driver.Value, err error) {
+func (c *Client) transfer(ctx context.Context, tr driver.Transferer, l *Lease, token string, cfg config, w *write) (g driver.Grant, v *grantRead, err error) {
 	step := driver.Step{Action: driver.Transfer, Key: l.key, Token: l.token, To: token, TTL: cfg.ttl}
 	if cfg.read != nil && c.caps.atomic != nil {
 		step.Read = *cfg.read
-		v = new(driver.Value)
+		v = &grantRead{resource: step.Read}
 	}
 	if w != nil {
 		step.Write = &driver.Write{Resource: w.resource, Value: w.value}
 		if step.Read == w.resource {
 			// The waiter reads what we write: no need to read it back.
 			step.Read = ""
-			*v = driver.Value{Data: w.value, Found: true}
+			v.Value = driver.Value{Data: w.value, Found: true}
 		}
 	}
 	if step.Read == "" && step.Write == nil {
@@ -96,7 +96,7 @@ func (c *Client) transfer(ctx context.Context, tr driver.Transferer, l *Lease, t
 	var got driver.Value
 	g, got, err = c.caps.atomic.Apply(ctx, step)
 	if v != nil && step.Read != "" {
-		*v = got
+		v.Value = got
 	}
 	return g, v, err
 }

@@ -26,65 +26,88 @@ import (
 // which case it is closed late by the excess; from ValidUntil on, Err and
 // Remaining report the loss whether or not the timer has run.
 type Lease struct {
+	identity
+	mu        sync.Mutex
+	validity  // guarded by mu
+	releasing // guarded by mu
+	renewal   // guarded by the renewer's mutex
+	data
+}
+
+// identity is what a lease is: it never changes.
+type identity struct {
 	c          *Client
 	key, token string
 	fence      uint64
 	holds      int32
-	nextHook   int32         // guarded by mu; next to holds so the pair packs in 8 bytes
-	ttl        time.Duration // as acquired: bounds releases made on the caller's behalf
-	clock      Clock
-
-	mu sync.Mutex
-	// calling is set while a store call that sets the key's expiry (Extend or
-	// a renewal) is under way: such calls are serialised, so that the
-	// validity always follows the expiry applied last in the store.
-	calling bool
-	// freed is set once the lease's hold was given back to the store (or the
-	// attempt made), so that releasing a lost lease twice sends one release.
-	freed bool
 	// owned is set when the token is an explicit Owner's, shared by every
 	// holding that owner takes of the key: a lost lease then sends no
 	// release (see releaseLost).
 	owned bool
-	// index is the lease's place in the renewal queue, -1 if not queued;
-	// guarded by the renewer's mutex. Next to the flags so that the three
-	// share one 8-byte word.
-	index int32
+	ttl   time.Duration // as acquired: bounds releases made on the caller's behalf
+}
 
-	done       chan struct{} // made on first use by Done; closed when the lease ends
+// validity is how long the lease lasts and the signal of its end: the
+// expiry timer, the serialisation of the calls that set the key's expiry,
+// and the loss hooks. Guarded by Lease.mu.
+type validity struct {
+	clock Clock
+	// calling is set while a store call that sets the key's expiry (Extend or
+	// a renewal) is under way: such calls are serialised, so that the
+	// validity always follows the expiry applied last in the store.
+	calling bool
+	// freed is set once the ended lease's hold was given back to the store
+	// (or the attempt made), so that releasing a lost lease twice sends one
+	// release.
+	freed      bool
+	nextHook   int32
 	callDone   chan struct{} // made by an Extend waiting for the call under way; closed when it ends
+	done       chan struct{} // made on first use by Done; closed when the lease ends
 	validUntil time.Time
 	curTTL     time.Duration // TTL of the expiry set last (Extend or renewal); renewal asks for it
 	err        error         // nil while held
 	expiry     Timer
 	renewErr   error // last failed renewal or Extend, reported as the cause on expiry
 	hooks      map[int32]func(error)
+}
 
+// releasing is the lease's part in releases and local handoff. Guarded by
+// Lease.mu.
+type releasing struct {
 	// slot is the key's local queue place this lease holds (nil for owners
 	// that bypass the queue); it passes on when the lease ends.
 	slot *keyQueue
+}
 
-	// value is the resource read with the grant (WithRead), nil if none;
-	// resource names it (Commit writes there).
-	value    *driver.Value
-	resource *string
+// renewal is the lease's place in the renewal queue. Guarded by the
+// renewer's mutex.
+type renewal struct {
+	index  int32         // place in the queue, -1 if not queued
+	next   time.Time     // when the lease is next due
+	period time.Duration // its renewal period when it was queued
+}
 
-	// Renewal queue bookkeeping, guarded by the renewer's mutex: when the
-	// lease is next due, and its renewal period when it was queued.
-	next   time.Time
-	period time.Duration
+// data is what the store read with the grant (WithRead).
+type data struct {
+	read *grantRead // nil if nothing was read
+}
+
+// grantRead is a resource read with the grant: its value, and its name
+// (Commit writes there).
+type grantRead struct {
+	driver.Value
+	resource string
 }
 
 var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
-func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, v *driver.Value) *Lease {
+func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, rd *grantRead) *Lease {
 	l := &Lease{
-		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
-		clock: cfg.clock, validUntil: validUntil, curTTL: cfg.ttl, index: -1, slot: slot, value: v,
-		owned: owned,
-	}
-	if v != nil {
-		l.resource = cfg.read
+		identity:  identity{c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), owned: owned, ttl: cfg.ttl},
+		validity:  validity{clock: cfg.clock, validUntil: validUntil, curTTL: cfg.ttl},
+		releasing: releasing{slot: slot},
+		renewal:   renewal{index: -1},
+		data:      data{read: rd},
 	}
 	if slot != nil {
 		c.queues.held(slot, l)
@@ -121,16 +144,16 @@ func (l *Lease) Holds() int { return int(l.holds) }
 // apart). The value is not refreshed: writes made after the grant, including
 // the holder's own, are not reflected.
 func (l *Lease) Value() (value string, found bool) {
-	if l.value == nil {
+	if l.read == nil {
 		return "", false
 	}
-	return l.value.Data, l.value.Found
+	return l.read.Data, l.read.Found
 }
 
 // ValueRead reports whether the store read the WithRead resource with the
 // grant. It is false when the call had no WithRead or the store cannot read
 // with a grant; the caller must then read the resource itself.
-func (l *Lease) ValueRead() bool { return l.value != nil }
+func (l *Lease) ValueRead() bool { return l.read != nil }
 
 // Done returns a channel closed when the lease ends: released, or lost.
 func (l *Lease) Done() <-chan struct{} {
@@ -245,10 +268,10 @@ func (l *Lease) Commit(ctx context.Context, value string) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	if l.resource == nil || l.c.caps.atomic == nil {
+	if l.read == nil || l.c.caps.atomic == nil {
 		return invalidf("Commit needs a lease granted WithRead by a store that reads and writes with the lock (Lease.ValueRead is false)")
 	}
-	return l.release(ctx, &write{resource: *l.resource, value: value})
+	return l.release(ctx, &write{resource: l.read.resource, value: value})
 }
 
 // write is the resource update Commit folds into the release.
