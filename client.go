@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/lease"
 )
 
 // Client acquires locks from one Store. It is safe for concurrent use; create
@@ -16,7 +17,7 @@ type Client struct {
 	store   driver.Mutex
 	model   driver.Model // the store's time model, read once by New
 	cfg     config
-	renewer *renewer
+	renewer *lease.Renewer[Timer]
 	queues  queues
 	caps    caps // the store's optional capabilities, found once
 	life    life // Close's state: live leases, background clean-ups (close.go)
@@ -47,7 +48,7 @@ func New(store driver.Mutex, opts ...Option) (*Client, error) {
 	}
 	c := &Client{store: store, model: model, cfg: cfg}
 	c.caps = findCaps(store)
-	c.renewer = newRenewer(c)
+	c.renewer = lease.NewRenewer[Timer](cfg.clock, extender{c})
 	c.life.init()
 	return c, nil
 }

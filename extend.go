@@ -49,7 +49,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	start := l.clock.Now()
 	g, err := l.c.store.Extend(ctx, l.key, l.token, ttl)
 	if err = l.settle(start, ttl, g, classify(err)); err == nil {
-		l.c.renewer.retune(l, ttl)
+		l.c.renewer.Retune(l.renewable(), ttl)
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/lease"
 )
 
 // Lease is a held lock. It is safe for concurrent use. Its identity (key,
@@ -28,9 +29,9 @@ import (
 type Lease struct {
 	identity
 	mu        sync.Mutex
-	validity  // guarded by mu
-	releasing // guarded by mu
-	renewal   // guarded by the renewer's mutex
+	validity             // guarded by mu
+	releasing            // guarded by mu
+	renewal   lease.Slot // place in the renewal queue; guarded by the renewer's mutex
 	data
 }
 
@@ -79,14 +80,6 @@ type releasing struct {
 	slot *keyQueue
 }
 
-// renewal is the lease's place in the renewal queue. Guarded by the
-// renewer's mutex.
-type renewal struct {
-	index  int32         // place in the queue, -1 if not queued
-	next   time.Time     // when the lease is next due
-	period time.Duration // its renewal period when it was queued
-}
-
 // data is what the store read with the grant (WithRead).
 type data struct {
 	read *grantRead // nil if nothing was read
@@ -106,7 +99,7 @@ func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg con
 		identity:  identity{c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), owned: owned, ttl: cfg.ttl},
 		validity:  validity{clock: cfg.clock, validUntil: validUntil, curTTL: cfg.ttl},
 		releasing: releasing{slot: slot},
-		renewal:   renewal{index: -1},
+		renewal:   lease.NewSlot(),
 		data:      data{read: rd},
 	}
 	if slot != nil {
@@ -116,7 +109,7 @@ func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg con
 	l.armExpiry()
 	l.mu.Unlock()
 	if cfg.renew {
-		c.renewer.add(l)
+		c.renewer.Add(l.renewable(), l.ttl)
 	}
 	return l
 }
@@ -302,7 +295,7 @@ func (l *Lease) release(ctx context.Context, w *write) error {
 	l.expiry.Stop()
 	l.end()
 	l.mu.Unlock()
-	l.c.renewer.remove(l)
+	l.c.renewer.Remove(l.renewable())
 	if l.slot != nil {
 		if handled, err := l.c.handoff(ctx, l, w); handled {
 			return err
@@ -382,7 +375,7 @@ func (l *Lease) lose(cause error) error {
 	l.hooks = nil
 	err := l.err
 	l.mu.Unlock()
-	l.c.renewer.remove(l)
+	l.c.renewer.Remove(l.renewable())
 	if l.slot != nil {
 		l.c.queues.leave(l.key, l.slot, false)
 	}
