@@ -290,7 +290,7 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 	if !owned && g.Holds > 1 {
 		ghosts, g.Holds = g.Holds-1, 1
 	}
-	validUntil := start.Add(g.TTL - drift(cfg.ttl))
+	validUntil := lease.ValidUntil(start, g.TTL, cfg.ttl)
 	if !cfg.clock.Now().Before(validUntil) {
 		c.releaseHolds(ctx, key, token, ghosts+1, cfg.ttl) // the grant is unusable
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)

@@ -37,20 +37,20 @@ func (lf *life) init() {
 // release it. If the Client was closed meanwhile, it releases l instead and
 // fails as a call after Close does.
 func (c *Client) track(ctx context.Context, l *Lease) (*Lease, error) {
-	// l.mu first, as in Lease.end, which untracks: a lease that ended
-	// before this point is never recorded.
-	l.mu.Lock()
-	if l.err != nil {
-		l.mu.Unlock()
+	// Under the lease's mutex, as its end, which untracks: a lease that
+	// ended before this point is never recorded.
+	closed := false
+	live := l.v.IfLive(func() {
+		c.life.mu.Lock()
+		closed = c.life.closed.Load()
+		if !closed {
+			c.life.leases[l] = struct{}{}
+		}
+		c.life.mu.Unlock()
+	})
+	if !live {
 		return l, nil // already lost: the caller learns it from the lease
 	}
-	c.life.mu.Lock()
-	closed := c.life.closed.Load()
-	if !closed {
-		c.life.leases[l] = struct{}{}
-	}
-	c.life.mu.Unlock()
-	l.mu.Unlock()
 	if !closed {
 		return l, nil
 	}
@@ -60,7 +60,8 @@ func (c *Client) track(ctx context.Context, l *Lease) (*Lease, error) {
 	return nil, notAcquired(errClosed)
 }
 
-// untrack forgets l once it ended. Called by Lease.end, with l.mu held.
+// untrack forgets l once it ended. Called when the lease ends, with its
+// validity's mutex held.
 func (c *Client) untrack(l *Lease) {
 	c.life.mu.Lock()
 	delete(c.life.leases, l)
@@ -122,6 +123,13 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	return joinLine(errs...)
 }
+
+// closedChan is the channel drained returns when nothing runs.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // drained returns a channel closed once no background clean-up runs.
 func (lf *life) drained() <-chan struct{} {

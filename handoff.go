@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/lease"
 )
 
 // handoff tries to pass l, being released (with w applied, if not nil), to
@@ -17,7 +18,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	if tr == nil || c.life.closed.Load() {
 		return false, nil
 	}
-	q := c.queues.handoffTarget(l.key, l.slot, l.clock.Now())
+	q := c.queues.handoffTarget(l.key, l.slot, l.v.Now())
 	if q == nil {
 		return false, nil
 	}
@@ -25,7 +26,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	start := q.cfg.clock.Now()
 	g, v, err := c.transfer(ctx, tr, l, token, q.cfg, w)
 	if err == nil {
-		validUntil := start.Add(g.TTL - drift(q.cfg.ttl))
+		validUntil := lease.ValidUntil(start, g.TTL, q.cfg.ttl)
 		if q.cfg.clock.Now().Before(validUntil) {
 			c.queues.deliver(q, c.newLease(l.key, token, false, g, q.cfg, validUntil, l.slot, v))
 			return true, nil

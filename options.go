@@ -198,9 +198,3 @@ func ExponentialBackoff(min, max time.Duration) Backoff {
 		return d/2 + rand.N(d/2+1)
 	}
 }
-
-// drift is the margin subtracted from every lease for clock-rate differences
-// between client and server: 1% of the TTL plus 2 ms, as in Redlock.
-func drift(ttl time.Duration) time.Duration {
-	return ttl/100 + 2*time.Millisecond
-}

@@ -55,9 +55,7 @@ func (r *renewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res
 
 // Current implements lease.Renewable.
 func (r *renewable) Current() (time.Duration, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.curTTL, r.err != nil
+	return r.v.Current()
 }
 
 func isNotHeld(err error) bool { return errors.Is(err, ErrNotHeld) }
