@@ -216,7 +216,8 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
-	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg}
+	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg,
+		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, c.caps.notifier, c.life.closing)}
 	yield := false
 	if !owned {
 		var l *Lease
