@@ -53,7 +53,9 @@ func New(store driver.Mutex, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Store returns the store the client was created with.
+// Store returns the store the client was created with: a driver.Mutex, whose
+// optional capabilities (package driver) are found through any wrappers with
+// driver.As.
 func (c *Client) Store() driver.Mutex { return c.store }
 
 // Lock acquires the lock on key, waiting while another owner holds it until

@@ -103,9 +103,10 @@ func (l *Lease) Holds() int { return int(l.holds) }
 // Value returns the value the resource key named with WithRead had when this
 // lease was granted, read by the store atomically with the grant. found is
 // false if the key did not exist, and also if nothing was read: the call had
-// no WithRead, or the store is not a GrantReader (ValueRead tells these
-// apart). The value is not refreshed: writes made after the grant, including
-// the holder's own, are not reflected.
+// no WithRead, or the store cannot read with the grant (it lacks
+// driver.Atomic); ValueRead tells these apart. The value is not refreshed:
+// writes made after the grant, including the holder's own, are not
+// reflected.
 func (l *Lease) Value() (value string, found bool) {
 	if l.read == nil {
 		return "", false

@@ -126,7 +126,7 @@ func WithClock(clk Clock) Option {
 // are not reflected. Lease.Commit writes the resource back as the lock is
 // released, in the same step.
 //
-// Only stores that implement GrantReader can do this (redisstore and
+// Only stores that implement driver.Atomic can do this (redisstore and
 // memstore do; Redlock stores do not). With any other store the option
 // changes nothing: Lease.ValueRead reports false and the caller reads the
 // resource itself. With Redis Cluster the resource key must hash to the
