@@ -261,6 +261,9 @@ func (h *holder) Lost() {
 	}
 }
 
+// Expire implements lease.Holder.
+func (h *holder) Expire() { h.v.Expire(h) }
+
 // lose ends the lease with cause, runs the loss hooks and returns the error.
 func (l *Lease) lose(cause error) error { return l.v.Lose(l.holder(), cause) }
 

@@ -10,7 +10,12 @@ import (
 )
 
 // recHolder records the engine's calls.
-type recHolder struct{ ended, lost int }
+type recHolder struct {
+	v           *Validity[*fakeTimer]
+	ended, lost int
+}
+
+func (h *recHolder) Expire() { h.v.Expire(h) }
 
 func (h *recHolder) LostError(cause error) error { return fmt.Errorf("lost: %w", cause) }
 func (h *recHolder) Ended()                      { h.ended++ }
@@ -18,8 +23,8 @@ func (h *recHolder) Lost()                       { h.lost++ }
 
 func newValidity(ttl time.Duration) (*Validity[*fakeTimer], *fakeClock, *recHolder) {
 	clk := &fakeClock{now: time.Unix(1000, 0)}
-	h := &recHolder{}
 	v := new(Validity[*fakeTimer])
+	h := &recHolder{v: v}
 	v.Init(clk, ValidUntil(clk.Now(), ttl, ttl), ttl, h)
 	return v, clk, h
 }
