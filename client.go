@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/lease"
 )
 
 // Client acquires locks from one Store. It is safe for concurrent use; create
@@ -14,34 +15,47 @@ import (
 // closing that is the caller's business, after Close (see Close).
 type Client struct {
 	store   driver.Mutex
+	model   driver.Model // the store's time model, read once by New
 	cfg     config
-	renewer *renewer
+	renewer *lease.Renewer[Timer]
 	queues  queues
 	caps    caps // the store's optional capabilities, found once
 	life    life // Close's state: live leases, background clean-ups (close.go)
 }
 
-// New returns a Client for store with the given default options. It returns
-// an error matching ErrInvalid if store is nil or an option is out of range.
+// New returns a Client for store with the given default options. It reads
+// the store's time model (store.Model) once: on a per-key store the default
+// lease is raised to the store's MinTTL (and lowered to its MaxTTL), a TTL
+// outside the store's bounds is refused, and lease lengths are rounded up to
+// the store's granularity; on a session-based store every lease lasts the
+// store's SessionTTL (see WithTTL). It returns an error matching ErrInvalid,
+// naming the bounds, if store is nil or an option is out of range.
 func New(store driver.Mutex, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, invalidf("nil store")
 	}
+	model := store.Model()
 	cfg := defaultConfig()
+	cfg.ttl = defaultTTL(model)
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{store: store, cfg: cfg}
+	if err := fitModel(model, &cfg.ttl); err != nil {
+		return nil, err
+	}
+	c := &Client{store: store, model: model, cfg: cfg}
 	c.caps = findCaps(store)
-	c.renewer = newRenewer(c)
+	c.renewer = lease.NewRenewer[Timer](cfg.clock, extender{c})
 	c.life.init()
 	return c, nil
 }
 
-// Store returns the store the client was created with.
+// Store returns the store the client was created with: a driver.Mutex, whose
+// optional capabilities (package driver) are found through any wrappers with
+// driver.As.
 func (c *Client) Store() driver.Mutex { return c.store }
 
 // Lock acquires the lock on key, waiting while another owner holds it until
@@ -65,6 +79,17 @@ func (c *Client) Store() driver.Mutex { return c.store }
 // release: that could remove a hold the owner took earlier; a lost attempt's
 // hold then counts as one more hold of the owner and expires with the TTL.
 //
+// On a store with its own queue of waiters (driver.Queuer: etcd,
+// ZooKeeper), Lock waits in that queue, in one call bounded by the wait,
+// instead of retrying: waiters are then served in order across processes,
+// and a store that stops answering looks like a long wait (the error then
+// says the wait ended, not that the store was unreachable). Errors of that
+// call are handled as those of an attempt above: unavailable ones are
+// retried with the backoff, ErrRefused ends the wait, and an unknown
+// outcome is released in the background. WithRead, on a store that reads
+// with the grant (driver.Atomic), turns the queue off (it cannot read):
+// Lock then waits as on any other store.
+//
 // Invalid arguments, and calls after Close, return an error matching
 // ErrInvalid before any I/O.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
@@ -79,8 +104,9 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 // holds it, TryLock returns a nil Lease and a *ContendedError (which matches
 // ErrNotAcquired) without waiting. If another goroutine of this Client holds
 // key under a lease that is still valid, TryLock fails that way at once,
-// without asking the store; if another goroutine is only acquiring key, its
-// outcome is not known yet, so TryLock asks the store. Other failures, and
+// without asking the store. If another goroutine is only acquiring key, its
+// outcome is not known yet, so TryLock asks the store. TryLock never waits
+// in a store's queue (driver.Queuer). Other failures, and
 // what a failure leaves in the store, are as for Lock.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
@@ -166,7 +192,10 @@ func (c *Client) callConfig(ctx context.Context, key string, opts []Option) (con
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return cfg, cfg.validate()
+	if err := cfg.validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, fitModel(c.model, &cfg.ttl)
 }
 
 // errWaitElapsed is the cause of the wait-bound context, to tell it apart
@@ -189,7 +218,8 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
-	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg}
+	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg,
+		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, c.caps.notifier, c.life.closing)}
 	yield := false
 	if !owned {
 		var l *Lease
@@ -240,13 +270,16 @@ func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, 
 func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg config, q *keyQueue) (*Lease, error) {
 	start := cfg.clock.Now()
 	var g driver.Grant
-	var v *driver.Value
+	var rd *grantRead
 	var err error
-	if cfg.read != nil && c.caps.atomic != nil {
-		v = new(driver.Value)
-		step := driver.Step{Action: driver.Acquire, Key: key, Token: token, TTL: cfg.ttl, Read: *cfg.read}
-		g, *v, err = c.caps.atomic.Apply(ctx, step)
-	} else {
+	switch qr := c.queuerFor(cfg); {
+	case qr != nil:
+		g, err = c.acquireQueued(ctx, qr, key, token, cfg.ttl)
+	case cfg.read != nil && c.caps.atomic != nil:
+		rd = &grantRead{resource: *cfg.read}
+		step := driver.Step{Action: driver.Acquire, Key: key, Token: token, TTL: cfg.ttl, Read: rd.resource}
+		g, rd.Value, err = c.caps.atomic.Apply(ctx, step)
+	default:
 		g, err = c.store.Acquire(ctx, key, token, cfg.ttl)
 	}
 	if err != nil {
@@ -260,13 +293,23 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 	if !owned && g.Holds > 1 {
 		ghosts, g.Holds = g.Holds-1, 1
 	}
-	validUntil := start.Add(g.TTL - drift(cfg.ttl))
+	validUntil := lease.ValidUntil(start, g.TTL, cfg.ttl)
 	if !cfg.clock.Now().Before(validUntil) {
 		c.releaseHolds(ctx, key, token, ghosts+1, cfg.ttl) // the grant is unusable
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
 	c.releaseHolds(ctx, key, token, ghosts, cfg.ttl)
-	return c.newLease(key, token, owned, g, cfg, validUntil, q, v), nil
+	return c.newLease(key, token, owned, g, cfg, validUntil, q, rd), nil
+}
+
+// acquireQueued waits for key in the store's own queue (driver.Queuer) until
+// token holds it, ctx ends or the Client is closed.
+func (c *Client) acquireQueued(ctx context.Context, qr driver.Queuer, key, token string, ttl time.Duration) (driver.Grant, error) {
+	qctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.life.closeCtx, func() { cancel(errClosed) })
+	defer stop()
+	return qr.AcquireQueued(qctx, key, token, ttl)
 }
 
 // releaseHolds gives back n holds of token on key, best effort: if the store

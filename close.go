@@ -15,8 +15,11 @@ var errClosed error = &textError{"dlock: client closed", []error{ErrInvalid}}
 // holds (for Close to release) and its background clean-ups (for Close to
 // wait for).
 type life struct {
-	closed  atomic.Bool   // checked on every call: an atomic load
-	closing chan struct{} // closed by Close: wakes waits in progress
+	closed  atomic.Bool     // checked on every call: an atomic load
+	closing <-chan struct{} // closed by Close: wakes waits in progress
+	// closed by Close, as closing: cancels queued acquisitions in progress
+	closeCtx context.Context
+	closeNow context.CancelCauseFunc
 
 	mu      sync.Mutex
 	leases  map[*Lease]struct{} // live leases handed to callers
@@ -25,7 +28,8 @@ type life struct {
 }
 
 func (lf *life) init() {
-	lf.closing = make(chan struct{})
+	lf.closeCtx, lf.closeNow = context.WithCancelCause(context.Background())
+	lf.closing = lf.closeCtx.Done()
 	lf.leases = make(map[*Lease]struct{})
 }
 
@@ -33,20 +37,20 @@ func (lf *life) init() {
 // release it. If the Client was closed meanwhile, it releases l instead and
 // fails as a call after Close does.
 func (c *Client) track(ctx context.Context, l *Lease) (*Lease, error) {
-	// l.mu first, as in Lease.end, which untracks: a lease that ended
-	// before this point is never recorded.
-	l.mu.Lock()
-	if l.err != nil {
-		l.mu.Unlock()
+	// Under the lease's mutex, as its end, which untracks: a lease that
+	// ended before this point is never recorded.
+	closed := false
+	live := l.v.IfLive(func() {
+		c.life.mu.Lock()
+		closed = c.life.closed.Load()
+		if !closed {
+			c.life.leases[l] = struct{}{}
+		}
+		c.life.mu.Unlock()
+	})
+	if !live {
 		return l, nil // already lost: the caller learns it from the lease
 	}
-	c.life.mu.Lock()
-	closed := c.life.closed.Load()
-	if !closed {
-		c.life.leases[l] = struct{}{}
-	}
-	c.life.mu.Unlock()
-	l.mu.Unlock()
 	if !closed {
 		return l, nil
 	}
@@ -56,7 +60,8 @@ func (c *Client) track(ctx context.Context, l *Lease) (*Lease, error) {
 	return nil, notAcquired(errClosed)
 }
 
-// untrack forgets l once it ended. Called by Lease.end, with l.mu held.
+// untrack forgets l once it ended. Called when the lease ends, with its
+// validity's mutex held.
 func (c *Client) untrack(l *Lease) {
 	c.life.mu.Lock()
 	delete(c.life.leases, l)
@@ -94,7 +99,7 @@ func (c *Client) Close(ctx context.Context) error {
 		return nil
 	}
 	c.life.closed.Store(true)
-	close(c.life.closing)
+	c.life.closeNow(errClosed)
 	held := make([]*Lease, 0, len(c.life.leases))
 	for l := range c.life.leases {
 		held = append(held, l)
@@ -118,6 +123,13 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	return joinLine(errs...)
 }
+
+// closedChan is the channel drained returns when nothing runs.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // drained returns a channel closed once no background clean-up runs.
 func (lf *life) drained() <-chan struct{} {

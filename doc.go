@@ -1,6 +1,6 @@
 // Package dlock provides distributed locks: leases on a shared store (Redis,
 // or Redlock over several Redis primaries, in this module; any other store
-// that implements Store) that one process at a time may hold, with
+// that implements driver.Mutex) that one process at a time may hold, with
 // automatic renewal, a signal when a lock is lost, and fencing tokens for
 // the resource it protects.
 //
@@ -30,12 +30,14 @@
 // context ends; it never gives up after a hidden number of tries and its wait
 // is not tied to the lease. TryLock makes one attempt. Waiters on stores that
 // can notify (Redis pub/sub) sleep until a release is announced, or until the
-// holder's lease would run out, instead of polling.
+// holder's lease would run out, instead of polling; on stores with their own
+// queue of waiters (etcd, ZooKeeper: driver.Queuer) Lock waits in that queue,
+// served in order across processes.
 //
 // Waiters of one Client for one key queue in the process, first come first
 // served, and only the first of them talks to the store. When a holder
 // releases while another local waiter is queued, and the store supports it
-// (Transferer), the lock passes to that waiter in one store call: a new
+// (driver.Transferer), the lock passes to that waiter in one store call: a new
 // holding with its own owner token and a greater fence, never a shared one.
 // After 64 such handoffs in a row, or once a run of them has lasted 5 ms,
 // the lock is released to the store so that other processes get their
@@ -47,7 +49,7 @@
 // read: with WithRead(resource) the store reads the resource key in the same
 // atomic step and round trip that grants the lock (acquisition, re-entry or
 // local handoff), and Lease.Value returns it. Stores that cannot
-// (GrantReader is optional; redisstore and memstore have it, Redlock stores
+// (driver.Atomic is optional; redisstore and memstore have it, Redlock stores
 // lack it) ignore the option, and Lease.ValueRead reports false so the
 // caller reads for itself:
 //
@@ -113,10 +115,29 @@
 // their wait at once). A wait ended by its context also matches the
 // context's error. Invalid input is rejected before any I/O.
 //
+// # Time model
+//
+// Each store declares its time and liveness model (driver.Model), which New
+// reads once. On a per-key store (Redis, Redlock, memstore) a lease is a TTL
+// on the key: a TTL outside the store's MinTTL..MaxTTL is refused with
+// ErrInvalid before any I/O, the default lease is raised to the store's
+// MinTTL, and lease lengths are rounded up to its granularity (a millisecond
+// on Redis, a second on etcd). On a session-based store (etcd, ZooKeeper) the
+// locks live as long as the store's session: every lease lasts the session's
+// TTL whatever WithTTL or WithAutoRenew ask for, is renewed every third of
+// it, and renewal keeps the session alive.
+//
 // # Stores
 //
-// A Store makes one attempt per call; this package does everything generic
+// A store makes one attempt per call; this package does everything generic
 // (waiting, backoff with jitter, renewal, validity, loss signals) once.
-// Package storetest checks a Store against the written contract. Package
-// memstore is an in-memory store for examples and tests.
+// Store authors read package driver: the contract (driver.Mutex, which
+// Client.Store returns), the time model, the optional capabilities a store
+// may offer (notification, its own queue, batched renewal, transfer, atomic
+// read and write with the lock, inspection, listing, waiter counts, checks),
+// and for each what the Client does when it is absent. A wrapper around a
+// store (a fault injector, a metrics decorator) keeps the wrapped store's
+// capabilities visible by implementing driver.Unwrapper. Package storetest
+// checks a store against the written contract. Package memstore is an
+// in-memory store for examples and tests.
 package dlock

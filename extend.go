@@ -2,10 +2,12 @@ package dlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/lease"
 )
 
 // Extend sets the key's expiry in the store to ttl from now, shorter or
@@ -25,111 +27,47 @@ import (
 // store cannot be reached or ctx ends first, Extend returns an error
 // matching ErrUnavailable; the lease keeps its current validity, cut to what
 // ttl would give if ttl is shorter (the call may have been applied). Invalid
-// ttl values return an error matching ErrInvalid before any I/O, and change
-// nothing.
+// ttl values, and values outside the store's bounds (driver.Model), return
+// an error matching ErrInvalid before any I/O, and change nothing. The store
+// is asked for ttl rounded up to its granularity; on a session-based store,
+// for its SessionTTL whatever ttl says (Extend then renews the session).
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	cfg := config{ttl: ttl, wait: -1, backoff: l.c.cfg.backoff, clock: l.clock}
+	cfg := config{ttl: ttl, wait: -1, backoff: l.c.cfg.backoff, clock: l.c.cfg.clock}
 	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if err := fitModel(l.c.model, &ttl); err != nil {
 		return err
 	}
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if err := l.beginCall(ctx); err != nil {
+	if err := l.v.BeginCall(ctx); err != nil {
+		if errors.Is(err, lease.ErrCallWait) {
+			return fmt.Errorf("%w: lock %q: %w", ErrUnavailable, l.key, err)
+		}
 		return err
 	}
-	start := l.clock.Now()
+	start := l.v.Now()
 	g, err := l.c.store.Extend(ctx, l.key, l.token, ttl)
 	if err = l.settle(start, ttl, g, classify(err)); err == nil {
-		l.c.renewer.retune(l, ttl)
+		l.c.renewer.Retune(l.renewable(), ttl)
 	}
 	return err
-}
-
-// beginCall waits until no call that sets the key's expiry is under way for
-// this lease, then marks one. It fails if the lease ended or ctx did first.
-func (l *Lease) beginCall(ctx context.Context) error {
-	l.mu.Lock()
-	for l.calling && l.err == nil {
-		if l.callDone == nil {
-			l.callDone = make(chan struct{}) // only when calls meet: rare
-		}
-		ch := l.callDone
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("%w: lock %q: waiting for the renewal under way: %w", ErrUnavailable, l.key, context.Cause(ctx))
-		}
-		l.mu.Lock()
-	}
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return l.err
-	}
-	l.calling = true
-	return nil
 }
 
 // tryBeginCall marks a call under way, unless one is already or the lease
 // ended; it reports whether it did, and the TTL and validity to renew with.
 func (l *Lease) tryBeginCall() (ttl time.Duration, validUntil time.Time, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.calling || l.err != nil {
-		return 0, time.Time{}, false
-	}
-	l.calling = true
-	return l.curTTL, l.validUntil, true
+	return l.v.TryBeginCall()
 }
 
-// settle applies the outcome of a call begun with beginCall or tryBeginCall,
-// which asked the store at start to set the key's expiry to ttl, ends the
-// call, and returns the call's error, or the lease's if it ended.
-//
-// Calls are serialised, so a success sets the validity outright, earlier
-// too: it is the expiry applied last. A failure other than "not held" may
-// have been applied all the same, so the validity is cut to what that call
-// would give if it is shorter; it never grows without a reply.
+// settle applies the outcome of a call begun with beginCall or tryBeginCall
+// (see lease.Validity.Settle) and returns the call's error, or the lease's
+// if it ended.
 func (l *Lease) settle(start time.Time, ttl time.Duration, g driver.Grant, err error) error {
-	if isNotHeld(err) {
-		l.endCall()
-		return l.lose(err)
-	}
-	l.mu.Lock()
-	if l.err == nil && err == nil {
-		l.validUntil, l.curTTL, l.renewErr = start.Add(g.TTL-drift(ttl)), ttl, nil
-		l.armExpiry()
-	} else if l.err == nil {
-		l.renewErr = err
-		if v := start.Add(ttl - drift(ttl)); v.Before(l.validUntil) {
-			l.validUntil = v
-			l.armExpiry()
-		}
-	}
-	l.endCallLocked()
-	l.mu.Unlock()
-	if lerr := l.Err(); lerr != nil { // lost meanwhile, or the reply came too late
-		return lerr
-	}
-	return err
-}
-
-func (l *Lease) endCall() {
-	l.mu.Lock()
-	l.endCallLocked()
-	l.mu.Unlock()
-}
-
-// endCallLocked ends the call under way and wakes an Extend waiting for it.
-// Called with l.mu held.
-func (l *Lease) endCallLocked() {
-	l.calling = false
-	if l.callDone != nil {
-		close(l.callDone)
-		l.callDone = nil
-	}
+	return l.v.Settle(l.holder(), start, ttl, g.TTL, err)
 }

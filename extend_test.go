@@ -12,7 +12,8 @@ import (
 )
 
 // gateStore holds every Extend asking for ttl gated until gate is closed,
-// and tells entered when the first one arrives.
+// and tells entered when the first one arrives. It has no Unwrap: the
+// wrapped store's BatchExtender would renew around the gate.
 type gateStore struct {
 	driver.Mutex
 	gated   time.Duration

@@ -21,6 +21,10 @@ type countingStore struct {
 	calls atomic.Int64
 }
 
+// Unwrap lets the Client find the wrapped store's capabilities (notify,
+// handoff, batched renewal) through the wrapper (driver.As).
+func (s *countingStore) Unwrap() driver.Mutex { return s.Mutex }
+
 func (s *countingStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	s.calls.Add(1)
 	return s.Mutex.Acquire(ctx, key, token, ttl)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/lease"
 )
 
 // handoff tries to pass l, being released (with w applied, if not nil), to
@@ -17,7 +18,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	if tr == nil || c.life.closed.Load() {
 		return false, nil
 	}
-	q := c.queues.handoffTarget(l.key, l.slot, l.clock.Now())
+	q := c.queues.handoffTarget(l.key, l.slot, l.v.Now())
 	if q == nil {
 		return false, nil
 	}
@@ -25,7 +26,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	start := q.cfg.clock.Now()
 	g, v, err := c.transfer(ctx, tr, l, token, q.cfg, w)
 	if err == nil {
-		validUntil := start.Add(g.TTL - drift(q.cfg.ttl))
+		validUntil := lease.ValidUntil(start, g.TTL, q.cfg.ttl)
 		if q.cfg.clock.Now().Before(validUntil) {
 			c.queues.deliver(q, c.newLease(l.key, token, false, g, q.cfg, validUntil, l.slot, v))
 			return true, nil
@@ -75,18 +76,18 @@ func (c *Client) dropHandoff(ctx context.Context, l *Lease, token string, ttl ti
 
 // transfer hands l's lock to token for a waiter configured as cfg, reading
 // the waiter's WithRead resource and applying w in the same call.
-func (c *Client) transfer(ctx context.Context, tr driver.Transferer, l *Lease, token string, cfg config, w *write) (g driver.Grant, v *driver.Value, err error) {
+func (c *Client) transfer(ctx context.Context, tr driver.Transferer, l *Lease, token string, cfg config, w *write) (g driver.Grant, v *grantRead, err error) {
 	step := driver.Step{Action: driver.Transfer, Key: l.key, Token: l.token, To: token, TTL: cfg.ttl}
 	if cfg.read != nil && c.caps.atomic != nil {
 		step.Read = *cfg.read
-		v = new(driver.Value)
+		v = &grantRead{resource: step.Read}
 	}
 	if w != nil {
 		step.Write = &driver.Write{Resource: w.resource, Value: w.value}
 		if step.Read == w.resource {
 			// The waiter reads what we write: no need to read it back.
 			step.Read = ""
-			*v = driver.Value{Data: w.value, Found: true}
+			v.Value = driver.Value{Data: w.value, Found: true}
 		}
 	}
 	if step.Read == "" && step.Write == nil {
@@ -96,7 +97,7 @@ func (c *Client) transfer(ctx context.Context, tr driver.Transferer, l *Lease, t
 	var got driver.Value
 	g, got, err = c.caps.atomic.Apply(ctx, step)
 	if v != nil && step.Read != "" {
-		*v = got
+		v.Value = got
 	}
 	return g, v, err
 }

@@ -17,7 +17,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// faultStore wraps a store, counts calls, and can fail or delay them.
+// faultStore wraps a store, counts calls, and can fail or delay them. It
+// has no Unwrap, so it hides the wrapped store's capabilities: tests using
+// it exercise the fallbacks (backoff instead of notify, release and acquire
+// instead of handoff, one Extend per lease, no read with the grant).
+// unwrapStore is the same wrapper letting them through.
 type faultStore struct {
 	driver.Mutex
 	calls     atomic.Int64
@@ -102,3 +106,9 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 		t.Fatalf("%s: not within %v", what, d)
 	}
 }
+
+// unwrapStore is a faultStore that lets the Client find the wrapped store's
+// capabilities (driver.As); only Acquire, Extend and Release are counted.
+type unwrapStore struct{ *faultStore }
+
+func (s unwrapStore) Unwrap() driver.Mutex { return s.faultStore.Mutex }

@@ -3,10 +3,10 @@ package dlock
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/lease"
 )
 
 // Lease is a held lock. It is safe for concurrent use. Its identity (key,
@@ -26,74 +26,60 @@ import (
 // which case it is closed late by the excess; from ValidUntil on, Err and
 // Remaining report the loss whether or not the timer has run.
 type Lease struct {
+	identity
+	v         lease.Validity[Timer] // validity and the signal of its end (the lease engine)
+	releasing                       // guarded by v's mutex
+	renewal   lease.Slot            // place in the renewal queue; guarded by the renewer's mutex
+	data
+}
+
+// identity is what a lease is: it never changes.
+type identity struct {
 	c          *Client
 	key, token string
 	fence      uint64
 	holds      int32
-	nextHook   int32         // guarded by mu; next to holds so the pair packs in 8 bytes
-	ttl        time.Duration // as acquired: bounds releases made on the caller's behalf
-	clock      Clock
-
-	mu sync.Mutex
-	// calling is set while a store call that sets the key's expiry (Extend or
-	// a renewal) is under way: such calls are serialised, so that the
-	// validity always follows the expiry applied last in the store.
-	calling bool
-	// freed is set once the lease's hold was given back to the store (or the
-	// attempt made), so that releasing a lost lease twice sends one release.
-	freed bool
 	// owned is set when the token is an explicit Owner's, shared by every
 	// holding that owner takes of the key: a lost lease then sends no
 	// release (see releaseLost).
 	owned bool
-	// index is the lease's place in the renewal queue, -1 if not queued;
-	// guarded by the renewer's mutex. Next to the flags so that the three
-	// share one 8-byte word.
-	index int32
+	ttl   time.Duration // as acquired: bounds releases made on the caller's behalf
+}
 
-	done       chan struct{} // made on first use by Done; closed when the lease ends
-	callDone   chan struct{} // made by an Extend waiting for the call under way; closed when it ends
-	validUntil time.Time
-	curTTL     time.Duration // TTL of the expiry set last (Extend or renewal); renewal asks for it
-	err        error         // nil while held
-	expiry     Timer
-	renewErr   error // last failed renewal or Extend, reported as the cause on expiry
-	hooks      map[int32]func(error)
-
+// releasing is the lease's part in releases and local handoff.
+type releasing struct {
 	// slot is the key's local queue place this lease holds (nil for owners
 	// that bypass the queue); it passes on when the lease ends.
 	slot *keyQueue
-
-	// value is the resource read with the grant (WithRead), nil if none;
-	// resource names it (Commit writes there).
-	value    *driver.Value
-	resource *string
-
-	// Renewal queue bookkeeping, guarded by the renewer's mutex: when the
-	// lease is next due, and its renewal period when it was queued.
-	next   time.Time
-	period time.Duration
 }
 
-var errReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
+// data is what the store read with the grant (WithRead).
+type data struct {
+	read *grantRead // nil if nothing was read
+}
 
-func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, v *driver.Value) *Lease {
+// grantRead is a resource read with the grant: its value, and its name
+// (Commit writes there).
+type grantRead struct {
+	driver.Value
+	resource string
+}
+
+var errReleased = lease.Released
+
+func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, rd *grantRead) *Lease {
 	l := &Lease{
-		c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), ttl: cfg.ttl,
-		clock: cfg.clock, validUntil: validUntil, curTTL: cfg.ttl, index: -1, slot: slot, value: v,
-		owned: owned,
-	}
-	if v != nil {
-		l.resource = cfg.read
+		identity:  identity{c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), owned: owned, ttl: cfg.ttl},
+		releasing: releasing{slot: slot},
+		renewal:   lease.NewSlot(),
+		data:      data{read: rd},
 	}
 	if slot != nil {
 		c.queues.held(slot, l)
 	}
-	l.mu.Lock()
-	l.armExpiry()
-	l.mu.Unlock()
+	l.v.Init(cfg.clock, validUntil, cfg.ttl, l.holder())
 	if cfg.renew {
-		c.renewer.add(l)
+		c.renewer.Add(l.renewable(), l.ttl)
 	}
 	return l
 }
@@ -117,84 +103,38 @@ func (l *Lease) Holds() int { return int(l.holds) }
 // Value returns the value the resource key named with WithRead had when this
 // lease was granted, read by the store atomically with the grant. found is
 // false if the key did not exist, and also if nothing was read: the call had
-// no WithRead, or the store is not a GrantReader (ValueRead tells these
-// apart). The value is not refreshed: writes made after the grant, including
-// the holder's own, are not reflected.
+// no WithRead, or the store cannot read with the grant (it lacks
+// driver.Atomic); ValueRead tells these apart. The value is not refreshed:
+// writes made after the grant, including the holder's own, are not
+// reflected.
 func (l *Lease) Value() (value string, found bool) {
-	if l.value == nil {
+	if l.read == nil {
 		return "", false
 	}
-	return l.value.Data, l.value.Found
+	return l.read.Data, l.read.Found
 }
 
 // ValueRead reports whether the store read the WithRead resource with the
 // grant. It is false when the call had no WithRead or the store cannot read
 // with a grant; the caller must then read the resource itself.
-func (l *Lease) ValueRead() bool { return l.value != nil }
+func (l *Lease) ValueRead() bool { return l.read != nil }
 
 // Done returns a channel closed when the lease ends: released, or lost.
-func (l *Lease) Done() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done == nil {
-		if l.err != nil {
-			return closedChan
-		}
-		l.done = make(chan struct{})
-	}
-	return l.done
-}
-
-// closedChan is the Done channel of a lease that ended before anyone asked.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-// end closes done if it was made. Called with l.mu held, once.
-func (l *Lease) end() {
-	if l.done != nil {
-		close(l.done)
-	}
-	l.c.untrack(l) // Client.Close has nothing left to release
-}
+func (l *Lease) Done() <-chan struct{} { return l.v.Done() }
 
 // Err returns nil while the lease is held, an error matching ErrNotHeld once
 // it was released, and one matching ErrLost (and its cause: ErrExpired,
 // ErrTaken or ErrUnavailable) once it was lost.
-func (l *Lease) Err() error {
-	l.mu.Lock()
-	if l.err != nil || l.clock.Now().Before(l.validUntil) {
-		defer l.mu.Unlock()
-		return l.err
-	}
-	l.mu.Unlock()
-	l.expire() // the timer is late, but the validity is over all the same
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
+func (l *Lease) Err() error { return l.v.Err(l.holder()) }
 
 // ValidUntil returns the local monotonic time up to which the lock is held.
 // It follows the expiry set in the store last, by Extend or by a renewal: a
 // shorter Extend moves it back, even one that failed (it may have been
 // applied).
-func (l *Lease) ValidUntil() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.validUntil
-}
+func (l *Lease) ValidUntil() time.Time { return l.v.ValidUntil() }
 
 // Remaining returns how much validity is left, or zero once the lease ended.
-func (l *Lease) Remaining() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return 0
-	}
-	return max(0, l.validUntil.Sub(l.clock.Now()))
-}
+func (l *Lease) Remaining() time.Duration { return l.v.Remaining() }
 
 // Release gives up one hold of the lock; the lock is free once every hold of
 // its owner is released. Renewal stops before the store is asked, so it never
@@ -245,10 +185,10 @@ func (l *Lease) Commit(ctx context.Context, value string) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	if l.resource == nil || l.c.caps.atomic == nil {
+	if l.read == nil || l.c.caps.atomic == nil {
 		return invalidf("Commit needs a lease granted WithRead by a store that reads and writes with the lock (Lease.ValueRead is false)")
 	}
-	return l.release(ctx, &write{resource: *l.resource, value: value})
+	return l.release(ctx, &write{resource: l.read.resource, value: value})
 }
 
 // write is the resource update Commit folds into the release.
@@ -259,27 +199,13 @@ type write struct {
 // release ends the lease and frees (or hands off) the lock in the store,
 // applying w with it if not nil.
 func (l *Lease) release(ctx context.Context, w *write) error {
-	l.mu.Lock()
-	if l.err == nil && !l.clock.Now().Before(l.validUntil) {
-		l.mu.Unlock()
-		l.expire() // the timer is late; a lease past its validity must not hand off
-		l.mu.Lock()
-	}
-	if l.err != nil {
-		err := l.err
-		send := err != errReleased && !l.freed
-		l.freed = true
-		l.mu.Unlock()
-		if send {
+	if err, first := l.v.Release(l.holder()); err != nil {
+		if first {
 			l.releaseLost(ctx)
 		}
 		return err
 	}
-	l.err = errReleased
-	l.expiry.Stop()
-	l.end()
-	l.mu.Unlock()
-	l.c.renewer.remove(l)
+	l.c.renewer.Remove(l.renewable())
 	if l.slot != nil {
 		if handled, err := l.c.handoff(ctx, l, w); handled {
 			return err
@@ -313,84 +239,34 @@ func (l *Lease) releaseLost(ctx context.Context) {
 	_ = l.c.store.Release(ctx, l.key, l.token) // best effort: the key expires anyway
 }
 
-// expiryMargin is how long before ValidUntil the expiry timer is armed, so
-// that Done is closed by ValidUntil although a timer runs a little late.
-func expiryMargin(ttl time.Duration) time.Duration {
-	return min(5*time.Millisecond, ttl/10)
-}
+// holder is a Lease as the lease engine sees its end (lease.Holder): a
+// type of its own, so that those methods stay out of Lease's API.
+type holder Lease
 
-// armExpiry (re)arms the expiry timer for the current validity. Called with
-// l.mu held.
-func (l *Lease) armExpiry() {
-	if l.expiry != nil {
-		l.expiry.Stop()
-	}
-	d := l.validUntil.Sub(l.clock.Now()) - expiryMargin(l.curTTL)
-	l.expiry = l.clock.AfterFunc(d, l.expire)
-}
+func (l *Lease) holder() *holder { return (*holder)(l) }
 
-// expire runs when the validity timer fires (or Err finds the validity
-// over); an extension may have moved the deadline since the timer was set.
-func (l *Lease) expire() {
-	l.mu.Lock()
-	if l.err != nil || l.clock.Now().Before(l.validUntil.Add(-expiryMargin(l.curTTL))) {
-		l.mu.Unlock()
-		return
-	}
-	cause := ErrExpired
-	if l.renewErr != nil {
-		cause = fmt.Errorf("%w after renewal failed: %w", ErrExpired, l.renewErr)
-	}
-	l.mu.Unlock()
-	l.lose(cause)
-}
+// LostError implements lease.Holder.
+func (h *holder) LostError(cause error) error { return lostError(h.key, cause) }
 
-// lose ends the lease with cause, runs the loss hooks and returns the error.
-func (l *Lease) lose(cause error) error {
-	l.mu.Lock()
-	if l.err != nil {
-		defer l.mu.Unlock()
-		return l.err
-	}
-	l.err = lostError(l.key, cause)
-	l.expiry.Stop()
-	l.end()
-	hooks := l.hooks
-	l.hooks = nil
-	err := l.err
-	l.mu.Unlock()
-	l.c.renewer.remove(l)
+// Ended implements lease.Holder: Client.Close has nothing left to release.
+func (h *holder) Ended() { h.c.untrack((*Lease)(h)) }
+
+// Lost implements lease.Holder: renewal stops and the local queue slot is
+// left without handoff.
+func (h *holder) Lost() {
+	l := (*Lease)(h)
+	l.c.renewer.Remove(l.renewable())
 	if l.slot != nil {
 		l.c.queues.leave(l.key, l.slot, false)
 	}
-	for _, h := range hooks {
-		h(err)
-	}
-	return err
 }
+
+// Expire implements lease.Holder.
+func (h *holder) Expire() { h.v.Expire(h) }
+
+// lose ends the lease with cause, runs the loss hooks and returns the error.
+func (l *Lease) lose(cause error) error { return l.v.Lose(l.holder(), cause) }
 
 // onLost registers f to run once if the lease is lost (immediately if it was
 // lost already) and returns a function that unregisters it.
-func (l *Lease) onLost(f func(error)) (stop func()) {
-	l.mu.Lock()
-	if l.err != nil {
-		err := l.err
-		l.mu.Unlock()
-		if err != errReleased {
-			f(err)
-		}
-		return func() {}
-	}
-	if l.hooks == nil {
-		l.hooks = make(map[int32]func(error))
-	}
-	id := l.nextHook
-	l.nextHook++
-	l.hooks[id] = f
-	l.mu.Unlock()
-	return func() {
-		l.mu.Lock()
-		delete(l.hooks, id)
-		l.mu.Unlock()
-	}
-}
+func (l *Lease) onLost(f func(error)) (stop func()) { return l.v.OnLost(f) }

@@ -55,7 +55,14 @@ func defaultConfig() config {
 
 // WithTTL sets a fixed lease: the lock expires ttl after it is acquired (or
 // last extended with Lease.Extend) and is not renewed automatically.
-// Default: automatic renewal of a DefaultLease lease (see WithAutoRenew).
+// The store's model (driver.Model, read by New) applies: a ttl outside a
+// per-key store's MinTTL..MaxTTL makes Lock, TryLock, Do and New fail with
+// ErrInvalid before any I/O, and ttl is rounded up to the store's
+// granularity (whole seconds on etcd). On a session-based store ttl has no
+// effect: every lease lasts the store's SessionTTL; WithTTL still turns
+// automatic renewal off.
+// Default: automatic renewal of a DefaultLease lease (see WithAutoRenew),
+// raised to the store's MinTTL when that is longer.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) { c.ttl, c.renew = ttl, false }
 }
@@ -65,7 +72,9 @@ func WithTTL(ttl time.Duration) Option {
 // again. After a Lease.Extend(ctx, d), renewal follows d instead: every d/3,
 // asking for d, so that it never undoes what Extend set. A failed renewal is
 // retried sooner (a fifth of the period, at least 5 ms) until the validity
-// runs out. Default: WithAutoRenew(DefaultLease).
+// runs out. The store's model bounds and rounds lease as it does WithTTL's
+// ttl; on a session-based store the lease is the store's SessionTTL, renewed
+// every SessionTTL/3. Default: WithAutoRenew(DefaultLease).
 func WithAutoRenew(lease time.Duration) Option {
 	return func(c *config) { c.ttl, c.renew = lease, true }
 }
@@ -117,7 +126,7 @@ func WithClock(clk Clock) Option {
 // are not reflected. Lease.Commit writes the resource back as the lock is
 // released, in the same step.
 //
-// Only stores that implement GrantReader can do this (redisstore and
+// Only stores that implement driver.Atomic can do this (redisstore and
 // memstore do; Redlock stores do not). With any other store the option
 // changes nothing: Lease.ValueRead reports false and the caller reads the
 // resource itself. With Redis Cluster the resource key must hash to the
@@ -188,10 +197,4 @@ func ExponentialBackoff(min, max time.Duration) Backoff {
 		}
 		return d/2 + rand.N(d/2+1)
 	}
-}
-
-// drift is the margin subtracted from every lease for clock-rate differences
-// between client and server: 1% of the TTL plus 2 ms, as in Redlock.
-func drift(ttl time.Duration) time.Duration {
-	return ttl/100 + 2*time.Millisecond
 }

@@ -15,7 +15,7 @@ import (
 // "slot") while it holds the lease and passes it on when the lease ends.
 //
 // Local handoff: when the slot's lease is released while another waiter is
-// queued and the store is a Transferer, the lock passes to that waiter in a
+// queued and the store is a driver.Transferer, the lock passes to that waiter in a
 // single store call (Transfer) instead of a release and an acquire. The
 // handoff is a new holding with its own owner token and a new, greater
 // fence, so fencing stays exact: a delayed write of the previous holder

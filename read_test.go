@@ -6,7 +6,7 @@ import (
 	"example.com/dlock"
 )
 
-// A store without GrantReader (memstore here) ignores WithRead: the lease
+// A store without driver.Atomic (memstore hidden by faultStore here) ignores WithRead: the lease
 // says nothing was read and the caller reads the resource itself.
 func TestWithReadFallsBackWhenTheStoreCannotRead(t *testing.T) {
 	c, _ := newClient(t)

@@ -43,8 +43,9 @@ func (e *redisEnv) client(t *testing.T, viaProxy bool, hook *extendHook, opts ..
 // extendHook wraps a store, counts Extend calls and can make those of one
 // key hang until their context ends, as a call whose reply never comes;
 // started and ended are closed when the first such call starts and ends.
-// It is deliberately not a BatchExtender: the renewer then calls Extend
-// once per lease of a batch.
+// It is deliberately not a BatchExtender, and has no Unwrap (the wrapped
+// store's BatchExtender would bypass the hook): the renewer then calls
+// Extend once per lease of a batch.
 type extendHook struct {
 	driver.Mutex
 	hangKey        string

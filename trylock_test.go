@@ -20,6 +20,10 @@ type gatedStore struct {
 	gate    chan struct{}
 }
 
+// Unwrap lets the Client find the wrapped store's capabilities (notify,
+// handoff, batched renewal) through the wrapper (driver.As).
+func (s *gatedStore) Unwrap() driver.Mutex { return s.Mutex }
+
 func (g *gatedStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	first := false
 	g.once.Do(func() { first = true })

@@ -1,0 +1,94 @@
+package lease
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// fakeNotifier hands out one channel per key and counts subscriptions.
+type fakeNotifier struct {
+	ch   chan struct{}
+	subs int
+}
+
+func (n *fakeNotifier) Subscribe(context.Context, string) (<-chan struct{}, func(), error) {
+	n.subs++
+	return n.ch, func() {}, nil
+}
+
+func (c *fakeClock) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.done {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitTimer polls until a sleep armed its timer, within 5 s.
+func awaitTimer(t *testing.T, c *fakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.pending() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no timer armed")
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+}
+
+// On the first contention the Pacer subscribes and returns at once; then a
+// release notification wakes it although the backoff is an hour.
+func TestPacerSubscribesThenWakesOnNotify(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	n := &fakeNotifier{ch: make(chan struct{}, 1)}
+	p := NewPacer[*fakeTimer](clk, func(int) time.Duration { return time.Hour }, n, nil)
+	defer p.Stop()
+	ctx := context.Background()
+	if !p.Pause(ctx, "k", true, -1) || n.subs != 1 || clk.pending() != 0 {
+		t.Fatalf("first contention: subs %d, timers %d; want a subscription and no sleep", n.subs, clk.pending())
+	}
+	done := make(chan bool, 1)
+	go func() { done <- p.Pause(ctx, "k", true, -1) }()
+	awaitTimer(t, clk)
+	n.ch <- struct{}{}
+	select {
+	case ok := <-done:
+		if !ok || n.subs != 1 || p.Failures() != 2 {
+			t.Fatalf("woken: %v, subs %d, failures %d", ok, n.subs, p.Failures())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("notification did not wake the pause")
+	}
+}
+
+// Without a notifier the pause ends at the holder's expiry (plus at most
+// 1 ms + 2% jitter) when that comes before the backoff; a cancelled context
+// ends it with false.
+func TestPacerSleepsUntilTheHoldersExpiry(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	p := NewPacer[*fakeTimer](clk, func(int) time.Duration { return time.Hour }, nil, nil)
+	done := make(chan bool, 1)
+	go func() { done <- p.Pause(context.Background(), "k", true, 10*time.Millisecond) }()
+	awaitTimer(t, clk)
+	clk.Advance(11*time.Millisecond + 200*time.Microsecond)
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("pause reported the context ended")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pause did not end at the holder's expiry")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- p.Pause(ctx, "k", false, -1) }()
+	awaitTimer(t, clk)
+	cancel()
+	if ok := <-done; ok {
+		t.Fatal("cancelled pause reported true")
+	}
+}
