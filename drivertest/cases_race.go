@@ -95,8 +95,7 @@ func (s *suite) racer(t *testing.T, m driver.Mutex, key string, rng *rand.Rand, 
 		}
 		s.section(rng, g.Fence, rec)
 		if err := m.Release(c, key, tok); err != nil {
-			rec.fail(err)
-			return
+			rec.fail(err) // and go on: a lost holding is an overlap to count
 		}
 		done++
 	}
