@@ -138,7 +138,8 @@ func (s *suite) testKilledSession(t *testing.T, m driver.Mutex) {
 
 // testUnavailable: while the server is unavailable no call gives a definite
 // answer (no ErrNotHeld, no ErrNotAcquired: package driver, "a definite
-// answer is a true one"), and the holding survives a short outage.
+// answer is a true one"), every call returns soon after its context ends
+// ("methods honour ctx"), and the holding survives a short outage.
 func (s *suite) testUnavailable(t *testing.T, m driver.Mutex) {
 	if s.h.Pause == nil {
 		t.Skip("Harness.Pause not set")
@@ -157,12 +158,18 @@ func (s *suite) testUnavailable(t *testing.T, m driver.Mutex) {
 		"Extend by another":  func(c context.Context) error { _, err := m.Extend(c, key, Token(), s.long); return err },
 		"Extend by holder":   func(c context.Context) error { _, err := m.Extend(c, key, tok, s.long); return err },
 	}
+	const callTimeout = 200 * time.Millisecond
 	for name, call := range calls {
-		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+		start := time.Now()
 		err := call(c)
+		el := time.Since(start)
 		cancel()
 		if err == nil || errors.Is(err, driver.ErrNotHeld) || errors.Is(err, driver.ErrNotAcquired) {
 			t.Errorf("%s while the server is unavailable: %v; want an error that is no definite answer", name, err)
+		}
+		if el > callTimeout+s.slack {
+			t.Errorf("%s returned %v after its %v context ended: methods honour ctx", name, el-callTimeout, callTimeout)
 		}
 	}
 	resume()
@@ -218,10 +225,10 @@ func (s *suite) testBoundedState(t *testing.T, m driver.Mutex) {
 		}
 		return n
 	}
-	if !eventually(r.Retention()+s.ttl+s.slack, func() bool { return left() == 0 }) {
-		t.Fatalf("%d entries left %v after release and expiry (retention %v)", left(), r.Retention()+s.ttl+s.slack, r.Retention())
-	}
 	if n, err := r.KeyState(ctx(t), held); err != nil || n == 0 {
 		t.Fatalf("KeyState of a held key = %d, %v; want some (control)", n, err)
+	}
+	if !eventually(r.Retention()+s.ttl+s.slack, func() bool { return left() == 0 }) {
+		t.Fatalf("%d entries left %v after release and expiry (retention %v)", left(), r.Retention()+s.ttl+s.slack, r.Retention())
 	}
 }
