@@ -102,16 +102,19 @@ func (s *suite) testExtendShorterShortens(t *testing.T, m driver.Mutex) {
 }
 
 // testSessionExtend: on a session-based store Extend renews the session and
-// confirms the key: same fence and holds, a TTL within the session's.
+// confirms the key: same fence and holds, a TTL within the session's; three
+// Extends half a session apart keep the key past the session's TTL.
 func (s *suite) testSessionExtend(t *testing.T, m driver.Mutex) {
 	key, tok := Key(t), Token()
 	g := mustAcquire(t, m, key, tok, s.long)
 	for range 3 {
+		time.Sleep(s.model.SessionTTL / 2) // letting the session age is the point
 		e, err := m.Extend(ctx(t), key, tok, s.long)
 		if err != nil || e.Fence != g.Fence || e.Holds != 1 || e.TTL <= 0 || e.TTL > s.model.SessionTTL {
 			t.Fatalf("Extend = %+v, %v; want fence %d, holds 1, 0 < TTL <= %v", e, err, g.Fence, s.model.SessionTTL)
 		}
 	}
+	s.wantContended(t, s.h.New(t), key)
 	mustRelease(t, m, key, tok)
 }
 
