@@ -137,7 +137,7 @@
 // read and write with the lock, inspection, listing, waiter counts, checks),
 // and for each what the Client does when it is absent. A wrapper around a
 // store (a fault injector, a metrics decorator) keeps the wrapped store's
-// capabilities visible by implementing driver.Unwrapper. Package storetest
+// capabilities visible by implementing driver.Unwrapper. Package drivertest
 // checks a store against the written contract. Package memstore is an
 // in-memory store for examples and tests.
 package dlock
