@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"example.com/dlock/internal/inventory"
+	"example.com/dlock/cmd/dlock/internal/inventory"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"example.com/dlock/internal/inventory"
+	"example.com/dlock/cmd/dlock/internal/inventory"
 )
 
 func init() { subcommands = append(subcommands, newInventoryCmd) }

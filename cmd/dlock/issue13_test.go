@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
-	"example.com/dlock/internal/inventory"
+	"example.com/dlock/cmd/dlock/internal/inventory"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/chaos/history"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/chaos/check"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/chaos/history"
 	"example.com/dlock/internal/redisserver"
 )
