@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // go-redis logs every failed dial on its own; the CLI reports the error once,
@@ -43,34 +44,36 @@ func plain(err error) error {
 // instead of waiting in the lock's retry loop.
 const connectTimeout = 5 * time.Second
 
-// connect opens the selected store and checks that every server behind it
-// answers. Bad flags return ExitUsage, a server that rejects the user
-// (WRONGPASS, NOAUTH, NOPERM) ExitRefused, an unreachable server
+// connectProbeKey is the key connect inspects to see that the store answers.
+const connectProbeKey = "dlock-connect-probe"
+
+// connect opens the selected store and checks that it answers: by
+// inspecting a probe key when the store can inspect (a read; nothing is
+// written), else not at all (the first real call then reports). Bad flags
+// return ExitUsage, a store that rejects the user (WRONGPASS, NOAUTH,
+// NOPERM: driver.ErrRefused) ExitRefused, an unreachable store
 // ExitUnavailable; nothing is left open on failure.
 func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
-	st, err := f.open()
+	st, err := f.open(ctx)
 	if err != nil {
 		return nil, err
 	}
+	in, ok := driver.As[driver.Inspector](st.Store)
+	if !ok {
+		return st, nil
+	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	// A Redlock store works while a majority of its nodes answer; any other
-	// store needs its one client.
-	var errs []error
-	for _, c := range st.Clients {
-		if err := c.Ping(pctx).Err(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if majorityFailed(len(errs), len(st.Clients)) {
+	_, err = in.Inspect(pctx, connectProbeKey)
+	switch {
+	case err == nil, errors.Is(err, errors.ErrUnsupported):
+		return st, nil
+	case errors.Is(err, driver.ErrRefused) || refusedByServer(err):
 		_ = st.Close()
-		err := errors.Join(errs...)
-		if refusedByServer(err) {
-			return nil, exitWith(ExitRefused, fmt.Errorf("%s refused the connection's user: %w", st.Desc, err))
-		}
-		return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, err))
+		return nil, exitWith(ExitRefused, fmt.Errorf("%s refused the connection's user: %w", st.Desc, plain(err)))
 	}
-	return st, nil
+	_ = st.Close()
+	return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, plain(err)))
 }
 
 // refusedByServer reports whether err is a server's answer that retrying
@@ -87,13 +90,6 @@ func refusedByServer(err error) bool {
 		}
 	}
 	return false
-}
-
-// majorityFailed reports whether failures of total servers leave no
-// majority answering: a Redlock store works while a majority of its nodes
-// answer, any other store (one client) needs that client.
-func majorityFailed(failures, total int) bool {
-	return failures > 0 && failures >= (total+1)/2
 }
 
 // exitFor maps an error from the lock API to the CLI's exit codes.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"strings"
@@ -38,7 +39,7 @@ func TestStoreFlagsOpen(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st, err := c.f.open()
+			st, err := c.f.open(context.Background())
 			if c.wantErr != "" {
 				if err == nil {
 					_ = st.Close()
@@ -63,7 +64,7 @@ func TestStoreFlagsOpen(t *testing.T) {
 func TestURLErrorsHidePasswords(t *testing.T) {
 	for _, u := range []string{"redis://user:s3cretpw@host:x", "redis://u:s3cretpw@h:1?bad=1"} {
 		for _, f := range []storeFlags{{redisURL: u}, {clusterURL: u}, {sentinelURL: u + "&master_name=m"}, {redlockURLs: []string{"redis://a:1", u}}} {
-			_, err := f.open()
+			_, err := f.open(context.Background())
 			if err == nil || strings.Contains(err.Error(), "s3cretpw") {
 				t.Errorf("%+v: error %v; want an error without the password", f, err)
 			}
@@ -156,7 +157,7 @@ func FuzzStoreFlags(f *testing.F) {
 			urls = strings.Split(raw, ",")
 			fl.redlockURLs = urls
 		}
-		st, err := fl.open()
+		st, err := fl.open(context.Background())
 		if err == nil {
 			defer st.Close()
 			for _, u := range urls {

@@ -144,6 +144,12 @@ func TestMajorityFailed(t *testing.T) {
 	}
 }
 
+// openRedlock opens a Redlock store over urls the way --redlock does.
+func openRedlock(urls []string, prefix string) (*openedStore, error) {
+	f := storeFlags{redlockURLs: urls, prefix: prefix}
+	return f.open(context.Background())
+}
+
 // startRedlockServers starts three servers, stopped at the end of the test,
 // and returns them with their URLs.
 func startRedlockServers(t *testing.T) ([]*redisserver.Server, []string) {
