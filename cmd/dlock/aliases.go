@@ -119,8 +119,7 @@ func redlockAlias(raws []string) (string, error) {
 		u := url.URL{Scheme: "redlock", User: userinfo, Host: strings.Join(hosts, ",")}
 		return u.String(), nil
 	}
-	u := url.URL{Scheme: "redlock", RawQuery: url.Values{"node": nodes}.Encode()}
-	return u.String(), nil
+	return "redlock://?" + url.Values{"node": nodes}.Encode(), nil
 }
 
 // withScheme lets a bare host:port stand for redis://host:port, the form
