@@ -5,22 +5,27 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock/driver"
 )
 
-// Waiters returns how many connections are subscribed to the release channel
+var _ driver.WaiterCounter = (*Store)(nil)
+
+// Waiters implements driver.WaiterCounter: it returns how many connections are subscribed to the release channel
 // of key (PUBSUB NUMSUB), that is how many Stores are waiting for it: a Store
 // subscribes once however many of its callers wait, so this counts waiting
 // processes (clients), not goroutines. On a Cluster the counts of all nodes
 // are summed, since a subscriber may be connected to any of them. It returns
 // an error matching driver.ErrInvalid for a bad key, or the server's error.
-func (s *Store) Waiters(ctx context.Context, key string) (int64, error) {
+func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
 	ch := s.channel(key)
 	cc, ok := s.client.(*redis.ClusterClient)
 	if !ok {
-		return numsub(ctx, s.client, ch)
+		n, err := numsub(ctx, s.client, ch)
+		return int(n), err
 	}
 	var (
 		mu    sync.Mutex
@@ -33,7 +38,7 @@ func (s *Store) Waiters(ctx context.Context, key string) (int64, error) {
 		mu.Unlock()
 		return err
 	})
-	return total, err
+	return int(total), err
 }
 
 func numsub(ctx context.Context, c redis.Cmdable, channel string) (int64, error) {

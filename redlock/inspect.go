@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"example.com/dlock/driver"
@@ -12,19 +11,21 @@ var _ driver.Inspector = (*Store)(nil)
 
 // Inspect implements driver.Inspector with the majority's view of key: it is
 // held by a token only if that token holds it on a quorum of nodes, with the
-// hold count and remaining time that a quorum agrees on (the quorum-th
-// largest), and the highest fence any node reports. It changes nothing.
+// hold count, remaining time and fence that a quorum agrees on (the
+// quorum-th largest: for the fence, the holding's own; see majorityView);
+// a free key has the highest fence any node reports. It changes nothing.
 //
 // It returns an error matching ErrNoQuorum if fewer than a quorum of nodes
-// answered, and one matching driver.ErrInvalid if a node store cannot inspect.
+// answered, and one matching errors.ErrUnsupported if a node store cannot
+// inspect (found through wrappers with driver.As): the store declares the
+// capability, but cannot serve it over such nodes.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
-	for i, n := range s.nodes {
-		if _, ok := n.(driver.Inspector); !ok {
-			return driver.Info{}, fmt.Errorf("%w: redlock node %d cannot inspect locks", driver.ErrInvalid, i)
-		}
+	inspectors, err := nodeCaps[driver.Inspector](s, "inspect locks")
+	if err != nil {
+		return driver.Info{}, err
 	}
 	rs := fanout(ctx, s.pool, s.timeout, s.all, func(ctx context.Context, i int) (driver.Info, error) {
-		return s.nodes[i].(driver.Inspector).Inspect(ctx, key)
+		return inspectors[i].Inspect(ctx, key)
 	}, func([]reply[driver.Info]) bool { return false }, nil)
 	var answered []driver.Info
 	var errs []error
@@ -42,7 +43,12 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 }
 
 // majorityView merges the nodes' answers: a holder must hold the key on at
-// least q of them.
+// least q of them. A held key's fence is the q-th largest of the holding
+// nodes' fences: the holding's own fence, which the fence raise recorded on
+// at least q of them (a node that granted late and was not raised keeps a
+// fence of its own, larger or smaller, and at most q-1 such nodes cannot
+// move the q-th largest). A free key's fence is the highest any node
+// reports.
 func majorityView(infos []driver.Info, q int) driver.Info {
 	var out driver.Info
 	count := map[string]int{}
@@ -58,14 +64,16 @@ func majorityView(infos []driver.Info, q int) driver.Info {
 		}
 		var holds []int
 		var remaining []time.Duration
+		var fences []uint64
 		for _, in := range infos {
 			if in.Held && in.Token == token {
 				holds = append(holds, in.Holds)
 				remaining = append(remaining, in.Remaining)
+				fences = append(fences, in.Fence)
 			}
 		}
 		out.Held, out.Token = true, token
-		out.Holds, out.Remaining = kthLargest(holds, q), kthLargest(remaining, q)
+		out.Holds, out.Remaining, out.Fence = kthLargest(holds, q), kthLargest(remaining, q), kthLargest(fences, q)
 	}
 	return out
 }

@@ -19,7 +19,7 @@ func TestMajorityView(t *testing.T) {
 	}{
 		{"majority holds", []driver.Info{held("a", 2, 900*time.Millisecond, 7), held("a", 2, 800*time.Millisecond, 7),
 			held("a", 1, 700*time.Millisecond, 6), free(5), free(9)},
-			driver.Info{Held: true, Token: "a", Holds: 1, Remaining: 700 * time.Millisecond, Fence: 9}}, // only 1 hold is on a quorum
+			driver.Info{Held: true, Token: "a", Holds: 1, Remaining: 700 * time.Millisecond, Fence: 6}}, // only 1 hold, and fence 6, are on a quorum of holders
 		{"minority holds", []driver.Info{held("a", 1, time.Second, 3), held("a", 1, time.Second, 3), free(3), free(3), free(4)},
 			driver.Info{Fence: 4}},
 		{"split between tokens", []driver.Info{held("a", 1, time.Second, 3), held("a", 1, time.Second, 3),

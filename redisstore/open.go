@@ -1,0 +1,306 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock/driver"
+)
+
+// The URL schemes this package registers with driver.Register (see the
+// package documentation for their forms).
+const (
+	SchemeRedis            = "redis"
+	SchemeRedisTLS         = "rediss"
+	SchemeRedisCluster     = "redis+cluster"
+	SchemeRedisClusterTLS  = "rediss+cluster"
+	SchemeRedisSentinel    = "redis+sentinel"
+	SchemeRedisSentinelTLS = "rediss+sentinel"
+)
+
+func init() {
+	for _, s := range []string{SchemeRedis, SchemeRedisTLS} {
+		driver.Register(s, openSingle)
+	}
+	for _, s := range []string{SchemeRedisCluster, SchemeRedisClusterTLS} {
+		driver.Register(s, openCluster)
+	}
+	for _, s := range []string{SchemeRedisSentinel, SchemeRedisSentinelTLS} {
+		driver.Register(s, openSentinel)
+	}
+}
+
+// ParseURL parses the URL of one Redis server, redis://[user:pass@]host:port[/db]
+// or rediss:// for TLS, into go-redis options and the store's options: the
+// query parameters prefix= (Options.Prefix) and retention= (Options.Retention,
+// a Go duration) are the store's, every other one is go-redis' own
+// (dial_timeout=, max_retries=, …; see redis.ParseURL). A missing port means
+// 6379. Errors match driver.ErrInvalid and never contain the password.
+func ParseURL(rawURL string) (*redis.Options, *Options, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil, invalidURL("redis", rawURL, err)
+	}
+	return parseSingle(u)
+}
+
+func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != SchemeRedis && scheme != SchemeRedisTLS {
+		return nil, nil, fmt.Errorf("%w: store URL: scheme %q is not redis or rediss", driver.ErrInvalid, u.Scheme)
+	}
+	opts, rest, err := storeQuery(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	if strings.Contains(u.Host, ",") {
+		return nil, nil, fmt.Errorf("%w: %s URL names several hosts: use redis+cluster:// or redis+sentinel://, or redlock:// for independent servers", driver.ErrInvalid, scheme)
+	}
+	g := *u
+	g.Scheme, g.RawQuery = scheme, rest.Encode()
+	o, err := redis.ParseURL(g.String())
+	if err == nil {
+		err = checkAddrs(o.Addr)
+	}
+	if err != nil {
+		return nil, nil, invalidURL(scheme, u.String(), err)
+	}
+	return o, opts, nil
+}
+
+// storeQuery takes the store's own parameters out of u's query and returns
+// the rest (go-redis' options).
+func storeQuery(u *url.URL) (*Options, url.Values, error) {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: store URL: query: %v", driver.ErrInvalid, err)
+	}
+	opts := &Options{Prefix: q.Get("prefix")}
+	if q.Has("prefix") && opts.Prefix == "" {
+		return nil, nil, fmt.Errorf("%w: store URL: empty prefix= (leave it out for the default %q)", driver.ErrInvalid, DefaultPrefix)
+	}
+	if r := q.Get("retention"); r != "" {
+		if opts.Retention, err = time.ParseDuration(r); err != nil || opts.Retention <= 0 {
+			return nil, nil, fmt.Errorf("%w: store URL: retention=%q is not a positive duration (such as 30s)", driver.ErrInvalid, r)
+		}
+	}
+	q.Del("prefix")
+	q.Del("retention")
+	return opts, q, nil
+}
+
+// splitHosts splits a comma-separated host list (the host part of a
+// cluster, sentinel or redlock URL) into host:port addresses, 6379 where a
+// port is missing. IPv6 literals are not supported in a list.
+func splitHosts(hostList string) ([]string, error) {
+	var addrs []string
+	for _, h := range strings.Split(hostList, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			return nil, fmt.Errorf("empty host in the list %q", hostList)
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, "6379")
+		}
+		if err := checkAddrs(h); err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, h)
+	}
+	return addrs, nil
+}
+
+// checkAddrs rejects a host:port whose host is empty or whose port is not in
+// 1-65535.
+func checkAddrs(addrs ...string) error {
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("address %q: %w", a, err)
+		}
+		if host == "" {
+			return fmt.Errorf("address %q: no host", a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("address %q: port %s is not in 1-65535", a, port)
+		}
+	}
+	return nil
+}
+
+// invalidURL is a URL error matching driver.ErrInvalid, with the URL's
+// password cut out of the message (parse errors may quote the URL).
+func invalidURL(scheme, rawURL string, err error) error {
+	msg := err.Error()
+	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, url.QueryEscape(p), "REDACTED")
+			msg = strings.ReplaceAll(msg, url.PathEscape(p), "REDACTED")
+			msg = strings.ReplaceAll(msg, p, "REDACTED")
+		}
+	} else if at := strings.LastIndex(rawURL, "@"); at >= 0 {
+		// Unparsable: cut everything between the scheme and the '@'.
+		start := strings.Index(rawURL, "://") + 3
+		if start < 3 || start > at {
+			start = 0
+		}
+		if ui := rawURL[start:at]; ui != "" {
+			msg = strings.ReplaceAll(msg, ui, "REDACTED")
+		}
+	}
+	return fmt.Errorf("%w: %s URL: %s", driver.ErrInvalid, scheme, msg)
+}
+
+// opened wraps a store and the client the opener created.
+func opened(client redis.UniversalClient, opts *Options, describe string) (*driver.Opened, error) {
+	s, err := New(client, opts)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	if opts.Prefix != "" && opts.Prefix != DefaultPrefix {
+		describe += ", prefix " + opts.Prefix
+	}
+	return &driver.Opened{Store: s, Describe: describe, Close: func() error {
+		return errors.Join(s.Close(), client.Close())
+	}}, nil
+}
+
+// tlsNote is the Describe suffix of a TLS scheme.
+func tlsNote(scheme string) string {
+	if strings.HasPrefix(strings.ToLower(scheme), "rediss") {
+		return " (TLS)"
+	}
+	return ""
+}
+
+func userNote(u *url.URL) string {
+	if u.User != nil && u.User.Username() != "" {
+		return " as user " + u.User.Username()
+	}
+	return ""
+}
+
+// openSingle is the opener of redis:// and rediss://. It makes no network
+// call.
+func openSingle(_ context.Context, u *url.URL) (*driver.Opened, error) {
+	o, opts, err := parseSingle(u)
+	if err != nil {
+		return nil, err
+	}
+	desc := fmt.Sprintf("redis %s db %d%s%s", o.Addr, o.DB, userNote(u), tlsNote(u.Scheme))
+	return opened(redis.NewClient(o), opts, desc)
+}
+
+// baseScheme is the go-redis scheme behind one of this package's schemes.
+func baseScheme(scheme string) string {
+	if strings.HasPrefix(strings.ToLower(scheme), "rediss") {
+		return SchemeRedisTLS
+	}
+	return SchemeRedis
+}
+
+// parseCluster parses redis+cluster://[user:pass@]host:port,host:port[?…]:
+// the hosts are seeds (any reachable node will do), the query as for ParseURL.
+func parseCluster(u *url.URL) (*redis.ClusterOptions, *Options, error) {
+	opts, rest, err := storeQuery(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	addrs, err := splitHosts(u.Host)
+	if err != nil {
+		return nil, nil, invalidURL(u.Scheme, u.String(), err)
+	}
+	if strings.Trim(u.Path, "/") != "" {
+		return nil, nil, fmt.Errorf("%w: %s URL: a Cluster has no database number or path (got %q)", driver.ErrInvalid, u.Scheme, u.Path)
+	}
+	for _, a := range addrs[1:] {
+		rest.Add("addr", a)
+	}
+	g := url.URL{Scheme: baseScheme(u.Scheme), User: u.User, Host: addrs[0], RawQuery: rest.Encode()}
+	o, err := redis.ParseClusterURL(g.String())
+	if err == nil {
+		err = checkAddrs(o.Addrs...)
+	}
+	if err != nil {
+		return nil, nil, invalidURL(u.Scheme, g.String(), err)
+	}
+	return o, opts, nil
+}
+
+// parseSentinel parses
+// redis+sentinel://[user:pass@]host:port,host:port/<master-name>[?db=N&sentinel-username=…&sentinel-password=…]:
+// the hosts are the Sentinels, user:pass the primary's credentials, and
+// sentinel-username and sentinel-password the Sentinels' own (none if
+// absent). Other query parameters are as for ParseURL.
+func parseSentinel(u *url.URL) (*redis.FailoverOptions, *Options, error) {
+	opts, rest, err := storeQuery(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	addrs, err := splitHosts(u.Host)
+	if err != nil {
+		return nil, nil, invalidURL(u.Scheme, u.String(), err)
+	}
+	master := strings.Trim(u.Path, "/")
+	switch {
+	case strings.Contains(master, "/"):
+		return nil, nil, fmt.Errorf("%w: %s URL: the path must be /<master-name> alone (got %q)", driver.ErrInvalid, u.Scheme, u.Path)
+	case master == "" && rest.Get("master_name") == "":
+		return nil, nil, fmt.Errorf("%w: %s URL needs the primary's name as its path: %s://host:port,host:port/<master-name>", driver.ErrInvalid, u.Scheme, u.Scheme)
+	case master != "":
+		rest.Set("master_name", master)
+	}
+	var sentinelUser *url.Userinfo
+	if su, sp := rest.Get("sentinel-username"), rest.Get("sentinel-password"); su != "" || sp != "" {
+		sentinelUser = url.UserPassword(su, sp)
+	}
+	rest.Del("sentinel-username")
+	rest.Del("sentinel-password")
+	for _, a := range addrs[1:] {
+		rest.Add("addr", a)
+	}
+	g := url.URL{Scheme: baseScheme(u.Scheme), User: sentinelUser, Host: addrs[0], RawQuery: rest.Encode()}
+	o, err := redis.ParseFailoverURL(g.String())
+	if err == nil {
+		err = checkAddrs(o.SentinelAddrs...)
+	}
+	if err != nil {
+		return nil, nil, invalidURL(u.Scheme, g.String(), err)
+	}
+	if u.User != nil {
+		o.Username = u.User.Username()
+		o.Password, _ = u.User.Password()
+	}
+	return o, opts, nil
+}
+
+// openCluster is the opener of redis+cluster:// and rediss+cluster://. It
+// makes no network call.
+func openCluster(_ context.Context, u *url.URL) (*driver.Opened, error) {
+	o, opts, err := parseCluster(u)
+	if err != nil {
+		return nil, err
+	}
+	desc := fmt.Sprintf("redis cluster %s%s%s", strings.Join(o.Addrs, ","), userNote(u), tlsNote(u.Scheme))
+	return opened(redis.NewClusterClient(o), opts, desc)
+}
+
+// openSentinel is the opener of redis+sentinel:// and rediss+sentinel://. It
+// makes no network call.
+func openSentinel(_ context.Context, u *url.URL) (*driver.Opened, error) {
+	o, opts, err := parseSentinel(u)
+	if err != nil {
+		return nil, err
+	}
+	desc := fmt.Sprintf("redis sentinel master %s db %d via %s%s%s", o.MasterName, o.DB, strings.Join(o.SentinelAddrs, ","), userNote(u), tlsNote(u.Scheme))
+	return opened(redis.NewFailoverClient(o), opts, desc)
+}
