@@ -17,6 +17,23 @@ import (
 
 func init() { subcommands = append(subcommands, newDoctorCmd) }
 
+// Check statuses, from harmless to unsafe.
+const (
+	statusOK   = "OK"
+	statusWarn = "WARN"
+	statusFail = "FAIL"
+)
+
+// check is one line of the doctor's checklist.
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
+
 // doctorReport is the output of `dlock doctor`.
 type doctorReport struct {
 	Target string      `json:"target"`
@@ -57,7 +74,7 @@ store's own checks, if it has them (driver.Doctor). On Redis these are:
                     trying them on a throw-away key; forbidden ones are reported (WARN)
 
 On a Cluster every primary is checked, on Redlock every node (each check's
-name then starts with the server's address); a server that does not answer
+name is then ADDR/CHECK); a server that does not answer
 gets one FAIL "connection" line and no other check. A store without checks
 of its own gets a WARN line saying that only the probe ran.
 

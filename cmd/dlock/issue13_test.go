@@ -108,10 +108,10 @@ func TestA5DoctorOnNodeRefusingConnections(t *testing.T) {
 	if r.code != ExitUnsafe || rep.Safe {
 		t.Fatalf("a node down: want exit %d, unsafe: %s", ExitUnsafe, r)
 	}
-	// Each node's checks are named "ADDR check".
+	// Each node's checks are named "ADDR/CHECK".
 	perNode := map[string][]check{}
 	for _, c := range rep.Checks {
-		if node, name, ok := strings.Cut(c.Name, " "); ok && strings.HasPrefix(node, "127.0.0.1:") {
+		if node, name, ok := strings.Cut(c.Name, "/"); ok && strings.HasPrefix(node, "127.0.0.1:") {
 			c.Name = name
 			perNode[node] = append(perNode[node], c)
 		}
