@@ -51,7 +51,10 @@ func clusterAlias(raw string) (string, error) {
 }
 
 // sentinelAlias is --redis-sentinel redis://s1:p1/db?master_name=M&addr=s2:p2:
-// redis+sentinel://s1:p1,s2:p2/M?db=N with the other options kept.
+// redis+sentinel://s1:p1,s2:p2/M?db=N with the other options kept. In
+// go-redis' form the user information is the Sentinels' (the master's comes
+// from username= and password=); in the store URL it is the master's, so it
+// moves to sentinel-username= and sentinel-password=.
 func sentinelAlias(raw string) (string, error) {
 	full := withScheme(raw)
 	o, err := redis.ParseFailoverURL(full)
@@ -72,6 +75,15 @@ func sentinelAlias(raw string) (string, error) {
 	u.Host = strings.Join(append([]string{u.Host}, q["addr"]...), ",")
 	q.Del("addr")
 	q.Del("master_name")
+	if u.User != nil {
+		if name := u.User.Username(); name != "" {
+			q.Set("sentinel-username", name)
+		}
+		if pw, ok := u.User.Password(); ok {
+			q.Set("sentinel-password", pw)
+		}
+		u.User = nil
+	}
 	if o.DB != 0 {
 		q.Set("db", strconv.Itoa(o.DB))
 	}

@@ -248,7 +248,11 @@ func printDoctor(w io.Writer, rep doctorReport) {
 	if m.Session {
 		life = "one session per client (session TTL " + m.SessionTTL + ")"
 	}
-	fmt.Fprintf(w, "model: TTL %s to %s, granularity %s; expiry on %s; %s\n\n", m.MinTTL, m.MaxTTL, m.Granularity, clock, life)
+	bounds := "TTL " + m.MinTTL + " to " + m.MaxTTL
+	if m.MaxTTL == "none" {
+		bounds = "TTL " + m.MinTTL + " or more"
+	}
+	fmt.Fprintf(w, "model: %s, granularity %s; expiry on %s; %s\n\n", bounds, m.Granularity, clock, life)
 	for _, c := range rep.Checks {
 		fmt.Fprintf(w, "  %-4s  %-16s  %s\n", c.Status, c.Name, c.Detail)
 		if c.Fix != "" && c.Status != statusOK && !strings.Contains(c.Detail, "fix: ") {

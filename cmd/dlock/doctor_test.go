@@ -38,7 +38,7 @@ func TestDoctorDefaultConfigPassesWithWarnings(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("want exit 0: %s", r)
 	}
-	for _, want := range []string{"model: TTL 10ms to", "granularity 1ms; expiry on the server's clock; per-key leases",
+	for _, want := range []string{"model: TTL 10ms or more,", "granularity 1ms; expiry on the server's clock; per-key leases",
 		"OK    probe acquire", "OK    probe extend", "OK    probe release", "OK    probe inspect",
 		"OK    version", "OK    maxmemory-policy", "WARN  persistence", "fix: appendonly yes", "OK    replication", "OK    latency", "OK    acl", "no unsafe setting"} {
 		if !strings.Contains(r.stdout, want) {

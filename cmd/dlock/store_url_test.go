@@ -228,6 +228,9 @@ func TestAliasURLs(t *testing.T) {
 			"redis+cluster://u:pw@h1:7000,h2:7001,h3:7002?dial_timeout=1s"},
 		{storeFlags{sentinelURL: "redis://h1:26379/3?master_name=mymaster&addr=h2:26379"},
 			"redis+sentinel://h1:26379,h2:26379/mymaster?db=3"},
+		// go-redis' user information is the Sentinels'; the store URL's is the master's.
+		{storeFlags{sentinelURL: "redis://su:spw@h1:26379?master_name=m&password=mpw"},
+			"redis+sentinel://h1:26379/m?password=mpw&sentinel-password=spw&sentinel-username=su"},
 		{storeFlags{redlockURLs: []string{"redis://h1:1", "h2:2", "redis://h3:3"}, prefix: "p:"}, "redlock://h1:1,h2:2,h3:3?prefix=p%3A"},
 		{storeFlags{redlockURLs: []string{"redis://a:x@h1:1", "redis://b:y@h2:2"}},
 			"redlock://?node=redis%3A%2F%2Fa%3Ax%40h1%3A1&node=redis%3A%2F%2Fb%3Ay%40h2%3A2"},
