@@ -41,14 +41,14 @@ fi
 # benchmark (bench) and any store in a module of its own. In workspace mode
 # `go test ./...` from the root covers only the root module, so each module is
 # vetted and tested from its own directory.
-modules=$(go list -m -f '{{.Dir}}')
+modules=$(go list -m -f '{{.Path}}={{.Dir}}')
 if (($#)); then
 	go vet ./...
 	go test -race -count=1 -timeout 20m "$@"
 	exit
 fi
-for dir in $modules; do
-	name=$(cd "$dir" && go list -m)
+for mod in $modules; do
+	name=${mod%%=*} dir=${mod#*=}
 	echo "test.sh: module $name"
 	if [ "$name" = example.com/dlock/bench ]; then
 		# bench/ depends on the peer libraries it compares against; its quick

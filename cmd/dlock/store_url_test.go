@@ -164,6 +164,8 @@ func TestMissingCapabilitiesHaveExitCodes(t *testing.T) {
 		{[]string{"list", "--store", "mem://unsupported"}, ExitUnavailable, "cannot list locks now"},
 		{[]string{"status", "--store", "nosuch://x", "k"}, ExitUsage, `unknown scheme "nosuch"`},
 		{[]string{"status", "--store", "mem://full", "--redis", "redis://127.0.0.1:1", "k"}, ExitUsage, "choose one store: --store and --redis"},
+		// The demo runs the articles' Redis strategies: another store is refused before anything starts.
+		{[]string{"demo", "--store", "mem://full"}, ExitUsage, "needs a redis:// or rediss:// URL"},
 	} {
 		code, _, stderr := runCLI(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
