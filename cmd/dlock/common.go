@@ -44,12 +44,16 @@ func plain(err error) error {
 // instead of waiting in the lock's retry loop.
 const connectTimeout = 5 * time.Second
 
+// connectAttempts bounds the probes connect makes (within connectTimeout).
+const connectAttempts = 3
+
 // connectProbeKey is the key connect inspects to see that the store answers.
 const connectProbeKey = "dlock-connect-probe"
 
 // connect opens the selected store and checks that it answers: by
 // inspecting a probe key when the store can inspect (a read; nothing is
-// written), else not at all (the first real call then reports). Bad flags
+// written; up to connectAttempts tries within connectTimeout), else not at
+// all (the first real call then reports). Bad flags
 // return ExitUsage, a store that rejects the user (WRONGPASS, NOAUTH,
 // NOPERM: driver.ErrRefused) ExitRefused, an unreachable store
 // ExitUnavailable; nothing is left open on failure.
@@ -64,7 +68,17 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	_, err = in.Inspect(pctx, connectProbeKey)
+	// A store's first call dials its servers (and loads scripts) within
+	// the store's own per-call bound, which a Redlock node keeps short
+	// (50 ms): a cold first call that misses it is tried again, within
+	// connectTimeout, before the store is called unreachable.
+	for attempt := 1; ; attempt++ {
+		_, err = in.Inspect(pctx, connectProbeKey)
+		if err == nil || errors.Is(err, driver.ErrRefused) || refusedByServer(err) || errors.Is(err, errors.ErrUnsupported) ||
+			attempt == connectAttempts || pctx.Err() != nil {
+			break
+		}
+	}
 	switch {
 	case err == nil, errors.Is(err, errors.ErrUnsupported):
 		return st, nil
