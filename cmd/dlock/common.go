@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -52,8 +53,9 @@ const connectProbeKey = "dlock-connect-probe"
 
 // connect opens the selected store and checks that it answers: by
 // inspecting a probe key when the store can inspect (a read; nothing is
-// written; up to connectAttempts tries within connectTimeout), else not at
-// all (the first real call then reports). Bad flags
+// written; a probe that times out is tried up to connectAttempts times
+// within connectTimeout), else not at all (the first real call then
+// reports). Bad flags
 // return ExitUsage, a store that rejects the user (WRONGPASS, NOAUTH,
 // NOPERM: driver.ErrRefused) ExitRefused, an unreachable store
 // ExitUnavailable; nothing is left open on failure.
@@ -70,12 +72,12 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 	defer cancel()
 	// A store's first call dials its servers (and loads scripts) within
 	// the store's own per-call bound, which a Redlock node keeps short
-	// (50 ms): a cold first call that misses it is tried again, within
-	// connectTimeout, before the store is called unreachable.
+	// (50 ms): a cold first call that times out is tried again, within
+	// connectTimeout, before the store is called unreachable. A refused
+	// connection is not: the server is not there.
 	for attempt := 1; ; attempt++ {
 		_, err = in.Inspect(pctx, connectProbeKey)
-		if err == nil || errors.Is(err, driver.ErrRefused) || refusedByServer(err) || errors.Is(err, errors.ErrUnsupported) ||
-			attempt == connectAttempts || pctx.Err() != nil {
+		if err == nil || !slowAnswer(err) || attempt == connectAttempts || pctx.Err() != nil {
 			break
 		}
 	}
@@ -88,6 +90,16 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 	}
 	_ = st.Close()
 	return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, plain(err)))
+}
+
+// slowAnswer reports whether err is a timeout (the store answered too
+// late, or not yet) rather than a refusal or a closed port.
+func slowAnswer(err error) bool {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return strings.Contains(strings.ToLower(err.Error()), "timeout")
 }
 
 // refusedByServer reports whether err is a server's answer that retrying
