@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"example.com/dlock"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 )
 
 // L2: a local handoff whose reply is lost (the releasing holder's context

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 )
 
 // L3: an Extend applied by the store whose reply comes after the lease's

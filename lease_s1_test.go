@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"example.com/dlock"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 )
 
 // overlapWatch polls another client's TryLock on key until it acquires or

@@ -12,7 +12,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/stepcall"
 	"example.com/dlock/redisstore"
 )

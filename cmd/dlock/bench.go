@@ -47,8 +47,8 @@ successful critical sections (the lock let two holders in); 77 refused by
 the store.
 
 ` + storeFlagsHelp,
-		Example: `  dlock bench --redis redis://127.0.0.1:6379 --duration 5s
-  dlock bench --redlock redis://n1:6379,redis://n2:6379,redis://n3:6379 --goroutines 20`,
+		Example: `  dlock bench --store redis://127.0.0.1:6379 --duration 5s
+  dlock bench --store redlock://n1:6379,n2:6379,n3:6379 --goroutines 20`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), cmd.OutOrStdout(), o) },
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // go-redis logs every failed dial on its own; the CLI reports the error once,
@@ -43,34 +45,61 @@ func plain(err error) error {
 // instead of waiting in the lock's retry loop.
 const connectTimeout = 5 * time.Second
 
-// connect opens the selected store and checks that every server behind it
-// answers. Bad flags return ExitUsage, a server that rejects the user
-// (WRONGPASS, NOAUTH, NOPERM) ExitRefused, an unreachable server
+// connectAttempts bounds the probes connect makes (within connectTimeout).
+const connectAttempts = 3
+
+// connectProbeKey is the key connect inspects to see that the store answers.
+const connectProbeKey = "dlock-connect-probe"
+
+// connect opens the selected store and checks that it answers: by
+// inspecting a probe key when the store can inspect (a read; nothing is
+// written; a probe that times out is tried up to connectAttempts times
+// within connectTimeout), else not at all (the first real call then
+// reports). Bad flags
+// return ExitUsage, a store that rejects the user (WRONGPASS, NOAUTH,
+// NOPERM: driver.ErrRefused) ExitRefused, an unreachable store
 // ExitUnavailable; nothing is left open on failure.
 func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
-	st, err := f.open()
+	st, err := f.open(ctx)
 	if err != nil {
 		return nil, err
 	}
+	in, ok := driver.As[driver.Inspector](st.Store)
+	if !ok {
+		return st, nil
+	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	// A Redlock store works while a majority of its nodes answer; any other
-	// store needs its one client.
-	var errs []error
-	for _, c := range st.Clients {
-		if err := c.Ping(pctx).Err(); err != nil {
-			errs = append(errs, err)
+	// A store's first call dials its servers (and loads scripts) within
+	// the store's own per-call bound, which a Redlock node keeps short
+	// (50 ms): a cold first call that times out is tried again, within
+	// connectTimeout, before the store is called unreachable. A refused
+	// connection is not: the server is not there.
+	for attempt := 1; ; attempt++ {
+		_, err = in.Inspect(pctx, connectProbeKey)
+		if err == nil || !slowAnswer(err) || attempt == connectAttempts || pctx.Err() != nil {
+			break
 		}
 	}
-	if majorityFailed(len(errs), len(st.Clients)) {
+	switch {
+	case err == nil, errors.Is(err, errors.ErrUnsupported):
+		return st, nil
+	case errors.Is(err, driver.ErrRefused) || refusedByServer(err):
 		_ = st.Close()
-		err := errors.Join(errs...)
-		if refusedByServer(err) {
-			return nil, exitWith(ExitRefused, fmt.Errorf("%s refused the connection's user: %w", st.Desc, err))
-		}
-		return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, err))
+		return nil, exitWith(ExitRefused, fmt.Errorf("%s refused the connection's user: %w", st.Desc, plain(err)))
 	}
-	return st, nil
+	_ = st.Close()
+	return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, plain(err)))
+}
+
+// slowAnswer reports whether err is a timeout (the store answered too
+// late, or not yet) rather than a refusal or a closed port.
+func slowAnswer(err error) bool {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return strings.Contains(strings.ToLower(err.Error()), "timeout")
 }
 
 // refusedByServer reports whether err is a server's answer that retrying
@@ -87,13 +116,6 @@ func refusedByServer(err error) bool {
 		}
 	}
 	return false
-}
-
-// majorityFailed reports whether failures of total servers leave no
-// majority answering: a Redlock store works while a majority of its nodes
-// answer, any other store (one client) needs that client.
-func majorityFailed(failures, total int) bool {
-	return failures > 0 && failures >= (total+1)/2
 }
 
 // exitFor maps an error from the lock API to the CLI's exit codes.

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"example.com/dlock/internal/inventory"
+	"example.com/dlock/cmd/dlock/internal/inventory"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }
@@ -40,8 +40,11 @@ several instances of the stock service (separate processes) get N concurrent
 requests per strategy, and a table shows which strategies lose updates, which
 refuse requests, and which are correct.
 
-Without --redis it starts an embedded Redis-protocol server (miniredis) on a
-loopback port, and three more as Redlock nodes: nothing to install.
+Without --redis (or a redis:// --store) it starts an embedded Redis-protocol
+server (miniredis) on a loopback port, and three more as Redlock nodes:
+nothing to install. The strategies are the articles' Redis ones, so the demo
+takes a Redis store only: --store redis:// or rediss://, --redis,
+--redis-cluster or --redis-sentinel (and --redlock for the redlock rung).
 
 Strategies, in the order of the articles' ladder:
   nolock   read, write stock-1                 lost updates
@@ -128,7 +131,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	defer cleanup()
 	shown := server
 	if embedded { // a hint for the terminal, not part of the server's name (JSON, report title)
-		shown += "; pass --redis URL to use a real Redis"
+		shown += "; pass --store redis://HOST:PORT to use a real Redis"
 	}
 	if f.json { // keep stdout pure JSON; the document names the server too
 		fmt.Fprintln(stderr, "dlock demo: store:", shown)
@@ -191,7 +194,7 @@ func demoWriteReport(path, scenario, server string, rs []inventory.Result) error
 // instances (never on their command line, where passwords would show).
 func demoStore(ctx context.Context, f *storeFlags) (env []string, server string, embedded bool, cleanup func(), err error) {
 	cleanup = func() {}
-	if f.redisURL != "" || f.clusterURL != "" || f.sentinelURL != "" {
+	if f.storeURL != "" || f.redisURL != "" || f.clusterURL != "" || f.sentinelURL != "" {
 		primary, nodes, desc, err := inventoryClients(f)
 		if err != nil {
 			return nil, "", false, cleanup, err
@@ -207,7 +210,7 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 		if err != nil {
 			return nil, "", false, cleanup, exitWith(ExitUnavailable, err)
 		}
-		env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_REDIS=" + f.redisURL, "DLOCK_REDIS_CLUSTER=" + f.clusterURL,
+		env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_STORE=" + f.storeURL, "DLOCK_REDIS=" + f.redisURL, "DLOCK_REDIS_CLUSTER=" + f.clusterURL,
 			"DLOCK_REDIS_SENTINEL=" + f.sentinelURL, "DLOCK_REDLOCK=" + strings.Join(f.redlockURLs, ",")}
 		return env, desc, false, cleanup, nil
 	}
@@ -233,7 +236,7 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 	}
 	server = fmt.Sprintf("embedded Redis-protocol server (miniredis) on %s, Redlock over %d nodes",
 		servers[0].Addr(), len(redlock))
-	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
+	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_STORE=", "DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
 		"DLOCK_REDLOCK=" + strings.Join(redlock, ",")}
 	return env, server, true, cleanup, nil
 }

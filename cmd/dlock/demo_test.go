@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock/internal/inventory"
+	"example.com/dlock/cmd/dlock/internal/inventory"
 	"example.com/dlock/internal/redisserver"
 )
 

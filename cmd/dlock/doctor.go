@@ -2,34 +2,65 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
-	"sync"
+	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"example.com/dlock/driver"
 )
 
 func init() { subcommands = append(subcommands, newDoctorCmd) }
 
-// nodeReport is the checklist of one server.
-type nodeReport struct {
-	Node   string  `json:"node"`
-	Checks []check `json:"checks"`
+// Check statuses, from harmless to unsafe.
+const (
+	statusOK   = "OK"
+	statusWarn = "WARN"
+	statusFail = "FAIL"
+)
+
+// check is one line of the doctor's checklist.
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
 }
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
 
 // doctorReport is the output of `dlock doctor`.
 type doctorReport struct {
-	Target string       `json:"target"`
-	Safe   bool         `json:"safe"` // no check failed
-	Nodes  []nodeReport `json:"nodes"`
+	Target string      `json:"target"`
+	Safe   bool        `json:"safe"` // no check failed
+	Model  modelReport `json:"model"`
+	Checks []check     `json:"checks"`
+}
+
+// modelReport is the store's declared time and liveness model.
+type modelReport struct {
+	MinTTL       string `json:"min_ttl"`
+	MaxTTL       string `json:"max_ttl"` // "none" when unbounded
+	Granularity  string `json:"granularity"`
+	ServerClock  bool   `json:"server_clock"`
+	Session      bool   `json:"session"`
+	SessionTTL   string `json:"session_ttl,omitempty"`
+	ProbeLeaseMs int64  `json:"probe_lease_ms"`
 }
 
 // doctorLong is the help text of the subcommand, before the store flags'.
-const doctorLong = `doctor checks the servers behind the selected store and prints a checklist
-(OK / WARN / FAIL, each problem with its fix):
+const doctorLong = `doctor checks the selected store for lock safety and prints a checklist
+(OK / WARN / FAIL, each problem with its fix). On every store it prints the
+store's time model (TTL bounds, granularity, whose clock decides expiry,
+per-key leases or a session) and runs a probe: acquire, extend and release a
+probe key with a fresh token, each with its round-trip time, and (when the
+store can inspect) checks that the key is free again. Then it runs the
+store's own checks, if it has them (driver.Doctor). On Redis these are:
 
   version           Redis 7.0 or later (FAIL otherwise: locking needs SET NX GET)
   maxmemory-policy  must be noeviction: any volatile-* or allkeys-* policy can
@@ -39,19 +70,18 @@ const doctorLong = `doctor checks the servers behind the selected store and prin
   replication       a primary with asynchronous replicas can lose a lock in a
                     failover (WARN); connected to a replica (FAIL)
   latency           median of 5 PINGs (WARN above 20ms)
-  acl               the commands dlock needs (EVALSHA, EVAL, SCRIPT LOAD, SUBSCRIBE,
-                    PUBLISH, TIME and the string commands of its scripts, PUBSUB
-                    and SCAN for status/list), by ACL DRYRUN when allowed, else by trying
-                    them on a throw-away key; forbidden ones are reported (WARN)
+  acl               the commands dlock needs, by ACL DRYRUN when allowed, else by
+                    trying them on a throw-away key; forbidden ones are reported (WARN)
 
-A check that cannot run (CONFIG or INFO forbidden, say) is reported as WARN
-"cannot check", never as a crash. On a Cluster every primary is checked. A
-server that does not answer (a Redlock node that is down) gets one FAIL line,
-connection, and no other check.
+On a Cluster every primary is checked, on Redlock every node (each check's
+name is then ADDR/CHECK); a server that does not answer
+gets one FAIL "connection" line and no other check. A store without checks
+of its own gets a WARN line saying that only the probe ran.
 
 Exit status: 0 when nothing failed (warnings allowed); 78 when a check
-failed; 64 bad usage; 69 store unreachable (for Redlock: no majority answers);
-77 the server refused the user (WRONGPASS, NOAUTH).
+failed (a probe step included); 64 bad usage; 69 store unreachable (for
+Redlock: no majority answers); 77 the store refused the user (WRONGPASS,
+NOAUTH).
 
 `
 
@@ -62,12 +92,12 @@ func newDoctorCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check a Redis deployment for lock safety and say what to fix",
+		Short: "Check a store for lock safety and say what to fix",
 		Long:  doctorLong + storeFlagsHelp,
-		Example: `  dlock doctor --redis redis://127.0.0.1:6379
-  dlock doctor --redis rediss://locker:secret@redis.internal:6380
-  dlock doctor --redis-sentinel 'redis://10.0.0.1:26379?master_name=mymaster&addr=10.0.0.2:26379'
-  dlock doctor --json | jq '.nodes[].checks[] | select(.status != "OK")'`,
+		Example: `  dlock doctor --store redis://127.0.0.1:6379
+  dlock doctor --store rediss://locker:secret@redis.internal:6380
+  dlock doctor --store redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mymaster
+  dlock doctor --json | jq '.checks[] | select(.status != "OK")'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 0 {
 				return exitWith(ExitUsage, fmt.Errorf("doctor: unexpected argument %q", args[0]))
@@ -80,7 +110,7 @@ func newDoctorCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			rep := diagnose(cmd.Context(), st, sf.prefix)
+			rep := diagnose(cmd.Context(), st)
 			if asJSON {
 				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
 					return err
@@ -99,73 +129,134 @@ func newDoctorCmd() *cobra.Command {
 	return cmd
 }
 
-// diagnose runs the per-server checks on every server of the store (every
-// primary of a Cluster) and the ACL check once per client. A server that
-// does not answer (a Redlock minority may be down) gets one FAIL line and no
-// other check: what it would allow or refuse is unknown.
-func diagnose(ctx context.Context, st *openedStore, prefix string) doctorReport {
-	rep := doctorReport{Target: st.Desc, Safe: true}
-	var mu sync.Mutex
-	for _, c := range st.Clients {
-		if cc, ok := c.(*redis.ClusterClient); ok {
-			acl := aclCheck(ctx, c, prefix)
-			err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-				r := nodeReport{Node: n.Options().Addr, Checks: nodeOrUnreachable(ctx, n, func() []check { return append(nodeChecks(ctx, n), acl) })}
-				mu.Lock()
-				rep.Nodes = append(rep.Nodes, r)
-				mu.Unlock()
-				return nil
-			})
-			if err != nil {
-				rep.Nodes = append(rep.Nodes, nodeReport{Node: st.Desc, Checks: []check{{Name: "cluster", Status: statusFail,
-					Detail: "cannot reach every primary: " + oneLine(err), Fix: "check the cluster's health (CLUSTER INFO)"}}})
-			}
-			continue
+// probeLease is the lease of the doctor's probe lock, before the store's
+// bounds and granularity apply.
+const probeLease = 10 * time.Second
+
+// diagnose runs the generic probe and the store's own checks.
+func diagnose(ctx context.Context, st *openedStore) doctorReport {
+	m := st.Store.Model()
+	ttl := probeTTL(m)
+	rep := doctorReport{Target: st.Desc, Safe: true, Model: describeModel(m, ttl)}
+	rep.Checks = probe(ctx, st.Store, ttl)
+	if d, ok := driver.As[driver.Doctor](st.Store); ok {
+		for _, c := range d.Doctor(ctx, ttl) {
+			rep.Checks = append(rep.Checks, check{Name: c.Name, Status: statusName(c.Status), Detail: c.Detail})
 		}
-		rep.Nodes = append(rep.Nodes, nodeReport{Node: nodeName(c, st.Desc),
-			Checks: nodeOrUnreachable(ctx, c, func() []check { return append(nodeChecks(ctx, c), aclCheck(ctx, c, prefix)) })})
+	} else {
+		rep.Checks = append(rep.Checks, check{Name: "store checks", Status: statusWarn,
+			Detail: "this store offers no checks of its own (no driver.Doctor): only the probe above ran"})
 	}
-	slices.SortFunc(rep.Nodes, func(a, b nodeReport) int { return strings.Compare(a.Node, b.Node) })
-	for _, n := range rep.Nodes {
-		for _, c := range n.Checks {
-			if c.Status == statusFail {
-				rep.Safe = false
-			}
+	for _, c := range rep.Checks {
+		if c.Status == statusFail {
+			rep.Safe = false
 		}
 	}
 	return rep
 }
 
-// nodeOrUnreachable runs checks if c answers a PING, and otherwise returns
-// the single FAIL line that says it does not: checks run against a server
-// that refuses connections would report "cannot check" causes (INFO, ACL)
-// that are not the problem, or pass without having asked anything.
-func nodeOrUnreachable(ctx context.Context, c redis.Cmdable, checks func() []check) []check {
-	if err := c.Ping(ctx).Err(); err != nil {
-		return []check{{Name: "connection", Status: statusFail, Detail: "does not answer: " + oneLine(err),
-			Fix: "start the server or fix its address; nothing else could be checked"}}
+// probeTTL is probeLease within the model's bounds, as the client would use it.
+func probeTTL(m driver.Model) time.Duration {
+	ttl := max(probeLease, m.MinTTL)
+	if m.MaxTTL > 0 {
+		ttl = min(ttl, m.MaxTTL)
 	}
-	return checks()
+	return m.TTLFor(ttl)
 }
 
-// nodeName labels a non-cluster client: its address, or the store's
-// description for a Sentinel client (whose primary may move).
-func nodeName(c redis.UniversalClient, desc string) string {
-	if rc, ok := c.(*redis.Client); ok && !strings.Contains(desc, "sentinel") {
-		return rc.Options().Addr
+func describeModel(m driver.Model, ttl time.Duration) modelReport {
+	r := modelReport{MinTTL: m.MinTTL.String(), MaxTTL: "none", Granularity: m.Granularity.String(),
+		ServerClock: m.ServerClock, Session: m.Session, ProbeLeaseMs: ttl.Milliseconds()}
+	if m.MaxTTL > 0 {
+		r.MaxTTL = m.MaxTTL.String()
 	}
-	return desc
+	if m.Session {
+		r.SessionTTL = m.SessionTTL.String()
+	}
+	return r
+}
+
+// probe acquires, extends and releases a probe key with a fresh token,
+// timing each step, and checks through the store's Inspector (if any) that
+// the key is free afterwards. A failed step is a FAIL and ends the probe.
+func probe(ctx context.Context, s driver.Mutex, ttl time.Duration) []check {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	key, token := "dlock-doctor-"+hex.EncodeToString(b[:4]), "doctor-"+hex.EncodeToString(b[:])
+	var out []check
+	step := func(name string, f func() (string, error)) bool {
+		start := time.Now()
+		detail, err := f()
+		rtt := time.Since(start).Round(10 * time.Microsecond)
+		if err != nil {
+			out = append(out, check{Name: name, Status: statusFail, Detail: fmt.Sprintf("probe key %s: %s after %v", key, oneLine(plain(err)), rtt),
+				Fix: "a lock cannot be used on this store until this works: see the store's checks below"})
+			return false
+		}
+		out = append(out, check{Name: name, Status: statusOK, Detail: fmt.Sprintf("%s in %v", detail, rtt)})
+		return true
+	}
+	acquired := step("probe acquire", func() (string, error) {
+		g, err := s.Acquire(ctx, key, token, ttl)
+		return fmt.Sprintf("granted (fence %d, ttl %v)", g.Fence, g.TTL), err
+	})
+	if !acquired {
+		return out
+	}
+	// Release even if the extension failed: the probe must not stay held.
+	step("probe extend", func() (string, error) {
+		g, err := s.Extend(ctx, key, token, ttl)
+		return fmt.Sprintf("extended (ttl %v)", g.TTL), err
+	})
+	released := step("probe release", func() (string, error) {
+		return "released", s.Release(context.WithoutCancel(ctx), key, token)
+	})
+	if in, ok := driver.As[driver.Inspector](s); ok && released {
+		info, err := in.Inspect(ctx, key)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+		case err != nil:
+			out = append(out, check{Name: "probe inspect", Status: statusWarn, Detail: "cannot inspect the probe key: " + oneLine(plain(err))})
+		case info.Held:
+			out = append(out, check{Name: "probe inspect", Status: statusFail, Detail: "the probe key is still held after its release",
+				Fix: "the store does not free released keys: do not use it for locks"})
+		default:
+			out = append(out, check{Name: "probe inspect", Status: statusOK, Detail: "the probe key is free after its release"})
+		}
+	}
+	return out
+}
+
+func statusName(s driver.Status) string {
+	switch s {
+	case driver.OK:
+		return statusOK
+	case driver.Warn:
+		return statusWarn
+	}
+	return statusFail
 }
 
 func printDoctor(w io.Writer, rep doctorReport) {
 	fmt.Fprintf(w, "dlock doctor: %s\n", rep.Target)
-	for _, n := range rep.Nodes {
-		fmt.Fprintf(w, "\n%s\n", n.Node)
-		for _, c := range n.Checks {
-			fmt.Fprintf(w, "  %-4s  %-16s  %s\n", c.Status, c.Name, c.Detail)
-			if c.Fix != "" && c.Status != statusOK {
-				fmt.Fprintf(w, "        %-16s  fix: %s\n", "", c.Fix)
-			}
+	m := rep.Model
+	clock := "client clocks (they must run at similar rates)"
+	if m.ServerClock {
+		clock = "the server's clock"
+	}
+	life := "per-key leases"
+	if m.Session {
+		life = "one session per client (session TTL " + m.SessionTTL + ")"
+	}
+	bounds := "TTL " + m.MinTTL + " to " + m.MaxTTL
+	if m.MaxTTL == "none" {
+		bounds = "TTL " + m.MinTTL + " or more"
+	}
+	fmt.Fprintf(w, "model: %s, granularity %s; expiry on %s; %s\n\n", bounds, m.Granularity, clock, life)
+	for _, c := range rep.Checks {
+		fmt.Fprintf(w, "  %-4s  %-16s  %s\n", c.Status, c.Name, c.Detail)
+		if c.Fix != "" && c.Status != statusOK && !strings.Contains(c.Detail, "fix: ") {
+			fmt.Fprintf(w, "        %-16s  fix: %s\n", "", c.Fix)
 		}
 	}
 	if rep.Safe {

@@ -125,6 +125,7 @@ func TestStatusOverSentinelAndCluster(t *testing.T) {
 		addrs := s.SentinelAddrs()
 		u := fmt.Sprintf("redis://%s?master_name=%s&addr=%s&addr=%s", addrs[0], s.MasterName(), addrs[1], addrs[2])
 		checkStatusVia(t, "--redis-sentinel", u)
+		held(t, "--store", fmt.Sprintf("redis+sentinel://%s/%s", strings.Join(addrs, ","), s.MasterName()), "c")
 	})
 	t.Run("cluster", func(t *testing.T) {
 		t.Parallel()
@@ -132,6 +133,7 @@ func TestStatusOverSentinelAndCluster(t *testing.T) {
 		addrs := c.Addrs()
 		u := fmt.Sprintf("redis://%s?addr=%s&addr=%s", addrs[0], addrs[1], addrs[2])
 		checkStatusVia(t, "--redis-cluster", u)
+		held(t, "--store", "redis+cluster://"+strings.Join(addrs, ","), "c")
 		r := runDlock(t, nil, "list", "--redis-cluster", u)
 		for _, k := range []string{"a", "b", "c", "d"} {
 			if !strings.Contains(r.stdout, "\n"+k+" ") {
@@ -139,6 +141,19 @@ func TestStatusOverSentinelAndCluster(t *testing.T) {
 			}
 		}
 	})
+}
+
+// held checks that status through flag=url sees key held, and that a key
+// nobody took is not (the control).
+func held(t *testing.T, flag, url, key string) {
+	t.Helper()
+	for k, want := range map[string]bool{key: true, "never-taken": false} {
+		r := runDlock(t, nil, "status", "--json", flag, url, k)
+		var st lockStatus
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Held != want {
+			t.Fatalf("status %s %s %s: %v %+v, want held=%v: %s", flag, url, k, err, st, want, r)
+		}
+	}
 }
 
 // checkStatusVia holds keys through flag=url and checks status sees them.

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"example.com/dlock/internal/inventory"
+	"example.com/dlock/cmd/dlock/internal/inventory"
 )
 
 func init() { subcommands = append(subcommands, newInventoryCmd) }
@@ -100,11 +102,13 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 	return inventory.Serve(cmd.Context(), ln, svc.Handler(), cmd.OutOrStdout())
 }
 
-// inventoryClients opens the main client (--redis, --redis-cluster or
-// --redis-sentinel), described by desc, and one client per --redlock URL.
-// The caller closes them. Bad URLs return an exitError with ExitUsage.
+// inventoryClients opens the main Redis client (--redis, --redis-cluster,
+// --redis-sentinel, or a redis:// or rediss:// --store), described by desc,
+// and one client per --redlock URL. The caller closes them. The inventory
+// service runs the articles' Redis strategies, so any other store is a usage
+// error, as are bad URLs (exitError with ExitUsage).
 func inventoryClients(f *storeFlags) (primary redis.UniversalClient, nodes []redis.UniversalClient, desc string, err error) {
-	primary, desc, err = f.client()
+	primary, desc, err = f.redisClient()
 	if err != nil {
 		return nil, nil, "", exitWith(ExitUsage, err)
 	}
@@ -117,6 +121,63 @@ func inventoryClients(f *storeFlags) (primary redis.UniversalClient, nodes []red
 		nodes = append(nodes, redis.NewClient(o))
 	}
 	return primary, nodes, desc, nil
+}
+
+// redisClient is the one Redis client the flags name (the Redlock nodes
+// aside), default redis://127.0.0.1:6379.
+func (f *storeFlags) redisClient() (redis.UniversalClient, string, error) {
+	if n := len(nonEmpty(f.storeURL, f.redisURL, f.clusterURL, f.sentinelURL)); n > 1 {
+		return nil, "", errors.New("choose one of --store, --redis, --redis-cluster, --redis-sentinel")
+	}
+	switch {
+	case f.clusterURL != "":
+		o, err := redis.ParseClusterURL(withScheme(f.clusterURL))
+		if err == nil {
+			err = checkAddrs(o.Addrs...)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("--redis-cluster: %w", redact(f.clusterURL, err))
+		}
+		return redis.NewClusterClient(o), "cluster " + strings.Join(o.Addrs, ","), nil
+	case f.sentinelURL != "":
+		o, err := redis.ParseFailoverURL(withScheme(f.sentinelURL))
+		if err == nil {
+			err = checkAddrs(o.SentinelAddrs...)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("--redis-sentinel: %w", redact(f.sentinelURL, err))
+		}
+		if o.MasterName == "" {
+			return nil, "", errors.New("--redis-sentinel: the URL needs ?master_name=NAME")
+		}
+		return redis.NewFailoverClient(o), "sentinel master " + o.MasterName, nil
+	}
+	u, flag := f.redisURL, "--redis"
+	if f.storeURL != "" {
+		u, flag = f.storeURL, "--store"
+		if s := schemeOf(u); s != "redis" && s != "rediss" {
+			return nil, "", fmt.Errorf("--store %s://...: the inventory service runs the articles' Redis strategies and needs a redis:// or rediss:// URL (or --redis-cluster, --redis-sentinel)", s)
+		}
+	}
+	if u == "" {
+		u = defaultStore
+	}
+	o, err := parseRedisURL(u)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", flag, err)
+	}
+	return redis.NewClient(o), "redis " + o.Addr, nil
+}
+
+// nonEmpty returns the non-empty strings of ss.
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func closeClients(cs []redis.UniversalClient) {

@@ -7,11 +7,12 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 func init() { subcommands = append(subcommands, newListCmd) }
@@ -25,21 +26,23 @@ func newListCmd() *cobra.Command {
 		Use:   "list [PATTERN]",
 		Short: "List held locks whose key matches a glob PATTERN (default: all)",
 		Long: `list shows the locks currently held, with their holder (abbreviated token),
-hold count, remaining TTL and fence. PATTERN is a Redis glob over lock keys
-(* ? [abc], backslash escapes). Keys are found with SCAN, never KEYS, so a
-large database is not blocked; on a Cluster every primary is scanned. With
---redlock every node is scanned (a minority may be down) and each lock is
-shown as a majority of the nodes sees it, like status. A lock that is
-released during the scan may be missing from the output.
+hold count, remaining TTL and fence. PATTERN is a glob over lock keys
+(* ? [abc] [^a], backslash escapes; * and ? also match '/'). It works on every
+store that can list keys (driver.Lister), which finds them without blocking
+the store (SCAN on Redis, on every primary of a Cluster; on Redlock every
+node, each lock shown as a majority of the nodes sees it, like status). Keys
+whose value is not a lock are skipped. A lock that is released during the
+listing may be missing from the output.
 
-Exit status: 0; 64 bad usage; 69 store unreachable; 77 refused by the store
-(a key that holds a value that is not a lock, or a missing permission).
+Exit status: 0; 64 bad usage, or a store that cannot list keys; 69 store
+unreachable, or it cannot list right now; 77 refused by the store (a
+missing permission).
 
 ` + storeFlagsHelp,
 		Example: `  dlock list
   dlock list 'orders:*'
   dlock list --json | jq -r '.[].key'
-  dlock list --redis-cluster 'redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002'`,
+  dlock list --store redis+cluster://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return exitWith(ExitUsage, errors.New("list: at most one PATTERN"))
@@ -56,7 +59,7 @@ Exit status: 0; 64 bad usage; 69 store unreachable; 77 refused by the store
 				return err
 			}
 			defer st.Close()
-			rows, err := listLocks(cmd.Context(), st, sf.prefix, pattern)
+			rows, err := listLocks(cmd.Context(), st.Store, pattern)
 			if err != nil {
 				return err
 			}
@@ -72,78 +75,34 @@ Exit status: 0; 64 bad usage; 69 store unreachable; 77 refused by the store
 	return cmd
 }
 
-// listLocks scans every server of the store for locks matching pattern
-// and inspects each; keys released meanwhile are left out.
-func listLocks(ctx context.Context, st *openedStore, prefix, pattern string) ([]lockStatus, error) {
-	match := escapeGlob(prefix) + "{" + pattern + "}"
-	seen := map[string]bool{}
-	var mu sync.Mutex
-	add := func(name string) {
-		mu.Lock()
-		seen[name] = true
-		mu.Unlock()
+// listLocks asks the store's Lister for the keys under pattern's literal
+// prefix and keeps the held ones that match pattern. A store without a
+// Lister gives ExitUsage, one that cannot list right now
+// (errors.ErrUnsupported) ExitUnavailable.
+func listLocks(ctx context.Context, store driver.Mutex, pattern string) ([]lockStatus, error) {
+	l, ok := driver.As[driver.Lister](store)
+	if !ok {
+		return nil, exitWith(ExitUsage, errors.New("this store cannot list locks (it has no driver.Lister); use dlock status KEY"))
 	}
-	var errs []error // a Redlock store lists while a majority of its nodes answer
-	for _, c := range st.Clients {
-		var err error
-		if cc, ok := c.(*redis.ClusterClient); ok {
-			err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-				return scanLocks(ctx, n, prefix, match, add)
-			})
-		} else {
-			err = scanLocks(ctx, c, prefix, match, add)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if majorityFailed(len(errs), len(st.Clients)) {
-		return nil, exitWith(ExitUnavailable, fmt.Errorf("list: scan: %w", errors.Join(errs...)))
-	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	rows := []lockStatus{}
-	for _, n := range names {
-		s, err := inspect(ctx, st.Store, n)
-		if err != nil {
-			return nil, err
+	err := l.List(ctx, globPrefix(pattern), func(key string, info driver.Info) bool {
+		if info.Held && globMatch(pattern, key) {
+			rows = append(rows, lockStatusOf(key, info))
 		}
-		if s.Held {
-			s.Waiters = nil // counted only by status: one more round trip per key
-			rows = append(rows, s)
-		}
+		return ctx.Err() == nil
+	})
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return nil, exitWith(ExitUnavailable, fmt.Errorf("list: the store cannot list locks now: %w", plain(err)))
+	case errors.Is(err, dlock.ErrRefused):
+		return nil, exitWith(ExitRefused, fmt.Errorf("list: %w", plain(err)))
+	case err != nil:
+		return nil, exitFor(fmt.Errorf("list: %w", err))
+	case ctx.Err() != nil:
+		return nil, exitFor(ctx.Err())
 	}
+	slices.SortFunc(rows, func(a, b lockStatus) int { return strings.Compare(a.Key, b.Key) })
 	return rows, nil
-}
-
-// scanLocks calls add with the name of every lock on one server (a string;
-// release records PREFIX{K}:released:<token>, and the fence counters of
-// earlier versions, do not end in "}" and so do not match).
-func scanLocks(ctx context.Context, c redis.Cmdable, prefix, match string, add func(string)) error {
-	it := c.ScanType(ctx, 0, match, 500, "string").Iterator()
-	for it.Next(ctx) {
-		k := it.Val()
-		if len(k) < len(prefix)+2 || !strings.HasPrefix(k, prefix+"{") || !strings.HasSuffix(k, "}") {
-			continue
-		}
-		add(k[len(prefix)+1 : len(k)-1])
-	}
-	return it.Err()
-}
-
-// escapeGlob quotes the glob metacharacters of a literal prefix.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func printList(w io.Writer, rows []lockStatus) {
@@ -154,7 +113,11 @@ func printList(w io.Writer, rows []lockStatus) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tHOLDER\tHOLDS\tTTL\tFENCE")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\n", r.Key, r.Holder, r.Holds, roundDur(msDur(r.TTLms)), r.Fence)
+		ttl := "unknown"
+		if r.TTLms >= 0 {
+			ttl = roundDur(msDur(r.TTLms)).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", r.Key, r.Holder, r.Holds, ttl, r.Fence)
 	}
 	_ = tw.Flush()
 }

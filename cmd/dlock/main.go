@@ -1,19 +1,22 @@
 // Command dlock is the command-line face of the dlock library: run a command
-// under a distributed lock, inspect locks, check a Redis deployment, and run
-// the seed articles' inventory demo.
+// under a distributed lock, inspect locks, check a store for lock safety, and
+// run the seed articles' inventory demo. The store is chosen by URL (--store
+// or DLOCK_STORE), opened with driver.Open by the store package that
+// registered the URL's scheme.
 //
 // Exit codes (see exitError):
 //
 //	0      success (for `dlock run`, the child's own exit code otherwise)
-//	64     bad usage: unknown flag, missing argument, invalid value
-//	69     store unreachable
+//	64     bad usage: unknown flag, missing argument, invalid value, bad
+//	       store URL; status/list on a store that cannot inspect/list keys
+//	69     store unreachable, or it cannot inspect/list keys right now
 //	75     lock not acquired within --wait
 //	76     lock lost while the child ran (the child was stopped); bench: the
 //	       protected counter disagrees with the critical sections counted
 //	77     refused by the store: authentication failed, a permission (ACL) is
 //	       missing, or the key holds a value that is not a lock; retrying
 //	       cannot fix it
-//	78     `dlock doctor` found an unsafe setting
+//	78     `dlock doctor` found an unsafe setting, or its probe failed
 package main
 
 import (
@@ -64,10 +67,12 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dlock",
 		Short: "Distributed locks: run commands under a lock, inspect locks, run the inventory demo",
-		Long: `dlock runs commands under a distributed lock kept in Redis, renewing it while they
-run and stopping them if it is lost; shows who holds a lock; checks a Redis
-deployment for lock safety; and runs the inventory demo from the articles that
-inspired it.`,
+		Long: `dlock runs commands under a distributed lock, renewing it while they run and
+stopping them if it is lost; shows who holds a lock; checks a store for lock
+safety; and runs the inventory demo from the articles that inspired it.
+
+The store is chosen by URL with --store or DLOCK_STORE: redis://, rediss://,
+redis+cluster://, redis+sentinel://, redlock:// (see any subcommand's --help).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),

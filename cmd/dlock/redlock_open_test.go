@@ -133,15 +133,10 @@ func TestListOverRedlockShowsMajorityHeldLocks(t *testing.T) {
 	}
 }
 
-func TestMajorityFailed(t *testing.T) {
-	for _, tc := range []struct {
-		failures, total int
-		want            bool
-	}{{0, 1, false}, {1, 1, true}, {1, 3, false}, {2, 3, true}, {2, 5, false}, {3, 5, true}, {1, 2, true}} {
-		if got := majorityFailed(tc.failures, tc.total); got != tc.want {
-			t.Errorf("majorityFailed(%d, %d) = %v, want %v", tc.failures, tc.total, got, tc.want)
-		}
-	}
+// openRedlock opens a Redlock store over urls the way --redlock does.
+func openRedlock(urls []string, prefix string) (*openedStore, error) {
+	f := storeFlags{redlockURLs: urls, prefix: prefix}
+	return f.open(context.Background())
 }
 
 // startRedlockServers starts three servers, stopped at the end of the test,

@@ -68,7 +68,7 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a command while holding a lock, renewing it and stopping the command if it is lost",
 		Long:  runLong + storeFlagsHelp,
 		Example: `  # Run a nightly job on at most one machine at a time; wait for the lock as long as it takes
-  dlock run --redis redis://10.0.0.5:6379 --key nightly-report -- ./report.sh --full
+  dlock run --store redis://10.0.0.5:6379 --key nightly-report -- ./report.sh --full
 
   # Give up after 10 s if another machine has it (exit status 75)
   dlock run --key deploy --wait 10s -- make deploy
@@ -77,7 +77,7 @@ func newRunCmd() *cobra.Command {
   dlock run --key cron:cleanup --wait 0 -- ./cleanup.sh || [ $? -eq 75 ]
 
   # Short lease (renewed every 2 s): a crash frees the lock within 6 s
-  DLOCK_REDIS=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --lease 6s -- ./migrate up`,
+  DLOCK_STORE=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --lease 6s -- ./migrate up`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return exitWith(ExitUsage, errors.New("run: missing COMMAND (usage: dlock run --key KEY -- COMMAND [ARG...])"))

@@ -34,7 +34,7 @@ func (f *runFlags) openStore(ctx context.Context, stderr io.Writer, rep *unreach
 	rep.mu.Lock()
 	rep.since = start
 	rep.mu.Unlock()
-	return f.store.open()
+	return f.store.open(ctx)
 }
 
 // waitHint says how long run keeps trying, for the stderr lines.

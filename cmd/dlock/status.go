@@ -14,21 +14,15 @@ import (
 
 func init() { subcommands = append(subcommands, newStatusCmd) }
 
-// waiterCounter is implemented by stores that can tell how many clients wait
-// for a key (redisstore.Store.Waiters).
-type waiterCounter interface {
-	Waiters(ctx context.Context, key string) (int64, error)
-}
-
 // lockStatus is the output of `dlock status` and one row of `dlock list`.
 type lockStatus struct {
 	Key     string `json:"key"`
 	Held    bool   `json:"held"`
 	Holder  string `json:"holder,omitempty"` // abbreviated token, never the whole
 	Holds   int    `json:"holds"`
-	TTLms   int64  `json:"ttl_ms"`
+	TTLms   int64  `json:"ttl_ms"` // -1 when the store does not know
 	Fence   uint64 `json:"fence"`
-	Waiters *int64 `json:"waiters,omitempty"` // nil when the store cannot tell
+	Waiters *int   `json:"waiters,omitempty"` // nil when the store cannot tell
 }
 
 func newStatusCmd() *cobra.Command {
@@ -45,14 +39,17 @@ secret and is never shown), the hold count (re-entrant holds), the remaining
 time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
 
-Exit status: 0 whether or not the lock is held; 64 bad usage; 69 store
-unreachable; 77 refused by the store: the key holds a value that is not a
-lock (nobody can acquire it until it is removed), or a permission is
-missing.
+It works on every store that can inspect keys (driver.Inspector); the waiter
+count needs driver.WaiterCounter and is "unknown" without it.
+
+Exit status: 0 whether or not the lock is held; 64 bad usage, or a store
+that cannot inspect keys; 69 store unreachable, or it cannot inspect keys
+right now; 77 refused by the store: the key holds a value that is not a lock
+(nobody can acquire it until it is removed), or a permission is missing.
 
 ` + storeFlagsHelp,
 		Example: `  dlock status nightly-report
-  dlock status --redis redis://10.0.0.5:6379 deploy
+  dlock status --store redis://10.0.0.5:6379 deploy
   dlock status --json deploy | jq .ttl_ms
   dlock status --redis-cluster 'redis://10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000' orders:42`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -86,31 +83,49 @@ missing.
 	return cmd
 }
 
-// inspect reads one key's state through the store's Inspector capability.
-// A store that refuses (dlock.ErrRefused) gives ExitRefused, naming the key.
+// inspect reads one key's state through the store's Inspector capability,
+// and its waiter count through WaiterCounter when the store has one. A store
+// without an Inspector gives ExitUsage, one that cannot inspect right now
+// (errors.ErrUnsupported) ExitUnavailable, and one that refuses
+// (dlock.ErrRefused) ExitRefused, naming the key.
 func inspect(ctx context.Context, store driver.Mutex, key string) (lockStatus, error) {
-	in, ok := store.(driver.Inspector)
+	in, ok := driver.As[driver.Inspector](store)
 	if !ok {
-		return lockStatus{}, exitWith(ExitUsage, errors.New("this store cannot inspect locks; use --redis, --redis-cluster, --redis-sentinel or --redlock"))
+		return lockStatus{}, exitWith(ExitUsage, errors.New("this store cannot inspect locks (it has no driver.Inspector)"))
 	}
 	info, err := in.Inspect(ctx, key)
-	if errors.Is(err, dlock.ErrRefused) {
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return lockStatus{}, exitWith(ExitUnavailable, fmt.Errorf("key %q: the store cannot inspect it now: %w", key, plain(err)))
+	case errors.Is(err, dlock.ErrRefused):
 		// Typically a value at the lock's key that is not a lock: `run`
 		// reports such a key as held by another owner, so "held: no"
 		// would be a lie.
 		return lockStatus{}, exitWith(ExitRefused, fmt.Errorf("key %q: the store refused to read it as a lock (a value that is not a lock, or a missing permission): %w", key, plain(err)))
-	}
-	if err != nil {
+	case err != nil:
 		return lockStatus{}, exitFor(err)
 	}
-	s := lockStatus{Key: key, Held: info.Held, Holder: abbrev(info.Token), Holds: info.Holds,
-		TTLms: info.Remaining.Milliseconds(), Fence: info.Fence}
-	if wc, ok := store.(waiterCounter); ok {
+	s := lockStatusOf(key, info)
+	if wc, ok := driver.As[driver.WaiterCounter](store); ok {
 		if n, err := wc.Waiters(ctx, key); err == nil {
 			s.Waiters = &n
 		}
 	}
 	return s, nil
+}
+
+// lockStatusOf is the displayed state of a key: the token abbreviated, the
+// remaining TTL only when the store knows it (negative: unknown).
+func lockStatusOf(key string, info driver.Info) lockStatus {
+	s := lockStatus{Key: key, Held: info.Held, Holder: abbrev(info.Token), Holds: info.Holds,
+		TTLms: info.Remaining.Milliseconds(), Fence: info.Fence}
+	if info.Remaining < 0 {
+		s.TTLms = -1 // unknown
+	}
+	if info.Held && info.Token == "" {
+		s.Holder = "(not a dlock client)"
+	}
+	return s
 }
 
 func printStatus(w io.Writer, s lockStatus) {
@@ -121,7 +136,11 @@ func printStatus(w io.Writer, s lockStatus) {
 		fmt.Fprintf(w, "held:     yes\n")
 		fmt.Fprintf(w, "holder:   %s\n", s.Holder)
 		fmt.Fprintf(w, "holds:    %d\n", s.Holds)
-		fmt.Fprintf(w, "ttl:      %v (remaining lease)\n", roundDur(msDur(s.TTLms)))
+		if s.TTLms >= 0 {
+			fmt.Fprintf(w, "ttl:      %v (remaining lease)\n", roundDur(msDur(s.TTLms)))
+		} else {
+			fmt.Fprintf(w, "ttl:      unknown\n")
+		}
 	}
 	fmt.Fprintf(w, "fence:    %d\n", s.Fence)
 	if s.Waiters != nil {

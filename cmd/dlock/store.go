@@ -1,135 +1,163 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"net"
+	"net/url"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"example.com/dlock/driver"
-	"example.com/dlock/redisstore"
+	// The stores the CLI can open by URL register their schemes here.
+	_ "example.com/dlock/redisstore"
+	_ "example.com/dlock/redlock"
 )
 
 // storeFlags selects the lock store. Every subcommand that talks to a store
 // registers them; each flag falls back to an environment variable.
 type storeFlags struct {
+	storeURL    string   // --store, DLOCK_STORE
 	redisURL    string   // --redis, DLOCK_REDIS
 	clusterURL  string   // --redis-cluster, DLOCK_REDIS_CLUSTER
 	sentinelURL string   // --redis-sentinel, DLOCK_REDIS_SENTINEL
 	redlockURLs []string // --redlock (repeatable or comma-separated), DLOCK_REDLOCK
-	prefix      string   // --prefix, DLOCK_PREFIX
+	prefix      string   // --prefix, DLOCK_PREFIX; "" = the store's default
 }
 
 const storeFlagsHelp = `Store selection (one of; flags override the environment):
+  --store URL            any registered store by URL                          (DLOCK_STORE)
+                           redis://[user:pass@]host:port[/db]   rediss:// for TLS
+                           redis+cluster://[user:pass@]host:port,host:port,...
+                           redis+sentinel://[user:pass@]host:port,host:port/MASTER[?db=N]
+                           redlock://[user:pass@]host:port,host:port,host:port
+                           (etcd:// when the etcd store is built in)
+                         query: ?prefix=P (key prefix of lock keys)
+  Aliases, kept for existing scripts (each builds the equivalent --store URL):
   --redis URL            redis://[user:pass@]host:port/db, rediss:// for TLS;
                          a bare host:port means redis://host:port          (DLOCK_REDIS)
   --redis-cluster URL    redis://host:port?addr=host2:port2&addr=...          (DLOCK_REDIS_CLUSTER)
   --redis-sentinel URL   redis://sentinel:port?master_name=NAME&addr=...      (DLOCK_REDIS_SENTINEL)
   --redlock URL,URL,...  independent Redis primaries for Redlock              (DLOCK_REDLOCK)
+  --prefix P             key prefix, added to the URL as ?prefix=P            (DLOCK_PREFIX)
 Default: redis://127.0.0.1:6379`
+
+// defaultStore is the store used when none is selected.
+const defaultStore = "redis://127.0.0.1:6379"
 
 func (f *storeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.redisURL, "redis", os.Getenv("DLOCK_REDIS"), "Redis URL (redis:// or rediss://)")
-	fl.StringVar(&f.clusterURL, "redis-cluster", os.Getenv("DLOCK_REDIS_CLUSTER"), "Redis Cluster URL")
-	fl.StringVar(&f.sentinelURL, "redis-sentinel", os.Getenv("DLOCK_REDIS_SENTINEL"), "Redis Sentinel URL with master_name")
+	fl.StringVar(&f.storeURL, "store", os.Getenv("DLOCK_STORE"), "store URL (redis://, rediss://, redis+cluster://, redis+sentinel://, redlock://, ...)")
+	fl.StringVar(&f.redisURL, "redis", os.Getenv("DLOCK_REDIS"), "Redis URL (redis:// or rediss://); alias of --store")
+	fl.StringVar(&f.clusterURL, "redis-cluster", os.Getenv("DLOCK_REDIS_CLUSTER"), "Redis Cluster URL; alias of --store redis+cluster://")
+	fl.StringVar(&f.sentinelURL, "redis-sentinel", os.Getenv("DLOCK_REDIS_SENTINEL"), "Redis Sentinel URL with master_name; alias of --store redis+sentinel://")
 	var redlock []string
 	if env := os.Getenv("DLOCK_REDLOCK"); env != "" {
 		redlock = strings.Split(env, ",")
 	}
-	fl.StringSliceVar(&f.redlockURLs, "redlock", redlock, "Redis URLs of independent primaries for Redlock (repeat or comma-separate)")
-	prefix := os.Getenv("DLOCK_PREFIX")
-	if prefix == "" {
-		prefix = redisstore.DefaultPrefix
-	}
-	fl.StringVar(&f.prefix, "prefix", prefix, "key prefix of lock keys")
+	fl.StringSliceVar(&f.redlockURLs, "redlock", redlock, "Redis URLs of independent primaries for Redlock (repeat or comma-separate); alias of --store redlock://")
+	fl.StringVar(&f.prefix, "prefix", os.Getenv("DLOCK_PREFIX"), "key prefix of lock keys (default: the store's; dlock: on Redis)")
 }
 
-// openedStore is a store and the clients behind it, which the CLI owns.
+// openedStore is a store opened from a URL, which the CLI owns.
 type openedStore struct {
-	Store   driver.Mutex
-	Clients []redis.UniversalClient
-	Desc    string // for messages; never contains a password
+	Store driver.Mutex
+	Desc  string // for messages; never contains a password
+	close func() error
 }
 
-// Close closes the store's subscription and the clients.
+// Close releases what the store's opener created (clients, subscriptions).
 func (o *openedStore) Close() error {
-	var errs []error
-	if c, ok := o.Store.(interface{ Close() error }); ok {
-		errs = append(errs, c.Close())
+	if o.close == nil {
+		return nil
 	}
-	for _, c := range o.Clients {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
+	return o.close()
 }
 
-// open builds the selected store. It makes no network call; a bad URL or
-// conflicting flags return an exitError with ExitUsage.
-func (f *storeFlags) open() (*openedStore, error) {
+// url returns the URL of the selected store: --store as given, or the URL
+// an alias flag stands for, with --prefix added. More than one store
+// selected, or an alias that does not parse, is an exitError with ExitUsage
+// whose message never contains a password.
+func (f *storeFlags) url() (string, error) {
 	if err := f.checkOneStore(); err != nil {
+		return "", err
+	}
+	var (
+		u   string
+		err error
+	)
+	switch {
+	case f.storeURL != "":
+		u = f.storeURL
+	case len(f.redlockURLs) > 0:
+		u, err = redlockAlias(f.redlockURLs)
+	case f.clusterURL != "":
+		u, err = clusterAlias(f.clusterURL)
+	case f.sentinelURL != "":
+		u, err = sentinelAlias(f.sentinelURL)
+	case f.redisURL != "":
+		u, err = redisAlias(f.redisURL)
+	default:
+		u = defaultStore
+	}
+	if err != nil {
+		return "", exitWith(ExitUsage, err)
+	}
+	return withPrefix(u, f.prefix)
+}
+
+// withPrefix adds ?prefix=P to u unless P is empty or u names a prefix
+// already (then the two must agree).
+func withPrefix(raw, prefix string) (string, error) {
+	if prefix == "" {
+		return raw, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", exitWith(ExitUsage, fmt.Errorf("store URL: %v", redact(raw, err)))
+	}
+	q := u.Query()
+	if have, ok := q["prefix"]; ok {
+		if len(have) != 1 || have[0] != prefix {
+			return "", exitWith(ExitUsage, fmt.Errorf("--prefix %q disagrees with the store URL's prefix=%q", prefix, strings.Join(have, ",")))
+		}
+		return raw, nil
+	}
+	q.Set("prefix", prefix)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// open opens the selected store with driver.Open. It makes no network call
+// of its own (an opener may); a bad URL, an unknown scheme or conflicting
+// flags return an exitError with ExitUsage.
+func (f *storeFlags) open(ctx context.Context) (*openedStore, error) {
+	raw, err := f.url()
+	if err != nil {
 		return nil, err
 	}
-	if len(f.redlockURLs) > 0 {
-		st, err := openRedlock(f.redlockURLs, f.prefix)
-		var ee *exitError
-		if errors.As(err, &ee) && ee.err != nil {
-			for _, u := range f.redlockURLs {
-				ee.err = redact(u, ee.err)
-			}
+	o, err := driver.Open(ctx, raw)
+	if err != nil {
+		err = redact(raw, err)
+		if errors.Is(err, driver.ErrInvalid) {
+			return nil, exitWith(ExitUsage, plain(err))
 		}
-		return st, err
+		return nil, exitFor(err)
 	}
-	client, desc, err := f.client()
-	if err != nil {
-		return nil, exitWith(ExitUsage, err)
+	desc := o.Describe
+	if desc == "" {
+		desc = schemeOf(raw) + " store"
 	}
-	s, err := redisstore.New(client, &redisstore.Options{Prefix: f.prefix})
-	if err != nil {
-		_ = client.Close()
-		return nil, exitWith(ExitUsage, err)
-	}
-	return &openedStore{Store: s, Clients: []redis.UniversalClient{client}, Desc: desc}, nil
+	return &openedStore{Store: o.Store, Desc: desc, close: o.Close}, nil
 }
 
-func (f *storeFlags) client() (redis.UniversalClient, string, error) {
-	switch {
-	case f.clusterURL != "":
-		o, err := redis.ParseClusterURL(withScheme(f.clusterURL))
-		if err == nil {
-			err = checkAddrs(o.Addrs...)
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("--redis-cluster: %w", redact(f.clusterURL, err))
-		}
-		return redis.NewClusterClient(o), "cluster " + strings.Join(o.Addrs, ","), nil
-	case f.sentinelURL != "":
-		o, err := redis.ParseFailoverURL(withScheme(f.sentinelURL))
-		if err == nil {
-			err = checkAddrs(o.SentinelAddrs...)
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("--redis-sentinel: %w", redact(f.sentinelURL, err))
-		}
-		if o.MasterName == "" {
-			return nil, "", errors.New("--redis-sentinel: the URL needs ?master_name=NAME")
-		}
-		return redis.NewFailoverClient(o), "sentinel master " + o.MasterName, nil
-	}
-	u := f.redisURL
-	if u == "" {
-		u = "redis://127.0.0.1:6379"
-	}
-	o, err := parseRedisURL(u)
-	if err != nil {
-		return nil, "", fmt.Errorf("--redis: %w", err)
-	}
-	return redis.NewClient(o), "redis " + o.Addr, nil
+// schemeOf is raw's scheme, for messages.
+func schemeOf(raw string) string {
+	s, _, _ := strings.Cut(raw, "://")
+	return s
 }
 
 // checkOneStore fails with ExitUsage if more than one store is selected,
@@ -140,6 +168,7 @@ func (f *storeFlags) checkOneStore() error {
 	for _, c := range []struct {
 		flag, env, val string
 	}{
+		{"--store", "DLOCK_STORE", f.storeURL},
 		{"--redis", "DLOCK_REDIS", f.redisURL},
 		{"--redis-cluster", "DLOCK_REDIS_CLUSTER", f.clusterURL},
 		{"--redis-sentinel", "DLOCK_REDIS_SENTINEL", f.sentinelURL},
@@ -160,64 +189,89 @@ func (f *storeFlags) checkOneStore() error {
 	return nil
 }
 
-// withScheme lets a bare host:port stand for redis://host:port, the form
-// redis-cli users type; anything with a scheme is left to the parser.
-func withScheme(u string) string {
-	if strings.Contains(u, "://") {
-		return u
-	}
-	return "redis://" + u
+// redactedError is an error with a URL's user information (which may hold a
+// password) cut out of its message. It deliberately does not unwrap to the
+// original, whose message still has the password; it matches the sentinel
+// the original matched, so that exit codes survive redaction.
+type redactedError struct {
+	msg      string
+	sentinel error
 }
 
-// parseRedisURL parses one server's URL (a bare host:port is accepted) and
-// checks its port, so that a typo is a usage error rather than an
-// unreachable server. Its errors never contain the URL's password.
-func parseRedisURL(u string) (*redis.Options, error) {
-	o, err := redis.ParseURL(withScheme(u))
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.sentinel }
+
+// redact removes the passwords in rawURL (its own, and those of node URLs in
+// its query) from err's message: parse errors quote the whole URL, password
+// included. The result still matches the driver sentinel err matched.
+func redact(rawURL string, err error) error {
 	if err == nil {
-		err = checkAddrs(o.Addr)
+		return nil
 	}
-	if err != nil {
-		return nil, redact(u, err)
+	msg := err.Error()
+	changed := false
+	for _, s := range secretsOf(rawURL) {
+		if s != "" && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, "REDACTED")
+			changed = true
+		}
 	}
-	return o, nil
+	if !changed {
+		return err
+	}
+	return &redactedError{msg: msg, sentinel: sentinelOf(err)}
 }
 
-// checkAddrs rejects a host:port whose port is not in 1-65535.
-func checkAddrs(addrs ...string) error {
-	for _, a := range addrs {
-		_, port, err := net.SplitHostPort(a)
-		if err != nil {
-			return fmt.Errorf("address %q: %w", a, err)
+// secretsOf returns the strings of rawURL that may hold a password: the
+// user information of rawURL and of every URL in its query, whole and the
+// password alone, raw and decoded.
+func secretsOf(rawURL string) []string {
+	var out []string
+	add := func(userinfo string) {
+		if userinfo == "" {
+			return
 		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("address %q: port %s is not in 1-65535", a, port)
+		out = append(out, userinfo)
+		if _, pw, ok := strings.Cut(userinfo, ":"); ok && pw != "" {
+			out = append(out, pw)
+			if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
+				out = append(out, dec)
+			}
+		}
+	}
+	if at := strings.LastIndex(rawURL, "@"); at >= 0 {
+		start := 0
+		if i := strings.Index(rawURL[:at], "://"); i >= 0 {
+			start = i + 3
+		}
+		if slash := strings.Index(rawURL[start:at], "/"); slash < 0 {
+			add(rawURL[start:at])
+		}
+	}
+	if u, err := url.Parse(rawURL); err == nil {
+		if u.User != nil {
+			add(u.User.String())
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if strings.Contains(v, "@") {
+					out = append(out, secretsOf(v)...)
+				}
+			}
+		}
+	}
+	// Longest first, so that a password inside a user information is
+	// replaced as part of it.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// sentinelOf is the first driver sentinel err matches, or nil.
+func sentinelOf(err error) error {
+	for _, s := range []error{driver.ErrInvalid, driver.ErrRefused, driver.ErrUnavailable, driver.ErrNotAcquired, driver.ErrNotHeld} {
+		if errors.Is(err, s) {
+			return s
 		}
 	}
 	return nil
-}
-
-// redactedError is a URL parse error with the URL's user information (which
-// may hold a password) cut out of its message. It deliberately does not
-// unwrap to the original, whose message still has the password.
-type redactedError struct{ msg string }
-
-func (e *redactedError) Error() string { return e.msg }
-
-// redact removes rawURL's user information from err's message: parse errors
-// quote the whole URL, password included.
-func redact(rawURL string, err error) error {
-	at := strings.LastIndex(rawURL, "@")
-	if at < 0 {
-		return err
-	}
-	start := 0
-	if i := strings.Index(rawURL[:at], "://"); i >= 0 {
-		start = i + 3
-	}
-	userinfo := rawURL[start:at]
-	if userinfo == "" {
-		return err
-	}
-	return &redactedError{msg: strings.ReplaceAll(err.Error(), userinfo, "REDACTED")}
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"example.com/dlock"
-	"example.com/dlock/internal/chaos/faultproxy"
 	"example.com/dlock/internal/chaos/history"
+	"example.com/dlock/internal/faultproxy"
 )
 
 // step makes one operation of the worker's role.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/dlock/internal/chaos/faultproxy"
 	"example.com/dlock/internal/chaos/history"
+	"example.com/dlock/internal/faultproxy"
 )
 
 // Composed traffic: the operations that the stock workers never make —

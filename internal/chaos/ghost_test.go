@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/redisstore"
 )
 

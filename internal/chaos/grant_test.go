@@ -11,8 +11,8 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/internal/chaos/check"
-	"example.com/dlock/internal/chaos/faultproxy"
 	"example.com/dlock/internal/chaos/history"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/redisstore"
 )
 

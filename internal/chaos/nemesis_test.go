@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"example.com/dlock/internal/chaos/check"
-	"example.com/dlock/internal/chaos/faultproxy"
 	"example.com/dlock/internal/chaos/history"
+	"example.com/dlock/internal/faultproxy"
 )
 
 // fault is one entry of the nemesis catalogue: it breaks something, waits

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"example.com/dlock/internal/chaos/check"
-	"example.com/dlock/internal/chaos/faultproxy"
 	"example.com/dlock/internal/chaos/history"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/redisserver"
 )
 
