@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh Debian machine with Go:
 # installs what the tests need and is missing, from Debian's packages when
-# run as root (redis-server, which the tests start; redis-tools, for
-# redis-cli; chromium, which renders the demo's HTML report in a test), then
+# run as root (redis-server and etcd-server, which the tests start;
+# redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
+# test; chromium, which renders the demo's HTML report in a test), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
 # and bench/'s quick run.
 #
@@ -16,6 +17,8 @@ declare -A packages=(
 	[redis-server]=redis-server
 	[redis-cli]=redis-tools
 	[chromium]=chromium
+	[etcd]=etcd-server
+	[etcdctl]=etcd-client
 )
 missing=()
 for cmd in "${!packages[@]}"; do
