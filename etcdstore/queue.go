@@ -90,7 +90,7 @@ func (w *waiter) wait(ctx context.Context, start time.Time) (driver.Grant, error
 // gone is the error for a waiter whose key vanished: its session expired.
 func (w *waiter) gone() error {
 	w.s.mu.Lock()
-	w.sess.dead = true
+	w.s.markDeadLocked(w.sess)
 	w.s.mu.Unlock()
 	return fmt.Errorf("%w: etcdstore: the session expired while waiting for %q", driver.ErrNotAcquired, w.key)
 }

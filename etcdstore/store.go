@@ -264,7 +264,7 @@ func (s *Store) keepAlive(ctx context.Context, sess *session) error {
 			sess.certain = c
 		}
 	case err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound):
-		sess.dead = true
+		s.markDeadLocked(sess)
 		err = errSessionGone
 	default:
 		err = fmt.Errorf("etcdstore: keepalive: %w", err)
@@ -274,6 +274,17 @@ func (s *Store) keepAlive(ctx context.Context, sess *session) error {
 	close(ka.done)
 	s.mu.Unlock()
 	return err
+}
+
+// markDeadLocked records that the server no longer has sess: every holding
+// in it is gone. Called with s.mu held.
+func (s *Store) markDeadLocked(sess *session) {
+	sess.dead = true
+	for k, h := range s.held {
+		if h.lease == sess.id {
+			delete(s.held, k)
+		}
+	}
 }
 
 // certainTTL is how long sess is certain to last counted from start.
