@@ -4,10 +4,13 @@ import (
 	"testing"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
 	"example.com/dlock/memstore"
-	"example.com/dlock/storetest"
 )
 
+// TestConformance runs the suite on one in-memory store shared by every
+// client New returns, as clients of one server share its state.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) driver.Mutex { return memstore.New(nil) })
+	s := memstore.New(nil)
+	drivertest.Run(t, drivertest.Harness{New: func(*testing.T) driver.Mutex { return s }})
 }

@@ -1,0 +1,36 @@
+// Package drivertest is the conformance suite for driver.Mutex
+// implementations: every store in this module runs it, and a third-party
+// store can too. A store's test file gives a Harness (how to make a client of
+// one running server, and optional hooks) and calls Run:
+//
+//	func TestConformance(t *testing.T) {
+//		srv := startServer(t) // a real server, stopped by t.Cleanup
+//		drivertest.Run(t, drivertest.Harness{
+//			New: func(t *testing.T) driver.Mutex {
+//				s := mystore.New(srv.Addr()) // a new client on each call
+//				t.Cleanup(func() { s.Close() })
+//				return s
+//			},
+//			Pause:   func(t *testing.T) func() { srv.Stop(); return srv.Start },
+//			Foreign: func(t *testing.T, key string) { srv.Set(key, "not a lock") },
+//		})
+//	}
+//
+// The suite reads the store's time and liveness model from Mutex.Model and
+// adapts to it: the short lease of the expiry cases is max(150 ms, MinTTL)
+// rounded up to Granularity; session-based stores skip the per-key TTL
+// cases and run the session cases instead. Each case is named after the rule
+// of driver.Mutex or of a capability's documentation that it checks, and
+// fails with what the store did. Capabilities are found with driver.As; a
+// case for a capability the store lacks is skipped and says so.
+//
+// Real time is used throughout, with every bound widened by Harness.Slack.
+// Each case uses its own keys, so one server serves the whole run; cases
+// run one after the other.
+//
+// The suite checks itself: its own tests run it against stores broken on
+// purpose (no owner check, no expiry, a fence that does not increase, an
+// Extend that re-creates a free key) and require each to fail the case
+// that names the rule it breaks, with package memstore as the control that
+// must pass.
+package drivertest

@@ -1,0 +1,171 @@
+package drivertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// Harness is what a store gives the suite: how to make clients of one
+// running server, and optional hooks for the cases that need more.
+type Harness struct {
+	// New returns a new client of the same server on each call (its own
+	// connections, as another process would have), closed by t.Cleanup.
+	// The race case calls it Clients times. Required.
+	New func(t *testing.T) driver.Mutex
+
+	// Pause, if set, makes the server unavailable (stopped, frozen or cut
+	// off) and returns a function that makes it available again with its
+	// state intact. Without it the UnavailableIsNoAnswer case is skipped.
+	Pause func(t *testing.T) (resume func())
+
+	// Kill, if set, abandons client s as a crashed process would: no
+	// release, no renewal, its connections gone. Session-based stores need
+	// it for the KilledSessionFreesItsKeys case (skipped without it).
+	Kill func(t *testing.T, s driver.Mutex)
+
+	// Foreign, if set, puts a value that is not a lock at key, the way a
+	// user's own data could sit in the store's key space. The Lister case
+	// then checks that List skips it.
+	Foreign func(t *testing.T, key string)
+
+	// Slack is the scheduling allowance added to every time bound; 0 means
+	// DefaultSlack.
+	Slack time.Duration
+
+	// Clients and Goroutines shape the race case: Goroutines goroutines on
+	// each of Clients clients (0 means 3 and 4). Rounds is how many times
+	// each goroutine takes the key (0 means 5).
+	Clients, Goroutines, Rounds int
+}
+
+// DefaultSlack is the scheduling allowance when Harness.Slack is 0.
+const DefaultSlack = 500 * time.Millisecond
+
+// StateReporter is an optional interface of the store under test (usually
+// a test's wrapper around it, found through driver.As) for the
+// NoStateLeftAfterRetention case: how long the store keeps a released key's
+// state, and how much it keeps for a key.
+type StateReporter interface {
+	// Retention is how long the store may keep state for a key after the
+	// key was released or its lease ended.
+	Retention() time.Duration
+	// KeyState returns how many entries (server keys, map entries) the
+	// store holds for key.
+	KeyState(ctx context.Context, key string) (int, error)
+}
+
+// suite is one run: the harness with its defaults filled in and the
+// durations derived from the store's Model.
+type suite struct {
+	h     Harness
+	model driver.Model
+	// ttl is the short lease of the expiry cases; long is a lease no case
+	// outlives.
+	ttl, long, slack time.Duration
+}
+
+// baseTTL is the short lease before the store's model raises it.
+const baseTTL = 150 * time.Millisecond
+
+// newSuite derives the run's durations from m.
+func newSuite(h Harness, m driver.Model) *suite {
+	s := &suite{h: h, model: m, slack: h.Slack, long: 10 * time.Second}
+	if s.slack <= 0 {
+		s.slack = DefaultSlack
+	}
+	s.ttl = roundUp(max(baseTTL, m.MinTTL), m.Granularity)
+	s.long = roundUp(max(s.long, 20*s.ttl), m.Granularity)
+	if m.MaxTTL > 0 && s.long > m.MaxTTL {
+		s.long = m.MaxTTL
+	}
+	if h.Clients <= 0 {
+		s.h.Clients = 3
+	}
+	if h.Goroutines <= 0 {
+		s.h.Goroutines = 4
+	}
+	if h.Rounds <= 0 {
+		s.h.Rounds = 5
+	}
+	return s
+}
+
+func roundUp(d, g time.Duration) time.Duration {
+	if g > 0 && d%g != 0 {
+		d += g - d%g
+	}
+	return d
+}
+
+// testCase is one case: its name (the rule it checks) and its body.
+type testCase struct {
+	name string
+	fn   func(*testing.T, driver.Mutex)
+}
+
+// Run runs the suite against clients made by h.New. It fails t (through
+// its subtests) for every rule the store breaks, and skips the cases whose
+// capability or hook is absent, saying which.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil {
+		t.Fatal("drivertest: Harness.New is nil")
+	}
+	probe := h.New(t)
+	m := probe.Model()
+	s := newSuite(h, m)
+	t.Logf("model %+v: short ttl %v, long ttl %v, slack %v", m, s.ttl, s.long, s.slack)
+	for _, tc := range s.cases() {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, s.h.New(t)) })
+	}
+}
+
+// cases lists every case in the order they run.
+func (s *suite) cases() []testCase {
+	cs := []testCase{
+		{"ModelIsStable", s.testModel},
+		{"AcquireFreeKey", s.testAcquireFree},
+		{"ContendedReturnsRemaining", s.testContended},
+		{"ReentryCountsHolds", s.testReentry},
+		{"FencesStrictlyIncrease", s.testFences},
+		{"ExtendByOwner", s.testExtend},
+		{"NonOwnerChangesNothing", s.testNonOwner},
+		{"ExtendAfterReleaseNeverRecreates", s.testExtendAfterRelease},
+		{"HostileKeysAndTokens", s.testHostile},
+		{"CancelledContextChangesNothing", s.testCancelled},
+		{"RaceOneKeyNoOverlap", s.testRace},
+		{"UnavailableIsNoAnswer", s.testUnavailable},
+	}
+	if s.model.Session {
+		cs = append(cs,
+			testCase{"SessionExtendRenews", s.testSessionExtend},
+			testCase{"KilledSessionFreesItsKeys", s.testKilledSession},
+		)
+	} else {
+		cs = append(cs,
+			testCase{"ExpiryFreesKey", s.testExpiry},
+			testCase{"ExpiredHolderCannotTouchNextHolder", s.testExpiredHolder},
+			testCase{"ExtendNeverRecreates", s.testExtendNoRecreate},
+			testCase{"ReentryNeverShortensTheHolding", s.testReentryNeverShortens},
+			testCase{"ExtendShorterShortensTheHolding", s.testExtendShorterShortens},
+		)
+	}
+	return append(cs,
+		testCase{"NoStateLeftAfterRetention", s.testBoundedState},
+		testCase{"NotifiesOnRelease", s.testNotify},
+		testCase{"NoSpuriousNotifications", s.testNoSpurious},
+		testCase{"ExtendBatchIsASeriesOfExtend", s.testExtendBatch},
+		testCase{"InspectMatchesTheState", s.testInspect},
+		testCase{"ListerListsHeldKeysOnly", s.testLister},
+		testCase{"WaiterCounterCountsWaiters", s.testWaiters},
+		testCase{"QueuerServesInOrder", s.testQueueFIFO},
+		testCase{"QueuerCancelledWaiterLeavesNothing", s.testQueueCancel},
+		testCase{"QueuerWaiterGetsKeyWhenHolderEnds", s.testQueueExpiry},
+		testCase{"TransferIsANewHolding", s.testTransfer},
+		testCase{"AtomicStepsAreOwnerChecked", s.testReadAndCommit},
+		testCase{"AtomicTransferReadsAndWrites", s.testTransferReadAndWrite},
+	)
+}

@@ -1,0 +1,155 @@
+package drivertest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
+	"example.com/dlock/memstore"
+)
+
+// mutantEnv names the store TestMutantChild runs the suite on: "memstore",
+// "reference" (refStore without a bug) or a mutation.
+const mutantEnv = "DRIVERTEST_MUTANT"
+
+// childTimeout bounds one run of the suite in a subprocess.
+const childTimeout = 90 * time.Second
+
+// TestMutantChild runs the suite on the store named by $DRIVERTEST_MUTANT.
+// It is the subprocess of TestMutantsFailTheSuite and
+// TestReferenceStoresPassTheSuite, and skips when run directly.
+func TestMutantChild(t *testing.T) {
+	name := os.Getenv(mutantEnv)
+	if name == "" {
+		t.Skip("runs as a subprocess of TestMutantsFailTheSuite")
+	}
+	var s driver.Mutex
+	h := drivertest.Harness{New: func(*testing.T) driver.Mutex { return s }}
+	switch name {
+	case "memstore":
+		s = memstore.New(nil)
+	case "reference":
+		name = string(correct)
+		fallthrough
+	default:
+		r := newRef(mutation(name))
+		s = r
+		h.Foreign = func(_ *testing.T, key string) { r.putForeign(key) }
+	}
+	drivertest.Run(t, h)
+}
+
+// runChild runs the suite on store in a subprocess and returns its output
+// and exit error.
+func runChild(t *testing.T, store string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMutantChild$", "-test.v", "-test.count=1",
+		"-test.timeout="+childTimeout.String())
+	cmd.Env = append(os.Environ(), mutantEnv+"="+store)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s: the suite did not finish within %v:\n%s", store, childTimeout, tail(out))
+	}
+	return string(out), err
+}
+
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(\S+)`)
+
+// failed returns the cases that failed in a child's output.
+func failed(out string) []string {
+	var names []string
+	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+func tail(out []byte) string {
+	const n = 3000
+	if len(out) > n {
+		return "…" + string(out[len(out)-n:])
+	}
+	return string(out)
+}
+
+// TestMutantsFailTheSuite: each store broken on purpose fails the suite,
+// and among its failures is the case that names the rule it breaks (and,
+// where given, the failure says what it saw). The controls are in
+// TestReferenceStoresPassTheSuite.
+func TestMutantsFailTheSuite(t *testing.T) {
+	cases := []struct {
+		m        mutation
+		mustFail []string
+		saying   string
+	}{
+		{noOwnerCheck, []string{"NonOwnerChangesNothing"}, ""},
+		{acquireIgnoresHolder, []string{"RaceOneKeyNoOverlap", "ContendedReturnsRemaining"}, "overlaps in"},
+		{noExpiry, []string{"ExpiryFreesKey", "ExtendShorterShortensTheHolding"}, ""},
+		{fenceStuck, []string{"FencesStrictlyIncrease", "RaceOneKeyNoOverlap"}, "fences out of holding order"},
+		{extendRecreates, []string{"ExtendAfterReleaseNeverRecreates", "ExtendNeverRecreates"}, ""},
+		{reentryShortens, []string{"ReentryNeverShortensTheHolding"}, ""},
+		{spuriousNotify, []string{"NoSpuriousNotifications"}, "never released"},
+		{queueLIFO, []string{"QueuerServesInOrder"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.m), func(t *testing.T) {
+			out, err := runChild(t, string(tc.m))
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("the suite passed a store with mutation %q (err %v):\n%s", tc.m, err, tail([]byte(out)))
+			}
+			got := failed(out)
+			for _, want := range tc.mustFail {
+				if !contains(got, want) {
+					t.Errorf("case %s did not fail; failed: %v", want, got)
+				}
+			}
+			if tc.saying != "" && !strings.Contains(out, tc.saying) {
+				t.Errorf("output does not say %q", tc.saying)
+			}
+			t.Logf("failed as expected: %v", got)
+		})
+	}
+}
+
+// TestReferenceStoresPassTheSuite is the control: memstore and refStore
+// without a bug pass the suite in the same subprocess harness, and the
+// reference runs (does not skip) the capability cases the mutants fail.
+func TestReferenceStoresPassTheSuite(t *testing.T) {
+	for _, store := range []string{"memstore", "reference"} {
+		t.Run(store, func(t *testing.T) {
+			out, err := runChild(t, store)
+			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
+				t.Fatalf("%s: %v, failed %v:\n%s", store, err, failed(out), tail([]byte(out)))
+			}
+			if store != "reference" {
+				return
+			}
+			for _, c := range []string{"RaceOneKeyNoOverlap", "NoSpuriousNotifications", "ExtendBatchIsASeriesOfExtend",
+				"ListerListsHeldKeysOnly", "WaiterCounterCountsWaiters", "QueuerServesInOrder",
+				"QueuerCancelledWaiterLeavesNothing", "QueuerWaiterGetsKeyWhenHolderEnds", "InspectMatchesTheState"} {
+				if !strings.Contains(out, "--- PASS: TestMutantChild/"+c+" ") {
+					t.Errorf("reference: case %s did not run and pass", c)
+				}
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
