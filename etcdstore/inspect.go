@@ -42,11 +42,11 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 
 // info describes the holding of kv, the holder's key.
 func (s *Store) info(ctx context.Context, kv *mvccpb.KeyValue) (driver.Info, error) {
-	holds, err := parseHolds(kv.Value)
+	v, err := parseValue(kv.Value)
 	if err != nil {
 		return driver.Info{}, err
 	}
-	in := driver.Info{Held: true, Holds: holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
+	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
 	if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
 		in.Token = h.token
 	}
@@ -75,13 +75,13 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string, inf
 		if i <= 0 || kv.Lease == 0 || seen[full[:i]] {
 			continue
 		}
-		holds, err := parseHolds(kv.Value)
+		v, err := parseValue(kv.Value)
 		if err != nil {
 			continue
 		}
 		name := full[:i]
 		seen[name] = true
-		in := driver.Info{Held: true, Holds: holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
+		in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
 		if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
 			in.Token = h.token
 		}

@@ -4,38 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"example.com/dlock/driver"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// valuePrefix starts the value of every key the store writes; the hold
-// count follows.
-const valuePrefix = "dlock/1 "
-
-func value(holds int) string { return valuePrefix + strconv.Itoa(holds) }
-
-// parseHolds reads the hold count of a key's value: 1 for an empty value
-// (etcdctl lock's keys), an error for a value that is not a lock's.
-func parseHolds(v []byte) (int, error) {
-	if len(v) == 0 {
-		return 1, nil
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(string(v), valuePrefix))
-	if err != nil || !strings.HasPrefix(string(v), valuePrefix) || n < 1 {
-		return 0, fmt.Errorf("%w: etcdstore: key holds %q, not a lock's value", driver.ErrRefused, v)
-	}
-	return n, nil
-}
-
 // maxAttempts bounds the compare-and-set retries of one call when the key
-// changes under it (only this store writes its keys, so one retry is the
-// usual most).
+// changes under it.
 const maxAttempts = 4
 
 // readOps reads our key and the first-created key under its lock's prefix.
@@ -57,36 +36,30 @@ func readState(rs []*pb.ResponseOp) state {
 	return st
 }
 
-// ours reports whether our key k exists and holds the lock.
-func (st state) ours(k string) bool {
-	return st.own != nil && st.first != nil && string(st.first.Key) == k
-}
-
-// taken reports whether another key than k holds the lock.
-func (st state) taken(k string) bool { return st.first != nil && string(st.first.Key) != k }
-
 // Acquire implements driver.Mutex. The first acquisition is one transaction
 // that puts our key only if no key exists under the lock's prefix; a
-// re-entry is a compare-and-set of the hold count. ttl is ignored: the
-// holding lasts as long as the session. A contended key returns a
-// *driver.ContendedError with Remaining -1.
+// re-entry is a compare-and-set of the hold count (also of a holding the
+// token has through another Store's session). ttl is ignored: the holding
+// lasts as long as the session. A contended key returns a
+// *driver.ContendedError with Remaining -1 and changes nothing.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	start := time.Now()
 	sess, err := s.session(ctx)
 	if err != nil {
 		return driver.Grant{}, err
 	}
-	k, pfx := s.ownKey(sess, key, token), s.pfx(key)
+	dig := digest(token)
+	k, pfx := s.ownKey(sess, key, dig), s.pfx(key)
 	for range maxAttempts {
 		h, cached := s.lookup(k)
 		var txn clientv3.Txn
 		if cached {
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", h.mod)).
-				Then(clientv3.OpPut(k, value(h.holds+1), clientv3.WithLease(sess.id)))
+				Then(clientv3.OpPut(k, value(h.holds+1, dig), clientv3.WithLease(sess.id)))
 		} else {
 			h = holding{lease: sess.id, token: token}
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
-				Then(clientv3.OpPut(k, value(1), clientv3.WithLease(sess.id)))
+				Then(clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)))
 		}
 		resp, err := txn.Else(readOps(k, pfx)...).Commit()
 		if err != nil {
@@ -102,11 +75,17 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 			return driver.Grant{Fence: uint64(h.create), Holds: h.holds, TTL: s.certainTTL(sess, start)}, nil
 		}
 		st := readState(resp.Responses)
-		if st.ours(k) {
-			if _, err := s.learn(k, sess, token, st.own); err != nil {
-				return driver.Grant{}, err
-			}
+		holds, ok := mine(st.first, dig)
+		switch {
+		case ok && string(st.first.Key) == k:
+			s.remember(k, holding{lease: sess.id, create: st.first.CreateRevision, mod: st.first.ModRevision, holds: holds, token: token})
 			continue // re-enter with what we read
+		case ok:
+			g, err := s.reenterForeign(ctx, st.first, holds, dig, start)
+			if errors.Is(err, errChanged) {
+				continue
+			}
+			return g, err
 		}
 		s.forget(k)
 		if st.first != nil {
@@ -116,14 +95,41 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: the key kept changing", key)
 }
 
-// learn records our key's state as read.
-func (s *Store) learn(k string, sess *session, token string, kv *mvccpb.KeyValue) (int, error) {
-	holds, err := parseHolds(kv.Value)
+// errChanged reports a compare-and-set that found the key changed.
+var errChanged = errors.New("etcdstore: key changed")
+
+// reenterForeign adds a hold to kv, the token's holding in another
+// session: a keepalive of that session (for the grant's TTL), then a
+// compare-and-set.
+func (s *Store) reenterForeign(ctx context.Context, kv *mvccpb.KeyValue, holds int, dig string, start time.Time) (driver.Grant, error) {
+	ttl, err := s.keepAliveLease(ctx, clientv3.LeaseID(kv.Lease), start)
 	if err != nil {
-		return 0, err
+		return driver.Grant{}, err
 	}
-	s.remember(k, holding{lease: sess.id, create: kv.CreateRevision, mod: kv.ModRevision, holds: holds, token: token})
-	return holds, nil
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+		Then(clientv3.OpPut(string(kv.Key), value(holds+1, dig), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).Commit()
+	if err != nil {
+		return driver.Grant{}, fmt.Errorf("etcdstore: acquire: %w", err)
+	}
+	if !resp.Succeeded {
+		return driver.Grant{}, errChanged
+	}
+	return driver.Grant{Fence: uint64(kv.CreateRevision), Holds: holds + 1, TTL: ttl}, nil
+}
+
+// keepAliveLease renews a lease that is not the store's session (a holding
+// of the same token through another Store) and returns how long it is
+// certain to last from start; errChanged if the lease is gone.
+func (s *Store) keepAliveLease(ctx context.Context, id clientv3.LeaseID, start time.Time) (time.Duration, error) {
+	sent := time.Now()
+	resp, err := s.cli.KeepAliveOnce(ctx, id)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0) {
+		return 0, errChanged
+	}
+	if err != nil {
+		return 0, fmt.Errorf("etcdstore: keepalive: %w", err)
+	}
+	return sent.Add(time.Duration(resp.TTL) * time.Second).Sub(start), nil
 }
 
 // live returns the store's session unless the server said it is gone (it
@@ -137,67 +143,63 @@ func (s *Store) live() *session {
 	return s.sess
 }
 
-// Release implements driver.Mutex: one compare-and-set on our key's
-// ModRevision that lowers the hold count or deletes the key, so that a
-// retried or stale release cannot delete a newer holding.
-func (s *Store) Release(ctx context.Context, key, token string) error {
-	sess := s.live()
-	if sess == nil {
-		return driver.NotHeld(false)
+// holder reads the first-created key under pfx (nil if none).
+func (s *Store) holder(ctx context.Context, pfx string) (*mvccpb.KeyValue, error) {
+	resp, err := s.cli.Get(ctx, pfx, clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		return nil, err
 	}
-	k, pfx := s.ownKey(sess, key, token), s.pfx(key)
+	return resp.Kvs[0], nil
+}
+
+// Release implements driver.Mutex: one compare-and-set on the holding key's
+// ModRevision that lowers the hold count or deletes the key, so that a
+// retried or stale release cannot delete a newer holding. The store's own
+// holdings are released in one round trip; a holding of the token through
+// another session is read first.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	dig, pfx := digest(token), s.pfx(key)
+	var k string
+	if sess := s.live(); sess != nil {
+		k = s.ownKey(sess, key, dig)
+	}
 	for range maxAttempts {
 		h, cached := s.lookup(k)
+		target := k
 		if !cached {
-			st, err := s.read(ctx, k, pfx)
+			first, err := s.holder(ctx, pfx)
 			if err != nil {
 				return fmt.Errorf("etcdstore: release %q: %w", key, err)
 			}
-			if !st.ours(k) {
-				return driver.NotHeld(st.taken(k))
+			holds, ok := mine(first, dig)
+			if !ok {
+				s.forget(k)
+				return driver.NotHeld(first != nil)
 			}
-			if _, err := s.learn(k, sess, token, st.own); err != nil {
-				return err
-			}
-			continue
+			target = string(first.Key)
+			h = holding{lease: clientv3.LeaseID(first.Lease), create: first.CreateRevision, mod: first.ModRevision, holds: holds, token: token}
 		}
-		op := clientv3.OpDelete(k)
+		op := clientv3.OpDelete(target)
 		if h.holds > 1 {
-			op = clientv3.OpPut(k, value(h.holds-1), clientv3.WithLease(sess.id))
+			op = clientv3.OpPut(target, value(h.holds-1, dig), clientv3.WithLease(h.lease))
 		}
-		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", h.mod)).
-			Then(op).Else(readOps(k, pfx)...).Commit()
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(target), "=", h.mod)).Then(op).Commit()
 		if err != nil {
 			return fmt.Errorf("etcdstore: release %q: %w", key, err)
 		}
-		if resp.Succeeded {
-			if h.holds > 1 {
-				h.mod, h.holds = resp.Header.Revision, h.holds-1
-				s.remember(k, h)
-			} else {
-				s.forget(k)
-			}
-			return nil
+		if !resp.Succeeded {
+			s.forget(k) // read again
+			continue
 		}
-		st := readState(resp.Responses)
-		if !st.ours(k) {
-			s.forget(k)
-			return driver.NotHeld(st.taken(k))
+		if h.holds > 1 {
+			h.mod, h.holds = resp.Header.Revision, h.holds-1
+			s.remember(target, h)
+		} else {
+			s.forget(target)
 		}
-		if _, err := s.learn(k, sess, token, st.own); err != nil {
-			return err
-		}
+		return nil
 	}
 	return fmt.Errorf("etcdstore: release %q: the key kept changing", key)
-}
-
-// read reads our key and the lock's holder in one transaction.
-func (s *Store) read(ctx context.Context, k, pfx string) (state, error) {
-	resp, err := s.cli.Txn(ctx).Then(readOps(k, pfx)...).Commit()
-	if err != nil {
-		return state{}, err
-	}
-	return readState(resp.Responses), nil
 }
 
 // Extend implements driver.Mutex: one keepalive of the session (shared with
@@ -208,57 +210,67 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	return rs[0].Grant, rs[0].Err
 }
 
-// batchSize bounds the requests per read transaction (two operations each,
-// under etcd's default limit of 128 operations per transaction).
-const batchSize = 60
+// batchSize bounds the reads per transaction (under etcd's default limit of
+// 128 operations per transaction).
+const batchSize = 120
 
 // ExtendBatch implements driver.BatchExtender: one keepalive for the
-// session, then one read transaction per batchSize keys.
+// session, then one read transaction per batchSize keys. A holding of a
+// token through another Store's session is renewed with a keepalive of that
+// session.
 func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	start := time.Now()
 	out := make([]driver.ExtendResult, len(reqs))
-	fail := func(from int, err error) []driver.ExtendResult {
-		for i := from; i < len(out); i++ {
-			out[i].Err = err
-		}
-		return out
-	}
 	sess := s.live()
-	if sess == nil {
-		return fail(0, driver.NotHeld(false))
-	}
-	if err := s.keepAlive(ctx, sess); errors.Is(err, errSessionGone) {
-		return fail(0, driver.NotHeld(false))
-	} else if err != nil {
-		return fail(0, err)
+	if sess != nil {
+		if err := s.keepAlive(ctx, sess); errors.Is(err, errSessionGone) {
+			sess = nil
+		} else if err != nil {
+			for i := range out {
+				out[i].Err = err
+			}
+			return out
+		}
 	}
 	for lo := 0; lo < len(reqs); lo += batchSize {
 		hi := min(lo+batchSize, len(reqs))
-		var ops []clientv3.Op
-		keys := make([]string, hi-lo)
-		for i, r := range reqs[lo:hi] {
-			keys[i] = s.ownKey(sess, r.Key, r.Token)
-			ops = append(ops, readOps(keys[i], s.pfx(r.Key))...)
+		ops := make([]clientv3.Op, 0, hi-lo)
+		for _, r := range reqs[lo:hi] {
+			ops = append(ops, clientv3.OpGet(s.pfx(r.Key), clientv3.WithFirstCreate()...))
 		}
 		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
-		if err != nil {
-			return fail(lo, fmt.Errorf("etcdstore: extend: %w", err))
-		}
-		rs := resp.Responses
-		ttl := s.certainTTL(sess, start)
-		for i, k := range keys {
-			st := readState(rs[2*i : 2*i+2])
-			r := &out[lo+i]
-			if !st.ours(k) {
-				s.forget(k)
-				r.Err = driver.NotHeld(st.taken(k))
+		for i := lo; i < hi; i++ {
+			if err != nil {
+				out[i].Err = fmt.Errorf("etcdstore: extend: %w", err)
 				continue
 			}
-			holds, err := s.learn(k, sess, reqs[lo+i].Token, st.own)
-			if r.Err = err; err == nil {
-				r.Grant = driver.Grant{Fence: uint64(st.own.CreateRevision), Holds: holds, TTL: ttl}
+			var first *mvccpb.KeyValue
+			if kvs := resp.Responses[i-lo].GetResponseRange().GetKvs(); len(kvs) > 0 {
+				first = kvs[0]
 			}
+			out[i] = s.extendOne(ctx, sess, first, reqs[i].Token, start)
 		}
 	}
 	return out
+}
+
+// extendOne turns the holder read for one request into its result.
+func (s *Store) extendOne(ctx context.Context, sess *session, first *mvccpb.KeyValue, token string, start time.Time) driver.ExtendResult {
+	dig := digest(token)
+	holds, ok := mine(first, dig)
+	if !ok {
+		return driver.ExtendResult{Err: driver.NotHeld(first != nil)}
+	}
+	g := driver.Grant{Fence: uint64(first.CreateRevision), Holds: holds}
+	if sess != nil && clientv3.LeaseID(first.Lease) == sess.id {
+		s.remember(string(first.Key), holding{lease: sess.id, create: first.CreateRevision, mod: first.ModRevision, holds: holds, token: token})
+		g.TTL = s.certainTTL(sess, start)
+		return driver.ExtendResult{Grant: g}
+	}
+	ttl, err := s.keepAliveLease(ctx, clientv3.LeaseID(first.Lease), start)
+	if errors.Is(err, errChanged) {
+		return driver.ExtendResult{Err: driver.NotHeld(false)}
+	}
+	g.TTL = ttl
+	return driver.ExtendResult{Grant: g, Err: err}
 }

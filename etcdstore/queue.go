@@ -30,15 +30,15 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 	if err != nil {
 		return driver.Grant{}, err
 	}
-	k, pfx := s.ownKey(sess, key, token), s.pfx(key)
+	k, pfx := s.ownKey(sess, key, digest(token)), s.pfx(key)
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, value(1), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
+		Then(clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
 		Else(readOps(k, pfx)...).Commit()
 	if err != nil {
 		return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 	}
 	if !resp.Succeeded {
-		if readState(resp.Responses).ours(k) {
+		if _, ok := mine(readState(resp.Responses).first, digest(token)); ok {
 			return s.Acquire(ctx, key, token, ttl) // re-entry
 		}
 		return driver.Grant{}, fmt.Errorf("%w: etcdstore: token is already waiting for %q", driver.ErrInvalid, key)
@@ -75,10 +75,12 @@ func (w *waiter) wait(ctx context.Context, start time.Time) (driver.Grant, error
 			return driver.Grant{}, w.gone()
 		}
 		if len(pred) == 0 {
-			holds, err := w.s.learn(w.k, w.sess, w.token, own[0])
+			v, err := parseValue(own[0].Value)
 			if err != nil {
 				return driver.Grant{}, err
 			}
+			holds := v.holds
+			w.s.remember(w.k, holding{lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: holds, token: w.token})
 			return driver.Grant{Fence: uint64(w.rev), Holds: holds, TTL: w.s.certainTTL(w.sess, start)}, nil
 		}
 		if err := w.await(ctx, string(pred[0].Key), resp.Header.Revision+1); err != nil {

@@ -2,10 +2,6 @@ package etcdstore
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -41,7 +37,6 @@ type Store struct {
 	cli    *clientv3.Client
 	prefix string
 	ttl    time.Duration
-	salt   []byte // keys the token digest: keys in etcd reveal nothing of tokens
 
 	mu       sync.Mutex
 	sess     *session
@@ -93,11 +88,7 @@ func New(cli *clientv3.Client, opts Options) (*Store, error) {
 	if ttl < MinSessionTTL || ttl%time.Second != 0 {
 		return nil, fmt.Errorf("%w: etcdstore: session TTL %v must be whole seconds and at least %v", driver.ErrInvalid, ttl, MinSessionTTL)
 	}
-	salt := make([]byte, 16)
-	if _, err := rand.Read(salt); err != nil {
-		return nil, fmt.Errorf("etcdstore: random salt: %w", err)
-	}
-	return &Store{cli: cli, prefix: opts.Prefix, ttl: ttl, salt: salt, held: map[string]holding{}}, nil
+	return &Store{cli: cli, prefix: opts.Prefix, ttl: ttl, held: map[string]holding{}}, nil
 }
 
 // Model implements driver.Mutex: session-based, whole seconds, server clock.
@@ -121,7 +112,7 @@ func (s *Store) Close(ctx context.Context) error {
 	s.closed, s.sess = true, nil
 	clear(s.held)
 	s.mu.Unlock()
-	if sess == nil || sess.dead {
+	if sess == nil || sess.dead || s.cli.Ctx().Err() != nil { // nothing to revoke, or the client is closed
 		return nil
 	}
 	if _, err := s.cli.Revoke(ctx, sess.id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -133,11 +124,10 @@ func (s *Store) Close(ctx context.Context) error {
 // pfx is the etcd prefix of lock name key.
 func (s *Store) pfx(key string) string { return s.prefix + key + "/" }
 
-// ownKey is the etcd key of token's holding or waiter on key in sess.
-func (s *Store) ownKey(sess *session, key, token string) string {
-	m := hmac.New(sha256.New, s.salt)
-	m.Write([]byte(token))
-	return s.pfx(key) + sess.hex + "_" + hex.EncodeToString(m.Sum(nil)[:12])
+// ownKey is the etcd key of a holding or waiter on key in sess of the token
+// with digest dig.
+func (s *Store) ownKey(sess *session, key, dig string) string {
+	return s.pfx(key) + sess.hex + "_" + dig[:24]
 }
 
 // current returns the session if it is alive as far as the store knows,
@@ -287,11 +277,13 @@ func (s *Store) markDeadLocked(sess *session) {
 	}
 }
 
-// certainTTL is how long sess is certain to last counted from start.
+// certainTTL is how long sess is certain to last counted from start, at
+// most the session TTL (a keepalive sent after start makes it a little
+// longer; reporting the TTL is the simpler promise).
 func (s *Store) certainTTL(sess *session, start time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sess.certain.Sub(start)
+	return min(sess.certain.Sub(start), s.ttl)
 }
 
 // remember records what the store wrote at k; forget drops it.

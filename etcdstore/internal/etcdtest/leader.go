@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // Client returns a client of every member's endpoint, closed when the test
@@ -20,7 +21,7 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 // the test ends.
 func NewClient(t testing.TB, endpoints ...string) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)
 	}

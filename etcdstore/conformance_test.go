@@ -1,0 +1,69 @@
+package etcdstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
+	"example.com/dlock/etcdstore"
+	"example.com/dlock/internal/chaos/faultproxy"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// The drivertest conformance suite on a single node, every client through
+// one fault proxy (Pause holds the bytes both ways: an outage that loses
+// nothing), with a 2 s session.
+func TestConformance(t *testing.T) {
+	c := node(t)
+	p, err := faultproxy.New(c.Members[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	pfx := uniq(t)
+	admin := c.Client(t)
+	var mu sync.Mutex
+	clients := map[driver.Mutex]*clientv3.Client{}
+	drivertest.Run(t, drivertest.Harness{
+		New: func(t *testing.T) driver.Mutex {
+			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := etcdstore.New(cli, etcdstore.Options{Prefix: pfx, SessionTTL: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			clients[s] = cli
+			mu.Unlock()
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				_ = s.Close(ctx)
+				cli.Close()
+			})
+			return s
+		},
+		Pause: func(t *testing.T) func() {
+			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
+			return func() { up(); down() }
+		},
+		Kill: func(t *testing.T, s driver.Mutex) {
+			mu.Lock()
+			cli := clients[s]
+			mu.Unlock()
+			cli.Close() // no revoke: the session ends with its TTL
+		},
+		Foreign: func(t *testing.T, key string) {
+			if _, err := admin.Put(context.Background(), pfx+key+"/data", "not a lock"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Slack: time.Second, // etcd checks lease expiry every 500 ms
+	})
+}
