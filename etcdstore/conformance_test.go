@@ -38,8 +38,9 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			r := reporting{s, admin, pfx}
 			mu.Lock()
-			clients[s] = cli
+			clients[r] = cli
 			mu.Unlock()
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -47,7 +48,7 @@ func TestConformance(t *testing.T) {
 				_ = s.Close(ctx)
 				cli.Close()
 			})
-			return s
+			return r
 		},
 		Pause: func(t *testing.T) func() {
 			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
@@ -66,4 +67,22 @@ func TestConformance(t *testing.T) {
 		},
 		Slack: time.Second, // etcd checks lease expiry every 500 ms
 	})
+}
+
+// reporting lets the suite count what the store keeps for a key: the keys
+// under its prefix. etcd keeps nothing once they are deleted.
+type reporting struct {
+	*etcdstore.Store
+	admin *clientv3.Client
+	pfx   string
+}
+
+func (r reporting) Retention() time.Duration { return 0 }
+
+func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
+	resp, err := r.admin.Get(ctx, r.pfx+key+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return int(resp.Count), nil
 }
