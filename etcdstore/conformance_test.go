@@ -42,29 +42,9 @@ func TestConformance(t *testing.T) {
 			mu.Lock()
 			clients[r] = cli
 			mu.Unlock()
-			// Renew the session as a dlock Client would: the suite holds keys
-			// without renewing them, and a 2 s session does not survive a
-			// stall of the shared machine.
-			stop := make(chan struct{})
-			renewed := make(chan struct{})
-			go func() {
-				defer close(renewed)
-				tick := time.NewTicker(500 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					select {
-					case <-tick.C:
-						ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-						_, _ = s.KeepAlive(ctx) // failures show as lost keys in the cases
-						cancel()
-					case <-stop:
-						return
-					}
-				}
-			}()
+			stop := renewInBackground(s)
 			t.Cleanup(func() {
-				close(stop)
-				<-renewed
+				stop()
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				defer cancel()
 				_ = s.Close(ctx)
@@ -107,4 +87,28 @@ func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 		return 0, err
 	}
 	return int(resp.Count), nil
+}
+
+// renewInBackground renews s's session every 500 ms, as a dlock Client
+// would: the suite holds keys without renewing them, and a 2 s session does
+// not survive a stall of the shared machine. The returned function stops it
+// and waits for it.
+func renewInBackground(s *etcdstore.Store) (stop func()) {
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+				_, _ = s.KeepAlive(ctx) // failures show as lost keys in the cases
+				cancel()
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-ended }
 }
