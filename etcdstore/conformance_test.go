@@ -1,0 +1,114 @@
+package etcdstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
+	"example.com/dlock/etcdstore"
+	"example.com/dlock/internal/chaos/faultproxy"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// The drivertest conformance suite on a single node, every client through
+// one fault proxy (Pause holds the bytes both ways: an outage that loses
+// nothing), with a 2 s session: the suite holds keys without renewing them for up to about 1 s, and compares a grant's TTL with twice its 1 s short lease.
+func TestConformance(t *testing.T) {
+	c := node(t)
+	p, err := faultproxy.New(c.Members[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	pfx := uniq(t)
+	admin := c.Client(t)
+	var mu sync.Mutex
+	clients := map[driver.Mutex]*clientv3.Client{}
+	drivertest.Run(t, drivertest.Harness{
+		New: func(t *testing.T) driver.Mutex {
+			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := etcdstore.New(cli, etcdstore.Options{Prefix: pfx, SessionTTL: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := reporting{s, admin, pfx}
+			mu.Lock()
+			clients[r] = cli
+			mu.Unlock()
+			stop := renewInBackground(s)
+			t.Cleanup(func() {
+				stop()
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				_ = s.Close(ctx)
+				cli.Close()
+			})
+			return r
+		},
+		Pause: func(t *testing.T) func() {
+			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
+			return func() { up(); down() }
+		},
+		Kill: func(t *testing.T, s driver.Mutex) {
+			mu.Lock()
+			cli := clients[s]
+			mu.Unlock()
+			cli.Close() // no revoke: the session ends with its TTL
+		},
+		Foreign: func(t *testing.T, key string) {
+			if _, err := admin.Put(context.Background(), pfx+key+"/data", "not a lock"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Slack: time.Second, // etcd checks lease expiry every 500 ms
+	})
+}
+
+// reporting lets the suite count what the store keeps for a key: the keys
+// under its prefix. etcd keeps nothing once they are deleted.
+type reporting struct {
+	*etcdstore.Store
+	admin *clientv3.Client
+	pfx   string
+}
+
+func (r reporting) Retention() time.Duration { return 0 }
+
+func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
+	resp, err := r.admin.Get(ctx, r.pfx+key+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return int(resp.Count), nil
+}
+
+// renewInBackground renews s's session every 500 ms, as a dlock Client
+// would: the suite holds keys without renewing them, and a 2 s session does
+// not survive a stall of the shared machine. The returned function stops it
+// and waits for it.
+func renewInBackground(s *etcdstore.Store) (stop func()) {
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+				_, _ = s.KeepAlive(ctx) // failures show as lost keys in the cases
+				cancel()
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-ended }
+}

@@ -1,0 +1,122 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// children returns the keys directly under pfx (a lock's own keys, not those
+// of a lock whose name extends it), oldest first.
+func children(kvs []*mvccpb.KeyValue, pfx string) []*mvccpb.KeyValue {
+	var out []*mvccpb.KeyValue
+	for _, kv := range kvs {
+		if rest := strings.TrimPrefix(string(kv.Key), pfx); rest != "" && !strings.Contains(rest, "/") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Inspect implements driver.Inspector. The holder is the oldest key under
+// the lock's prefix; Token is known only for this Store's own holdings
+// (other processes' keys hold a digest at most), Remaining is the holder's
+// session TTL as the server reports it, and Fence is 0 when the key is free
+// (etcd keeps nothing of a released lock).
+func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
+	pfx := s.pfx(key)
+	resp, err := s.cli.Get(ctx, pfx, clientv3.WithFirstCreate()...)
+	if err != nil {
+		return driver.Info{}, fmt.Errorf("etcdstore: inspect %q: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return driver.Info{Remaining: -1}, nil
+	}
+	return s.info(ctx, resp.Kvs[0])
+}
+
+// info describes the holding of kv, the holder's key.
+func (s *Store) info(ctx context.Context, kv *mvccpb.KeyValue) (driver.Info, error) {
+	v, err := parseValue(kv.Value)
+	if err != nil {
+		return driver.Info{}, err
+	}
+	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
+	if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
+		in.Token = h.token
+	}
+	if kv.Lease != 0 {
+		if ttl, err := s.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL >= 0 {
+			in.Remaining = time.Duration(ttl.TTL) * time.Second
+		}
+	}
+	return in, nil
+}
+
+// List implements driver.Lister: one range read of every key under the
+// store's prefix + prefix, grouped by lock name. Keys that are not a
+// lock's (no lease, or a value that is not dlock's nor empty) are skipped;
+// Remaining is reported as unknown (-1) to keep List to one read.
+func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
+	resp, err := s.cli.Get(ctx, s.prefix+prefix, clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return fmt.Errorf("etcdstore: list: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		full := strings.TrimPrefix(string(kv.Key), s.prefix)
+		i := strings.LastIndexByte(full, '/')
+		if i <= 0 || kv.Lease == 0 || seen[full[:i]] {
+			continue
+		}
+		v, err := parseValue(kv.Value)
+		if err != nil {
+			continue
+		}
+		name := full[:i]
+		seen[name] = true
+		in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
+		if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
+			in.Token = h.token
+		}
+		if !fn(name, in) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Waiters implements driver.WaiterCounter: the keys queued under the lock's
+// prefix behind the holder (dlock's and etcdctl's).
+func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
+	pfx := s.pfx(key)
+	resp, err := s.cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, fmt.Errorf("etcdstore: waiters %q: %w", key, err)
+	}
+	return max(len(children(resp.Kvs, pfx))-1, 0), nil
+}
+
+// OwnerCmp returns a comparison that holds while the holding of key with
+// fence is this Store's and still exists: put it in the If of your own etcd
+// transaction (as concurrency.Mutex.IsOwner) so that etcd rejects the
+// write of a holder that has lost the lock, however late it arrives. It
+// returns an error matching driver.ErrNotHeld if the store holds no such
+// holding (released, lost, or another store's).
+func (s *Store) OwnerCmp(key string, fence uint64) (clientv3.Cmp, error) {
+	pfx := s.pfx(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, h := range s.held {
+		if uint64(h.create) == fence && strings.HasPrefix(k, pfx) && !strings.Contains(k[len(pfx):], "/") {
+			return clientv3.Compare(clientv3.CreateRevision(k), "=", h.create), nil
+		}
+	}
+	return clientv3.Cmp{}, fmt.Errorf("%w: etcdstore: no holding of %q with fence %d in this store", driver.ErrNotHeld, key, fence)
+}

@@ -1,0 +1,276 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"example.com/dlock/driver"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// maxAttempts bounds the compare-and-set retries of one call when the key
+// changes under it.
+const maxAttempts = 4
+
+// readOps reads our key and the first-created key under its lock's prefix.
+func readOps(k, pfx string) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpGet(k), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)}
+}
+
+// state is what readOps found: our key (nil if absent) and the holder.
+type state struct{ own, first *mvccpb.KeyValue }
+
+func readState(rs []*pb.ResponseOp) state {
+	var st state
+	if kvs := rs[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		st.own = kvs[0]
+	}
+	if kvs := rs[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		st.first = kvs[0]
+	}
+	return st
+}
+
+// Acquire implements driver.Mutex. The first acquisition is one transaction
+// that puts our key only if no key exists under the lock's prefix; a
+// re-entry is a compare-and-set of the hold count (also of a holding the
+// token has through another Store's session). ttl is ignored: the holding
+// lasts as long as the session. A contended key returns a
+// *driver.ContendedError with Remaining -1 and changes nothing.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	start := time.Now()
+	sess, err := s.session(ctx)
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	dig := digest(token)
+	k, pfx := s.ownKey(sess, key, dig), s.pfx(key)
+	for range maxAttempts {
+		h, cached := s.lookup(k)
+		var txn clientv3.Txn
+		if cached {
+			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", h.mod)).
+				Then(clientv3.OpPut(k, value(h.holds+1, dig), clientv3.WithLease(sess.id)))
+		} else {
+			h = holding{lease: sess.id, token: token}
+			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
+				Then(clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)))
+		}
+		resp, err := txn.Else(readOps(k, pfx)...).Commit()
+		if err != nil {
+			return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
+		}
+		if resp.Succeeded {
+			rev := resp.Header.Revision
+			if !cached {
+				h.create = rev
+			}
+			h.mod, h.holds = rev, h.holds+1
+			s.remember(k, h)
+			return driver.Grant{Fence: uint64(h.create), Holds: h.holds, TTL: s.certainTTL(sess, start)}, nil
+		}
+		st := readState(resp.Responses)
+		holds, ok := mine(st.first, dig)
+		switch {
+		case ok && string(st.first.Key) == k:
+			s.remember(k, holding{lease: sess.id, create: st.first.CreateRevision, mod: st.first.ModRevision, holds: holds, token: token})
+			continue // re-enter with what we read
+		case ok:
+			g, err := s.reenterForeign(ctx, st.first, holds, dig, start)
+			if errors.Is(err, errChanged) {
+				continue
+			}
+			return g, err
+		}
+		s.forget(k)
+		if st.first != nil {
+			return driver.Grant{}, &driver.ContendedError{Remaining: -1}
+		}
+	}
+	return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: the key kept changing", key)
+}
+
+// errChanged reports a compare-and-set that found the key changed.
+var errChanged = errors.New("etcdstore: key changed")
+
+// reenterForeign adds a hold to kv, the token's holding in another
+// session: a keepalive of that session (for the grant's TTL), then a
+// compare-and-set.
+func (s *Store) reenterForeign(ctx context.Context, kv *mvccpb.KeyValue, holds int, dig string, start time.Time) (driver.Grant, error) {
+	ttl, err := s.keepAliveLease(ctx, clientv3.LeaseID(kv.Lease), start)
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+		Then(clientv3.OpPut(string(kv.Key), value(holds+1, dig), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).Commit()
+	if err != nil {
+		return driver.Grant{}, fmt.Errorf("etcdstore: acquire: %w", err)
+	}
+	if !resp.Succeeded {
+		return driver.Grant{}, errChanged
+	}
+	return driver.Grant{Fence: uint64(kv.CreateRevision), Holds: holds + 1, TTL: ttl}, nil
+}
+
+// keepAliveLease renews a lease that is not the store's session (a holding
+// of the same token through another Store) and returns how long it is
+// certain to last from start; errChanged if the lease is gone.
+func (s *Store) keepAliveLease(ctx context.Context, id clientv3.LeaseID, start time.Time) (time.Duration, error) {
+	sent := time.Now()
+	resp, err := s.cli.KeepAliveOnce(ctx, id)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0) {
+		return 0, errChanged
+	}
+	if err != nil {
+		return 0, fmt.Errorf("etcdstore: keepalive: %w", err)
+	}
+	return sent.Add(time.Duration(resp.TTL) * time.Second).Sub(start), nil
+}
+
+// live returns the store's session unless the server said it is gone (it
+// may be alive although no longer certain: Release and Extend still try).
+func (s *Store) live() *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == nil || s.sess.dead {
+		return nil
+	}
+	return s.sess
+}
+
+// holder reads the first-created key under pfx (nil if none).
+func (s *Store) holder(ctx context.Context, pfx string) (*mvccpb.KeyValue, error) {
+	resp, err := s.cli.Get(ctx, pfx, clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		return nil, err
+	}
+	return resp.Kvs[0], nil
+}
+
+// Release implements driver.Mutex: one compare-and-set on the holding key's
+// ModRevision that lowers the hold count or deletes the key, so that a
+// retried or stale release cannot delete a newer holding. The store's own
+// holdings are released in one round trip; a holding of the token through
+// another session is read first.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	dig, pfx := digest(token), s.pfx(key)
+	var k string
+	if sess := s.live(); sess != nil {
+		k = s.ownKey(sess, key, dig)
+	}
+	for range maxAttempts {
+		h, cached := s.lookup(k)
+		target := k
+		if !cached {
+			first, err := s.holder(ctx, pfx)
+			if err != nil {
+				return fmt.Errorf("etcdstore: release %q: %w", key, err)
+			}
+			holds, ok := mine(first, dig)
+			if !ok {
+				s.forget(k)
+				return driver.NotHeld(first != nil)
+			}
+			target = string(first.Key)
+			h = holding{lease: clientv3.LeaseID(first.Lease), create: first.CreateRevision, mod: first.ModRevision, holds: holds, token: token}
+		}
+		op := clientv3.OpDelete(target)
+		if h.holds > 1 {
+			op = clientv3.OpPut(target, value(h.holds-1, dig), clientv3.WithLease(h.lease))
+		}
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(target), "=", h.mod)).Then(op).Commit()
+		if err != nil {
+			return fmt.Errorf("etcdstore: release %q: %w", key, err)
+		}
+		if !resp.Succeeded {
+			s.forget(k) // read again
+			continue
+		}
+		if h.holds > 1 {
+			h.mod, h.holds = resp.Header.Revision, h.holds-1
+			s.remember(target, h)
+		} else {
+			s.forget(target)
+		}
+		return nil
+	}
+	return fmt.Errorf("etcdstore: release %q: the key kept changing", key)
+}
+
+// Extend implements driver.Mutex: one keepalive of the session (shared with
+// concurrent Extends) and one read confirming that token still holds key.
+// ttl is ignored; Grant.TTL is how long the session is certain to last.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	rs := s.ExtendBatch(ctx, []driver.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
+	return rs[0].Grant, rs[0].Err
+}
+
+// batchSize bounds the reads per transaction (under etcd's default limit of
+// 128 operations per transaction).
+const batchSize = 120
+
+// ExtendBatch implements driver.BatchExtender: one keepalive for the
+// session, then one read transaction per batchSize keys. A holding of a
+// token through another Store's session is renewed with a keepalive of that
+// session.
+func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	start := time.Now()
+	out := make([]driver.ExtendResult, len(reqs))
+	sess := s.live()
+	if sess != nil {
+		if err := s.keepAlive(ctx, sess); errors.Is(err, errSessionGone) {
+			sess = nil
+		} else if err != nil {
+			for i := range out {
+				out[i].Err = err
+			}
+			return out
+		}
+	}
+	for lo := 0; lo < len(reqs); lo += batchSize {
+		hi := min(lo+batchSize, len(reqs))
+		ops := make([]clientv3.Op, 0, hi-lo)
+		for _, r := range reqs[lo:hi] {
+			ops = append(ops, clientv3.OpGet(s.pfx(r.Key), clientv3.WithFirstCreate()...))
+		}
+		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		for i := lo; i < hi; i++ {
+			if err != nil {
+				out[i].Err = fmt.Errorf("etcdstore: extend: %w", err)
+				continue
+			}
+			var first *mvccpb.KeyValue
+			if kvs := resp.Responses[i-lo].GetResponseRange().GetKvs(); len(kvs) > 0 {
+				first = kvs[0]
+			}
+			out[i] = s.extendOne(ctx, sess, first, reqs[i].Token, start)
+		}
+	}
+	return out
+}
+
+// extendOne turns the holder read for one request into its result.
+func (s *Store) extendOne(ctx context.Context, sess *session, first *mvccpb.KeyValue, token string, start time.Time) driver.ExtendResult {
+	dig := digest(token)
+	holds, ok := mine(first, dig)
+	if !ok {
+		return driver.ExtendResult{Err: driver.NotHeld(first != nil)}
+	}
+	g := driver.Grant{Fence: uint64(first.CreateRevision), Holds: holds}
+	if sess != nil && clientv3.LeaseID(first.Lease) == sess.id {
+		s.remember(string(first.Key), holding{lease: sess.id, create: first.CreateRevision, mod: first.ModRevision, holds: holds, token: token})
+		g.TTL = s.certainTTL(sess, start)
+		return driver.ExtendResult{Grant: g}
+	}
+	ttl, err := s.keepAliveLease(ctx, clientv3.LeaseID(first.Lease), start)
+	if errors.Is(err, errChanged) {
+		return driver.ExtendResult{Err: driver.NotHeld(false)}
+	}
+	g.TTL = ttl
+	return driver.ExtendResult{Grant: g, Err: err}
+}

@@ -1,0 +1,101 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func init() { driver.Register("etcd", Open) }
+
+// Open opens a Store from a URL etcd://[user:password@]host:port[,host:port...][/prefix]
+// with the query parameter session-ttl (a Go duration in whole seconds,
+// default 10s) and dial-timeout (default 5s). The path, without its leading
+// slash and with a trailing one added, is Options.Prefix: etcd://h:2379/locks
+// puts lock N under locks/N/, where `etcdctl lock locks/N` queues too; no
+// path puts it under N/. It creates an etcd client, which the returned
+// Close closes after revoking the session. A malformed URL or parameter
+// returns an error matching driver.ErrInvalid.
+func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
+	cfg, opts, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	_ = ctx // the client must outlive ctx; DialTimeout bounds dialling
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: connect to %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	st, err := New(cli, opts)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return &driver.Opened{
+		Store: st,
+		Close: func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			err := st.Close(ctx)
+			if cerr := cli.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		},
+		Describe: fmt.Sprintf("etcd %s prefix %q session %v", strings.Join(cfg.Endpoints, ","), opts.Prefix, st.ttl),
+	}, nil
+}
+
+// parseURL turns an etcd:// URL into a client configuration and Options.
+func parseURL(u *url.URL) (clientv3.Config, Options, error) {
+	bad := func(format string, args ...any) (clientv3.Config, Options, error) {
+		return clientv3.Config{}, Options{}, fmt.Errorf("%w: etcd URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
+	}
+	if u.Host == "" {
+		return bad("no host (etcd://host:port[,host:port...]/prefix)")
+	}
+	cfg := clientv3.Config{DialTimeout: 5 * time.Second}
+	for _, h := range strings.Split(u.Host, ",") {
+		if h == "" || strings.ContainsAny(h, "/?#") {
+			return bad("bad endpoint %q", h)
+		}
+		cfg.Endpoints = append(cfg.Endpoints, h)
+	}
+	if u.User != nil {
+		cfg.Username = u.User.Username()
+		cfg.Password, _ = u.User.Password()
+	}
+	var opts Options
+	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
+		opts.Prefix = strings.TrimSuffix(p, "/") + "/"
+	}
+	q := u.Query()
+	for name := range q {
+		if name != "session-ttl" && name != "dial-timeout" {
+			return bad("unknown parameter %q (known: session-ttl, dial-timeout)", name)
+		}
+	}
+	if v := q.Get("session-ttl"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return bad("session-ttl: %v", err)
+		}
+		opts.SessionTTL = d
+		if d < MinSessionTTL || d%time.Second != 0 {
+			return bad("session-ttl %v must be whole seconds and at least %v", d, MinSessionTTL)
+		}
+	}
+	if v := q.Get("dial-timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return bad("dial-timeout %q", v)
+		}
+		cfg.DialTimeout = d
+	}
+	return cfg, opts, nil
+}

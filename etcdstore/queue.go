@@ -1,0 +1,162 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"example.com/dlock/driver"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// cleanupTimeout bounds the deletion of a waiter's key after its call ended.
+const cleanupTimeout = 5 * time.Second
+
+// AcquireQueued implements driver.Queuer, with concurrency.Mutex's queue: it
+// puts our key under the lock's prefix, then waits for the key created just
+// before it (its predecessor) to be deleted, watching only that key, until
+// ours is the first. Waiters are served in the order their keys were
+// created, etcdctl's included. While it waits it keeps the session alive;
+// if the session expires (our key is deleted, or keepalives fail past the
+// session's certain life) it stops with an error matching
+// driver.ErrNotAcquired. When it returns an error it deletes the key it put
+// (guarded by its CreateRevision), so it leaves nothing behind; if that
+// delete cannot be done, the key goes with the session.
+func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	start := time.Now()
+	sess, err := s.session(ctx)
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	k, pfx := s.ownKey(sess, key, digest(token)), s.pfx(key)
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
+		Else(readOps(k, pfx)...).Commit()
+	if err != nil {
+		return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
+	}
+	if !resp.Succeeded {
+		if _, ok := mine(readState(resp.Responses).first, digest(token)); ok {
+			return s.Acquire(ctx, key, token, ttl) // re-entry
+		}
+		return driver.Grant{}, fmt.Errorf("%w: etcdstore: token is already waiting for %q", driver.ErrInvalid, key)
+	}
+	w := &waiter{s: s, sess: sess, key: key, token: token, k: k, pfx: pfx, rev: resp.Header.Revision}
+	g, err := w.wait(ctx, start)
+	if err != nil {
+		w.cleanup(ctx)
+	}
+	return g, err
+}
+
+// waiter is one AcquireQueued call's key in the queue.
+type waiter struct {
+	s      *Store
+	sess   *session
+	key    string
+	token  string
+	k, pfx string
+	rev    int64 // our key's CreateRevision
+}
+
+// wait loops: read our key and our predecessor; none → ours is the lock;
+// else watch the predecessor (and our own key) for deletion.
+func (w *waiter) wait(ctx context.Context, start time.Time) (driver.Grant, error) {
+	for {
+		resp, err := w.s.cli.Txn(ctx).Then(clientv3.OpGet(w.k),
+			clientv3.OpGet(w.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1))...)).Commit()
+		if err != nil {
+			return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", w.key, err)
+		}
+		own, pred := resp.Responses[0].GetResponseRange().GetKvs(), resp.Responses[1].GetResponseRange().GetKvs()
+		if len(own) == 0 || own[0].CreateRevision != w.rev {
+			return driver.Grant{}, w.gone()
+		}
+		if len(pred) == 0 {
+			v, err := parseValue(own[0].Value)
+			if err != nil {
+				return driver.Grant{}, err
+			}
+			holds := v.holds
+			w.s.remember(w.k, holding{lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: holds, token: w.token})
+			return driver.Grant{Fence: uint64(w.rev), Holds: holds, TTL: w.s.certainTTL(w.sess, start)}, nil
+		}
+		if err := w.await(ctx, string(pred[0].Key), resp.Header.Revision+1); err != nil {
+			return driver.Grant{}, err
+		}
+	}
+}
+
+// gone is the error for a waiter whose key vanished: its session expired.
+func (w *waiter) gone() error {
+	w.s.mu.Lock()
+	w.s.markDeadLocked(w.sess)
+	w.s.mu.Unlock()
+	return fmt.Errorf("%w: etcdstore: the session expired while waiting for %q", driver.ErrNotAcquired, w.key)
+}
+
+// await returns when pred is deleted at or after revision rev (or the watch
+// broke: the caller reads again), keeping the session alive meanwhile. It
+// returns an error when our own key is deleted, the session can no longer
+// be trusted, or ctx ends.
+func (w *waiter) await(ctx context.Context, pred string, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	predc := w.s.cli.Watch(wctx, pred, clientv3.WithRev(rev), clientv3.WithFilterPut())
+	ownc := w.s.cli.Watch(wctx, w.k, clientv3.WithRev(rev), clientv3.WithFilterPut())
+	tick := time.NewTicker(w.s.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case wr, ok := <-predc:
+			if !ok || wr.Err() != nil || hasDelete(wr.Events) {
+				return ctx.Err() // nil unless ctx ended: read again
+			}
+		case wr, ok := <-ownc:
+			if ok && wr.Err() == nil && hasDelete(wr.Events) {
+				return w.gone()
+			}
+			if !ok || wr.Err() != nil {
+				return ctx.Err()
+			}
+		case <-tick.C:
+			err := w.s.keepAlive(ctx, w.sess)
+			if errors.Is(err, errSessionGone) {
+				return w.gone()
+			}
+			if err != nil && !time.Now().Before(w.s.certainDeadline(w.sess)) {
+				return fmt.Errorf("%w: etcdstore: the session can no longer be trusted while waiting for %q: %w", driver.ErrNotAcquired, w.key, err)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("etcdstore: waiting for %q: %w", w.key, context.Cause(ctx))
+		}
+	}
+}
+
+func hasDelete(evs []*clientv3.Event) bool {
+	for _, e := range evs {
+		if e.Type == mvccpb.DELETE {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanup deletes our key if it is still the one we put, detached from ctx
+// (which has usually ended) and bounded by cleanupTimeout.
+func (w *waiter) cleanup(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = w.s.cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(w.k), "=", w.rev)).
+		Then(clientv3.OpDelete(w.k)).Commit()
+	w.s.forget(w.k)
+}
+
+// certainDeadline is when sess stops being certain.
+func (s *Store) certainDeadline(sess *session) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sess.certain
+}
