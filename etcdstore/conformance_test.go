@@ -9,7 +9,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/drivertest"
 	"example.com/dlock/etcdstore"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )

@@ -10,7 +10,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
