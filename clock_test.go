@@ -1,67 +1,22 @@
 package dlock_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/fakeclock"
 	"example.com/dlock/memstore"
 )
 
-// fakeClock is advanced by hand; AfterFunc callbacks run when it passes them.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
+// fakeClock is advanced by hand (fakeclock.Clock), with AfterFunc returning
+// a dlock.Timer.
+type fakeClock struct{ *fakeclock.Clock }
 
-type fakeTimer struct {
-	c    *fakeClock
-	at   time.Time
-	f    func()
-	done bool
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func newFakeClock() *fakeClock { return &fakeClock{fakeclock.New(time.Unix(1_000_000, 0))} }
 
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) dlock.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.done
-	t.done = true
-	return was
-}
-
-// Advance moves time forward and runs, synchronously, the callbacks due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	for _, t := range c.timers {
-		if !t.done && !t.at.After(c.now) {
-			t.done = true
-			due = append(due, t.f)
-		}
-	}
-	c.mu.Unlock()
-	for _, f := range due {
-		f()
-	}
+	return c.Clock.AfterFunc(d, f)
 }
 
 // The validity of a grant is the Redlock formula on the local clock:

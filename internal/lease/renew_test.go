@@ -4,64 +4,18 @@ import (
 	"context"
 	"math/rand/v2"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/fakeclock"
 )
 
 // fakeClock runs due callbacks synchronously in Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at   time.Time
-	f    func()
-	done bool
-	c    *fakeClock
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.done
-	t.done = true
-	return was
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) *fakeTimer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f, c: c}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	for _, t := range c.timers {
-		if !t.done && !t.at.After(c.now) {
-			t.done = true
-			due = append(due, t.f)
-		}
-	}
-	c.mu.Unlock()
-	for _, f := range due {
-		f()
-	}
-}
+type (
+	fakeClock = fakeclock.Clock
+	fakeTimer = fakeclock.Timer
+)
 
 // fakeLease records its renewals; fail makes them fail.
 type fakeLease struct {
@@ -110,7 +64,7 @@ func (b *batches) take() [][]string {
 // time; a removed lease is not renewed; Retune moves a lease's next renewal;
 // a failed renewal is retried after a fifth of the period.
 func TestRenewerBatchesRemovesRetunesAndRetries(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := fakeclock.New(time.Unix(1000, 0))
 	b := &batches{failing: map[string]bool{}}
 	r := NewRenewer[*fakeTimer](clk, b)
 	a := &fakeLease{name: "a", slot: NewSlot(), ttl: 3 * time.Second}

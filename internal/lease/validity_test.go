@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/fakeclock"
 )
 
 // recHolder records the engine's calls.
@@ -22,7 +23,7 @@ func (h *recHolder) Ended()                      { h.ended++ }
 func (h *recHolder) Lost()                       { h.lost++ }
 
 func newValidity(ttl time.Duration) (*Validity[*fakeTimer], *fakeClock, *recHolder) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := fakeclock.New(time.Unix(1000, 0))
 	v := new(Validity[*fakeTimer])
 	h := &recHolder{v: v}
 	v.Init(clk, ValidUntil(clk.Now(), ttl, ttl), ttl, h)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/fakeclock"
 )
 
 // fakeNotifier hands out one channel per key and counts subscriptions.
@@ -17,23 +19,11 @@ func (n *fakeNotifier) Subscribe(context.Context, string) (<-chan struct{}, func
 	return n.ch, func() {}, nil
 }
 
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.timers {
-		if !t.done {
-			n++
-		}
-	}
-	return n
-}
-
 // awaitTimer polls until a sleep armed its timer, within 5 s.
 func awaitTimer(t *testing.T, c *fakeClock) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for c.pending() == 0 {
+	for c.Pending() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no timer armed")
 		}
@@ -44,13 +34,13 @@ func awaitTimer(t *testing.T, c *fakeClock) {
 // On the first contention the Pacer subscribes and returns at once; then a
 // release notification wakes it although the backoff is an hour.
 func TestPacerSubscribesThenWakesOnNotify(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := fakeclock.New(time.Unix(1000, 0))
 	n := &fakeNotifier{ch: make(chan struct{}, 1)}
 	p := NewPacer[*fakeTimer](clk, func(int) time.Duration { return time.Hour }, n, nil)
 	defer p.Stop()
 	ctx := context.Background()
-	if !p.Pause(ctx, "k", true, -1) || n.subs != 1 || clk.pending() != 0 {
-		t.Fatalf("first contention: subs %d, timers %d; want a subscription and no sleep", n.subs, clk.pending())
+	if !p.Pause(ctx, "k", true, -1) || n.subs != 1 || clk.Pending() != 0 {
+		t.Fatalf("first contention: subs %d, timers %d; want a subscription and no sleep", n.subs, clk.Pending())
 	}
 	done := make(chan bool, 1)
 	go func() { done <- p.Pause(ctx, "k", true, -1) }()
@@ -70,7 +60,7 @@ func TestPacerSubscribesThenWakesOnNotify(t *testing.T) {
 // 1 ms + 2% jitter) when that comes before the backoff; a cancelled context
 // ends it with false.
 func TestPacerSleepsUntilTheHoldersExpiry(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := fakeclock.New(time.Unix(1000, 0))
 	p := NewPacer[*fakeTimer](clk, func(int) time.Duration { return time.Hour }, nil, nil)
 	done := make(chan bool, 1)
 	go func() { done <- p.Pause(context.Background(), "k", true, 10*time.Millisecond) }()
