@@ -19,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -52,17 +53,18 @@ func main() {
 	quick := flag.Bool("quick", false, "1 s scenarios")
 	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
 	bin := flag.String("etcd", "/usr/bin/etcd", "etcd binary")
+	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
 	flag.Parse()
 	if *quick {
 		*dur = time.Second
 	}
-	if err := run(os.Stdout, *bin, *dur, *only); err != nil {
+	if err := run(os.Stdout, *bin, *dur, *only, max(*rounds, 1)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/etcd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out *os.File, bin string, dur time.Duration, only string) error {
+func run(out io.Writer, bin string, dur time.Duration, only string, rounds int) error {
 	if _, err := exec.LookPath(bin); err != nil {
 		return fmt.Errorf("no etcd binary at %s (install Debian's etcd-server): %w", bin, err)
 	}
@@ -82,13 +84,18 @@ func run(out *os.File, bin string, dur time.Duration, only string) error {
 		if only != "all" && !strings.Contains(","+only+",", ","+sc.Name+",") {
 			continue
 		}
-		for _, lib := range libNames {
-			r, err := runScenario(srv.Endpoint, sc, lib, dur)
-			if err != nil {
-				return fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
+		for round := range rounds {
+			var pair [2]row
+			for k := range libNames {
+				i := (k + round) % len(libNames) // who goes first alternates
+				r, err := runScenario(srv.Endpoint, sc, libNames[i], dur)
+				if err != nil {
+					return fmt.Errorf("%s/%s: %w", sc.Name, libNames[i], err)
+				}
+				pair[i] = r
+				bad = bad || r.res.Overlaps > 0 || r.oversold
 			}
-			rows = append(rows, r)
-			bad = bad || r.res.Overlaps > 0 || r.oversold
+			rows = append(rows, pair[:]...)
 		}
 	}
 	report(out, rows)
