@@ -29,7 +29,7 @@ func TestQuick(t *testing.T) {
 	}
 	var out strings.Builder
 	start := time.Now()
-	if err := run(&out, bin, 300*time.Millisecond, "all", 1); err != nil {
+	if err := run(&out, bin, 300*time.Millisecond, "all", 1, "(go test ./etcd: TestQuick)"); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("%v\n%s", time.Since(start), out.String())

@@ -58,13 +58,15 @@ func main() {
 	if *quick {
 		*dur = time.Second
 	}
-	if err := run(os.Stdout, *bin, *dur, *only, max(*rounds, 1)); err != nil {
+	if err := run(os.Stdout, *bin, *dur, *only, max(*rounds, 1), strings.Join(os.Args[1:], " ")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/etcd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out io.Writer, bin string, dur time.Duration, only string, rounds int) error {
+// run starts the server, runs the scenarios and writes the report; args is
+// the command line shown in it.
+func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, args string) error {
 	if _, err := exec.LookPath(bin); err != nil {
 		return fmt.Errorf("no etcd binary at %s (install Debian's etcd-server): %w", bin, err)
 	}
@@ -77,7 +79,7 @@ func run(out io.Writer, bin string, dur time.Duration, only string, rounds int) 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./etcd %s\n\n", env, dur, strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./etcd %s\n\n", env, dur, args)
 	var rows []row
 	bad := false
 	for _, sc := range scenarios {
