@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 }
 
 // node returns the shared single-node server.
-func node(t *testing.T) *etcdtest.Cluster {
+func node(t testing.TB) *etcdtest.Cluster {
 	t.Helper()
 	etcdtest.Binary(t)
 	if startErr != nil {
@@ -54,7 +54,7 @@ func node(t *testing.T) *etcdtest.Cluster {
 
 // newStore returns a Store on c with its own prefix and ttl, closed (its
 // session revoked) when the test ends.
-func newStore(t *testing.T, c *etcdtest.Cluster, prefix string, ttl time.Duration) (*etcdstore.Store, *clientv3.Client) {
+func newStore(t testing.TB, c *etcdtest.Cluster, prefix string, ttl time.Duration) (*etcdstore.Store, *clientv3.Client) {
 	t.Helper()
 	cli := c.Client(t)
 	s, err := etcdstore.New(cli, etcdstore.Options{Prefix: prefix, SessionTTL: ttl})
@@ -70,7 +70,7 @@ func newStore(t *testing.T, c *etcdtest.Cluster, prefix string, ttl time.Duratio
 }
 
 // uniq returns a prefix no other test uses.
-func uniq(t *testing.T) string {
+func uniq(t testing.TB) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return t.Name() + "-" + hex.EncodeToString(b) + "/"
@@ -82,7 +82,7 @@ func tok() string {
 	return hex.EncodeToString(b)
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
+func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
 	"example.com/dlock/internal/chaos/faultproxy"
@@ -34,33 +35,83 @@ func deleteTime(ctx context.Context, cli *clientv3.Client, key string, rev int64
 	return out
 }
 
-// The holder's keepalives stop reaching the server while the replies to the
-// last ones arrive late (held, then blackholed upstream). The dlock Lease on
-// this store reports its loss before the server frees the key, as seen by a
-// watch from another client, and before another store can take it. The
-// negative control is etcd's concurrency.Session through the same proxy:
-// it counts from the reply, so its Done closes after the server freed its
-// own key.
+// overclaim is a broken store for the negative control: it reports the
+// session certain for one TTL longer than it is (as a store counting from
+// a late reply, or from nothing, would).
+type overclaim struct{ *etcdstore.Store }
+
+func (o overclaim) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := o.Store.Acquire(ctx, key, token, ttl)
+	g.TTL += o.SessionTTL()
+	return g, err
+}
+
+func (o overclaim) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := o.Store.Extend(ctx, key, token, ttl)
+	g.TTL += o.SessionTTL()
+	return g, err
+}
+
+func (o overclaim) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	rs := o.Store.ExtendBatch(ctx, reqs)
+	for i := range rs {
+		rs[i].Grant.TTL += o.SessionTTL()
+	}
+	return rs
+}
+
+// The holder's keepalives stop reaching the server (replies held for 2 s,
+// then requests blackholed too, then the held replies arrive late). The
+// dlock Lease on this store reports its loss before the server frees the
+// key, as seen by a watch from another client, and before another store
+// takes it. Negative control: the same run on a store that overclaims its
+// session by one TTL (with a client asking for 2 TTL) reports the loss
+// after the key was taken. etcd's own
+// concurrency.Session, through the same faults, is measured and logged.
 func TestLossSignalledBeforeServerFrees(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		name := map[bool]string{false: "store", true: "overclaiming-control"}[broken]
+		t.Run(name, func(t *testing.T) {
+			lostAt, freedAt, takenAt := lossRun(t, broken)
+			t.Logf("lease lost %v before the server freed the key and %v before another store took it",
+				freedAt.Sub(lostAt), takenAt.Sub(lostAt))
+			ok := !freedAt.IsZero() && lostAt.Before(freedAt) && lostAt.Before(takenAt)
+			if ok == broken {
+				t.Fatalf("broken=%v: loss reported at %v, key freed at %v, taken at %v", broken,
+					lostAt.Format(time.StampMilli), freedAt.Format(time.StampMilli), takenAt.Format(time.StampMilli))
+			}
+		})
+	}
+}
+
+func lossRun(t *testing.T, broken bool) (lostAt, freedAt, takenAt time.Time) {
 	c := node(t)
 	p, err := faultproxy.New(c.Members[0].Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	const ttl = 4 * time.Second
+	const ttl = 5 * time.Second
 	pfx := uniq(t)
-	holderCli := etcdtest.NewClient(t, p.Addr())
-	sessCli := etcdtest.NewClient(t, p.Addr())
 	watcher := c.Client(t)
-	hs, err := etcdstore.New(holderCli, etcdstore.Options{Prefix: pfx, SessionTTL: ttl})
+	hs, err := etcdstore.New(etcdtest.NewClient(t, p.Addr()), etcdstore.Options{Prefix: pfx, SessionTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var store driver.Mutex = hs
+	if broken {
+		store = overclaim{hs}
+	}
 	other, _ := newStore(t, c, pfx, ttl)
 	ctx := ctxT(t, 40*time.Second)
-
-	dc, err := dlock.New(hs, dlock.WithAutoRenew(ttl), dlock.WithWait(0))
+	lease := ttl
+	if broken {
+		// The client also asks for twice the TTL, so that a failed renewal
+		// does not cut the validity to its start plus the TTL (which would
+		// hide the store's overclaim).
+		lease = 2 * ttl
+	}
+	dc, err := dlock.New(store, dlock.WithAutoRenew(lease))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,20 +123,8 @@ func TestLossSignalledBeforeServerFrees(t *testing.T) {
 	if err != nil || len(first.Kvs) != 1 {
 		t.Fatal(first, err)
 	}
-	ourDeleted := deleteTime(ctx, watcher, string(first.Kvs[0].Key), first.Header.Revision+1)
-
-	sess, err := concurrency.NewSession(sessCli, concurrency.WithTTL(int(ttl/time.Second)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	sessKey := pfx + "session-marker"
-	put, err := watcher.Put(ctx, sessKey, "", clientv3.WithLease(sess.Lease()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessDeleted := deleteTime(ctx, watcher, sessKey, put.Header.Revision+1)
-
+	freed := deleteTime(ctx, watcher, string(first.Kvs[0].Key), first.Header.Revision+1)
+	sessDone, sessFreed := etcdSession(t, ctx, p.Addr(), watcher, pfx, ttl, !broken)
 	taken := make(chan time.Time, 1)
 	go func() {
 		_, err := other.AcquireQueued(ctx, "x", tok(), ttl)
@@ -95,22 +134,18 @@ func TestLossSignalledBeforeServerFrees(t *testing.T) {
 		taken <- time.Now()
 	}()
 
-	// Replies held: requests (keepalives) still reach the server; then
-	// requests stop too; then the held replies arrive, late.
+	holdAt := time.Now()
 	release := p.Hold(faultproxy.Downstream)
 	select {
-	case <-time.After(ttl / 2): // the fault's duration
+	case <-time.After(2 * time.Second): // the fault's duration: longer than a renewal period
 	case <-l.Done():
-		t.Fatal("lost before the fault could matter")
 	}
 	p.Blackhole(faultproxy.Upstream, true)
 	select {
-	case <-time.After(ttl / 2): // the fault's duration
+	case <-time.After(2 * time.Second): // the fault's duration
 	case <-ctx.Done():
 	}
 	release()
-
-	var lostAt, sessDoneAt time.Time
 	select {
 	case <-l.Done():
 		lostAt = time.Now()
@@ -120,20 +155,40 @@ func TestLossSignalledBeforeServerFrees(t *testing.T) {
 	if err := l.Err(); !errors.Is(err, dlock.ErrLost) {
 		t.Fatalf("lease error %v, want ErrLost", err)
 	}
-	select {
-	case <-sess.Done():
-		sessDoneAt = time.Now()
-	case <-ctx.Done():
-		t.Fatal("the Session never closed Done")
-	}
-	freedAt, sessFreedAt, takenAt := <-ourDeleted, <-sessDeleted, <-taken
-	t.Logf("dlock lease lost %v before the server freed its key (taken %v after the loss); Session.Done %v after the server freed its key",
-		freedAt.Sub(lostAt), takenAt.Sub(lostAt), sessDoneAt.Sub(sessFreedAt))
-	if freedAt.IsZero() || !lostAt.Before(freedAt) || !lostAt.Before(takenAt) {
-		t.Fatalf("loss reported at %v, key freed at %v, taken at %v", lostAt, freedAt, takenAt)
-	}
-	if !sessDoneAt.After(sessFreedAt) {
-		t.Errorf("negative control: Session.Done closed %v before the server freed its key; the fault did not show the reply-time flaw", sessFreedAt.Sub(sessDoneAt))
+	freedAt, takenAt = <-freed, <-taken
+	if sessDone != nil {
+		d, f := <-sessDone, <-sessFreed
+		t.Logf("from the hold: lease lost %v, key freed %v; concurrency.Session.Done %v, its key freed %v",
+			lostAt.Sub(holdAt), freedAt.Sub(holdAt), d.Sub(holdAt), f.Sub(holdAt))
 	}
 	p.Clear()
+	return lostAt, freedAt, takenAt
+}
+
+// etcdSession starts etcd's concurrency.Session through the proxy, with a
+// key in its lease, and reports when its Done closes and when the server
+// frees its key (for the log: etcd counts from the reply). nil channels if
+// !on.
+func etcdSession(t *testing.T, ctx context.Context, addr string, watcher *clientv3.Client, pfx string, ttl time.Duration, on bool) (done, freed <-chan time.Time) {
+	if !on {
+		return nil, nil
+	}
+	sess, err := concurrency.NewSession(etcdtest.NewClient(t, addr), concurrency.WithTTL(int(ttl/time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := watcher.Put(ctx, pfx+"session-marker", "", clientv3.WithLease(sess.Lease()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := make(chan time.Time, 1)
+	go func() {
+		select {
+		case <-sess.Done():
+			d <- time.Now()
+		case <-ctx.Done():
+			d <- time.Time{}
+		}
+	}()
+	return d, deleteTime(ctx, watcher, pfx+"session-marker", put.Header.Revision+1)
 }
