@@ -13,6 +13,7 @@ type stats struct {
 	p50, p99       time.Duration
 	minShare, mean float64
 	rtPerCS        float64
+	cpuPerCS       time.Duration // client CPU
 }
 
 func statsOf(r row) stats {
@@ -37,6 +38,7 @@ func statsOf(r row) stats {
 	}
 	if res.Ops > 0 {
 		s.rtPerCS = float64(res.Unary+res.Sends-res.DataOps) / float64(res.Ops)
+		s.cpuPerCS = res.CPU / time.Duration(res.Ops)
 	}
 	return s
 }
@@ -44,8 +46,8 @@ func statsOf(r row) stats {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
 func report(w io.Writer, rows []row) {
-	fmt.Fprintln(w, "| scenario | library | ops/s | p50 | p99 | share min / mean | etcd requests per CS | checks |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| scenario | library | ops/s | p50 | p99 | share min / mean | etcd requests per CS | client CPU per CS | checks |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		s := statsOf(r)
 		checks := fmt.Sprintf("%d overlaps, %d failures", r.res.Overlaps, r.res.Failures)
@@ -56,8 +58,8 @@ func report(w io.Writer, rows []row) {
 		if r.res.FirstErr != "" {
 			checks += "; first error: " + r.res.FirstErr
 		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %.0f / %.1f | %.2f | %s |\n",
-			r.sc.Name, r.lib, s.opsPerSec, ms(s.p50), ms(s.p99), s.minShare, s.mean, s.rtPerCS, checks)
+		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %.0f / %.1f | %.2f | %d µs | %s |\n",
+			r.sc.Name, r.lib, s.opsPerSec, ms(s.p50), ms(s.p99), s.minShare, s.mean, s.rtPerCS, s.cpuPerCS.Microseconds(), checks)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| scenario | dlock / concurrency | target (issue 14) | met |")

@@ -46,6 +46,7 @@ type result struct {
 	Unary     int64         `json:"unary"`
 	Sends     int64         `json:"sends"`
 	DataOps   int64         `json:"data_ops"` // the seed's stock reads and writes, not the lock's
+	CPU       time.Duration `json:"cpu"`      // the client processes' user + system CPU time
 }
 
 func (r *result) merge(o *result) {
@@ -62,6 +63,16 @@ func (r *result) merge(o *result) {
 	r.Unary += o.Unary
 	r.Sends += o.Sends
 	r.DataOps += o.DataOps
+	r.CPU += o.CPU
+}
+
+// cpuTime is this process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runProcess runs j in this process: it sets up the client, the library and
@@ -102,7 +113,7 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	}
 	defer stop()
 	u0, s0 := ctr.unary.Load(), ctr.sends.Load()
-	t0 := time.Now()
+	cpu0, t0 := cpuTime(), time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for g := range fns {
@@ -116,7 +127,7 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 		})
 	}
 	wg.Wait()
-	res.Wall = time.Since(t0)
+	res.Wall, res.CPU = time.Since(t0), cpuTime()-cpu0
 	res.Unary, res.Sends = ctr.unary.Load()-u0, ctr.sends.Load()-s0
 	return res, nil
 }
