@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -96,10 +97,16 @@ func TestPausedHolderFencedWriteRejected(t *testing.T) {
 	}
 }
 
-func pausedHolder(t *testing.T, c *etcdtest.Cluster, mode string) {
-	pfx := uniq(t)
-	res := pfx + "resource"
-	ctx := ctxT(t, 60*time.Second)
+// holderProc is the child process of holderChild and its output.
+type holderProc struct {
+	cmd   *exec.Cmd
+	stdin io.Writer
+	lines *bufio.Scanner
+}
+
+// startHolder starts holderChild on c with the lock prefix pfx, the
+// resource key res and the write mode; it is killed when the test ends.
+func startHolder(t *testing.T, ctx context.Context, c *etcdtest.Cluster, pfx, res, mode string) *holderProc {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=holder", "ETCDSTORE_FAULT_EPS="+strings.Join(c.Endpoints(), ","),
 		"ETCDSTORE_FAULT_PFX="+pfx, "ETCDSTORE_FAULT_RES="+res, "ETCDSTORE_FAULT_MODE="+mode)
@@ -117,17 +124,29 @@ func pausedHolder(t *testing.T, c *etcdtest.Cluster, mode string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGCONT); _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	line := func(want string) string {
-		if !lines.Scan() {
-			t.Fatalf("child ended before %s: %v", want, lines.Err())
-		}
-		f := strings.Fields(lines.Text())
-		if len(f) != 2 || f[0] != want {
-			t.Fatalf("child said %q, want %s", lines.Text(), want)
-		}
-		return f[1]
+	return &holderProc{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
+}
+
+// line reads the child's next line, which must be "<want> <value>", and
+// returns the value.
+func (h *holderProc) line(t *testing.T, want string) string {
+	if !h.lines.Scan() {
+		t.Fatalf("child ended before %s: %v", want, h.lines.Err())
 	}
+	f := strings.Fields(h.lines.Text())
+	if len(f) != 2 || f[0] != want {
+		t.Fatalf("child said %q, want %s", h.lines.Text(), want)
+	}
+	return f[1]
+}
+
+func pausedHolder(t *testing.T, c *etcdtest.Cluster, mode string) {
+	pfx := uniq(t)
+	res := pfx + "resource"
+	ctx := ctxT(t, 60*time.Second)
+	h := startHolder(t, ctx, c, pfx, res, mode)
+	cmd, stdin := h.cmd, h.stdin
+	line := func(want string) string { return h.line(t, want) }
 	oldFence, _ := strconv.ParseUint(line("HELD"), 10, 64)
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package etcdstore_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -83,6 +84,25 @@ func leaderKilled(t *testing.T, broken bool) {
 	}
 }
 
+// waitAndHold makes oc wait for "k" (at most 6 session TTLs) and hold it
+// 50 ms once granted. waiting closes once an attempt was refused; got
+// receives the holding's window (zero if Lock failed).
+func waitAndHold(ctx context.Context, oc *dlock.Client, rec *windows) (got <-chan window, waiting <-chan struct{}) {
+	g, w := make(chan window, 1), make(chan struct{})
+	var once sync.Once
+	go func() {
+		l, err := oc.Lock(ctx, "k", dlock.WithWait(6*faultTTL),
+			dlock.WithOnRetry(func(int, error) { once.Do(func() { close(w) }) }))
+		if err != nil {
+			rec.fail(err)
+			g <- window{}
+			return
+		}
+		g <- hold(l, "other", 50*time.Millisecond, true, rec)
+	}()
+	return g, w
+}
+
 // countAfter counts the holdings that started after t.
 func countAfter(rec *windows, t time.Time) int {
 	rec.mu.Lock()
@@ -146,18 +166,7 @@ func partitioned(t *testing.T, failover, heed bool) {
 	}
 	from := time.Now()
 	rec := &windows{}
-	got, waiting := make(chan window, 1), make(chan struct{})
-	var once sync.Once
-	go func() {
-		l2, err := oc.Lock(ctx, "k", dlock.WithWait(6*faultTTL),
-			dlock.WithOnRetry(func(int, error) { once.Do(func() { close(waiting) }) }))
-		if err != nil {
-			rec.fail(err)
-			got <- window{}
-			return
-		}
-		got <- hold(l2, "other", 50*time.Millisecond, true, rec)
-	}()
+	got, waiting := waitAndHold(ctx, oc, rec)
 	select {
 	case <-waiting: // refused once: it waits
 	case <-ctx.Done():
