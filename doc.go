@@ -117,6 +117,6 @@
 //
 // A Store makes one attempt per call; this package does everything generic
 // (waiting, backoff with jitter, renewal, validity, loss signals) once.
-// Package storetest checks a Store against the written contract. Package
+// Package drivertest checks a store against the written contract. Package
 // memstore is an in-memory store for examples and tests.
 package dlock

@@ -102,16 +102,19 @@ func (s *suite) testExtendShorterShortens(t *testing.T, m driver.Mutex) {
 }
 
 // testSessionExtend: on a session-based store Extend renews the session and
-// confirms the key: same fence and holds, a TTL within the session's.
+// confirms the key: same fence and holds, a TTL within the session's; three
+// Extends half a session apart keep the key past the session's TTL.
 func (s *suite) testSessionExtend(t *testing.T, m driver.Mutex) {
 	key, tok := Key(t), Token()
 	g := mustAcquire(t, m, key, tok, s.long)
 	for range 3 {
+		time.Sleep(s.model.SessionTTL / 2) // letting the session age is the point
 		e, err := m.Extend(ctx(t), key, tok, s.long)
 		if err != nil || e.Fence != g.Fence || e.Holds != 1 || e.TTL <= 0 || e.TTL > s.model.SessionTTL {
 			t.Fatalf("Extend = %+v, %v; want fence %d, holds 1, 0 < TTL <= %v", e, err, g.Fence, s.model.SessionTTL)
 		}
 	}
+	s.wantContended(t, s.h.New(t), key)
 	mustRelease(t, m, key, tok)
 }
 
@@ -138,7 +141,8 @@ func (s *suite) testKilledSession(t *testing.T, m driver.Mutex) {
 
 // testUnavailable: while the server is unavailable no call gives a definite
 // answer (no ErrNotHeld, no ErrNotAcquired: package driver, "a definite
-// answer is a true one"), and the holding survives a short outage.
+// answer is a true one"), every call returns soon after its context ends
+// ("methods honour ctx"), and the holding survives a short outage.
 func (s *suite) testUnavailable(t *testing.T, m driver.Mutex) {
 	if s.h.Pause == nil {
 		t.Skip("Harness.Pause not set")
@@ -157,12 +161,18 @@ func (s *suite) testUnavailable(t *testing.T, m driver.Mutex) {
 		"Extend by another":  func(c context.Context) error { _, err := m.Extend(c, key, Token(), s.long); return err },
 		"Extend by holder":   func(c context.Context) error { _, err := m.Extend(c, key, tok, s.long); return err },
 	}
+	const callTimeout = 200 * time.Millisecond
 	for name, call := range calls {
-		c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		c, cancel := context.WithTimeout(context.Background(), callTimeout)
+		start := time.Now()
 		err := call(c)
+		el := time.Since(start)
 		cancel()
 		if err == nil || errors.Is(err, driver.ErrNotHeld) || errors.Is(err, driver.ErrNotAcquired) {
 			t.Errorf("%s while the server is unavailable: %v; want an error that is no definite answer", name, err)
+		}
+		if el > callTimeout+s.slack {
+			t.Errorf("%s returned %v after its %v context ended: methods honour ctx", name, el-callTimeout, callTimeout)
 		}
 	}
 	resume()
@@ -218,10 +228,10 @@ func (s *suite) testBoundedState(t *testing.T, m driver.Mutex) {
 		}
 		return n
 	}
-	if !eventually(r.Retention()+s.ttl+s.slack, func() bool { return left() == 0 }) {
-		t.Fatalf("%d entries left %v after release and expiry (retention %v)", left(), r.Retention()+s.ttl+s.slack, r.Retention())
-	}
 	if n, err := r.KeyState(ctx(t), held); err != nil || n == 0 {
 		t.Fatalf("KeyState of a held key = %d, %v; want some (control)", n, err)
+	}
+	if !eventually(r.Retention()+s.ttl+s.slack, func() bool { return left() == 0 }) {
+		t.Fatalf("%d entries left %v after release and expiry (retention %v)", left(), r.Retention()+s.ttl+s.slack, r.Retention())
 	}
 }

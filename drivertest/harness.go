@@ -35,6 +35,18 @@ type Harness struct {
 	// DefaultSlack.
 	Slack time.Duration
 
+	// InspectFenceMayBeLater declares that Inspect reports, for a held key,
+	// a fence at least the holding's rather than exactly it (Redlock: the
+	// largest fence any node issued). The Inspect case then checks Fence >=
+	// the holding's.
+	InspectFenceMayBeLater bool
+
+	// Skip names cases the store is known to fail, each with the reason
+	// (a finding to fix, not a rule to relax): they are skipped and the
+	// reason is printed, so the deviation stays visible in the store's
+	// test file and in every run.
+	Skip map[string]string
+
 	// Clients and Goroutines shape the race case: Goroutines goroutines on
 	// each of Clients clients (0 means 3 and 4). Rounds is how many times
 	// each goroutine takes the key (0 means 5).
@@ -118,8 +130,22 @@ func Run(t *testing.T, h Harness) {
 	m := probe.Model()
 	s := newSuite(h, m)
 	t.Logf("model %+v: short ttl %v, long ttl %v, slack %v", m, s.ttl, s.long, s.slack)
+	names := map[string]bool{}
 	for _, tc := range s.cases() {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, s.h.New(t)) })
+		names[tc.name] = true
+	}
+	for name := range h.Skip {
+		if !names[name] {
+			t.Errorf("Harness.Skip names %q, which is no case of the suite", name)
+		}
+	}
+	for _, tc := range s.cases() {
+		t.Run(tc.name, func(t *testing.T) {
+			if why, ok := h.Skip[tc.name]; ok {
+				t.Skipf("known failure, skipped by the harness: %s", why)
+			}
+			tc.fn(t, s.h.New(t))
+		})
 	}
 }
 

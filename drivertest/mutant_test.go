@@ -16,7 +16,9 @@ import (
 )
 
 // mutantEnv names the store TestMutantChild runs the suite on: "memstore",
-// "reference" (refStore without a bug) or a mutation.
+// "reference" (refStore without a bug), "session" (refSession clients of
+// a refStore without a bug) or a mutation (session-based for the
+// session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
 
 // childTimeout bounds one run of the suite in a subprocess.
@@ -32,16 +34,25 @@ func TestMutantChild(t *testing.T) {
 	}
 	var s driver.Mutex
 	h := drivertest.Harness{New: func(*testing.T) driver.Mutex { return s }}
-	switch name {
-	case "memstore":
+	switch {
+	case name == "memstore":
 		s = memstore.New(nil)
-	case "reference":
+	case strings.HasPrefix(name, "session"):
+		m := mutation(name)
+		if name == "session" {
+			m = correct
+		}
+		r := newRef(m)
+		h.New = func(*testing.T) driver.Mutex { return newRefSession(r) }
+		h.Kill = func(_ *testing.T, c driver.Mutex) { c.(*refSession).kill() }
+	case name == "reference":
 		name = string(correct)
 		fallthrough
 	default:
 		r := newRef(mutation(name))
 		s = r
 		h.Foreign = func(_ *testing.T, key string) { r.putForeign(key) }
+		h.Pause = func(*testing.T) func() { return r.pause() }
 	}
 	drivertest.Run(t, h)
 }
@@ -99,9 +110,13 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{reentryShortens, []string{"ReentryNeverShortensTheHolding"}, ""},
 		{spuriousNotify, []string{"NoSpuriousNotifications"}, "never released"},
 		{queueLIFO, []string{"QueuerServesInOrder"}, ""},
+		{sessionNoRenew, []string{"SessionExtendRenews"}, ""},
+		{answersWhenDown, []string{"UnavailableIsNoAnswer"}, "no definite answer"},
+		{sessionOutlivesKill, []string{"KilledSessionFreesItsKeys", "QueuerWaiterGetsKeyWhenHolderEnds"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
+			t.Parallel() // extra load can only add failures, not hide the expected one
 			out, err := runChild(t, string(tc.m))
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
@@ -121,22 +136,27 @@ func TestMutantsFailTheSuite(t *testing.T) {
 	}
 }
 
-// TestReferenceStoresPassTheSuite is the control: memstore and refStore
-// without a bug pass the suite in the same subprocess harness, and the
-// reference runs (does not skip) the capability cases the mutants fail.
+// TestReferenceStoresPassTheSuite is the control: memstore, refStore and
+// its session-based clients, without a bug, pass the suite in the same
+// subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference"} {
+	for _, store := range []string{"memstore", "reference", "session"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
 				t.Fatalf("%s: %v, failed %v:\n%s", store, err, failed(out), tail([]byte(out)))
 			}
-			if store != "reference" {
-				return
+			var ran []string
+			switch store {
+			case "session":
+				ran = []string{"SessionExtendRenews", "KilledSessionFreesItsKeys", "QueuerWaiterGetsKeyWhenHolderEnds", "RaceOneKeyNoOverlap"}
+			case "reference":
+				ran = []string{"RaceOneKeyNoOverlap", "NoSpuriousNotifications", "ExtendBatchIsASeriesOfExtend",
+					"ListerListsHeldKeysOnly", "WaiterCounterCountsWaiters", "QueuerServesInOrder",
+					"QueuerCancelledWaiterLeavesNothing", "QueuerWaiterGetsKeyWhenHolderEnds", "InspectMatchesTheState",
+					"UnavailableIsNoAnswer"}
 			}
-			for _, c := range []string{"RaceOneKeyNoOverlap", "NoSpuriousNotifications", "ExtendBatchIsASeriesOfExtend",
-				"ListerListsHeldKeysOnly", "WaiterCounterCountsWaiters", "QueuerServesInOrder",
-				"QueuerCancelledWaiterLeavesNothing", "QueuerWaiterGetsKeyWhenHolderEnds", "InspectMatchesTheState"} {
+			for _, c := range ran {
 				if !strings.Contains(out, "--- PASS: TestMutantChild/"+c+" ") {
 					t.Errorf("reference: case %s did not run and pass", c)
 				}

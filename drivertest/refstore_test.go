@@ -23,6 +23,9 @@ type refStore struct {
 	queues  map[string][]string // queued tokens per key, head first
 	changed chan struct{}       // closed (and replaced) when a queued waiter may go
 	foreign map[string]bool     // keys holding a value that is not a lock
+
+	pmu     sync.Mutex
+	resumed chan struct{} // not nil while paused (Harness.Pause); closed on resume
 }
 
 type refLock struct {
@@ -45,6 +48,9 @@ const (
 	reentryShortens      mutation = "reentry-shortens"       // a re-entry sets the expiry to its ttl
 	spuriousNotify       mutation = "spurious-notify"        // acquisitions notify subscribers
 	queueLIFO            mutation = "queue-lifo"             // the last waiter queued goes first
+	sessionNoRenew       mutation = "session-no-renew"       // Extend does not renew the session
+	sessionOutlivesKill  mutation = "session-outlives-kill"  // a killed client's holdings never end
+	answersWhenDown      mutation = "answers-when-down"      // a paused store answers "not held"
 )
 
 func newRef(m mutation) *refStore {
@@ -78,7 +84,7 @@ func (r *refStore) live(key string) *refLock {
 }
 
 func (r *refStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.reach(ctx); err != nil {
 		return driver.Grant{}, err
 	}
 	r.mu.Lock()
@@ -122,7 +128,7 @@ func (r *refStore) owned(key, token string) (*refLock, error) {
 }
 
 func (r *refStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.reach(ctx); err != nil {
 		return driver.Grant{}, err
 	}
 	r.mu.Lock()
@@ -143,7 +149,7 @@ func (r *refStore) extend(key, token string, ttl time.Duration) (driver.Grant, e
 }
 
 func (r *refStore) Release(ctx context.Context, key, token string) error {
-	if err := ctx.Err(); err != nil {
+	if err := r.reach(ctx); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -270,4 +276,37 @@ func (r *refStore) putForeign(key string) {
 	defer r.mu.Unlock()
 	r.foreign[key] = true
 	r.locks[key] = &refLock{token: "not a lock", holds: 1, expires: time.Now().Add(time.Hour)}
+}
+
+// pause makes the store unavailable until the returned function is called:
+// Acquire, Extend and Release wait for their context to end.
+func (r *refStore) pause() (resume func()) {
+	ch := make(chan struct{})
+	r.pmu.Lock()
+	r.resumed = ch
+	r.pmu.Unlock()
+	return func() {
+		r.pmu.Lock()
+		r.resumed = nil
+		r.pmu.Unlock()
+		close(ch)
+	}
+}
+
+// reach is the way to the store: it returns ctx's error, or while paused
+// waits until the store resumes or ctx ends.
+func (r *refStore) reach(ctx context.Context) error {
+	r.pmu.Lock()
+	ch := r.resumed
+	r.pmu.Unlock()
+	if ch != nil && r.mut == answersWhenDown {
+		return driver.NotHeld(false)
+	}
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err()
 }

@@ -32,26 +32,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 		return s
 	}
 	ctx := ctxT(t, 60*time.Second)
-	s0, s1 := newOn(c.Members[0].ClientURL), newOn(c.Members[1].ClientURL)
-	a := tok()
-	g0, err := s0.Acquire(ctx, "k", a, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s1.Acquire(ctx, "k", tok(), ttl); !errors.Is(err, driver.ErrNotAcquired) {
-		t.Fatalf("second member's store: %v", err)
-	}
-	if err := s0.Release(ctx, "k", a); err != nil {
-		t.Fatal(err)
-	}
-	g1, err := s1.AcquireQueued(ctx, "k", a, ttl)
-	if err != nil || g1.Fence <= g0.Fence {
-		t.Fatalf("acquire on another member: %+v, %v", g1, err)
-	}
-	if err := s1.Release(ctx, "k", a); err != nil {
-		t.Fatal(err)
-	}
-
+	acrossMembers(t, ctx, newOn(c.Members[0].ClientURL), newOn(c.Members[1].ClientURL))
 	holder, other := newOn(c.Endpoints()...), newOn(c.Endpoints()...)
 	dc, err := dlock.New(holder, dlock.WithAutoRenew(ttl))
 	if err != nil {
@@ -66,20 +47,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader.Kill()
-	// For three session TTLs, the other store tries the key; any success
-	// must come after the holder's Lease ended.
-	deadline := time.Now().Add(3 * ttl)
-	tries, taken := 0, time.Time{}
-	for time.Now().Before(deadline) && taken.IsZero() {
-		tries++
-		actx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := other.Acquire(actx, "k", tok(), ttl)
-		cancel()
-		if err == nil {
-			taken = time.Now()
-		}
-		time.Sleep(50 * time.Millisecond) // pacing the probe, not synchronisation
-	}
+	tries, taken := probeKey(ctx, other, 3*ttl)
 	select {
 	case <-l.Done():
 		if taken.IsZero() {
@@ -102,4 +70,46 @@ func TestClusterLeaderKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Release(ctx)
+}
+
+// acrossMembers: stores on two members exclude each other, and a waiter on
+// one gets the key released on the other with a greater fence.
+func acrossMembers(t *testing.T, ctx context.Context, s0, s1 *etcdstore.Store) {
+	const ttl = time.Second
+	a := tok()
+	g0, err := s0.Acquire(ctx, "k", a, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s1.Acquire(ctx, "k", tok(), ttl); !errors.Is(err, driver.ErrNotAcquired) {
+		t.Fatalf("second member's store: %v", err)
+	}
+	if err := s0.Release(ctx, "k", a); err != nil {
+		t.Fatal(err)
+	}
+	g1, err := s1.AcquireQueued(ctx, "k", a, ttl)
+	if err != nil || g1.Fence <= g0.Fence {
+		t.Fatalf("acquire on another member: %+v, %v", g1, err)
+	}
+	if err := s1.Release(ctx, "k", a); err != nil {
+		t.Fatal(err)
+	}
+
+}
+
+// probeKey tries to acquire key "k" on s every 50 ms for d, and returns how
+// many tries it made and when one succeeded (zero if none).
+func probeKey(ctx context.Context, s *etcdstore.Store, d time.Duration) (tries int, taken time.Time) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && taken.IsZero() {
+		tries++
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := s.Acquire(actx, "k", tok(), time.Second)
+		cancel()
+		if err == nil {
+			taken = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond) // pacing the probe, not synchronisation
+	}
+	return tries, taken
 }

@@ -27,11 +27,15 @@
 // under the prefix, as for concurrency.Mutex, and `etcdctl lock <prefix>N`
 // joins the same queue. The suffix keeps two holdings or waiters of one
 // Store on one name apart (with concurrency.Mutex they would share a key).
-// The value is "dlock/1 <holds>": the hold count, never the token. Keys of
-// etcdctl have empty values: Inspect reports them held, with no token.
-// A lock name that is a path prefix of another (a and a/b) shares its etcd
-// prefix, as with etcdctl: a holder of a/b makes a look held (more
-// exclusion, never less).
+// The value is "dlock/1 <holds> <digest>": the hold count and 16 bytes of
+// the token's SHA-256, never the token. Keys of etcdctl have empty values:
+// Inspect reports them held, with no token.
+// The value keeps a digest of the token, not the token, so any Store (of
+// any process) can release, renew or re-enter a holding by its token, as on
+// the other stores; Release and Extend of another Store's holding cost an
+// extra read (and a keepalive of that Store's session). A lock name that is
+// a path prefix of another (a and a/b) shares its etcd prefix, as with
+// etcdctl: a holder of a/b makes a look held (more exclusion, never less).
 //
 // The fence is the holding's CreateRevision: cluster-wide and strictly
 // increasing. OwnerCmp gives a comparison to put in your own etcd
@@ -45,10 +49,24 @@
 // session alive while it waits and stops with an error when the session
 // expires (etcd issue #19597).
 //
+// # What it cannot do
+//
+// There is no Notifier (waiting is the Queuer's FIFO, or the client's
+// backoff), no Transferer and no Atomic step (WithRead and Lease.Commit are
+// unavailable: use OwnerCmp in your own transaction instead). A contended
+// Acquire reports the holder's remaining time as unknown (-1); Inspect asks
+// the server for it. The session TTL is whole seconds and at least 2 s, so
+// a crashed holder's keys are freed only when its session expires. The
+// client's lease length must not exceed the session TTL for its renewal to
+// come in time (dlock.Client uses driver.Model.TTLFor).
+//
 // # Client version
 //
-// Built and tested with go.etcd.io/etcd/client/v3 v3.6.16 against Debian's
-// etcd-server 3.4.23 (the test suite runs against that binary): the v3 API
-// the store uses (Txn with range comparisons, leases, watches, Status,
-// MemberList) is the same in 3.4, and the 3.6 client works with it.
+// Pinned to go.etcd.io/etcd/client/v3 v3.6.16 and tested against Debian's
+// etcd-server 3.4.23 (the whole suite runs against that binary): the v3
+// API the store uses (Txn with range comparisons, leases, keepalives,
+// watches, Status, MemberList) is the same in 3.4, and 3.6 is the oldest
+// line the Go proxy serves with current fixes, the closest to that server.
+// v3.7.3 also passed the suite once against the same server; it is not
+// pinned because nothing here needs it.
 package etcdstore

@@ -100,71 +100,81 @@ func TestEtcdctlInterop(t *testing.T) {
 	const rounds = 25
 	for _, locked := range []bool{true, false} {
 		t.Run(fmt.Sprintf("locked=%v", locked), func(t *testing.T) {
-			pfx := uniq(t)
-			s, _ := newStore(t, c, pfx, 0)
-			sec := section{dir: t.TempDir()}
-			if err := os.WriteFile(sec.counter(), []byte("0\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ctx := ctxT(t, 90*time.Second)
-			var dlockWaited atomic.Int64
-			dc, err := dlock.New(s, dlock.WithAutoRenew(s.SessionTTL()), dlock.WithOnRetry(func(_ int, err error) {
-				if errors.Is(err, dlock.ErrNotAcquired) {
-					dlockWaited.Add(1)
-				}
-			}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			var finished atomic.Bool
-			go func() {
-				done <- etcdctlLoop(ctx, bin, c.Members[0].ClientURL, pfx+"ctr", sec, rounds)
-				finished.Store(true)
-			}()
-			etcdctlWaited, dlockRounds := 0, 0
-			for i := 0; ; i++ {
-				// The control runs until etcdctl is done, to give overlaps a chance.
-				if (locked && i >= rounds) || (!locked && (finished.Load() || i >= 20*rounds)) {
-					break
-				}
-				if locked {
-					err = dc.Do(ctx, "ctr", func(ctx context.Context) error {
-						if i == 0 { // hold the lock until an etcdctl queues behind it
-							waitFor(t, 20*time.Second, "etcdctl queued", func() bool { return waiters(t, s, "ctr") > 0 })
-						}
-						if n, err := s.Waiters(ctx, "ctr"); err == nil && n > 0 {
-							etcdctlWaited++
-						}
-						_, err := sec.run()
-						return err
-					})
-				} else {
-					_, err = sec.run()
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				dlockRounds++
-			}
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			got, overlaps := sec.count(t)
+			r := interopRun(t, bin, c.Members[0].ClientURL, locked, rounds)
 			t.Logf("counter %d after %d etcdctl + %d dlock rounds; %d overlaps; dlock waited %d times, saw etcdctl waiting %d times",
-				got, rounds, dlockRounds, overlaps, dlockWaited.Load(), etcdctlWaited)
+				r.counter, rounds, r.dlockRounds, r.overlaps, r.dlockWaited, r.etcdctlWaited)
 			if !locked {
-				if overlaps == 0 {
+				if r.overlaps == 0 {
 					t.Fatal("negative control: no overlap without the lock; the test cannot see one")
 				}
 				return
 			}
-			if got != rounds+dlockRounds || overlaps != 0 {
-				t.Fatalf("counter %d, want %d; %d overlaps", got, rounds+dlockRounds, overlaps)
+			if r.counter != rounds+r.dlockRounds || r.overlaps != 0 {
+				t.Fatalf("counter %d, want %d; %d overlaps", r.counter, rounds+r.dlockRounds, r.overlaps)
 			}
-			if dlockWaited.Load() == 0 || etcdctlWaited == 0 {
-				t.Fatalf("the two sides did not both wait: dlock waited %d times, etcdctl seen waiting %d times", dlockWaited.Load(), etcdctlWaited)
+			if r.dlockWaited == 0 || r.etcdctlWaited == 0 {
+				t.Fatalf("the two sides did not both wait: dlock waited %d times, etcdctl seen waiting %d times", r.dlockWaited, r.etcdctlWaited)
 			}
 		})
 	}
+}
+
+type interopResult struct {
+	counter, overlaps, dlockRounds, etcdctlWaited int
+	dlockWaited                                   int64
+}
+
+// interopRun runs the etcdctl loop and, beside it, rounds dlock sections
+// (locked) or unlocked sections until etcdctl is done (the control).
+func interopRun(t *testing.T, bin, endpoint string, locked bool, rounds int) interopResult {
+	pfx := uniq(t)
+	s, _ := newStore(t, node(t), pfx, 0)
+	sec := section{dir: t.TempDir()}
+	if err := os.WriteFile(sec.counter(), []byte("0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 90*time.Second)
+	var waited atomic.Int64
+	dc, err := dlock.New(s, dlock.WithAutoRenew(s.SessionTTL()), dlock.WithOnRetry(func(_ int, err error) {
+		if errors.Is(err, dlock.ErrNotAcquired) {
+			waited.Add(1)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var finished atomic.Bool
+	go func() {
+		done <- etcdctlLoop(ctx, bin, endpoint, pfx+"ctr", sec, rounds)
+		finished.Store(true)
+	}()
+	var r interopResult
+	// The control runs until etcdctl is done, to give overlaps a chance.
+	for i := 0; (locked && i < rounds) || (!locked && !finished.Load() && i < 20*rounds); i++ {
+		if locked {
+			err = dc.Do(ctx, "ctr", func(ctx context.Context) error {
+				if i == 0 { // hold the lock until an etcdctl queues behind it
+					waitFor(t, 20*time.Second, "etcdctl queued", func() bool { return waiters(t, s, "ctr") > 0 })
+				}
+				if n, err := s.Waiters(ctx, "ctr"); err == nil && n > 0 {
+					r.etcdctlWaited++
+				}
+				_, err := sec.run()
+				return err
+			})
+		} else {
+			_, err = sec.run()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.dlockRounds++
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.counter, r.overlaps = sec.count(t)
+	r.dlockWaited = waited.Load()
+	return r
 }

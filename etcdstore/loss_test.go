@@ -111,19 +111,7 @@ func lossRun(t *testing.T, broken bool) (lostAt, freedAt, takenAt time.Time) {
 		// hide the store's overclaim).
 		lease = 2 * ttl
 	}
-	dc, err := dlock.New(store, dlock.WithAutoRenew(lease))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := dc.Lock(ctx, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := watcher.Get(ctx, pfx+"x/", clientv3.WithFirstCreate()...)
-	if err != nil || len(first.Kvs) != 1 {
-		t.Fatal(first, err)
-	}
-	freed := deleteTime(ctx, watcher, string(first.Kvs[0].Key), first.Header.Revision+1)
+	l, freed := lockAndWatch(t, ctx, store, lease, watcher, pfx+"x/")
 	sessDone, sessFreed := etcdSession(t, ctx, p.Addr(), watcher, pfx, ttl, !broken)
 	taken := make(chan time.Time, 1)
 	go func() {
@@ -134,18 +122,7 @@ func lossRun(t *testing.T, broken bool) (lostAt, freedAt, takenAt time.Time) {
 		taken <- time.Now()
 	}()
 
-	holdAt := time.Now()
-	release := p.Hold(faultproxy.Downstream)
-	select {
-	case <-time.After(2 * time.Second): // the fault's duration: longer than a renewal period
-	case <-l.Done():
-	}
-	p.Blackhole(faultproxy.Upstream, true)
-	select {
-	case <-time.After(2 * time.Second): // the fault's duration
-	case <-ctx.Done():
-	}
-	release()
+	holdAt := stallKeepalives(ctx, p, l)
 	select {
 	case <-l.Done():
 		lostAt = time.Now()
@@ -191,4 +168,42 @@ func etcdSession(t *testing.T, ctx context.Context, addr string, watcher *client
 		}
 	}()
 	return d, deleteTime(ctx, watcher, pfx+"session-marker", put.Header.Revision+1)
+}
+
+// stallKeepalives holds the replies for 2 s (longer than a renewal period:
+// requests, keepalives among them, still reach the server), then blackholes
+// the requests too for 2 s, then lets the held replies through. It returns
+// when the hold began.
+func stallKeepalives(ctx context.Context, p *faultproxy.Proxy, l *dlock.Lease) time.Time {
+	holdAt := time.Now()
+	release := p.Hold(faultproxy.Downstream)
+	select {
+	case <-time.After(2 * time.Second): // the fault's duration
+	case <-l.Done():
+	}
+	p.Blackhole(faultproxy.Upstream, true)
+	select {
+	case <-time.After(2 * time.Second): // the fault's duration
+	case <-ctx.Done():
+	}
+	release()
+	return holdAt
+}
+
+// lockAndWatch takes lock "x" with a dlock Client on store, renewed every
+// lease/3, and watches its etcd key from watcher for its deletion.
+func lockAndWatch(t *testing.T, ctx context.Context, store driver.Mutex, lease time.Duration, watcher *clientv3.Client, pfx string) (*dlock.Lease, <-chan time.Time) {
+	dc, err := dlock.New(store, dlock.WithAutoRenew(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := dc.Lock(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := watcher.Get(ctx, pfx, clientv3.WithFirstCreate()...)
+	if err != nil || len(first.Kvs) != 1 {
+		t.Fatal(first, err)
+	}
+	return l, deleteTime(ctx, watcher, string(first.Kvs[0].Key), first.Header.Revision+1)
 }

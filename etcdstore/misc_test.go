@@ -10,6 +10,7 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
+	"go.etcd.io/etcd/api/v3/version"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -141,5 +142,20 @@ func TestSessionExpiryLosesAll(t *testing.T) {
 	kv2, _ := cli.Get(ctx, s.Prefix()+"1/", clientv3.WithFirstCreate()...)
 	if kv2.Kvs[0].Lease == kv.Kvs[0].Lease {
 		t.Fatal("the new holding uses the dead session")
+	}
+}
+
+// The pinned 3.6 client talks to the server the tests start (Debian's
+// 3.4.23 here): every test of this package is that check; this one names
+// the versions.
+func TestClientServerVersions(t *testing.T) {
+	cli := node(t).Client(t)
+	st, err := cli.Status(ctxT(t, 5*time.Second), cli.Endpoints()[0])
+	if err != nil || st.Version == "" {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
+	t.Logf("client %s, server %s", version.Version, st.Version)
+	if !strings.HasPrefix(version.Version, "3.6.") {
+		t.Fatalf("client %s: the package documentation pins 3.6", version.Version)
 	}
 }

@@ -1,6 +1,7 @@
 package etcdstore_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -45,18 +46,7 @@ func TestOwnerCmp(t *testing.T) {
 	if _, err := s1.OwnerCmp("o", g.Fence+1); !errors.Is(err, driver.ErrNotHeld) {
 		t.Fatalf("OwnerCmp with a wrong fence: %v", err)
 	}
-	// The server expires s1's session (revoke: what expiry does), s2 takes over.
-	info, err := s1.Inspect(ctx, "o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := cli.Get(ctx, pfx+"o/", clientv3.WithFirstCreate()...)
-	if err != nil || len(kv.Kvs) != 1 || uint64(kv.Kvs[0].CreateRevision) != info.Fence {
-		t.Fatal(kv, err)
-	}
-	if _, err := cli.Revoke(ctx, clientv3.LeaseID(kv.Kvs[0].Lease)); err != nil {
-		t.Fatal(err)
-	}
+	expireHolder(t, ctx, cli, pfx+"o/")
 	b := tok()
 	if _, err := s2.Acquire(ctx, "o", b, time.Second); err != nil {
 		t.Fatalf("new holder: %v", err)
@@ -117,5 +107,18 @@ func TestStaleReleaseGuard(t *testing.T) {
 	}
 	if del, err := cli.Delete(ctx, k); err != nil || del.Deleted != 1 { // negative control
 		t.Fatalf("unguarded delete: %v %v", del, err)
+	}
+}
+
+// expireHolder revokes the lease of the holder of the etcd prefix pfx, as
+// the server does when the holder's session expires.
+func expireHolder(t *testing.T, ctx context.Context, cli *clientv3.Client, pfx string) {
+	t.Helper()
+	kv, err := cli.Get(ctx, pfx, clientv3.WithFirstCreate()...)
+	if err != nil || len(kv.Kvs) != 1 {
+		t.Fatal(kv, err)
+	}
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(kv.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -310,3 +310,24 @@ func (s *Store) lookup(k string) (holding, bool) {
 
 // Prefix returns Options.Prefix.
 func (s *Store) Prefix() string { return s.prefix }
+
+// KeepAlive renews the store's session with one keepalive (shared with
+// concurrent ones, and with Extend's) and returns how long the session is
+// certain to last from the start of the call. Extend does the same for the
+// holdings it is asked about; KeepAlive is for callers that hold keys
+// through the store without a dlock Client renewing them. Without a session
+// it does nothing and returns 0. If the server no longer has the session it
+// returns driver.NotHeld(false): every holding of the store is lost.
+func (s *Store) KeepAlive(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	sess := s.live()
+	if sess == nil {
+		return 0, nil
+	}
+	if err := s.keepAlive(ctx, sess); errors.Is(err, errSessionGone) {
+		return 0, driver.NotHeld(false)
+	} else if err != nil {
+		return 0, err
+	}
+	return s.certainTTL(sess, start), nil
+}

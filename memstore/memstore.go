@@ -118,11 +118,11 @@ func (s *Store) sweep() {
 }
 
 // Retention is 0: the store keeps nothing of a key once it is released or
-// its lease has ended (storetest.StateReporter).
+// its lease has ended (drivertest.StateReporter).
 func (s *Store) Retention() time.Duration { return 0 }
 
 // KeyState returns how many entries the store keeps for key: its lock if
-// held, and its subscriptions if any (storetest.StateReporter). An expired
+// held, and its subscriptions if any (drivertest.StateReporter). An expired
 // lock is dropped here, as on any access.
 func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {

@@ -10,9 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
-	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
 	"example.com/dlock/internal/redisserver"
-	"example.com/dlock/storetest"
 )
 
 // newCluster starts a real 3-primary Redis Cluster and returns a
@@ -27,8 +26,8 @@ func newCluster(t *testing.T) (*redisserver.Cluster, *redis.ClusterClient) {
 
 // TestClusterConformance runs the store, unchanged, on a ClusterClient.
 func TestClusterConformance(t *testing.T) {
-	_, rdb := newCluster(t)
-	storetest.Run(t, func(t *testing.T) driver.Mutex { return newStore(t, rdb) })
+	c := redisserver.StartCluster(t, 3)
+	drivertest.Run(t, clusterHarness(c))
 }
 
 // TestClusterKeysSpreadOverAllSlots locks many keys at once: every lock's

@@ -14,9 +14,9 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
-	"example.com/dlock/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -61,8 +61,8 @@ func testCtx(t *testing.T) context.Context {
 }
 
 func TestConformance(t *testing.T) {
-	_, rdb := newRedis(t)
-	storetest.Run(t, func(t *testing.T) driver.Mutex { return stateStore{newShortStore(t, rdb), rdb} })
+	srv, _ := newRedis(t)
+	drivertest.Run(t, singleHarness(srv))
 }
 
 // newShortStore is newStore with a short retention, so that the bounded
@@ -77,7 +77,7 @@ func newShortStore(t *testing.T, rdb redis.UniversalClient) *redisstore.Store {
 	return s
 }
 
-// stateStore reports a lock's Redis keys for storetest.StateReporter:
+// stateStore reports a lock's Redis keys for drivertest.StateReporter:
 // every key under the lock's hash tag, on every primary.
 type stateStore struct {
 	*redisstore.Store

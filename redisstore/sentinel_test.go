@@ -9,10 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
-	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
-	"example.com/dlock/storetest"
 )
 
 func newFailoverClient(t *testing.T, s *redisserver.Sentinel) *redis.Client {
@@ -28,8 +27,7 @@ func newFailoverClient(t *testing.T, s *redisserver.Sentinel) *redis.Client {
 // TestSentinelConformance runs the store, unchanged, on a FailoverClient.
 func TestSentinelConformance(t *testing.T) {
 	s := redisserver.StartSentinel(t)
-	rdb := newFailoverClient(t, s)
-	storetest.Run(t, func(t *testing.T) driver.Mutex { return newStore(t, rdb) })
+	drivertest.Run(t, sentinelHarness(s))
 }
 
 // TestSentinelFailoverLosesLock shows what asynchronous replication does to

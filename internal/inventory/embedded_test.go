@@ -10,8 +10,8 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
 	"example.com/dlock/redisstore"
-	"example.com/dlock/storetest"
 )
 
 // The library's own Redis store must pass the conformance suite on the
@@ -24,14 +24,14 @@ func TestRedisstoreConformanceOnEmbedded(t *testing.T) {
 	t.Cleanup(e.Close)
 	rdb := redis.NewClient(&redis.Options{Addr: e.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	storetest.Run(t, func(t *testing.T) driver.Mutex {
+	drivertest.Run(t, drivertest.Harness{New: func(t *testing.T) driver.Mutex {
 		s, err := redisstore.New(rdb, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		return s
-	})
+	}})
 }
 
 // The parts of redisstore outside the Store contract: the renewal pipeline

@@ -1,0 +1,66 @@
+package drivertest
+
+import (
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// TestDurationsFollowTheModel: the short lease is max(150 ms, MinTTL)
+// rounded up to Granularity, the long one covers 20 short ones and stays
+// within MaxTTL, and the harness's zero values get their defaults.
+func TestDurationsFollowTheModel(t *testing.T) {
+	cases := []struct {
+		name      string
+		m         driver.Model
+		ttl, long time.Duration
+	}{
+		{"redis", driver.Model{MinTTL: 10 * time.Millisecond, Granularity: time.Millisecond}, 150 * time.Millisecond, 10 * time.Second},
+		{"whole seconds", driver.Model{Granularity: time.Second}, time.Second, 20 * time.Second},
+		{"etcd-like minimum", driver.Model{MinTTL: 2 * time.Second, Granularity: time.Second}, 2 * time.Second, 40 * time.Second},
+		{"odd granularity", driver.Model{MinTTL: 160 * time.Millisecond, Granularity: 100 * time.Millisecond}, 200 * time.Millisecond, 10 * time.Second},
+		{"capped", driver.Model{MinTTL: time.Millisecond, MaxTTL: 5 * time.Second}, 150 * time.Millisecond, 5 * time.Second},
+	}
+	for _, tc := range cases {
+		s := newSuite(Harness{}, tc.m)
+		if s.ttl != tc.ttl || s.long != tc.long {
+			t.Errorf("%s: ttl %v, long %v; want %v, %v", tc.name, s.ttl, s.long, tc.ttl, tc.long)
+		}
+	}
+	s := newSuite(Harness{}, driver.Model{})
+	if s.slack != DefaultSlack || s.h.Clients != 3 || s.h.Goroutines != 4 || s.h.Rounds != 5 {
+		t.Errorf("defaults: slack %v, %d clients × %d goroutines × %d rounds", s.slack, s.h.Clients, s.h.Goroutines, s.h.Rounds)
+	}
+	s = newSuite(Harness{Slack: time.Second, Clients: 2, Goroutines: 8, Rounds: 1}, driver.Model{})
+	if s.slack != time.Second || s.h.Clients != 2 || s.h.Goroutines != 8 || s.h.Rounds != 1 {
+		t.Errorf("given values not kept: slack %v, %d × %d × %d", s.slack, s.h.Clients, s.h.Goroutines, s.h.Rounds)
+	}
+}
+
+// TestSessionStoresRunSessionCases: a session-based model swaps the per-key
+// TTL cases for the session ones; every case name is unique.
+func TestSessionStoresRunSessionCases(t *testing.T) {
+	names := func(m driver.Model) map[string]bool {
+		got := map[string]bool{}
+		for _, c := range newSuite(Harness{}, m).cases() {
+			if got[c.name] {
+				t.Errorf("case %s listed twice", c.name)
+			}
+			got[c.name] = true
+		}
+		return got
+	}
+	perKey := names(driver.Model{MinTTL: time.Millisecond})
+	session := names(driver.Model{Session: true, SessionTTL: 2 * time.Second})
+	for _, c := range []string{"ExpiryFreesKey", "ExtendNeverRecreates", "ReentryNeverShortensTheHolding", "ExtendShorterShortensTheHolding"} {
+		if !perKey[c] || session[c] {
+			t.Errorf("%s: per-key %v, session %v; want only per-key", c, perKey[c], session[c])
+		}
+	}
+	for _, c := range []string{"SessionExtendRenews", "KilledSessionFreesItsKeys"} {
+		if perKey[c] || !session[c] {
+			t.Errorf("%s: per-key %v, session %v; want only session", c, perKey[c], session[c])
+		}
+	}
+}
