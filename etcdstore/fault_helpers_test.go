@@ -32,6 +32,8 @@ type window struct {
 	from, to time.Time
 	fence    uint64
 	lost     bool // ended because Done closed
+	release  time.Duration
+	relErr   error
 }
 
 // windows collects windows from many goroutines.
@@ -102,10 +104,11 @@ func holdFrom(l *dlock.Lease, from time.Time, who string, d time.Duration, heed 
 		<-work.C
 	}
 	x.to = time.Now()
-	rec.add(x)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = l.Release(ctx) // a lost lease's release may fail: nothing to undo
+	x.relErr = l.Release(ctx) // a lost lease's release may fail: nothing to undo
+	x.release = time.Since(x.to)
+	rec.add(x)
 	return x
 }
 

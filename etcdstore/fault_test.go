@@ -180,9 +180,9 @@ func partitioned(t *testing.T, failover, heed bool) {
 	p.Clear()
 
 	bad := rec.overlaps()
-	t.Logf("RESULT endpoints %d, heed %v: holder lost=%v %v after the cut; other granted %v after the cut (%v after the holder stopped); lock errors %v; %d overlaps",
-		len(eps), heed, x.lost, x.to.Sub(cutAt).Round(time.Millisecond), y.from.Sub(cutAt).Round(time.Millisecond),
-		y.from.Sub(x.to).Round(time.Millisecond), rec.errs, len(bad))
+	t.Logf("RESULT endpoints %d, heed %v: holder lost=%v %v after the cut, its release took %v (%v); other granted %v after the cut (%v after the holder stopped); lock errors %v; %d overlaps",
+		len(eps), heed, x.lost, x.to.Sub(cutAt).Round(time.Millisecond), x.release.Round(time.Millisecond), x.relErr,
+		y.from.Sub(cutAt).Round(time.Millisecond), y.from.Sub(x.to).Round(time.Millisecond), rec.errs, len(bad))
 	if !heed {
 		if len(bad) == 0 {
 			t.Fatal("negative control: a holder ignoring its loss did not overlap the next one")
