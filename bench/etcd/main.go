@@ -1,0 +1,210 @@
+// Command etcd compares dlock's etcd store (etcdstore, one session per
+// process) with go.etcd.io/etcd/client/v3/concurrency's Mutex (one session
+// per goroutine) on one etcd server it starts itself from the etcd binary
+// (Debian's etcd-server), in a temporary directory on free loopback ports.
+//
+//	cd bench && go run ./etcd                  # every scenario, 5 s each
+//	cd bench && go run ./etcd -quick           # 1 s each
+//	cd bench && go run ./etcd -scenarios onekey-50 -duration 10s
+//
+// It prints a Markdown table: throughput, latency of a whole cycle (lock,
+// critical section, unlock), each goroutine's share of the critical
+// sections, etcd requests per critical section (gRPC unary calls plus
+// messages sent on streams, counted by interceptors), and dlock's ratios to
+// the peer against the targets of issue 14. It exits 1 if a critical
+// section overlapped another or the seed scenario oversold.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/version"
+)
+
+// scenario is one workload.
+type scenario struct {
+	Name              string
+	Procs, Goroutines int
+	Seed              bool // 1 request per goroutine, stock 100
+	Doc               string
+}
+
+var scenarios = []scenario{
+	{Name: "uncontended", Procs: 1, Goroutines: 1, Doc: "1 goroutine, lock+unlock"},
+	{Name: "onekey-50", Procs: 1, Goroutines: 50, Doc: "one key, 50 goroutines, 1 process"},
+	{Name: "2x25", Procs: 2, Goroutines: 25, Doc: "one key, 2 processes × 25 goroutines"},
+	{Name: "seed-2x50", Procs: 2, Goroutines: 50, Seed: true, Doc: "stock 100 in etcd, 2 processes × 50 requests, read-modify-write under the lock"},
+}
+
+func main() {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(child(spec))
+	}
+	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
+	quick := flag.Bool("quick", false, "1 s scenarios")
+	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
+	bin := flag.String("etcd", "/usr/bin/etcd", "etcd binary")
+	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
+	flag.Parse()
+	if *quick {
+		*dur = time.Second
+	}
+	if err := run(os.Stdout, *bin, *dur, *only, max(*rounds, 1), strings.Join(os.Args[1:], " ")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/etcd:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the server, runs the scenarios and writes the report; args is
+// the command line shown in it.
+func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, args string) error {
+	if _, err := exec.LookPath(bin); err != nil {
+		return fmt.Errorf("no etcd binary at %s (install Debian's etcd-server): %w", bin, err)
+	}
+	srv, err := startEtcd(bin)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	env, err := describe(srv.Endpoint, bin)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./etcd %s\n\n", env, dur, args)
+	var rows []row
+	bad := false
+	for _, sc := range scenarios {
+		if only != "all" && !strings.Contains(","+only+",", ","+sc.Name+",") {
+			continue
+		}
+		for round := range rounds {
+			var pair [2]row
+			for k := range libNames {
+				i := (k + round) % len(libNames) // who goes first alternates
+				r, err := runScenario(srv.Endpoint, sc, libNames[i], dur)
+				if err != nil {
+					return fmt.Errorf("%s/%s: %w", sc.Name, libNames[i], err)
+				}
+				pair[i] = r
+				bad = bad || r.res.Overlaps > 0 || r.oversold
+			}
+			rows = append(rows, pair[:]...)
+		}
+	}
+	report(out, rows)
+	if bad {
+		return fmt.Errorf("a critical section overlapped another, or the stock was oversold")
+	}
+	return nil
+}
+
+// row is one scenario run with one library.
+type row struct {
+	sc       scenario
+	lib      string
+	res      *result
+	final    int // seed: stock left
+	oversold bool
+}
+
+func runScenario(endpoint string, sc scenario, lib string, dur time.Duration) (row, error) {
+	dir, err := os.MkdirTemp("", "dlockbench-etcd-marker-")
+	if err != nil {
+		return row{}, err
+	}
+	defer os.RemoveAll(dir)
+	j := job{Lib: lib, Endpoint: endpoint, Goroutines: sc.Goroutines, Duration: dur, Dir: dir}
+	if sc.Seed {
+		j.Duration = 0
+		if err := putStock(endpoint, 100); err != nil {
+			return row{}, err
+		}
+	}
+	var res *result
+	if sc.Procs == 1 {
+		gate := make(chan struct{})
+		close(gate)
+		res, err = runProcess(j, func() {}, gate)
+	} else {
+		res, err = runProcs(j, sc.Procs)
+	}
+	if err != nil {
+		return row{}, err
+	}
+	r := row{sc: sc, lib: lib, res: res}
+	if sc.Seed {
+		if r.final, err = getStock(endpoint); err != nil {
+			return row{}, err
+		}
+		r.oversold = r.final < 0 || int64(100-r.final) != res.Successes
+	}
+	return r, nil
+}
+
+func putStock(endpoint string, n int) error {
+	cli, err := newClient(endpoint, &counter{})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = cli.Put(ctx, stockKey, strconv.Itoa(n))
+	return err
+}
+
+func getStock(endpoint string) (int, error) {
+	cli, err := newClient(endpoint, &counter{})
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, stockKey)
+	if err != nil || len(resp.Kvs) != 1 {
+		return 0, fmt.Errorf("read stock: %v %v", resp, err)
+	}
+	return strconv.Atoi(string(resp.Kvs[0].Value))
+}
+
+// describe names the machine and the versions.
+func describe(endpoint, bin string) (string, error) {
+	cli, err := newClient(endpoint, &counter{})
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s; %s; etcd server %s (%s, single node, data in a temp dir); client go.etcd.io/etcd/client/v3 %s",
+		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), st.Version, bin, version.Version), nil
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if _, v, ok := strings.Cut(l, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "unknown CPU"
+}
