@@ -12,7 +12,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
-	"example.com/dlock/internal/chaos/faultproxy"
+	"example.com/dlock/internal/faultproxy"
 )
 
 // The leader of a 3-member cluster is SIGKILLed while a lock is held and

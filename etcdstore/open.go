@@ -59,7 +59,12 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 	if u.Host == "" {
 		return bad("no host (etcd://host:port[,host:port...]/prefix)")
 	}
-	cfg := clientv3.Config{DialTimeout: 5 * time.Second}
+	// gRPC keepalives let the client notice a blackholed endpoint and move
+	// its calls to another member instead of waiting for their timeouts.
+	// 5 s is the server's default minimum ping interval
+	// (--grpc-keepalive-min-time): pinging more often gets the connection
+	// closed by the server.
+	cfg := clientv3.Config{DialTimeout: 5 * time.Second, DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 2 * time.Second}
 	for _, h := range strings.Split(u.Host, ",") {
 		if h == "" || strings.ContainsAny(h, "/?#") {
 			return bad("bad endpoint %q", h)
