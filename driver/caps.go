@@ -139,8 +139,10 @@ type Info struct {
 	// Held reports whether some owner holds the key.
 	Held bool
 	// Token is the holder's owner token, if the store knows it (a secret:
-	// abbreviate it for display); empty for a holder that is not a dlock
-	// client (etcdctl lock).
+	// abbreviate it for display). It is empty when the store does not know
+	// it: for a holder that is not a dlock client (etcdctl lock), and on a
+	// store that keeps only a digest of tokens (etcd) for a holding taken
+	// through another store value, in this process or another.
 	Token string
 	// Holds is the holder's hold count.
 	Holds int
