@@ -33,7 +33,7 @@
 // is not tied to the lease. TryLock makes one attempt. Waiters on stores that
 // can notify (Redis pub/sub) sleep until a release is announced, or until the
 // holder's lease would run out, instead of polling; on stores with their own
-// queue of waiters (etcd, ZooKeeper: driver.Queuer) Lock waits in that queue,
+// queue of waiters (etcd: driver.Queuer) Lock waits in that queue,
 // served in order across processes.
 //
 // Waiters of one Client for one key queue in the process, first come first
