@@ -1,8 +1,10 @@
-// Package dlock provides distributed locks: leases on a shared store (Redis,
-// or Redlock over several Redis primaries, in this module; any other store
-// that implements driver.Mutex) that one process at a time may hold, with
-// automatic renewal, a signal when a lock is lost, and fencing tokens for
-// the resource it protects.
+// Package dlock provides distributed locks: leases on a shared store that
+// one process at a time may hold, with automatic renewal, a signal when a
+// lock is lost, and fencing tokens for the resource it protects. The stores
+// are Redis (package redisstore: a single server, Sentinel or Cluster) and
+// Redlock over several Redis primaries (package redlock) in this module,
+// etcd in the module example.com/dlock/etcdstore, or any other store that
+// implements driver.Mutex.
 //
 // # Using it
 //
@@ -31,7 +33,7 @@
 // is not tied to the lease. TryLock makes one attempt. Waiters on stores that
 // can notify (Redis pub/sub) sleep until a release is announced, or until the
 // holder's lease would run out, instead of polling; on stores with their own
-// queue of waiters (etcd, ZooKeeper: driver.Queuer) Lock waits in that queue,
+// queue of waiters (etcd: driver.Queuer) Lock waits in that queue,
 // served in order across processes.
 //
 // Waiters of one Client for one key queue in the process, first come first
@@ -49,9 +51,9 @@
 // read: with WithRead(resource) the store reads the resource key in the same
 // atomic step and round trip that grants the lock (acquisition, re-entry or
 // local handoff), and Lease.Value returns it. Stores that cannot
-// (driver.Atomic is optional; redisstore and memstore have it, Redlock stores
-// lack it) ignore the option, and Lease.ValueRead reports false so the
-// caller reads for itself:
+// (driver.Atomic is optional; redisstore and memstore have it, Redlock and
+// etcd stores lack it) ignore the option, and Lease.ValueRead reports false
+// so the caller reads for itself:
 //
 //	l, err := locks.Lock(ctx, "item-42", dlock.WithRead("stock:{item-42}"))
 //	...
@@ -122,10 +124,12 @@
 // on the key: a TTL outside the store's MinTTL..MaxTTL is refused with
 // ErrInvalid before any I/O, the default lease is raised to the store's
 // MinTTL, and lease lengths are rounded up to its granularity (a millisecond
-// on Redis, a second on etcd). On a session-based store (etcd, ZooKeeper) the
-// locks live as long as the store's session: every lease lasts the session's
-// TTL whatever WithTTL or WithAutoRenew ask for, is renewed every third of
-// it, and renewal keeps the session alive.
+// on Redis). On a session-based store (etcd) the locks live as long as the
+// store's session: every lease lasts the session's TTL whatever WithTTL or
+// WithAutoRenew ask for, is renewed every third of it, and renewal keeps
+// the session alive. A fixed lease (WithTTL) is reported lost after the
+// session's TTL, but its key stays held for as long as something keeps the
+// session alive (another lease of the same store, say): release it.
 //
 // # Stores
 //

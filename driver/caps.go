@@ -26,6 +26,10 @@ type Notifier interface {
 // every process, including processes that are not dlock (etcdctl lock,
 // Curator).
 //
+// The client waits in it for Lock and Do with a wait bound other than zero;
+// TryLock (one Acquire) does not, nor does a WithRead on a store that is
+// also Atomic (the queue cannot read with the grant).
+//
 // Absent: the client waits with Acquire, Notifier and backoff.
 type Queuer interface {
 	// AcquireQueued behaves as Acquire, but when another owner holds key it
@@ -49,7 +53,8 @@ type ExtendResult struct {
 }
 
 // BatchExtender renews many leases in one round trip (a pipeline, or one
-// session keepalive).
+// session keepalive). The renewal loop uses it when a tick renews more than
+// one lease.
 //
 // Absent: the renewal loop calls Extend once per lease.
 type BatchExtender interface {
@@ -139,8 +144,10 @@ type Info struct {
 	// Held reports whether some owner holds the key.
 	Held bool
 	// Token is the holder's owner token, if the store knows it (a secret:
-	// abbreviate it for display); empty for a holder that is not a dlock
-	// client (etcdctl lock).
+	// abbreviate it for display). It is empty when the store does not know
+	// it: for a holder that is not a dlock client (etcdctl lock), and on a
+	// store that keeps only a digest of tokens (etcd) for a holding taken
+	// through another store value, in this process or another.
 	Token string
 	// Holds is the holder's hold count.
 	Holds int

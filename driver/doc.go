@@ -2,17 +2,30 @@
 // the stores that keep lock state on a server. It is for store authors; users
 // of locks need only package dlock and a store's constructor.
 //
-// The split follows gocloud.dev's driver packages: this package has only
-// interfaces, plain data types and the errors both sides share. A store
-// implements one interface per primitive (Mutex today) and any number of
-// optional capabilities. The client finds each capability once, when it is
-// created, through As, which also looks through wrappers that implement
-// Unwrapper. Every capability documents what the client does when a store
-// does not have it. A store that has a capability's method but cannot serve
-// it at the moment of the call returns an error matching
-// errors.ErrUnsupported; the client then falls back as if it were absent.
+// The split follows gocloud.dev's driver packages: this package has
+// interfaces, plain data types, the errors both sides share, and two small
+// mechanisms, As and the URL opener registry (Register, Open). A store
+// implements one interface per primitive (Mutex today), declares its time
+// and liveness model (Model) and implements any number of optional
+// capabilities. The client finds each capability once, when it is created,
+// through As, which also looks through wrappers that implement Unwrapper.
+// Every capability documents what the client does when a store does not
+// have it.
 //
-// Package drivertest checks a store against these contracts.
+// A store that has a capability's method but cannot serve it at the moment
+// of the call (Redlock over nodes that cannot notify or inspect) returns an
+// error matching errors.ErrUnsupported, made with Unsupported. Where a
+// fallback exists the client takes it: a Subscribe that fails in any way
+// makes waiters back off as without a Notifier, and dlock status, list and
+// doctor report that the store cannot inspect, list, count waiters or run
+// its checks. The capabilities on the lock's own path (Queuer,
+// BatchExtender, Transferer, Atomic) have no such fallback: their errors are
+// the call's errors (an error matching no sentinel counts as an unknown
+// outcome), so declare them only when the store can always serve them.
+//
+// A store package registers its URL scheme from init (Register), so that
+// Open and the CLI's --store can open it. Package drivertest checks a store
+// against these contracts.
 //
 // # Rules for every method
 //

@@ -68,8 +68,9 @@ type Grant struct {
 // whose clock decides expiry, and whether locks live in a session.
 type Model struct {
 	// MinTTL and MaxTTL bound the ttl a per-key store can honour (MaxTTL 0:
-	// no upper bound). The client refuses a WithTTL outside them with
-	// ErrInvalid before any I/O, and raises its default TTL to MinTTL.
+	// no upper bound). The client refuses a WithTTL or WithAutoRenew outside
+	// them with ErrInvalid before any I/O, and brings its default lease
+	// within them. Session-based stores leave them zero.
 	MinTTL, MaxTTL time.Duration
 	// Granularity is the unit the store keeps TTLs in (a millisecond on
 	// Redis, a second on etcd). The client rounds lease lengths up to it.

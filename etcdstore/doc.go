@@ -19,6 +19,13 @@
 // session expires every holding of the Store is lost (Extend and Release
 // return driver.NotHeld(false)) and the next acquisition starts a new one.
 //
+// Because the session is shared, a holding lasts as long as anything keeps
+// the session alive: a dlock Lease with a fixed TTL (dlock.WithTTL) is
+// reported lost after the session TTL, yet its key stays held while another
+// Lease of the Store is renewed, until it is released or the Store closed.
+// A caller that holds keys through the Store without a dlock Client renews
+// the session with Store.KeepAlive.
+//
 // # Layout
 //
 // Lock name N lives under the etcd prefix Options.Prefix+N+"/"; a holding or
@@ -32,8 +39,8 @@
 // Inspect reports them held, with no token.
 // The value keeps a digest of the token, not the token, so any Store (of
 // any process) can release, renew or re-enter a holding by its token, as on
-// the other stores; Release and Extend of another Store's holding cost an
-// extra read (and a keepalive of that Store's session). A lock name that is
+// the other stores; Release of another Store's holding costs an extra read,
+// and Extend or re-entry of it a keepalive of that Store's session too. A lock name that is
 // a path prefix of another (a and a/b) shares its etcd prefix, as with
 // etcdctl: a holder of a/b makes a look held (more exclusion, never less).
 //
@@ -69,4 +76,8 @@
 // line the Go proxy serves with current fixes, the closest to that server.
 // v3.7.3 also passed the suite once against the same server; it is not
 // pinned because nothing here needs it.
+//
+// docs/etcd.md in the repository has the long form: installation, the URL,
+// interoperation with etcdctl, failover behaviour and the tests behind each
+// claim.
 package etcdstore

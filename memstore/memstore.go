@@ -3,7 +3,8 @@
 // reliability checks compare real stores against.
 //
 // It holds locks in one process only, so it protects nothing across
-// processes; use a server-backed store (package redisstore) for that.
+// processes; use a server-backed store (redisstore, redlock, etcdstore) for
+// that. It registers no URL scheme, so the CLI cannot open it.
 //
 // It follows the driver.Mutex rules as the reference: a re-entry never
 // shortens a holding's expiry, Extend sets it to the latest ttl, and no
@@ -12,6 +13,16 @@
 // ever locked. Fences come from one counter for the whole store: strictly
 // increasing per key with no per-key state; a released key reports fence 0
 // in Inspect.
+//
+// # Capabilities
+//
+// Model: per-key TTLs of at least 1 ms, in milliseconds, expired on the
+// process's clock (the now function given to New). Besides driver.Mutex a
+// Store is a driver.Notifier (a channel per subscriber), driver.Transferer,
+// driver.Atomic (string resources kept with Set and read with Get, for
+// WithRead and Lease.Commit) and driver.Inspector. It is not a
+// driver.Queuer, BatchExtender, Lister, WaiterCounter or Doctor: the client
+// falls back as each of those documents.
 package memstore
 
 import (

@@ -125,9 +125,12 @@
 // fence when the fences ran ahead of the clocks (a test shows it, with
 // fences seeded far ahead). Re-entrant acquisitions report the holding's
 // fence exactly, from the Store's record, whatever fences the nodes that
-// granted them have (see Re-entry and release). With
-// Options.DisableFencing, or nodes that do not implement FenceRaiser, grants
-// carry Fence 0 (no token).
+// granted them have (see Re-entry and release). The fence raise is a node
+// method of this package, not a driver capability: New checks each node
+// for the FenceRaiser interface directly, not through driver.As (RedisNode
+// has it; a wrapper around a node hides it unless the wrapper has it too). With
+// Options.DisableFencing, or any node without it, grants carry Fence 0 (no
+// token).
 //
 // # Restarts
 //
@@ -157,10 +160,11 @@
 // key on a quorum), driver.WaiterCounter (the largest count of any node:
 // every waiter subscribes on several nodes, so a sum would count it several
 // times) and driver.Doctor (each node's checks, plus node count, quorum,
-// independence and fencing). Node capabilities are found through wrappers
-// with driver.As; a capability no node set can serve (nodes that cannot
-// inspect, list, count waiters or notify) answers with an error matching
-// errors.ErrUnsupported. It is neither a driver.Transferer nor a
+// independence and fencing). The nodes' driver capabilities are found
+// through wrappers with driver.As; a capability the nodes cannot serve
+// (nodes that cannot inspect, list, count waiters or notify) answers with an
+// error matching errors.ErrUnsupported, and the client falls back as it
+// would without it (notify) or the CLI says the store cannot. It is neither a driver.Transferer nor a
 // driver.Atomic: the client hands a key over by release and acquire, and
 // WithRead and Lease.Commit fall back as those capabilities document.
 //
