@@ -253,11 +253,20 @@ func (h *holder) Ended() { h.c.untrack((*Lease)(h)) }
 
 // Lost implements lease.Holder: renewal stops and the local queue slot is
 // left without handoff.
+//
+// On a session-based store a key is freed only with the session, which the
+// Client's other leases may keep alive: a lease lost on the local clock
+// (its validity ran out unrenewed) would leave its key held for as long
+// as they run. So the key is given back in the background, token-checked
+// (as releaseLost explains, not for an explicit Owner).
 func (h *holder) Lost() {
 	l := (*Lease)(h)
 	l.c.renewer.Remove(l.renewable())
 	if l.slot != nil {
 		l.c.queues.leave(l.key, l.slot, false)
+	}
+	if l.c.model.Session && !l.owned && !l.c.life.closed.Load() {
+		l.c.background(context.Background(), l.ttl, l.releaseLost)
 	}
 }
 

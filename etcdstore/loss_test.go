@@ -38,7 +38,21 @@ func deleteTime(ctx context.Context, cli *clientv3.Client, key string, rev int64
 // overclaim is a broken store for the negative control: it reports the
 // session certain for one TTL longer than it is (as a store counting from
 // a late reply, or from nothing, would).
+// Its Model claims twice the session TTL too, or the Client would cap every
+// lease at the real one (and hide the overclaim).
 type overclaim struct{ *etcdstore.Store }
+
+func (o overclaim) Model() driver.Model {
+	m := o.Store.Model()
+	m.SessionTTL *= 2
+	return m
+}
+
+func (o overclaim) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := o.Store.AcquireQueued(ctx, key, token, ttl)
+	g.TTL += o.SessionTTL()
+	return g, err
+}
 
 func (o overclaim) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, err := o.Store.Acquire(ctx, key, token, ttl)

@@ -42,9 +42,19 @@ func TestOpenURL(t *testing.T) {
 	if resp, err := other.Get(ctx, pfx+"/u/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
 		t.Fatalf("Close left the key: %v %v", resp, err)
 	}
+	// prefix= (the CLI's --prefix) is the key prefix verbatim.
+	if o, err := driver.Open(ctx, "etcd://"+c.Members[0].Addr()+"?prefix=app:"); err != nil {
+		t.Error(err)
+	} else {
+		if p := o.Store.(*etcdstore.Store).Prefix(); p != "app:" {
+			t.Errorf("prefix=app: gives prefix %q", p)
+		}
+		o.Close()
+	}
 	for _, bad := range []string{
 		"etcd:///p", "etcd://h:1/p?session-ttl=1s", "etcd://h:1/p?session-ttl=2500ms",
 		"etcd://h:1/p?session-ttl=x", "etcd://h:1/p?nope=1", "etcd://h:1/p?dial-timeout=-1s",
+		"etcd://h:1/p?prefix=q", "etcd://h:1?prefix=a&prefix=b",
 	} {
 		u, _ := url.Parse(bad)
 		if _, err := etcdstore.Open(ctx, u); !errors.Is(err, driver.ErrInvalid) {

@@ -81,9 +81,17 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 	}
 	q := u.Query()
 	for name := range q {
-		if name != "session-ttl" && name != "dial-timeout" {
-			return bad("unknown parameter %q (known: session-ttl, dial-timeout)", name)
+		if name != "session-ttl" && name != "dial-timeout" && name != "prefix" {
+			return bad("unknown parameter %q (known: prefix, session-ttl, dial-timeout)", name)
 		}
+	}
+	// prefix= (what the CLI's --prefix adds, as for Redis) is the key
+	// prefix used verbatim; the path is the same thing spelt as a directory.
+	if v, ok := q["prefix"]; ok {
+		if opts.Prefix != "" || len(v) != 1 {
+			return bad("give the prefix once: in the path or as prefix=, not both")
+		}
+		opts.Prefix = v[0]
 	}
 	if v := q.Get("session-ttl"); v != "" {
 		d, err := time.ParseDuration(v)

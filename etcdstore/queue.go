@@ -31,8 +31,12 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		return driver.Grant{}, err
 	}
 	k, pfx := s.ownKey(sess, key, digest(token)), s.pfx(key)
+	// Our put is the newest creation under pfx, so the two last-created keys
+	// after it are ours and our predecessor (if any): the first round trip
+	// both queues us and tells whether we hold the lock already.
+	lastTwo := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)}
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)).
+		Then(clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...)).
 		Else(readOps(k, pfx)...).Commit()
 	if err != nil {
 		return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
@@ -44,7 +48,14 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		return driver.Grant{}, fmt.Errorf("%w: etcdstore: token is already waiting for %q", driver.ErrInvalid, key)
 	}
 	w := &waiter{s: s, sess: sess, key: key, token: token, k: k, pfx: pfx, rev: resp.Header.Revision}
-	g, err := w.wait(ctx, start)
+	var pred string
+	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 2 && kvs[0].CreateRevision == w.rev {
+		pred = string(kvs[1].Key)
+	} else if len(kvs) == 1 && kvs[0].CreateRevision == w.rev {
+		w.s.remember(k, holding{lease: sess.id, create: w.rev, mod: w.rev, holds: 1, token: token})
+		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, nil
+	}
+	g, err := w.wait(ctx, start, pred, resp.Header.Revision+1)
 	if err != nil {
 		w.cleanup(ctx)
 	}
@@ -61,9 +72,15 @@ type waiter struct {
 	rev    int64 // our key's CreateRevision
 }
 
-// wait loops: read our key and our predecessor; none → ours is the lock;
-// else watch the predecessor (and our own key) for deletion.
-func (w *waiter) wait(ctx context.Context, start time.Time) (driver.Grant, error) {
+// wait loops: watch the predecessor pred (and our own key) for deletion from
+// revision rev, if pred is known; then read our key and our predecessor;
+// none → ours is the lock.
+func (w *waiter) wait(ctx context.Context, start time.Time, pred string, rev int64) (driver.Grant, error) {
+	if pred != "" {
+		if err := w.await(ctx, pred, rev); err != nil {
+			return driver.Grant{}, err
+		}
+	}
 	for {
 		resp, err := w.s.cli.Txn(ctx).Then(clientv3.OpGet(w.k),
 			clientv3.OpGet(w.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1))...)).Commit()
