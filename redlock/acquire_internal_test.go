@@ -87,3 +87,41 @@ func (lc *lateCleanup) decideAndArrive(ref levelRef, node int) []int {
 	undo, _ := lc.decide(false, false, ref, nil)
 	return undo
 }
+
+// TestAcquireSettled: a contended acquisition stops early only once the
+// Remaining it reports cannot change with the answers still to come (issue
+// 14: the first three of five answers, two from nodes that had not applied
+// the holder's latest Extend yet, reported the expiry before it).
+func TestAcquireSettled(t *testing.T) {
+	const s = time.Second
+	granted := reply[driver.Grant]{answered: true}
+	held := func(d time.Duration) reply[driver.Grant] {
+		return reply[driver.Grant]{err: &driver.ContendedError{Remaining: d}, answered: true}
+	}
+	pending := reply[driver.Grant]{err: errNoReply}
+	failed := reply[driver.Grant]{err: errors.New("i/o timeout"), answered: true}
+	cases := []struct {
+		name string
+		rs   []reply[driver.Grant]
+		want bool
+	}{
+		{"majority granted", []reply[driver.Grant]{granted, granted, granted, pending, pending}, true},
+		{"contention does not rule a majority out yet", []reply[driver.Grant]{held(20 * s), held(20 * s), granted, pending, pending}, false},
+		{"stale minority among the first answers", []reply[driver.Grant]{held(10 * s), held(10 * s), held(20 * s), pending, pending}, false},
+		{"first answers agree", []reply[driver.Grant]{held(20 * s), held(20 * s), held(20 * s), pending, pending}, true},
+		{"every node answered", []reply[driver.Grant]{held(10 * s), held(10 * s), held(20 * s), held(20 * s), held(20 * s)}, true},
+		{"a failed node counts as free", []reply[driver.Grant]{held(10 * s), failed, held(20 * s), held(20 * s), pending}, false},
+		{"unknown remaining", []reply[driver.Grant]{held(-1), held(10 * s), held(20 * s), pending, pending}, true},
+	}
+	for _, tc := range cases {
+		if got := acquireSettled(tc.rs, 5, 3); got != tc.want {
+			t.Errorf("%s: acquireSettled = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Once settled, the estimate is the third smallest of five: when a
+	// majority can next be free.
+	rem := []time.Duration{10 * s, 10 * s, 20 * s, 20 * s, 20 * s}
+	if got := contendedRemaining(rem, 5, 3); got != 20*s {
+		t.Errorf("contendedRemaining(%v) = %v, want 20s", rem, got)
+	}
+}
