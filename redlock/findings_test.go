@@ -151,6 +151,9 @@ type gatedNode struct {
 	gate      <-chan struct{}
 	undone    chan<- struct{}
 	unguarded bool
+	// land makes the acquisition reach the node before it fails: the
+	// reply is lost, the hold is there.
+	land bool
 }
 
 var errNotSent = errors.New("connection reset before the command was sent")
@@ -161,8 +164,16 @@ func (g *gatedNode) Acquire(context.Context, string, string, time.Duration) (dri
 	return driver.Grant{}, errNotSent
 }
 
-func (g *gatedNode) AcquireCall(ctx context.Context, key, token string, ttl time.Duration, _ string) (driver.Grant, error) {
-	return g.Acquire(ctx, key, token, ttl)
+func (g *gatedNode) AcquireCall(ctx context.Context, key, token string, ttl time.Duration, call string) (driver.Grant, error) {
+	if !g.land {
+		return g.Acquire(ctx, key, token, ttl)
+	}
+	g.entered <- struct{}{}
+	<-g.gate
+	if _, err := g.RedisNode.AcquireCall(context.Background(), key, token, ttl, call); err != nil {
+		return driver.Grant{}, err
+	}
+	return driver.Grant{}, errors.New("connection reset before the reply")
 }
 
 func (g *gatedNode) Release(ctx context.Context, key, token string) error {
@@ -193,7 +204,7 @@ func TestLateUndoSparesTheTokensNextHolding(t *testing.T) {
 		unguarded bool
 	}{{"guarded", false}, {"negative control: unguarded undo", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			held := lateUndoAfterNextHolding(t, c, tc.unguarded)
+			held := lateUndo(t, c, tc.unguarded, false)
 			if held != !tc.unguarded {
 				t.Fatalf("B's holding intact after A's late cleanup: %v, want %v", held, !tc.unguarded)
 			}
@@ -201,9 +212,25 @@ func TestLateUndoSparesTheTokensNextHolding(t *testing.T) {
 	}
 }
 
-// lateUndoAfterNextHolding runs the scenario and reports whether B still
-// holds the key on a majority afterwards.
-func lateUndoAfterNextHolding(t *testing.T, c *cluster, unguarded bool) bool {
+// TestLateUndoRemovesItsOwnHold: the guard still undoes what the cut-off
+// acquisition did create: its holds landed on every node, the replies were
+// lost, and nobody acquired since; after the late cleanup the key is free
+// (else a lost reply would block every node for the whole TTL).
+func TestLateUndoRemovesItsOwnHold(t *testing.T) {
+	c := startCluster(t, 3)
+	if held := lateUndo(t, c, false, true); held {
+		t.Fatal("the key is still held after A's late cleanup of its own holds")
+	}
+	other := c.independentStore(t, conformanceOpts)
+	if _, err := other.Acquire(testCtx(t), "late-undo-free", newToken(), time.Minute); err != nil {
+		t.Fatalf("a fresh token cannot acquire after the cleanup: %v", err)
+	}
+}
+
+// lateUndo runs the scenario (with land, A's acquisitions reach the nodes
+// and B does not acquire) and reports whether the key is held on a
+// majority afterwards (by the token with one hold; anything else fails).
+func lateUndo(t *testing.T, c *cluster, unguarded, land bool) bool {
 	entered, undone := make(chan struct{}, 3), make(chan struct{}, 3)
 	gate := make(chan struct{})
 	nodes := make([]driver.Mutex, len(c.clients))
@@ -212,7 +239,7 @@ func lateUndoAfterNextHolding(t *testing.T, c *cluster, unguarded bool) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = &gatedNode{RedisNode: rn, entered: entered, gate: gate, undone: undone, unguarded: unguarded}
+		nodes[i] = &gatedNode{RedisNode: rn, entered: entered, gate: gate, undone: undone, unguarded: unguarded, land: land}
 	}
 	a, err := redlock.New(nodes, conformanceOpts)
 	if err != nil {
@@ -220,6 +247,9 @@ func lateUndoAfterNextHolding(t *testing.T, c *cluster, unguarded bool) bool {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	key, tok := "late-undo-"+newToken(), newToken()
+	if land {
+		key = "late-undo-free"
+	}
 	actx, cancel := context.WithCancel(testCtx(t))
 	go func() {
 		for range nodes {
@@ -232,9 +262,11 @@ func lateUndoAfterNextHolding(t *testing.T, c *cluster, unguarded bool) bool {
 		t.Fatalf("A's Acquire: %v, want an error matching context.Canceled", err)
 	}
 	b := c.independentStore(t, conformanceOpts)
-	if _, err := b.Acquire(testCtx(t), key, tok, time.Minute); err != nil {
-		close(gate)
-		t.Fatalf("B's Acquire of the same token: %v", err)
+	if !land {
+		if _, err := b.Acquire(testCtx(t), key, tok, time.Minute); err != nil {
+			close(gate)
+			t.Fatalf("B's Acquire of the same token: %v", err)
+		}
 	}
 	close(gate) // A's node calls fail now; their late cleanup runs
 	deadline := time.After(10 * time.Second)
@@ -258,4 +290,52 @@ func lateUndoAfterNextHolding(t *testing.T, c *cluster, unguarded bool) bool {
 		}
 	}
 	return info.Held
+}
+
+// TestUndoAcquireTakesOnlyItsOwnHold: UndoAcquire removes a hold only while
+// the acquisition it names is the last call that changed the lock, and
+// only once.
+func TestUndoAcquireTakesOnlyItsOwnHold(t *testing.T) {
+	c := startCluster(t, 1)
+	n, err := redlock.NewRedisNode(c.clients[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	ctx, key, tok := testCtx(t), "undo", newToken()
+	holds := func() int {
+		info, err := n.Inspect(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Holds
+	}
+	undo := func(token, call string, want bool, wantHolds int) {
+		t.Helper()
+		if ok, err := n.UndoAcquire(ctx, key, token, call); ok != want || err != nil || holds() != wantHolds {
+			t.Fatalf("UndoAcquire(%s) = %v, %v, %d holds left; want %v, %d", call, ok, err, holds(), want, wantHolds)
+		}
+	}
+	if _, err := n.AcquireCall(ctx, key, tok, time.Minute, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	undo(newToken(), "c1", false, 1) // another token
+	undo(tok, "c0", false, 1)        // another acquisition
+	undo(tok, "c1", true, 0)
+	undo(tok, "c1", false, 0) // a replay
+	if _, err := n.AcquireCall(ctx, key, tok, time.Minute, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Acquire(ctx, key, tok, time.Minute); err != nil { // a later call of the token
+		t.Fatal(err)
+	}
+	undo(tok, "c2", false, 2)
+	if g, err := n.AcquireCall(ctx, key, tok, time.Minute, "c3"); err != nil || g.Holds != 3 {
+		t.Fatalf("AcquireCall re-entry = %+v, %v", g, err)
+	}
+	undo(tok, "c3", true, 2)
+	undo(tok, "c3", false, 2)
+	if _, err := n.AcquireCall(ctx, key, tok, time.Minute, "bad:id"); !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("AcquireCall with ':' in the id: %v, want ErrInvalid", err)
+	}
 }
