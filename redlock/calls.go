@@ -21,7 +21,9 @@ import (
 // Store, after this one returned). When every node implements CallUndoer
 // (RedisNode does), each acquisition carries a call id of its own and such
 // a node is undone with UndoAcquire, which removes nothing but that
-// acquisition's hold.
+// acquisition's hold. The Store then calls AcquireCall, never Acquire: a
+// wrapper that embeds a RedisNode and overrides Acquire must override
+// AcquireCall too (or hide the capability by embedding driver.Mutex).
 type CallUndoer interface {
 	// AcquireCall is driver.Mutex.Acquire recording call, an id unique to
 	// this acquisition, in the node's state.
