@@ -241,18 +241,22 @@ func (lc *lateCleanup) arrive(node int, g driver.Grant, err error) {
 	failed, reentry, level, finished := lc.failed, lc.reentry, lc.level, lc.finished
 	lc.mu.Unlock()
 	// Not cleanup: its flight would wait for this node's own.
-	ctx, cancel := context.WithTimeout(context.Background(), lc.s.nodeTimeout(lc.ttl))
 	switch {
 	case failed && needsUndo(err, reentry):
 		// The acquisition has returned: an unknown outcome is undone only
 		// where the node can tell this acquisition's hold from a later
 		// one's (see undoOn).
+		ctx, cancel := context.WithTimeout(context.Background(), lc.s.nodeTimeout(lc.ttl))
 		_ = lc.s.undoOn(ctx, node, lc.key, lc.token, lc.call, err == nil, true)
+		cancel()
 	case !failed && err == nil:
-		for undo := lc.s.reg.addLate(level, node, g.Holds); undo > 0 && lc.s.nodes[node].Release(ctx, lc.key, lc.token) == nil; undo-- {
+		if undo := lc.s.reg.addLate(level, node, g.Holds); undo > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), lc.s.nodeTimeout(lc.ttl))
+			for ; undo > 0 && lc.s.nodes[node].Release(ctx, lc.key, lc.token) == nil; undo-- {
+			}
+			cancel()
 		}
 	}
-	cancel()
 	if finished != nil {
 		finished(node)
 	}
