@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -72,16 +73,22 @@ func (t *acquireTally) confirmed() int {
 // left (TTL − elapsed − drift > 0, elapsed measured on the monotonic clock
 // from the start of the call, including the fence raise).
 //
-// It stops waiting as soon as the outcome is settled. On failure it releases
+// It stops waiting as soon as the outcome is settled (for contention, once
+// the Remaining it reports is: see acquireSettled). On failure it releases
 // the key on every node that granted or failed with an unknown outcome, in
 // parallel; a node that had not answered yet releases its own grant when its
 // answer arrives, from the goroutine that ran its call, within the node
-// timeout. A node that answered "contended" changed nothing, so when all
+// timeout. An unknown outcome is undone only on nodes that can tell this
+// acquisition's hold from a later one of the same token (CallUndoer, as
+// RedisNode): elsewhere, once Acquire has returned, it is left to expire
+// with the key, since a Release could take the hold of the token's next
+// acquisition through another Store. A node that answered "contended" changed nothing, so when all
 // did, no release is sent. It then returns a *driver.ContendedError if
 // contention alone ruled out a majority, an error matching ErrNoQuorum (and
 // driver.ErrUnavailable) if failed or silent nodes did, or one matching
 // driver.ErrNotAcquired and ErrValidityElapsed if the grant came too late.
-// Invalid keys return the node's driver.ErrInvalid error.
+// Invalid keys return the node's driver.ErrInvalid error. If ctx is
+// already done, Acquire asks no node and returns ctx's error.
 //
 // A first acquisition raises the fence (see the package documentation) and
 // is recorded in the Store with the nodes that granted it; a re-entry of a
@@ -97,31 +104,21 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	if ttl <= 0 {
 		return driver.Grant{}, fmt.Errorf("%w: ttl %v", driver.ErrInvalid, ttl)
 	}
+	if err := ctx.Err(); err != nil {
+		return driver.Grant{}, err
+	}
 	start := s.clock.Now()
 	q, n := s.quorum, len(s.nodes)
 	k := regKey{key, token}
 	known := s.reg.known(k, start)
-	lc := &lateCleanup{s: s, key: key, token: token, ttl: ttl}
+	call := s.newCall()
+	lc := &lateCleanup{s: s, key: key, token: token, call: call, ttl: ttl}
 	earlier, finished := s.flights.start(key, token, n, s.all)
 	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), s.all, func(ctx context.Context, i int) (driver.Grant, error) {
 		defer finished(i)
 		earlier(ctx, i)
-		return s.nodes[i].Acquire(ctx, key, token, ttl)
-	}, func(rs []reply[driver.Grant]) bool {
-		// Stop early once the outcome is settled: success, or contention
-		// alone rules a majority out. Nodes still pending then clean up
-		// after themselves (lateCleanup).
-		ok, contended := 0, 0
-		for _, r := range rs {
-			var ce *driver.ContendedError
-			if r.answered && r.err == nil {
-				ok++
-			} else if r.answered && errors.As(r.err, &ce) {
-				contended++
-			}
-		}
-		return ok >= q || contended > n-q
-	}, lc.arrive)
+		return s.acquireOn(ctx, i, key, token, ttl, call)
+	}, func(rs []reply[driver.Grant]) bool { return acquireSettled(rs, n, q) }, lc.arrive)
 	t := tallyAcquire(rs)
 	var g driver.Grant
 	var ref levelRef
@@ -141,13 +138,50 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 			unanswered = append(unanswered, i)
 		}
 	}
-	late := lc.decide(err != nil, reentry, ref, unanswered)
+	late, lateGrants := lc.decide(err != nil, reentry, ref, unanswered)
 	if err != nil {
-		s.cleanup(key, token, ttl, append(s.undoSet(&t, reentry), late...))
+		s.cleanup(key, token, call, ttl, append(s.undoSet(&t, reentry), late...), setOf(t.granted)|lateGrants)
 		return driver.Grant{}, err
 	}
-	s.cleanup(key, token, ttl, late) // late grants whose level is gone already
+	s.cleanup(key, token, call, ttl, late, lateGrants) // late grants whose level is gone already
 	return g, nil
+}
+
+// acquireSettled reports whether an acquisition's fan-out can stop before
+// every node answered: a majority granted, or contention alone rules a
+// majority out and the Remaining it reports (see contendedRemaining) is
+// the same whatever the nodes yet to answer say. Stopping at the first
+// contended majority would let the fastest nodes set Remaining: a node
+// that has not yet applied the holder's latest Extend (which returned once
+// a majority had) would report the expiry before it. Nodes still pending
+// when it stops clean up after themselves (lateCleanup).
+func acquireSettled(rs []reply[driver.Grant], n, q int) bool {
+	ok, pending := 0, 0
+	var rem []time.Duration
+	for _, r := range rs {
+		var ce *driver.ContendedError
+		switch {
+		case !r.answered:
+			pending++
+		case r.err == nil:
+			ok++
+		case errors.As(r.err, &ce):
+			rem = append(rem, ce.Remaining)
+		}
+	}
+	if ok >= q {
+		return true
+	}
+	if len(rem) <= n-q {
+		return false
+	}
+	if pending == 0 || contendedRemaining(rem, n, q) < 0 {
+		return true
+	}
+	// The pending nodes could all be free (the estimate so far) or all
+	// held for longer than any answer: settled if both give the same.
+	held := append(slices.Clone(rem), slices.Repeat([]time.Duration{math.MaxInt64}, pending)...)
+	return contendedRemaining(held, n, q) == contendedRemaining(rem, n, q)
 }
 
 // lateCleanup handles node replies that arrive after an acquisition stopped
@@ -165,9 +199,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 // waits for that handling, so a late release cannot land after that call's
 // grant and take its hold instead.
 type lateCleanup struct {
-	s          *Store
-	key, token string
-	ttl        time.Duration
+	s                *Store
+	key, token, call string // call: the acquisition's call id (see CallUndoer)
+	ttl              time.Duration
 
 	mu              sync.Mutex
 	decided, failed bool
@@ -206,19 +240,22 @@ func (lc *lateCleanup) arrive(node int, g driver.Grant, err error) {
 	}
 	failed, reentry, level, finished := lc.failed, lc.reentry, lc.level, lc.finished
 	lc.mu.Unlock()
-	undo := 0
+	// Not cleanup: its flight would wait for this node's own.
 	switch {
 	case failed && needsUndo(err, reentry):
-		undo = 1
-	case !failed && err == nil:
-		undo = lc.s.reg.addLate(level, node, g.Holds)
-	}
-	if undo > 0 {
-		// Not cleanup: its flight would wait for this node's own.
+		// The acquisition has returned: an unknown outcome is undone only
+		// where the node can tell this acquisition's hold from a later
+		// one's (see undoOn).
 		ctx, cancel := context.WithTimeout(context.Background(), lc.s.nodeTimeout(lc.ttl))
-		for ; undo > 0 && lc.s.nodes[node].Release(ctx, lc.key, lc.token) == nil; undo-- {
-		}
+		_ = lc.s.undoOn(ctx, node, lc.key, lc.token, lc.call, err == nil, true)
 		cancel()
+	case !failed && err == nil:
+		if undo := lc.s.reg.addLate(level, node, g.Holds); undo > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), lc.s.nodeTimeout(lc.ttl))
+			for ; undo > 0 && lc.s.nodes[node].Release(ctx, lc.key, lc.token) == nil; undo-- {
+			}
+			cancel()
+		}
 	}
 	if finished != nil {
 		finished(node)
@@ -226,17 +263,17 @@ func (lc *lateCleanup) arrive(node int, g driver.Grant, err error) {
 }
 
 // decide records the outcome and returns the nodes whose late replies
-// arrived before it and left something to undo, for the caller to release:
-// after a failure, grants and unknown outcomes (not nodes that answered
-// "contended", where nothing changed; and for a re-entry, only grants, see
-// undoSet); after a success, grants whose level was released already (the
-// others join their level). unanswered is the nodes the fan-out did not
-// hear from: those not among the queued replies get a flight.
-func (lc *lateCleanup) decide(failed, reentry bool, level levelRef, unanswered []int) []int {
+// arrived before it and left something to undo, for the caller to release,
+// and which of them granted: after a failure, grants and unknown outcomes
+// (not nodes that answered "contended", where nothing changed; and for a
+// re-entry, only grants, see undoSet); after a success, grants whose level
+// was released already (the others join their level). unanswered is the
+// nodes the fan-out did not hear from: those not among the queued replies
+// get a flight.
+func (lc *lateCleanup) decide(failed, reentry bool, level levelRef, unanswered []int) (undo []int, grants nodeSet) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.decided, lc.failed, lc.reentry, lc.level = true, failed, reentry, level
-	var undo []int
 	for _, r := range lc.pending {
 		unanswered = slices.DeleteFunc(unanswered, func(i int) bool { return i == r.node })
 		switch {
@@ -250,11 +287,14 @@ func (lc *lateCleanup) decide(failed, reentry bool, level levelRef, unanswered [
 		case needsUndo(r.err, reentry):
 			undo = append(undo, r.node)
 		}
+		if r.err == nil {
+			grants |= 1 << uint(r.node)
+		}
 	}
 	if len(unanswered) > 0 {
 		_, lc.finished = lc.s.flights.start(lc.key, lc.token, len(lc.s.nodes), unanswered)
 	}
-	return undo
+	return undo, grants
 }
 
 // undoSet is the set of nodes to release after a failed acquisition: those
@@ -330,11 +370,13 @@ func contendedRemaining(rem []time.Duration, n, q int) time.Duration {
 	return kthLargest(rem, c-k+1)
 }
 
-// cleanup releases key on nodes after a failed acquisition, in parallel,
-// detached from the caller's context (which may have ended: that is often
-// why the acquisition failed) and bounded by the node timeout. It reports
-// nothing: a node it cannot reach drops the key at its expiry.
-func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
+// cleanup undoes an acquisition (call, see CallUndoer) on nodes, in
+// parallel, detached from the caller's context (which may have ended: that
+// is often why the acquisition failed) and bounded by the node timeout:
+// those in granted are released, the others (unknown outcomes) undone as
+// undoOn says. It reports nothing: a node it cannot reach drops the key at
+// its expiry.
+func (s *Store) cleanup(key, token, call string, ttl time.Duration, nodes []int, granted nodeSet) {
 	if len(nodes) == 0 {
 		return
 	}
@@ -342,6 +384,6 @@ func (s *Store) cleanup(key, token string, ttl time.Duration, nodes []int) {
 	fanout(context.Background(), s.pool, s.nodeTimeout(ttl), nodes, func(ctx context.Context, i int) (struct{}, error) {
 		defer finished(i)
 		earlier(ctx, i)
-		return struct{}{}, s.nodes[i].Release(ctx, key, token)
+		return struct{}{}, s.undoOn(ctx, i, key, token, call, granted.has(i), false)
 	}, nil, nil)
 }

@@ -18,27 +18,24 @@ import (
 var conformanceOpts = &redlock.Options{NodeTimeout: 250 * time.Millisecond}
 
 // harness makes each client of the suite a Redlock store over new
-// connections to the cluster's nodes, as another process would. It declares
-// Inspect's fence (the largest any node issued, so at least the holding's)
-// and skips one known failure, found by the suite (issue 14): an Acquire
-// with a cancelled context still reaches the nodes, and its cleanup, run
-// after Acquire returned, releases a later Acquire of the same token made
-// through another client, which then fails with "lost before the fence
-// raise" (6 of 10 tries in a direct probe). The client retries with the
-// token of a failed attempt, so this is for the Redlock store to fix. A
-// second, found the same way: ContendedError.Remaining after an ExtendBatch
-// sometimes reports the expiry from before the batch although every node
-// has the new one (a waiter then wakes early; no safety loss seen); it
-// also failed the re-entry case once the same way.
+// connections to the cluster's nodes, as another process would. It skips
+// nothing and declares no deviation: the three failures the suite found
+// (issue 14) are fixed and have regression tests of their own (a cancelled
+// Acquire's late cleanup releasing a later holding of the same token:
+// TestLateUndoSparesTheTokensNextHolding; a stale ContendedError.Remaining
+// after an Extend or re-entry that returned before every node applied it:
+// TestContendedRemainingFollowsAMajority; a free key's inspected fence
+// above the last holding's: TestMajorityView). Under load two failures of
+// the suite's timing remain, neither the store's: InspectMatchesTheState
+// starts the expiry clock after Acquire returned (drivertest
+// cases_inspect.go), while a lease counts from the call's start, so a slow
+// Acquire makes the key look freed early (1 of 20 runs, four at once); and
+// with -race, three runs at once on two cores, nodes missed the node
+// timeout (TTL/3: 50 ms for the 150 ms leases, 100 ms for an ExtendBatch
+// whose shortest lease is 300 ms), so calls failed as unavailable (1 of 9).
 func (c *cluster) harness() drivertest.Harness {
 	return drivertest.Harness{
-		New:                    func(t *testing.T) driver.Mutex { return c.independentStore(t, conformanceOpts) },
-		InspectFenceMayBeLater: true,
-		Skip: map[string]string{
-			"CancelledContextChangesNothing": "a cancelled Acquire's late cleanup releases a later holding of the same token (redlock/conformance_test.go)",
-			"ExtendBatchIsASeriesOfExtend":   "under load (1 run in 4 with 4 runs at once), after ExtendBatch renewed a key to 20 s on all five nodes (PTTL 19.98 s each), a contended Acquire through the same Store reports Remaining 9.9 s, the expiry before the batch (redlock/conformance_test.go)",
-			"ReentryNeverShortensTheHolding": "the same stale Remaining: 9.3 s reported after a re-entry lengthened the holding to 30 s (seen once, with -race and three packages at once)",
-		},
+		New: func(t *testing.T) driver.Mutex { return c.independentStore(t, conformanceOpts) },
 	}
 }
 
@@ -111,12 +108,12 @@ func TestInspectReportsTheMajoritysView(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, err := s.Inspect(ctx, "inspected")
-	// Info.Fence is the last fence any node issued: a node whose grant came
-	// after the majority decided has its own, later clock's fence (fences
-	// are max(last + 1, TIME in µs) per node), so it is at least the lease's.
-	if err != nil || !info.Held || info.Token != l.Token() || info.Holds != 1 || info.Fence < l.Fence() ||
+	// Info.Fence is the holding's: the one a quorum of holders reports (a
+	// node whose grant came after the majority decided keeps a fence of its
+	// own, which a minority cannot make the quorum-th largest).
+	if err != nil || !info.Held || info.Token != l.Token() || info.Holds != 1 || info.Fence != l.Fence() ||
 		info.Remaining < 50*time.Second {
-		t.Fatalf("Inspect = %+v, %v; want held by the lease, fence >= %d", info, err, l.Fence())
+		t.Fatalf("Inspect = %+v, %v; want held by the lease, fence %d", info, err, l.Fence())
 	}
 	c.servers[0].Kill()
 	if info, err = s.Inspect(ctx, "inspected"); err != nil || !info.Held {

@@ -22,7 +22,13 @@
 //     whose outcome is unknown (never on nodes that answered "held by
 //     another owner", so a fully contended attempt costs one round trip);
 //     dlock's Client then retries after a jittered delay within its wait
-//     bound.
+//     bound. An unknown outcome is undone by the acquisition's call id
+//     (CallUndoer, which RedisNode is): only if that acquisition is what
+//     the node holds, so that an undo arriving after Acquire returned
+//     cannot take the token's next holding, made through another Store.
+//     A contended attempt waits for the nodes' answers until the Remaining
+//     it reports (when a majority can next be free) is settled. Any call
+//     whose context is already done asks no node.
 //   - Extend (and so dlock's renewal) needs a majority within the validity
 //     window; when nodes say the token no longer holds the key on enough of
 //     them that no majority is possible, the lease is lost at once. When

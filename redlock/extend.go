@@ -81,7 +81,8 @@ func (v *verdict) notHeld(n, q int) error {
 // returns an error matching ErrNoQuorum: the lease keeps its current
 // validity and dlock retries the renewal until that runs out, when the lost
 // signal fires; the nodes' keys outlive that moment by at least the drift
-// allowance. Extend never re-creates a key.
+// allowance. Extend never re-creates a key. If ctx is already done it asks
+// no node and returns ctx's error.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	rs := s.ExtendBatch(ctx, []driver.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
 	return rs[0].Grant, rs[0].Err
@@ -91,6 +92,8 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 // at once (one pipeline per node when the node is itself a BatchExtender),
 // all nodes in parallel, so a renewal round costs one fan-out however many
 // leases it renews. Each request then succeeds or fails as Extend describes.
+// If ctx is already done, no node is asked: each valid request fails with
+// ctx's error.
 func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	out := make([]driver.ExtendResult, len(reqs))
 	if len(reqs) == 0 {
@@ -104,6 +107,14 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []
 			out[i].Err = fmt.Errorf("%w: ttl %v", driver.ErrInvalid, r.TTL)
 		}
 		minTTL = min(minTTL, r.TTL)
+	}
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			if out[i].Err == nil {
+				out[i].Err = err
+			}
+		}
+		return out
 	}
 	n, q := len(s.nodes), s.quorum
 	start := s.clock.Now()
@@ -220,9 +231,13 @@ func allDecided(rs []reply[[]driver.ExtendResult], nreq, n, q int) bool {
 // enough asked nodes said the token did not hold the key that this is out of
 // reach; otherwise an error matching ErrNoQuorum. The hold is removed from
 // the Store's record either way: nodes that were not reached drop it at the
-// key's expiry.
+// key's expiry. If ctx is already done it changes nothing, asks no node and
+// returns ctx's error.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := dlock.ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	nodes := s.all

@@ -236,6 +236,13 @@ func (n pausingNode) Acquire(ctx context.Context, key, token string, ttl time.Du
 	return g, err
 }
 
+// AcquireCall is what the Store calls on a CallUndoer: it pauses the same way.
+func (n pausingNode) AcquireCall(ctx context.Context, key, token string, ttl time.Duration, call string) (driver.Grant, error) {
+	g, err := n.RedisNode.AcquireCall(ctx, key, token, ttl, call)
+	n.clock.offset.Store(int64(n.jump))
+	return g, err
+}
+
 // TestGrantAfterTTLIsRejected: an acquisition whose majority granted but
 // that took longer than the TTL (here: a process pause) is rejected, and its
 // grants are released on the real servers.

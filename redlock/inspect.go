@@ -13,7 +13,8 @@ var _ driver.Inspector = (*Store)(nil)
 // held by a token only if that token holds it on a quorum of nodes, with the
 // hold count, remaining time and fence that a quorum agrees on (the
 // quorum-th largest: for the fence, the holding's own; see majorityView);
-// a free key has the highest fence any node reports. It changes nothing.
+// a free key has the fence a quorum of the answering nodes reach, which is
+// the last holding's when every node answers. It changes nothing.
 //
 // It returns an error matching ErrNoQuorum if fewer than a quorum of nodes
 // answered, and one matching errors.ErrUnsupported if a node store cannot
@@ -47,17 +48,23 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 // nodes' fences: the holding's own fence, which the fence raise recorded on
 // at least q of them (a node that granted late and was not raised keeps a
 // fence of its own, larger or smaller, and at most q-1 such nodes cannot
-// move the q-th largest). A free key's fence is the highest any node
-// reports.
+// move the q-th largest). A free key's fence is the q-th largest of all
+// the fences reported, for the same reason: the last holding's fence was
+// raised on q nodes and kept in their tombstones, while fences no caller
+// was ever given (a late grant's, a failed acquisition's) are on fewer.
+// With fewer answers than nodes it can be lower than the last holding's;
+// 0 if fewer than q nodes report one.
 func majorityView(infos []driver.Info, q int) driver.Info {
 	var out driver.Info
 	count := map[string]int{}
-	for _, in := range infos {
-		out.Fence = max(out.Fence, in.Fence)
+	all := make([]uint64, len(infos))
+	for i, in := range infos {
+		all[i] = in.Fence
 		if in.Held {
 			count[in.Token]++
 		}
 	}
+	out.Fence = kthLargest(all, q)
 	for token, n := range count {
 		if n < q {
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"example.com/dlock"
@@ -64,6 +65,10 @@ type Store struct {
 	flights  flights  // acquisitions still in progress on some node
 	pool     *pool    // runs the node calls of every fan-out
 	reg      registry // where each hold of each holding landed, and its fence
+	// callPrefix starts the call id of each acquisition ("" if some node
+	// is not a CallUndoer); callSeq numbers them.
+	callPrefix string
+	callSeq    atomic.Uint64
 }
 
 var (
@@ -93,6 +98,7 @@ func New(nodes []driver.Mutex, opts *Options) (*Store, error) {
 	s := &Store{nodes: append([]driver.Mutex(nil), nodes...), quorum: len(nodes)/2 + 1,
 		timeout: DefaultNodeTimeout, drift: DefaultDriftFactor, fencing: true, clock: systemClock{},
 		pool: newPool(workersPerNode * len(nodes))}
+	undo := true
 	for i, n := range nodes {
 		if n == nil {
 			return nil, fmt.Errorf("%w: redlock node %d is nil", driver.ErrInvalid, i)
@@ -100,9 +106,15 @@ func New(nodes []driver.Mutex, opts *Options) (*Store, error) {
 		if _, ok := n.(FenceRaiser); !ok {
 			s.fencing = false
 		}
+		if _, ok := n.(CallUndoer); !ok {
+			undo = false
+		}
 		s.all = append(s.all, i)
 	}
 	s.reg.quorum = s.quorum
+	if undo {
+		s.callPrefix = newCallPrefix()
+	}
 	if opts != nil {
 		if err := s.apply(opts); err != nil {
 			return nil, err
