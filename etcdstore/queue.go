@@ -55,7 +55,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		w.s.remember(k, holding{lease: sess.id, create: w.rev, mod: w.rev, holds: 1, token: token})
 		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, nil
 	}
-	g, err := w.wait(ctx, start, pred, resp.Header.Revision+1)
+	g, err := w.wait(ctx, start, pred)
 	if err != nil {
 		w.cleanup(ctx)
 	}
@@ -72,12 +72,12 @@ type waiter struct {
 	rev    int64 // our key's CreateRevision
 }
 
-// wait loops: watch the predecessor pred (and our own key) for deletion from
-// revision rev, if pred is known; then read our key and our predecessor;
-// none → ours is the lock.
-func (w *waiter) wait(ctx context.Context, start time.Time, pred string, rev int64) (driver.Grant, error) {
+// wait loops: watch the predecessor pred (and our own key) for deletion, if
+// pred is known; then read our key and our predecessor; none → ours is the
+// lock.
+func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver.Grant, error) {
 	if pred != "" {
-		if err := w.await(ctx, pred, rev); err != nil {
+		if err := w.await(ctx, pred); err != nil {
 			return driver.Grant{}, err
 		}
 	}
@@ -100,7 +100,7 @@ func (w *waiter) wait(ctx context.Context, start time.Time, pred string, rev int
 			w.s.remember(w.k, holding{lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: holds, token: w.token})
 			return driver.Grant{Fence: uint64(w.rev), Holds: holds, TTL: w.s.certainTTL(w.sess, start)}, nil
 		}
-		if err := w.await(ctx, string(pred[0].Key), resp.Header.Revision+1); err != nil {
+		if err := w.await(ctx, string(pred[0].Key)); err != nil {
 			return driver.Grant{}, err
 		}
 	}
@@ -114,15 +114,24 @@ func (w *waiter) gone() error {
 	return fmt.Errorf("%w: etcdstore: the session expired while waiting for %q", driver.ErrNotAcquired, w.key)
 }
 
-// await returns when pred is deleted at or after revision rev (or the watch
-// broke: the caller reads again), keeping the session alive meanwhile. It
+// await returns when pred is deleted (or the watch broke: the caller reads
+// again), keeping the session alive meanwhile. It
 // returns an error when our own key is deleted, the session can no longer
 // be trusted, or ctx ends.
-func (w *waiter) await(ctx context.Context, pred string, rev int64) error {
+func (w *waiter) await(ctx context.Context, pred string) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	predc := w.s.cli.Watch(wctx, pred, clientv3.WithRev(rev), clientv3.WithFilterPut())
-	ownc := w.s.cli.Watch(wctx, w.k, clientv3.WithRev(rev), clientv3.WithFilterPut())
+	// Watches from the current revision, not from rev: the server delivers
+	// a watch that starts in the past only after its next sync of lagging
+	// watchers (every 100 ms), which under steady writes is the common
+	// case and would add tens of milliseconds to each handover. What a
+	// watch from now misses (pred deleted before it was registered) the
+	// read after the registration sees.
+	predc := w.s.cli.Watch(wctx, pred, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	ownc := w.s.cli.Watch(wctx, w.k, clientv3.WithFilterPut())
+	if gone, err := w.registered(ctx, predc, pred); gone || err != nil {
+		return err
+	}
 	tick := time.NewTicker(w.s.ttl / 3)
 	defer tick.Stop()
 	for {
@@ -150,6 +159,25 @@ func (w *waiter) await(ctx context.Context, pred string, rev int64) error {
 			return fmt.Errorf("etcdstore: waiting for %q: %w", w.key, context.Cause(ctx))
 		}
 	}
+}
+
+// registered waits for the watch on pred to be registered, then reports
+// whether pred is gone already (deleted before the watch could see it).
+// A watch that failed reports gone, so that the caller reads again.
+func (w *waiter) registered(ctx context.Context, predc clientv3.WatchChan, pred string) (gone bool, err error) {
+	select {
+	case wr, ok := <-predc:
+		if !ok || wr.Err() != nil || hasDelete(wr.Events) {
+			return true, ctx.Err()
+		}
+	case <-ctx.Done():
+		return true, fmt.Errorf("etcdstore: waiting for %q: %w", w.key, context.Cause(ctx))
+	}
+	resp, err := w.s.cli.Get(ctx, pred, clientv3.WithCountOnly())
+	if err != nil {
+		return true, nil // read again (the caller's read reports the error)
+	}
+	return resp.Count == 0, nil
 }
 
 func hasDelete(evs []*clientv3.Event) bool {
