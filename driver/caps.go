@@ -140,8 +140,13 @@ type Info struct {
 	Held bool
 	// Token is the holder's owner token, if the store knows it (a secret:
 	// abbreviate it for display); empty for a holder that is not a dlock
-	// client (etcdctl lock).
+	// client (etcdctl lock), and on stores that keep only a digest of the
+	// token (etcdstore) for another process's holding.
 	Token string
+	// Foreign reports that the holder is known not to be a dlock client
+	// (etcdctl lock on etcd). False with an empty Token means a dlock
+	// holder whose token this store cannot read.
+	Foreign bool
 	// Holds is the holder's hold count.
 	Holds int
 	// Remaining is the holder's remaining time to live; negative if the
