@@ -106,7 +106,7 @@ type Service struct {
 	store *redisstore.Store
 	locks *dlock.Client
 	etcd  *dlock.Client // nil without Config.Etcd
-	local sync.Mutex // the "local" strategy's in-process lock
+	local sync.Mutex    // the "local" strategy's in-process lock
 	rl    *redlock
 }
 
