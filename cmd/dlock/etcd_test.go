@@ -122,3 +122,22 @@ func holdWithEtcdctl(t *testing.T, store, endpoint, name string) {
 		return strings.Contains(r.stdout, "held:     yes")
 	})
 }
+
+// TestEtcdPrefixIsThePath: --prefix on an etcd URL sets its path (the etcd
+// store takes no ?prefix=), agrees with the same path, and refuses another.
+func TestEtcdPrefixIsThePath(t *testing.T) {
+	for _, tc := range []struct{ url, prefix, want string }{
+		{"etcd://h:2379", "locks", "etcd://h:2379/locks"},
+		{"etcd://h:2379/?session-ttl=2s", "a/b", "etcd://h:2379/a/b?session-ttl=2s"},
+		{"etcd://h:2379/locks", "locks", "etcd://h:2379/locks"},
+		{"etcd://h:2379/locks", "", "etcd://h:2379/locks"},
+	} {
+		got, err := withPrefix(tc.url, tc.prefix)
+		if err != nil || got != tc.want {
+			t.Errorf("withPrefix(%q, %q) = %q, %v; want %q", tc.url, tc.prefix, got, err, tc.want)
+		}
+	}
+	if _, err := withPrefix("etcd://h:2379/locks", "other"); usageCode(err) != ExitUsage {
+		t.Errorf("a disagreeing prefix: %v, want a usage error", err)
+	}
+}
