@@ -31,7 +31,7 @@
 // is not tied to the lease. TryLock makes one attempt. Waiters on stores that
 // can notify (Redis pub/sub) sleep until a release is announced, or until the
 // holder's lease would run out, instead of polling; on stores with their own
-// queue of waiters (etcd, ZooKeeper: driver.Queuer) Lock waits in that queue,
+// queue of waiters (etcd: driver.Queuer) Lock waits in that queue,
 // served in order across processes.
 //
 // Waiters of one Client for one key queue in the process, first come first
@@ -122,7 +122,7 @@
 // on the key: a TTL outside the store's MinTTL..MaxTTL is refused with
 // ErrInvalid before any I/O, the default lease is raised to the store's
 // MinTTL, and lease lengths are rounded up to its granularity (a millisecond
-// on Redis, a second on etcd). On a session-based store (etcd, ZooKeeper) the
+// on Redis, a second on etcd). On a session-based store (etcd) the
 // locks live as long as the store's session: every lease lasts the session's
 // TTL whatever WithTTL or WithAutoRenew ask for, is renewed every third of
 // it, and renewal keeps the session alive.
