@@ -124,12 +124,13 @@
 // on the key: a TTL outside the store's MinTTL..MaxTTL is refused with
 // ErrInvalid before any I/O, the default lease is raised to the store's
 // MinTTL, and lease lengths are rounded up to its granularity (a millisecond
-// on Redis). On a session-based store (etcd) the locks live as long as the
-// store's session: every lease lasts the session's TTL whatever WithTTL or
-// WithAutoRenew ask for, is renewed every third of it, and renewal keeps
-// the session alive. A fixed lease (WithTTL) is reported lost after the
-// session's TTL, but its key stays held for as long as something keeps the
-// session alive (another lease of the same store, say): release it.
+// on Redis, a second on etcd). On a session-based store (etcd) the
+// locks live as long as the store's session: every lease lasts the session's
+// TTL whatever WithTTL or WithAutoRenew ask for, is renewed every third of
+// it, and renewal keeps the session alive. A fixed lease (WithTTL) is
+// reported lost after the session's TTL, and the Client then gives its key
+// back in the background (the session, kept alive by other leases, would
+// otherwise hold it).
 //
 // # Stores
 //

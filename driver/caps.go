@@ -145,10 +145,15 @@ type Info struct {
 	Held bool
 	// Token is the holder's owner token, if the store knows it (a secret:
 	// abbreviate it for display). It is empty when the store does not know
-	// it: for a holder that is not a dlock client (etcdctl lock), and on a
-	// store that keeps only a digest of tokens (etcd) for a holding taken
-	// through another store value, in this process or another.
+	// it: for a holder that is not a dlock client (etcdctl lock, see
+	// Foreign), and on a store that keeps only a digest of tokens (etcd) for
+	// a holding taken through another store value, in this process or
+	// another.
 	Token string
+	// Foreign reports that the holder is known not to be a dlock client
+	// (etcdctl lock on etcd). False with an empty Token means a dlock
+	// holder whose token this store cannot read.
+	Foreign bool
 	// Holds is the holder's hold count.
 	Holds int
 	// Remaining is the holder's remaining time to live; negative if the

@@ -24,7 +24,7 @@ func (s *suite) grantBound() time.Duration {
 // another client), and is coherent.
 func (s *suite) testModel(t *testing.T, m driver.Mutex) {
 	md := m.Model()
-	if other := s.h.New(t).Model(); md != other || md != m.Model() || md != s.model {
+	if other := s.client(t).Model(); md != other || md != m.Model() || md != s.model {
 		t.Fatalf("Model() varies: %+v, %+v, run's %+v", md, other, s.model)
 	}
 	if md.MinTTL < 0 || md.Granularity < 0 || (md.MaxTTL != 0 && md.MaxTTL < md.MinTTL) {
@@ -55,7 +55,7 @@ func (s *suite) testAcquireFree(t *testing.T, m driver.Mutex) {
 func (s *suite) testContended(t *testing.T, m driver.Mutex) {
 	key, tok := Key(t), Token()
 	mustAcquire(t, m, key, tok, s.long)
-	ce := s.wantContended(t, s.h.New(t), key)
+	ce := s.wantContended(t, s.client(t), key)
 	if ce.Remaining == 0 {
 		t.Fatalf("Remaining = 0 for a key held for %v: want its remaining time, or negative if unknown", s.long)
 	}
@@ -86,7 +86,7 @@ func (s *suite) testReentry(t *testing.T, m driver.Mutex) {
 // gets a fence strictly greater than the one before.
 func (s *suite) testFences(t *testing.T, m driver.Mutex) {
 	key := Key(t)
-	clients := []driver.Mutex{m, s.h.New(t)}
+	clients := []driver.Mutex{m, s.client(t)}
 	var last uint64
 	for i := range 20 {
 		c, tok := clients[i%2], Token()
@@ -118,7 +118,7 @@ func (s *suite) testExtend(t *testing.T, m driver.Mutex) {
 func (s *suite) testNonOwner(t *testing.T, m driver.Mutex) {
 	key, tok := Key(t), Token()
 	g := mustAcquire(t, m, key, tok, s.long)
-	other := s.h.New(t)
+	other := s.client(t)
 	_, err := other.Extend(ctx(t), key, Token(), s.long)
 	wantNotHeld(t, err, driver.ErrTaken)
 	wantNotHeld(t, other.Release(ctx(t), key, Token()), driver.ErrTaken)
@@ -141,7 +141,7 @@ func (s *suite) testExtendAfterRelease(t *testing.T, m driver.Mutex) {
 	mustRelease(t, m, key, tok)
 	_, err := m.Extend(ctx(t), key, tok, s.long)
 	wantNotHeld(t, err, driver.ErrExpired)
-	s.wantFree(t, s.h.New(t), key)
+	s.wantFree(t, s.client(t), key)
 	_, err = m.Extend(ctx(t), Key(t), tok, s.long) // never locked
 	wantNotHeld(t, err, driver.ErrExpired)
 }
@@ -176,7 +176,7 @@ func (s *suite) testCancelled(t *testing.T, m driver.Mutex) {
 	if _, err := m.Acquire(c, key, tok, s.long); err == nil {
 		t.Fatal("Acquire with a cancelled context succeeded")
 	}
-	mustAcquire(t, s.h.New(t), key, tok, s.long) // and changed nothing
+	mustAcquire(t, s.client(t), key, tok, s.long) // and changed nothing
 	if err := m.Release(c, key, tok); err == nil {
 		t.Fatal("Release with a cancelled context succeeded")
 	}

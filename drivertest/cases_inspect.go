@@ -48,7 +48,7 @@ func (s *suite) checkFree(t *testing.T, what string, info driver.Info, last uint
 // testInspect: Inspect reports the real state (driver.Info) of a key never
 // locked, held, re-entered, released and expired, and changes nothing.
 func (s *suite) testInspect(t *testing.T, m driver.Mutex) {
-	in, ok := driver.As[driver.Inspector](s.h.New(t))
+	in, ok := driver.As[driver.Inspector](s.client(t))
 	if !ok {
 		t.Skip("store does not implement driver.Inspector")
 	}
@@ -82,7 +82,7 @@ func (s *suite) testInspect(t *testing.T, m driver.Mutex) {
 // state, nothing outside the prefix, no foreign value (Harness.Foreign), and
 // stops when fn returns false.
 func (s *suite) testLister(t *testing.T, m driver.Mutex) {
-	l, ok := driver.As[driver.Lister](s.h.New(t))
+	l, ok := driver.As[driver.Lister](s.client(t))
 	if !ok {
 		t.Skip("store does not implement driver.Lister")
 	}
@@ -154,7 +154,7 @@ func (s *suite) testWaiters(t *testing.T, m driver.Mutex) {
 	s.waitWaiters(t, wc, key, 0)
 	var stops []func()
 	for i := range 2 {
-		stops = append(stops, s.startWaiter(t, s.h.New(t), key))
+		stops = append(stops, s.startWaiter(t, s.client(t), key))
 		s.waitWaiters(t, wc, key, i+1)
 	}
 	for i, stop := range stops {

@@ -36,7 +36,7 @@ func subscribe(t *testing.T, n driver.Notifier, key string) <-chan struct{} {
 // testNotify: a release of a held key wakes a subscriber on another client
 // within Slack.
 func (s *suite) testNotify(t *testing.T, m driver.Mutex) {
-	sub := s.h.New(t)
+	sub := s.client(t)
 	n := notifier(t, sub)
 	key, tok := Key(t), Token()
 	mustAcquire(t, m, key, tok, s.long)
@@ -56,7 +56,7 @@ func (s *suite) testNotify(t *testing.T, m driver.Mutex) {
 // another key send nothing (driver.Notifier: "every spurious wake-up costs
 // each waiter a round trip"); then the real release does arrive (control).
 func (s *suite) testNoSpurious(t *testing.T, m driver.Mutex) {
-	sub := s.h.New(t)
+	sub := s.client(t)
 	n := notifier(t, sub)
 	key, other, tok := Key(t), Key(t), Token()
 	ch := subscribe(t, n, key)
@@ -103,7 +103,7 @@ func (s *suite) testExtendBatch(t *testing.T, m driver.Mutex) {
 	if !ok {
 		t.Skip("store does not implement driver.BatchExtender")
 	}
-	holder := s.h.New(t)
+	holder := s.client(t)
 	items := []batchItem{
 		{"held, longer", func(t *testing.T, k string) string { return s.mustTok(t, m, k) }, 2 * s.long},
 		{"held, shorter", func(t *testing.T, k string) string { return s.mustTok(t, m, k) }, 2 * s.ttl},

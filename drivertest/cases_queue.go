@@ -58,7 +58,7 @@ func (s *suite) testQueueFIFO(t *testing.T, m driver.Mutex) {
 	done := make(chan queued, n)
 	clients, toks := make([]driver.Mutex, n), make([]string, n)
 	for i := range n {
-		clients[i], toks[i] = s.h.New(t), Token()
+		clients[i], toks[i] = s.client(t), Token()
 		q := queuer(t, clients[i])
 		go func() {
 			g, err := q.AcquireQueued(ctx(t), key, toks[i], s.long)
@@ -88,7 +88,7 @@ func (s *suite) testQueueCancel(t *testing.T, m driver.Mutex) {
 	wc := waiterCounter(t, m)
 	key := Key(t)
 	holder := s.mustTok(t, m, key)
-	q := queuer(t, s.h.New(t))
+	q := queuer(t, s.client(t))
 	wctx, cancel := contextWithCancel(t)
 	done := make(chan queued, 1)
 	go func() {
@@ -102,7 +102,7 @@ func (s *suite) testQueueCancel(t *testing.T, m driver.Mutex) {
 	}
 	s.waitWaiters(t, wc, key, 0)
 	mustRelease(t, m, key, holder)
-	s.wantFree(t, s.h.New(t), key)
+	s.wantFree(t, s.client(t), key)
 }
 
 // testQueueExpiry: a queued waiter gets the key when the holder's lease (or
@@ -119,14 +119,14 @@ func (s *suite) testQueueExpiry(t *testing.T, m driver.Mutex) {
 	}
 	start := time.Now()
 	g := mustAcquire(t, m, key, Token(), max(ttl, s.ttl))
-	q := queuer(t, s.h.New(t))
+	q := queuer(t, s.client(t))
 	done := make(chan queued, 1)
 	go func() {
 		g, err := q.AcquireQueued(ctx(t), key, Token(), s.long)
 		done <- queued{0, g, err}
 	}()
 	if s.model.Session {
-		s.h.Kill(t, m)
+		s.kill(t, m)
 	}
 	r := receive(t, done, limit+5*time.Second, "holder's lease ended")
 	el := time.Since(start)

@@ -46,7 +46,7 @@ func (s *suite) testRace(t *testing.T, m driver.Mutex) {
 	t.Logf("seed %d (%d clients × %d goroutines × %d rounds)", seed, s.h.Clients, s.h.Goroutines, s.h.Rounds)
 	clients := []driver.Mutex{m}
 	for len(clients) < s.h.Clients {
-		clients = append(clients, s.h.New(t))
+		clients = append(clients, s.client(t))
 	}
 	key := Key(t)
 	deadline := time.Now().Add(30*time.Second + 10*s.slack)

@@ -23,7 +23,7 @@ func (s *suite) testExpiry(t *testing.T, m driver.Mutex) {
 	start := time.Now()
 	mustAcquire(t, m, key, Token(), s.ttl)
 	s.wantContended(t, m, key)
-	if s.acquiredWithin(t, s.h.New(t), key, s.ttl+s.slack) == "" {
+	if s.acquiredWithin(t, s.client(t), key, s.ttl+s.slack) == "" {
 		t.Fatalf("key still held %v after a %v lease", time.Since(start), s.ttl)
 	}
 	if el := time.Since(start); el < s.ttl-early {
@@ -56,7 +56,7 @@ func (s *suite) testExtendNoRecreate(t *testing.T, m driver.Mutex) {
 	_, err := m.Extend(ctx(t), key, tok, s.long)
 	wantNotHeld(t, err, driver.ErrExpired)
 	wantNotHeld(t, m.Release(ctx(t), key, tok), driver.ErrExpired)
-	mustAcquire(t, s.h.New(t), key, Token(), s.long) // free, not re-created by Extend
+	mustAcquire(t, s.client(t), key, Token(), s.long) // free, not re-created by Extend
 }
 
 // testReentryNeverShortens: a re-entry with a ttl shorter than what the
@@ -93,7 +93,7 @@ func (s *suite) testExtendShorterShortens(t *testing.T, m driver.Mutex) {
 		t.Fatalf("Extend: %v", err)
 	}
 	remainingAtMost(t, "after a shorter Extend", s.wantContended(t, m, key).Remaining, 2*s.ttl)
-	if s.acquiredWithin(t, s.h.New(t), key, 2*s.ttl+s.slack) == "" {
+	if s.acquiredWithin(t, s.client(t), key, 2*s.ttl+s.slack) == "" {
 		t.Fatalf("key still held %v after Extend(%v)", time.Since(start), 2*s.ttl)
 	}
 	if el := time.Since(start); el < 2*s.ttl-early {
@@ -103,8 +103,10 @@ func (s *suite) testExtendShorterShortens(t *testing.T, m driver.Mutex) {
 
 // testSessionExtend: on a session-based store Extend renews the session and
 // confirms the key: same fence and holds, a TTL within the session's; three
-// Extends half a session apart keep the key past the session's TTL.
+// Extends half a session apart keep the key past the session's TTL. The
+// harness's KeepAlive is stopped for m: Extend alone must renew.
 func (s *suite) testSessionExtend(t *testing.T, m driver.Mutex) {
+	s.stopRenewal(t, m)
 	key, tok := Key(t), Token()
 	g := mustAcquire(t, m, key, tok, s.long)
 	for range 3 {
@@ -114,7 +116,7 @@ func (s *suite) testSessionExtend(t *testing.T, m driver.Mutex) {
 			t.Fatalf("Extend = %+v, %v; want fence %d, holds 1, 0 < TTL <= %v", e, err, g.Fence, s.model.SessionTTL)
 		}
 	}
-	s.wantContended(t, s.h.New(t), key)
+	s.wantContended(t, s.client(t), key)
 	mustRelease(t, m, key, tok)
 }
 
@@ -129,8 +131,8 @@ func (s *suite) testKilledSession(t *testing.T, m driver.Mutex) {
 		mustAcquire(t, m, k, Token(), s.long)
 	}
 	start := time.Now()
-	s.h.Kill(t, m)
-	other := s.h.New(t)
+	s.kill(t, m)
+	other := s.client(t)
 	s.wantContended(t, other, keys[0])
 	for _, k := range keys {
 		if s.acquiredWithin(t, other, k, s.model.SessionTTL+s.slack-time.Since(start)) == "" {

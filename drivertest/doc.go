@@ -19,7 +19,11 @@
 // The suite reads the store's time and liveness model from Mutex.Model and
 // adapts to it: the short lease of the expiry cases is max(150 ms, MinTTL)
 // rounded up to Granularity; session-based stores skip the per-key TTL
-// cases and run the session cases instead. Each case is named after the rule
+// cases and run the session cases instead. A session-based store should set
+// Harness.KeepAlive: the suite then renews each client's session between
+// calls, as a client holding keys would, so that a realistic session TTL
+// survives a stall of the machine; the session cases stop that renewal where
+// they check the store's own. Each case is named after the rule
 // of driver.Mutex or of a capability's documentation that it checks, and
 // fails with what the store did. Capabilities are found with driver.As; a
 // case for a capability the store lacks is skipped and says so.

@@ -26,6 +26,19 @@ type Harness struct {
 	// it for the KilledSessionFreesItsKeys case (skipped without it).
 	Kill func(t *testing.T, s driver.Mutex)
 
+	// KeepAlive, if set, renews the session of client s (session-based
+	// stores), as a client holding keys between calls would (etcdstore:
+	// Store.KeepAlive). The suite holds keys without renewing them for up
+	// to about a second, or longer when the machine stalls; a realistic
+	// session (several seconds) survives that only if renewed. The suite
+	// calls it every SessionTTL/4 for each client it makes, from a
+	// goroutine that stops when the client's test ends, before Kill, and
+	// during SessionExtendRenews (which checks that Extend alone renews).
+	// Its errors are ignored: a failed renewal shows as a lost key. The
+	// clients New returns must then be comparable (pointers, or structs
+	// of them). Without it nothing renews a session between calls.
+	KeepAlive func(ctx context.Context, s driver.Mutex) error
+
 	// Foreign, if set, puts a value that is not a lock at key, the way a
 	// user's own data could sit in the store's key space. The Lister case
 	// then checks that List skips it.
@@ -77,6 +90,8 @@ type suite struct {
 	// ttl is the short lease of the expiry cases; long is a lease no case
 	// outlives.
 	ttl, long, slack time.Duration
+	// ren runs Harness.KeepAlive for the clients the suite made.
+	ren renewals
 }
 
 // baseTTL is the short lease before the store's model raises it.
@@ -144,7 +159,7 @@ func Run(t *testing.T, h Harness) {
 			if why, ok := h.Skip[tc.name]; ok {
 				t.Skipf("known failure, skipped by the harness: %s", why)
 			}
-			tc.fn(t, s.h.New(t))
+			tc.fn(t, s.client(t))
 		})
 	}
 }

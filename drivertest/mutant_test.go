@@ -45,6 +45,7 @@ func TestMutantChild(t *testing.T) {
 		r := newRef(m)
 		h.New = func(*testing.T) driver.Mutex { return newRefSession(r) }
 		h.Kill = func(_ *testing.T, c driver.Mutex) { c.(*refSession).kill() }
+		h.KeepAlive = func(ctx context.Context, c driver.Mutex) error { return c.(*refSession).keepAliveHook(ctx) }
 	case name == "reference":
 		name = string(correct)
 		fallthrough

@@ -119,6 +119,30 @@ func (c *refSession) AcquireQueued(ctx context.Context, key, token string, _ tim
 	return c.refStore.AcquireQueued(ctx, key, token, refSessionTTL)
 }
 
+// keepAliveHook is the harness's KeepAlive: it renews every holding of the
+// session, as a background keepalive would, also under the sessionNoRenew
+// mutation (whose Extend renews nothing): the suite must stop this renewal
+// in SessionExtendRenews for that mutant to fail it. A killed client fails.
+func (c *refSession) keepAliveHook(ctx context.Context) error {
+	if err := c.alive(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.refStore.mu.Lock()
+	defer c.refStore.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until := time.Now().Add(refSessionTTL)
+	for _, l := range c.locks {
+		if c.tokens[l.token] && time.Now().Before(l.expires) {
+			l.expires = until
+		}
+	}
+	return nil
+}
+
 // kill abandons the client: no more calls, no more keepalives. With the
 // sessionOutlivesKill mutation its holdings never end instead.
 func (c *refSession) kill() {

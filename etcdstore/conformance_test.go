@@ -16,7 +16,9 @@ import (
 
 // The drivertest conformance suite on a single node, every client through
 // one fault proxy (Pause holds the bytes both ways: an outage that loses
-// nothing), with a 2 s session: the suite holds keys without renewing them for up to about 1 s, and compares a grant's TTL with twice its 1 s short lease.
+// nothing), with a realistic 5 s session that the suite renews between
+// calls through Harness.KeepAlive (Store.KeepAlive), as a dlock Client
+// would.
 func TestConformance(t *testing.T) {
 	c := node(t)
 	p, err := faultproxy.New(c.Members[0].Addr())
@@ -34,7 +36,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := etcdstore.New(cli, etcdstore.Options{Prefix: pfx, SessionTTL: 2 * time.Second})
+			s, err := etcdstore.New(cli, etcdstore.Options{Prefix: pfx, SessionTTL: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,15 +44,17 @@ func TestConformance(t *testing.T) {
 			mu.Lock()
 			clients[r] = cli
 			mu.Unlock()
-			stop := renewInBackground(s)
 			t.Cleanup(func() {
-				stop()
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				defer cancel()
 				_ = s.Close(ctx)
 				cli.Close()
 			})
 			return r
+		},
+		KeepAlive: func(ctx context.Context, s driver.Mutex) error {
+			_, err := s.(reporting).KeepAlive(ctx)
+			return err
 		},
 		Pause: func(t *testing.T) func() {
 			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
@@ -87,28 +91,4 @@ func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 		return 0, err
 	}
 	return int(resp.Count), nil
-}
-
-// renewInBackground renews s's session every 500 ms, as a dlock Client
-// would: the suite holds keys without renewing them, and a 2 s session does
-// not survive a stall of the shared machine. The returned function stops it
-// and waits for it.
-func renewInBackground(s *etcdstore.Store) (stop func()) {
-	quit, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-				_, _ = s.KeepAlive(ctx) // failures show as lost keys in the cases
-				cancel()
-			case <-quit:
-				return
-			}
-		}
-	}()
-	return func() { close(quit); <-ended }
 }

@@ -46,7 +46,7 @@ func (s *Store) info(ctx context.Context, kv *mvccpb.KeyValue) (driver.Info, err
 	if err != nil {
 		return driver.Info{}, err
 	}
-	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
+	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1, Foreign: v.digest == ""}
 	if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
 		in.Token = h.token
 	}
@@ -81,7 +81,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string, inf
 		}
 		name := full[:i]
 		seen[name] = true
-		in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1}
+		in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1, Foreign: v.digest == ""}
 		if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
 			in.Token = h.token
 		}

@@ -42,9 +42,18 @@ refuse requests, and which are correct.
 
 Without --redis (or a redis:// --store) it starts an embedded Redis-protocol
 server (miniredis) on a loopback port, and three more as Redlock nodes:
-nothing to install. The strategies are the articles' Redis ones, so the demo
-takes a Redis store only: --store redis:// or rediss://, --redis,
---redis-cluster or --redis-sentinel (and --redlock for the redlock rung).
+nothing to install; that zero-setup demo always runs on the embedded Redis.
+The strategies are the articles' Redis ones, so the stock is in Redis:
+--store redis:// or rediss://, --redis, --redis-cluster or --redis-sentinel
+(and --redlock for the redlock rung).
+
+With --store etcd://HOST:PORT[,HOST:PORT...]/PREFIX the demo adds the etcd
+strategy: the lock is dlock's over that etcd (where etcdctl lock
+PREFIX/DistributedLock_10000 queues with it), and the stock stays in Redis
+(the embedded one, unless --redis names one), written with the lock's
+fence, the key's etcd CreateRevision, so that a stale holder's write is
+refused. A crashed holder's lock is freed when its etcd session expires
+(?session-ttl=, default 10s): the crash scenario waits that long.
 
 Strategies, in the order of the articles' ladder:
   nolock   read, write stock-1                 lost updates
@@ -72,6 +81,7 @@ For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
   dlock demo --requests 200 --instances 3
   dlock demo --scenario crash --strategies v1,v2,dlock
   dlock demo --redis redis://127.0.0.1:6379 --json
+  dlock demo --store 'etcd://127.0.0.1:2379/locks?session-ttl=2s' --strategies nolock,dlock,etcd
   dlock demo --report demo.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, &f) },
@@ -109,15 +119,25 @@ func (f *demoFlags) validate() (inventory.Scenario, error) {
 	case f.work < 0 || f.work > time.Minute:
 		return sc, fmt.Errorf("--work %v: want 0-1m", f.work)
 	}
+	known := inventory.Strategies
+	if f.store.etcdLockURL() != "" {
+		known = append(slices.Clip(known), inventory.EtcdStrategy)
+	}
 	for _, s := range f.strategies {
-		if !slices.Contains(inventory.Strategies, s) {
-			return sc, fmt.Errorf("--strategies: unknown %q (want some of %s)", s, strings.Join(inventory.Strategies, ","))
+		switch {
+		case s == inventory.EtcdStrategy && !slices.Contains(known, s):
+			return sc, fmt.Errorf("--strategies: %s needs an etcd store: --store etcd://HOST:PORT/PREFIX", s)
+		case !slices.Contains(known, s):
+			return sc, fmt.Errorf("--strategies: unknown %q (want some of %s)", s, strings.Join(known, ","))
 		}
 	}
 	return sc, nil
 }
 
 func runDemo(cmd *cobra.Command, f *demoFlags) error {
+	if f.store.etcdLockURL() != "" && !cmd.Flags().Changed("strategies") {
+		f.strategies = append(slices.Clip(inventory.Strategies), inventory.EtcdStrategy)
+	}
 	sc, err := f.validate()
 	if err != nil {
 		return exitWith(ExitUsage, err)
@@ -131,7 +151,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	defer cleanup()
 	shown := server
 	if embedded { // a hint for the terminal, not part of the server's name (JSON, report title)
-		shown += "; pass --store redis://HOST:PORT to use a real Redis"
+		shown += "; pass --redis URL to use a real Redis"
 	}
 	if f.json { // keep stdout pure JSON; the document names the server too
 		fmt.Fprintln(stderr, "dlock demo: store:", shown)
@@ -190,30 +210,71 @@ func demoWriteReport(path, scenario, server string, rs []inventory.Result) error
 }
 
 // demoStore picks the Redis the instances use: the flags', or embedded
-// servers. It returns the environment that passes the choice to the
-// instances (never on their command line, where passwords would show).
+// servers, and the etcd store of the etcd strategy when --store is an
+// etcd:// URL (checked to answer; the stock stays in that Redis). It
+// returns the environment that passes the choice to the instances (never
+// on their command line, where passwords would show).
 func demoStore(ctx context.Context, f *storeFlags) (env []string, server string, embedded bool, cleanup func(), err error) {
-	cleanup = func() {}
-	if f.storeURL != "" || f.redisURL != "" || f.clusterURL != "" || f.sentinelURL != "" {
-		primary, nodes, desc, err := inventoryClients(f)
+	rf := f.withoutEtcd()
+	if rf.storeURL != "" || rf.redisURL != "" || rf.clusterURL != "" || rf.sentinelURL != "" {
+		cleanup = func() {}
+		env, server, err = demoRedis(ctx, rf)
+	} else {
+		env, server, cleanup, err = demoEmbedded(rf)
+		embedded = true
+	}
+	if err != nil {
+		return nil, "", false, cleanup, err
+	}
+	if u := f.etcdLockURL(); u != "" {
+		est, err := openEtcd(ctx, f)
 		if err != nil {
 			return nil, "", false, cleanup, err
 		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes})
-		if err == nil {
-			err = svc.Ping(pctx)
-			_ = svc.Close()
-		}
-		closeClients(append(nodes, primary))
-		if err != nil {
-			return nil, "", false, cleanup, exitWith(ExitUnavailable, err)
-		}
-		env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_STORE=" + f.storeURL, "DLOCK_REDIS=" + f.redisURL, "DLOCK_REDIS_CLUSTER=" + f.clusterURL,
-			"DLOCK_REDIS_SENTINEL=" + f.sentinelURL, "DLOCK_REDLOCK=" + strings.Join(f.redlockURLs, ",")}
-		return env, desc, false, cleanup, nil
+		server += "; etcd strategy's lock on " + est.Desc
+		_ = est.Close()
+		env = setEnv(env, "DLOCK_STORE", u)
 	}
+	return env, server, embedded, cleanup, nil
+}
+
+// setEnv returns env with name=value, replacing an earlier setting of name.
+func setEnv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, e := range env {
+		if !strings.HasPrefix(e, name+"=") {
+			out = append(out, e)
+		}
+	}
+	return append(out, name+"="+value)
+}
+
+// demoRedis checks the Redis the flags name (and the --redlock nodes) and
+// returns the instances' environment and the store's description.
+func demoRedis(ctx context.Context, f *storeFlags) (env []string, server string, err error) {
+	primary, nodes, desc, err := inventoryClients(f)
+	if err != nil {
+		return nil, "", err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes})
+	if err == nil {
+		err = svc.Ping(pctx)
+		_ = svc.Close()
+	}
+	closeClients(append(nodes, primary))
+	if err != nil {
+		return nil, "", exitWith(ExitUnavailable, err)
+	}
+	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_STORE=" + f.storeURL, "DLOCK_REDIS=" + f.redisURL, "DLOCK_REDIS_CLUSTER=" + f.clusterURL,
+		"DLOCK_REDIS_SENTINEL=" + f.sentinelURL, "DLOCK_REDLOCK=" + strings.Join(f.redlockURLs, ",")}
+	return env, desc, nil
+}
+
+// demoEmbedded starts the embedded servers: one for the stock and the
+// locks, three for Redlock (unless --redlock names nodes).
+func demoEmbedded(f *storeFlags) (env []string, server string, cleanup func(), err error) {
 	var servers []*inventory.Embedded
 	cleanup = func() {
 		for _, s := range servers {
@@ -224,7 +285,7 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 	for i := 0; i < 4; i++ {
 		s, err := inventory.StartEmbedded()
 		if err != nil {
-			return nil, "", false, cleanup, exitWith(ExitUnavailable, err)
+			return nil, "", cleanup, exitWith(ExitUnavailable, err)
 		}
 		servers = append(servers, s)
 		if i > 0 {
@@ -238,7 +299,7 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 		servers[0].Addr(), len(redlock))
 	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_STORE=", "DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
 		"DLOCK_REDLOCK=" + strings.Join(redlock, ",")}
-	return env, server, true, cleanup, nil
+	return env, server, cleanup, nil
 }
 
 // demoStartInstances re-executes this binary as `dlock inventory serve`.

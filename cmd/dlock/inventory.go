@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"example.com/dlock/cmd/dlock/internal/inventory"
+	"example.com/dlock/driver"
 )
 
 func init() { subcommands = append(subcommands, newInventoryCmd) }
@@ -45,6 +47,8 @@ them:
   POST /buy/{strategy}   nolock local v1 v2 v3 v4 v5 redlock dlock
                          dlock-commit (dlock, with the stock read with the
                          grant and written by the release)
+                         etcd (dlock over the etcd store given by --store
+                         etcd://HOST:PORT/PREFIX; the stock stays in Redis)
                          query: work=D (pause between read and write),
                          lease=D (v2-v5, redlock, dlock, dlock-commit),
                          stall=D (pause before release; v3: between its
@@ -55,6 +59,10 @@ them:
 
 The stock is ProductStock_10000; v1-v5 lock DistributedLock_10000, redlock
 locks redlock:10000 on the --redlock nodes (default: the --redis server).
+With --store etcd://HOST:PORT/PREFIX the etcd strategy locks
+DistributedLock_10000 in etcd (where etcdctl lock PREFIX/DistributedLock_10000
+queues too) and writes the stock in Redis (--redis, default
+127.0.0.1:6379) with the lock's fence, the key's etcd CreateRevision.
 
 ` + storeFlagsHelp,
 		Example: `  dlock inventory serve --port 5000 --redis redis://127.0.0.1:6379 &
@@ -77,11 +85,20 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 	if f.port < 0 || f.port > 65535 {
 		return exitWith(ExitUsage, fmt.Errorf("--port %d: want 0-65535", f.port))
 	}
-	primary, nodes, _, err := inventoryClients(&f.store)
+	primary, nodes, _, err := inventoryClients(f.store.withoutEtcd())
 	if err != nil {
 		return err
 	}
 	defer closeClients(append(nodes, primary))
+	est, err := openEtcd(cmd.Context(), &f.store)
+	if err != nil {
+		return err
+	}
+	var etcd driver.Mutex
+	if est != nil {
+		defer est.Close()
+		etcd = est.Store
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return exitWith(ExitUsage, err)
@@ -91,7 +108,7 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 		name = ln.Addr().String()
 	}
 	svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes, Prefix: f.store.prefix,
-		Name: name, AllowCrash: f.allowCrash})
+		Name: name, AllowCrash: f.allowCrash, Etcd: etcd})
 	if err != nil {
 		return err
 	}
@@ -100,6 +117,37 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 		return exitWith(ExitUnavailable, err)
 	}
 	return inventory.Serve(cmd.Context(), ln, svc.Handler(), cmd.OutOrStdout())
+}
+
+// etcdLockURL returns --store when it is an etcd:// URL (the lock store of
+// the inventory's etcd strategy), else "".
+func (f *storeFlags) etcdLockURL() string {
+	if schemeOf(f.storeURL) == "etcd" {
+		return f.storeURL
+	}
+	return ""
+}
+
+// withoutEtcd is f without an etcd --store: the flags that choose the Redis
+// the inventory keeps its stock in.
+func (f *storeFlags) withoutEtcd() *storeFlags {
+	c := *f
+	if c.etcdLockURL() != "" {
+		c.storeURL = ""
+	}
+	return &c
+}
+
+// openEtcd opens the etcd store of f's etcd --store and checks that it
+// answers (see connect); nil, nil when --store is not an etcd URL. The
+// caller closes it.
+func openEtcd(ctx context.Context, f *storeFlags) (*openedStore, error) {
+	u := f.etcdLockURL()
+	if u == "" {
+		return nil, nil
+	}
+	ef := storeFlags{storeURL: u}
+	return ef.connect(ctx)
 }
 
 // inventoryClients opens the main Redis client (--redis, --redis-cluster,
@@ -156,7 +204,7 @@ func (f *storeFlags) redisClient() (redis.UniversalClient, string, error) {
 	if f.storeURL != "" {
 		u, flag = f.storeURL, "--store"
 		if s := schemeOf(u); s != "redis" && s != "rediss" {
-			return nil, "", fmt.Errorf("--store %s://...: the inventory service runs the articles' Redis strategies and needs a redis:// or rediss:// URL (or --redis-cluster, --redis-sentinel)", s)
+			return nil, "", fmt.Errorf("--store %s://...: the inventory service runs the articles' Redis strategies and needs a redis:// or rediss:// URL (or --redis-cluster, --redis-sentinel), or an etcd:// URL for its etcd strategy", s)
 		}
 	}
 	if u == "" {

@@ -35,7 +35,9 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show who holds a lock: holder, hold count, remaining TTL, fence, waiters",
 		Long: `status reads the state of the lock KEY without changing it: whether it is
 held, by whom (the first characters of the owner token; the whole token is a
-secret and is never shown), the hold count (re-entrant holds), the remaining
+secret and is never shown; "not a dlock client" for a holder such as etcdctl
+lock, and on etcd, which keeps only a digest of tokens, a dlock holder in
+another process is shown without its token), the hold count (re-entrant holds), the remaining
 time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
 
@@ -122,8 +124,12 @@ func lockStatusOf(key string, info driver.Info) lockStatus {
 	if info.Remaining < 0 {
 		s.TTLms = -1 // unknown
 	}
-	if info.Held && info.Token == "" {
+	switch {
+	case !info.Held || info.Token != "":
+	case info.Foreign:
 		s.Holder = "(not a dlock client)"
+	default:
+		s.Holder = "(a dlock client, token unknown)"
 	}
 	return s
 }

@@ -35,8 +35,8 @@ const storeFlagsHelp = `Store selection (one of; flags override the environment)
                            redis+cluster://[user:pass@]host:port,host:port,...
                            redis+sentinel://[user:pass@]host:port,host:port/MASTER[?db=N]
                            redlock://[user:pass@]host:port,host:port,host:port
-                           (etcd:// when the etcd store is built in)
-                         query: ?prefix=P (key prefix of lock keys)
+                           etcd://[user:pass@]host:port[,host:port...][/PREFIX][?session-ttl=10s]
+                         query: ?prefix=P (key prefix of lock keys; etcd: the path)
   Aliases, kept for existing scripts (each builds the equivalent --store URL):
   --redis URL            redis://[user:pass@]host:port/db, rediss:// for TLS;
                          a bare host:port means redis://host:port          (DLOCK_REDIS)
@@ -111,7 +111,8 @@ func (f *storeFlags) url() (string, error) {
 }
 
 // withPrefix adds ?prefix=P to u unless P is empty or u names a prefix
-// already (then the two must agree).
+// already (then the two must agree). On etcd:// URLs, whose prefix is the
+// path, it sets the path to /P instead.
 func withPrefix(raw, prefix string) (string, error) {
 	if prefix == "" {
 		return raw, nil
@@ -119,6 +120,17 @@ func withPrefix(raw, prefix string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", exitWith(ExitUsage, fmt.Errorf("store URL: %v", redact(raw, err)))
+	}
+	if u.Scheme == "etcd" { // etcd takes its prefix as the URL's path
+		have := strings.Trim(u.Path, "/")
+		switch {
+		case have == "":
+			u.Path = "/" + strings.Trim(prefix, "/")
+			return u.String(), nil
+		case have != strings.Trim(prefix, "/"):
+			return "", exitWith(ExitUsage, fmt.Errorf("--prefix %q disagrees with the etcd URL's path /%s", prefix, have))
+		}
+		return raw, nil
 	}
 	q := u.Query()
 	if have, ok := q["prefix"]; ok {

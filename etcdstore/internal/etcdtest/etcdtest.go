@@ -1,335 +1,64 @@
-// Package etcdtest starts real etcd servers (the etcd binary on PATH or at
-// /usr/bin/etcd, Debian's etcd-server 3.4) for tests: a single node or a
-// cluster of members on free loopback ports, each with a temporary data
-// directory. Every member is killed and its directory removed when the test
-// ends.
+// Package etcdtest adds the client-based helpers (clients, leader finding) to
+// the etcd test servers of example.com/dlock/internal/etcdserver, which
+// starts, stops, kills, restarts and pauses real etcd processes on free
+// loopback ports without any etcd client dependency.
 //
 // When the binary is missing the test is skipped with a message, unless the
 // environment variable CI is "true", where it fails: CI must install it.
 package etcdtest
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"example.com/dlock/internal/etcdserver"
 )
 
-// startTimeout bounds how long a cluster may take to become healthy.
-const startTimeout = 30 * time.Second
+// Member is one etcd process (see etcdserver.Member).
+type Member = etcdserver.Member
+
+// Cluster is a set of etcd members started together, with the client-based
+// helpers of this package.
+type Cluster struct {
+	*etcdserver.Cluster
+}
 
 // Binary returns the path of the etcd binary, or skips (fails under CI=true)
 // the test when there is none.
-func Binary(t testing.TB) string {
-	t.Helper()
-	return binary(t, "etcd")
-}
+func Binary(t testing.TB) string { t.Helper(); return etcdserver.Binary(t) }
 
 // Etcdctl returns the path of the etcdctl binary, or skips (fails under
 // CI=true) the test when there is none.
-func Etcdctl(t testing.TB) string {
-	t.Helper()
-	return binary(t, "etcdctl")
-}
-
-func binary(t testing.TB, name string) string {
-	t.Helper()
-	if p := Find(name); p != "" {
-		return p
-	}
-	if Required() {
-		t.Fatalf("etcdtest: %s not found (CI=true: install Debian's etcd-server and etcd-client)", name)
-	}
-	t.Skipf("etcdtest: %s not found; install Debian's etcd-server and etcd-client to run this test", name)
-	return ""
-}
+func Etcdctl(t testing.TB) string { t.Helper(); return etcdserver.Etcdctl(t) }
 
 // Find returns the path of the binary name, or "" if there is none.
-func Find(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if p := "/usr/bin/" + name; fileExists(p) {
-		return p
-	}
-	return ""
-}
+func Find(name string) string { return etcdserver.Find(name) }
 
 // Required reports whether missing binaries fail tests (CI=true) rather
 // than skip them.
-func Required() bool { return os.Getenv("CI") == "true" }
+func Required() bool { return etcdserver.Required() }
 
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
-// Cluster is a set of etcd members started together.
-type Cluster struct {
-	Members []*Member
-}
-
-// Member is one etcd process.
-type Member struct {
-	Name      string
-	ClientURL string // http://127.0.0.1:port
-	PeerURL   string
-	dir       string
-	bin       string
-	initial   string // --initial-cluster
-	token     string
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	log *bytes.Buffer
-}
-
-// Start starts a single-node etcd.
-func Start(t testing.TB) *Cluster { t.Helper(); return StartCluster(t, 1) }
+// Start starts a single-node etcd, killed when the test ends.
+func Start(t testing.TB) *Cluster { t.Helper(); return wrap(etcdserver.Start(t)) }
 
 // StartCluster starts n members forming one cluster and waits until every
 // member answers /health. It fails the test on any error, with the members'
 // logs, and kills the members when the test ends.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	bin := Binary(t)
-	c, err := Launch(bin, t.TempDir(), n)
-	if c != nil {
-		t.Cleanup(c.Stop)
-	}
-	if err != nil {
-		t.Fatalf("etcdtest: %v", err)
-	}
-	return c
+	return wrap(etcdserver.StartCluster(t, n))
 }
 
-// Launch starts n members of one cluster with the binary bin, their data
-// under dir, and waits until every member answers /health. On error the
-// members' logs are in the error. The caller must call Stop (also after an
-// error, when the cluster is not nil).
+// Launch starts n members with the binary bin, their data under dir (see
+// etcdserver.Launch). The caller must call Stop, also after an error when the
+// cluster is not nil.
 func Launch(bin, dir string, n int) (*Cluster, error) {
-	c := &Cluster{}
-	ports, err := freePorts(2 * n)
-	if err != nil {
-		return nil, err
-	}
-	var initial []string
-	for i := range n {
-		m := &Member{
-			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
-			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
-			bin:       bin,
-			token:     fmt.Sprintf("dlock-test-%d", ports[0]),
-		}
-		initial = append(initial, m.Name+"="+m.PeerURL)
-		c.Members = append(c.Members, m)
-	}
-	for _, m := range c.Members {
-		m.initial = strings.Join(initial, ",")
-		if err := m.start(); err != nil {
-			return c, err
-		}
-	}
-	if err := c.WaitHealthy(startTimeout); err != nil {
-		var logs strings.Builder
-		for _, m := range c.Members {
-			fmt.Fprintf(&logs, "\n--- log of %s:\n%s", m.Name, tail(m.Log(), 4000))
-		}
-		return c, fmt.Errorf("%w%s", err, logs.String())
-	}
-	return c, nil
+	c, err := etcdserver.Launch(bin, dir, n)
+	return wrap(c), err
 }
 
-// Stop kills every member.
-func (c *Cluster) Stop() {
-	for _, m := range c.Members {
-		m.Kill()
+func wrap(c *etcdserver.Cluster) *Cluster {
+	if c == nil {
+		return nil
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// Endpoints returns the client URLs of every member, in order.
-func (c *Cluster) Endpoints() []string {
-	eps := make([]string, len(c.Members))
-	for i, m := range c.Members {
-		eps[i] = m.ClientURL
-	}
-	return eps
-}
-
-// WaitHealthy polls every member's /health until all report healthy or
-// timeout passes.
-func (c *Cluster) WaitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for _, m := range c.Members {
-		if err := m.waitHealthy(deadline); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Addr returns the member's client address, host:port.
-func (m *Member) Addr() string { return strings.TrimPrefix(m.ClientURL, "http://") }
-
-func (m *Member) start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := os.MkdirAll(m.dir, 0o700); err != nil {
-		return err
-	}
-	cmd := exec.Command(m.bin,
-		"--name", m.Name,
-		"--data-dir", filepath.Join(m.dir, "data"),
-		"--listen-client-urls", m.ClientURL,
-		"--advertise-client-urls", m.ClientURL,
-		"--listen-peer-urls", m.PeerURL,
-		"--initial-advertise-peer-urls", m.PeerURL,
-		"--initial-cluster", m.initial,
-		"--initial-cluster-state", "new",
-		"--initial-cluster-token", m.token,
-		"--logger", "zap",
-	)
-	m.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &m.mu, buf: m.log}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", m.Name, err)
-	}
-	m.cmd = cmd
-	return nil
-}
-
-// Kill kills the member (SIGKILL) and waits for it to exit. Harmless if it is
-// not running.
-func (m *Member) Kill() {
-	m.mu.Lock()
-	cmd := m.cmd
-	m.cmd = nil
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-}
-
-// Restart starts a killed member again on its data directory and ports, and
-// waits until it answers /health.
-func (m *Member) Restart() error {
-	m.Kill()
-	if err := m.start(); err != nil {
-		return err
-	}
-	return m.waitHealthy(time.Now().Add(startTimeout))
-}
-
-// Pause stops the member with SIGSTOP; Resume continues it.
-func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused member (SIGCONT).
-func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
-
-func (m *Member) signal(sig syscall.Signal) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return fmt.Errorf("etcdtest: %s is not running", m.Name)
-	}
-	return m.cmd.Process.Signal(sig)
-}
-
-// Log returns what the member has written so far.
-func (m *Member) Log() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.log == nil {
-		return ""
-	}
-	return m.log.String()
-}
-
-// Healthy reports whether the member's /health says so.
-func (m *Member) Healthy(ctx context.Context) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/health", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var b [256]byte
-	n, _ := resp.Body.Read(b[:])
-	return resp.StatusCode == http.StatusOK && bytes.Contains(b[:n], []byte(`"health":"true"`))
-}
-
-func (m *Member) waitHealthy(deadline time.Time) error {
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		ok := m.Healthy(ctx)
-		cancel()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not healthy by the deadline", m.Name)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
-	}
-}
-
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 4<<20 { // keep the log bounded
-		return len(p), nil
-	}
-	return w.buf.Write(p)
-}
-
-// freePorts returns n distinct free loopback ports (free when asked: another
-// process may take one before etcd binds it; the start then fails loudly).
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
+	return &Cluster{Cluster: c}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/redisstore"
 )
 
@@ -32,6 +33,9 @@ const (
 	RedlockKey   = "redlock:10000"
 	occupancyKey = "ProductStock_10000:inside" // instrumentation: requests inside the critical section
 	fenceKey     = "ProductStock_10000:fence"  // last fence that wrote the stock (dlock strategy)
+	// etcdFenceKey is the etcd strategy's: fences of different lock
+	// services are not comparable (etcd revisions against Redis counters).
+	etcdFenceKey = "ProductStock_10000:etcd-fence"
 	InitialStock = 100
 )
 
@@ -40,6 +44,11 @@ const ArticleLease = 30 * time.Second
 
 // Strategies lists every endpoint, in the order of the articles' ladder.
 var Strategies = []string{"nolock", "local", "v1", "v2", "v3", "v4", "v5", "redlock", "dlock", "dlock-commit"}
+
+// EtcdStrategy is the endpoint whose lock is a dlock Client over an etcd
+// store (Config.Etcd). It is not in Strategies: it runs only when an etcd
+// store is given.
+const EtcdStrategy = "etcd"
 
 // Outcomes of one request.
 const (
@@ -84,6 +93,11 @@ type Config struct {
 	Prefix       string                  // key prefix of the dlock strategy's lock; default redisstore's
 	Name         string                  // instance name put in answers
 	AllowCrash   bool                    // honour crash=1 (the demo's crash scenario)
+	// Etcd is the lock store of the etcd strategy (an etcdstore.Store, or
+	// any driver.Mutex); nil: that strategy answers an error. The stock
+	// stays in Redis, written with the etcd lock's fence (its
+	// CreateRevision) by the same fenced write as the dlock strategy.
+	Etcd driver.Mutex
 }
 
 // Service is one instance of the stock service. It owns none of the clients.
@@ -91,7 +105,8 @@ type Service struct {
 	cfg   Config
 	store *redisstore.Store
 	locks *dlock.Client
-	local sync.Mutex // the "local" strategy's in-process lock
+	etcd  *dlock.Client // nil without Config.Etcd
+	local sync.Mutex    // the "local" strategy's in-process lock
 	rl    *redlock
 }
 
@@ -113,7 +128,13 @@ func New(cfg Config) (*Service, error) {
 	if len(nodes) == 0 {
 		nodes = []redis.UniversalClient{cfg.Redis}
 	}
-	return &Service{cfg: cfg, store: store, locks: locks, rl: &redlock{nodes: nodes}}, nil
+	svc := &Service{cfg: cfg, store: store, locks: locks, rl: &redlock{nodes: nodes}}
+	if cfg.Etcd != nil {
+		if svc.etcd, err = dlock.New(cfg.Etcd); err != nil {
+			return nil, err
+		}
+	}
+	return svc, nil
 }
 
 // Close ends the dlock store's subscription. It does not close the clients.
@@ -209,13 +230,14 @@ func (s *Service) serveStock(w http.ResponseWriter, r *http.Request) {
 }
 
 // Reset sets the stock and deletes every lock of every strategy (this is
-// the "someone intervenes" that a v1 deadlock needs). The dlock fence
-// counter is kept (fences only grow); the stock's last-writer fence is
-// cleared with the stock it guarded. On a Redis error some locks may
+// the "someone intervenes" that a v1 deadlock needs), except the etcd
+// strategy's lock in etcd, which its session frees. The dlock fence
+// counter is kept (fences only grow); the stock's last-writer fences are
+// cleared with the stock they guarded. On a Redis error some locks may
 // already be deleted; the stock is written last.
 func (s *Service) Reset(ctx context.Context, stock int64) error {
 	lock, _ := s.store.Keys(LockKey)
-	if err := s.cfg.Redis.Del(ctx, LockKey, lock, occupancyKey, fenceKey).Err(); err != nil {
+	if err := s.cfg.Redis.Del(ctx, LockKey, lock, occupancyKey, fenceKey, etcdFenceKey).Err(); err != nil {
 		return fmt.Errorf("inventory: reset: %w", err)
 	}
 	for _, n := range s.rl.nodes {

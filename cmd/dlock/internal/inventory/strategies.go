@@ -38,6 +38,8 @@ func (s *Service) strategy(name string) strategyFunc {
 		return s.buyDlock
 	case "dlock-commit":
 		return s.buyDlockCommit
+	case EtcdStrategy:
+		return s.buyEtcd
 	}
 	return nil
 }
@@ -228,10 +230,15 @@ func every(period time.Duration, fn func()) (stop func()) {
 // watchdog when p sets a lease. On failure it returns a nil lease and the
 // request's answer.
 func (s *Service) lockDlock(ctx context.Context, p Params, opts ...dlock.Option) (*dlock.Lease, Answer) {
+	return lockWith(ctx, s.locks, p, opts...)
+}
+
+// lockWith is lockDlock on the client c.
+func lockWith(ctx context.Context, c *dlock.Client, p Params, opts ...dlock.Option) (*dlock.Lease, Answer) {
 	if p.Lease > 0 {
 		opts = append(opts, dlock.WithAutoRenew(p.Lease))
 	}
-	l, err := s.locks.Lock(ctx, LockKey, opts...)
+	l, err := c.Lock(ctx, LockKey, opts...)
 	if err != nil {
 		if errors.Is(err, dlock.ErrNotAcquired) && ctx.Err() == nil {
 			return nil, lockFailed()
@@ -249,12 +256,30 @@ func leaseLost(err error) bool {
 // buyDlock uses this library: a blocking Lock with the watchdog renewing the
 // lease, and a fenced write of the stock.
 func (s *Service) buyDlock(ctx context.Context, p Params) Answer {
-	l, refused := s.lockDlock(ctx, p)
+	return s.buyFenced(ctx, p, s.locks, fenceKey)
+}
+
+// buyEtcd is buyDlock with the lock taken from etcd (Config.Etcd): the
+// lock's fence is its etcd CreateRevision, which only grows, so the same
+// fenced write rejects a stale holder. It answers an error when the
+// service has no etcd store.
+func (s *Service) buyEtcd(ctx context.Context, p Params) Answer {
+	if s.etcd == nil {
+		return failed(errors.New("the etcd strategy needs an etcd store (--store etcd://HOST:PORT/PREFIX)"))
+	}
+	return s.buyFenced(ctx, p, s.etcd, etcdFenceKey)
+}
+
+// buyFenced takes the lock from c (blocking, renewed by the watchdog) and
+// writes the stock with the lock's fence, compared with the last one kept
+// at fk (one key per lock service: their fences are not comparable).
+func (s *Service) buyFenced(ctx context.Context, p Params, c *dlock.Client, fk string) Answer {
+	l, refused := lockWith(ctx, c, p)
 	if l == nil {
 		return refused
 	}
 	write := func(ctx context.Context, left int64) error {
-		n, err := fencedSet.Run(ctx, s.cfg.Redis, []string{StockKey, fenceKey}, l.Fence(), left).Int()
+		n, err := fencedSet.Run(ctx, s.cfg.Redis, []string{StockKey, fk}, l.Fence(), left).Int()
 		if err == nil && n == 0 {
 			err = dlock.ErrStaleFence
 		}

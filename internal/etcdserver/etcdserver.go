@@ -1,0 +1,209 @@
+// Package etcdserver starts real etcd servers (the etcd binary on PATH or at
+// /usr/bin/etcd, Debian's etcd-server 3.4) for the tests of every module: a
+// single node or a cluster of members on free loopback ports, each with a
+// temporary data directory, and stops, kills, restarts and pauses them.
+// Every member is killed and its directory removed when the test ends.
+//
+// It has no etcd client dependency: it execs the binary, and readiness is a
+// TCP dial of the client port followed by GET /health over HTTP. The
+// client-based helpers (leader finding) are in etcdstore/internal/etcdtest.
+//
+// When the binary is missing the test is skipped with a message, unless the
+// environment variable CI is "true", where it fails: CI must install it.
+package etcdserver
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds how long a cluster may take to become healthy.
+const startTimeout = 30 * time.Second
+
+// Binary returns the path of the etcd binary, or skips (fails under CI=true)
+// the test when there is none.
+func Binary(t testing.TB) string {
+	t.Helper()
+	return binary(t, "etcd")
+}
+
+// Etcdctl returns the path of the etcdctl binary, or skips (fails under
+// CI=true) the test when there is none.
+func Etcdctl(t testing.TB) string {
+	t.Helper()
+	return binary(t, "etcdctl")
+}
+
+func binary(t testing.TB, name string) string {
+	t.Helper()
+	if p := Find(name); p != "" {
+		return p
+	}
+	if Required() {
+		t.Fatalf("etcdserver: %s not found (CI=true: install Debian's etcd-server and etcd-client)", name)
+	}
+	t.Skipf("etcdserver: %s not found; install Debian's etcd-server and etcd-client to run this test", name)
+	return ""
+}
+
+// Find returns the path of the binary name, or "" if there is none.
+func Find(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if p := "/usr/bin/" + name; fileExists(p) {
+		return p
+	}
+	return ""
+}
+
+// Required reports whether missing binaries fail tests (CI=true) rather
+// than skip them.
+func Required() bool { return os.Getenv("CI") == "true" }
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// Cluster is a set of etcd members started together.
+type Cluster struct {
+	Members []*Member
+}
+
+// Member is one etcd process.
+type Member struct {
+	Name      string
+	ClientURL string // http://127.0.0.1:port
+	PeerURL   string
+	dir       string
+	bin       string
+	initial   string // --initial-cluster
+	token     string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	log *bytes.Buffer
+}
+
+// Start starts a single-node etcd.
+func Start(t testing.TB) *Cluster { t.Helper(); return StartCluster(t, 1) }
+
+// StartCluster starts n members forming one cluster and waits until every
+// member answers /health. It fails the test on any error, with the members'
+// logs, and kills the members when the test ends.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	bin := Binary(t)
+	c, err := Launch(bin, t.TempDir(), n)
+	if c != nil {
+		t.Cleanup(c.Stop)
+	}
+	if err != nil {
+		t.Fatalf("etcdserver: %v", err)
+	}
+	return c
+}
+
+// Launch starts n members of one cluster with the binary bin, their data
+// under dir, and waits until every member answers /health. On error the
+// members' logs are in the error. The caller must call Stop (also after an
+// error, when the cluster is not nil).
+func Launch(bin, dir string, n int) (*Cluster, error) {
+	c := &Cluster{}
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return nil, err
+	}
+	var initial []string
+	for i := range n {
+		m := &Member{
+			Name:      fmt.Sprintf("m%d", i),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
+			bin:       bin,
+			token:     fmt.Sprintf("dlock-test-%d", ports[0]),
+		}
+		initial = append(initial, m.Name+"="+m.PeerURL)
+		c.Members = append(c.Members, m)
+	}
+	for _, m := range c.Members {
+		m.initial = strings.Join(initial, ",")
+		if err := m.start(); err != nil {
+			return c, err
+		}
+	}
+	if err := c.WaitHealthy(startTimeout); err != nil {
+		var logs strings.Builder
+		for _, m := range c.Members {
+			fmt.Fprintf(&logs, "\n--- log of %s:\n%s", m.Name, tail(m.Log(), 4000))
+		}
+		return c, fmt.Errorf("%w%s", err, logs.String())
+	}
+	return c, nil
+}
+
+// Stop kills every member.
+func (c *Cluster) Stop() {
+	for _, m := range c.Members {
+		m.Kill()
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// Endpoints returns the client URLs of every member, in order.
+func (c *Cluster) Endpoints() []string {
+	eps := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		eps[i] = m.ClientURL
+	}
+	return eps
+}
+
+// WaitHealthy polls every member's /health until all report healthy or
+// timeout passes.
+func (c *Cluster) WaitHealthy(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, m := range c.Members {
+		if err := m.waitHealthy(deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freePorts returns n distinct free loopback ports (free when asked: another
+// process may take one before etcd binds it; the start then fails loudly).
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
