@@ -58,9 +58,10 @@ func defaultConfig() config {
 // The store's model (driver.Model, read by New) applies: a ttl outside a
 // per-key store's MinTTL..MaxTTL makes Lock, TryLock, Do and New fail with
 // ErrInvalid before any I/O, and ttl is rounded up to the store's
-// granularity (whole seconds on etcd). On a session-based store ttl has no
-// effect: every lease lasts the store's SessionTTL; WithTTL still turns
-// automatic renewal off.
+// granularity (a millisecond on Redis). On a session-based store (etcd)
+// ttl has no effect: every lease lasts the store's SessionTTL; WithTTL
+// still turns automatic renewal off, and a lease lost that way has its key
+// given back by the Client.
 // Default: automatic renewal of a DefaultLease lease (see WithAutoRenew),
 // raised to the store's MinTTL when that is longer.
 func WithTTL(ttl time.Duration) Option {
