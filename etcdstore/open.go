@@ -9,6 +9,7 @@ import (
 
 	"example.com/dlock/driver"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 func init() { driver.Register("etcd", Open) }
@@ -18,7 +19,9 @@ func init() { driver.Register("etcd", Open) }
 // default 10s) and dial-timeout (default 5s). The path, without its leading
 // slash and with a trailing one added, is Options.Prefix: etcd://h:2379/locks
 // puts lock N under locks/N/, where `etcdctl lock locks/N` queues too; no
-// path puts it under N/. It creates an etcd client, which the returned
+// path puts it under N/. The query parameter prefix= sets Options.Prefix
+// verbatim instead (etcd://h:2379?prefix=locks/ is the same as the path
+// above); giving both is an error. It creates an etcd client, which the returned
 // Close closes after revoking the session. A malformed URL or parameter
 // returns an error matching driver.ErrInvalid.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
@@ -64,7 +67,9 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 	// 5 s is the server's default minimum ping interval
 	// (--grpc-keepalive-min-time): pinging more often gets the connection
 	// closed by the server.
-	cfg := clientv3.Config{DialTimeout: 5 * time.Second, DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 2 * time.Second}
+	// The client's own log lines (retries, balancer warnings) would go to
+	// stderr in the middle of a CLI's output; its errors reach the caller.
+	cfg := clientv3.Config{DialTimeout: 5 * time.Second, DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 2 * time.Second, Logger: zap.NewNop()}
 	for _, h := range strings.Split(u.Host, ",") {
 		if h == "" || strings.ContainsAny(h, "/?#") {
 			return bad("bad endpoint %q", h)
