@@ -90,6 +90,19 @@ func leaderKilled(t *testing.T, broken bool) {
 func waitAndHold(ctx context.Context, oc *dlock.Client, rec *windows) (got <-chan window, waiting <-chan struct{}) {
 	g, w := make(chan window, 1), make(chan struct{})
 	var once sync.Once
+	// The Client waits in etcd's queue (one AcquireQueued call, no retries
+	// to tell of): it is waiting once the store counts a queued waiter.
+	if wc, ok := driver.As[driver.WaiterCounter](oc.Store()); ok {
+		go func() {
+			for ctx.Err() == nil {
+				if n, err := wc.Waiters(ctx, "k"); err == nil && n > 0 {
+					once.Do(func() { close(w) })
+					return
+				}
+				time.Sleep(20 * time.Millisecond) // polling the store's queue, bounded by ctx
+			}
+		}()
+	}
 	go func() {
 		l, err := oc.Lock(ctx, "k", dlock.WithWait(6*faultTTL),
 			dlock.WithOnRetry(func(int, error) { once.Do(func() { close(w) }) }))
