@@ -10,7 +10,6 @@ import (
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
 	"example.com/dlock/internal/faultproxy"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The dlock Client with no options over etcdstore: its defaults must follow
@@ -200,7 +199,7 @@ func TestClientDefaultsLostSignal(t *testing.T) {
 	}
 	ctx := ctxT(t, 30*time.Second)
 	watcher := c.Client(t)
-	l, freed := lockAndWatch2(t, ctx, dc, watcher, pfx+"k/")
+	l, freed := lockKeyAndWatch(t, ctx, dc, "k", watcher, pfx+"k/")
 	cut := time.Now()
 	p.Blackhole(faultproxy.Upstream, true)
 	var lostAt time.Time
@@ -219,19 +218,4 @@ func TestClientDefaultsLostSignal(t *testing.T) {
 	if freedAt.IsZero() || !lostAt.Before(freedAt) || lostAt.Sub(cut) > shortSession+time.Second {
 		t.Fatalf("lost at +%v, freed at %v (cut %v)", lostAt.Sub(cut), freedAt, cut)
 	}
-}
-
-// lockAndWatch2 takes lock "k" with dc and watches its etcd key (under
-// pfx) from watcher for its deletion.
-func lockAndWatch2(t *testing.T, ctx context.Context, dc *dlock.Client, watcher *clientv3.Client, pfx string) (*dlock.Lease, <-chan time.Time) {
-	t.Helper()
-	l, err := dc.Lock(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := watcher.Get(ctx, pfx, clientv3.WithFirstCreate()...)
-	if err != nil || len(first.Kvs) != 1 {
-		t.Fatal(first, err)
-	}
-	return l, deleteTime(ctx, watcher, string(first.Kvs[0].Key), first.Header.Revision+1)
 }

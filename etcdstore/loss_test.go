@@ -211,7 +211,14 @@ func lockAndWatch(t *testing.T, ctx context.Context, store driver.Mutex, lease t
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := dc.Lock(ctx, "x")
+	return lockKeyAndWatch(t, ctx, dc, "x", watcher, pfx)
+}
+
+// lockKeyAndWatch takes lock key with dc and watches its etcd key (the
+// first-created under pfx) from watcher for its deletion.
+func lockKeyAndWatch(t *testing.T, ctx context.Context, dc *dlock.Client, key string, watcher *clientv3.Client, pfx string) (*dlock.Lease, <-chan time.Time) {
+	t.Helper()
+	l, err := dc.Lock(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
