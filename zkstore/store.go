@@ -71,6 +71,8 @@ type Store struct {
 	closed bool
 	ext    map[string]*flight         // Extends under way, by node path
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
+
+	unprotected bool // tests only: retry a create that lost its connection without looking (naive)
 }
 
 // session is the ZooKeeper session the store last saw confirmed.
