@@ -72,6 +72,7 @@ type Store struct {
 	ext    map[string]*flight         // Extends under way, by node path
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
 
+	createFirst bool // tests only: Acquire creates without listing first (the variant measured against)
 	unprotected bool // tests only: retry a create that lost its connection without looking (naive)
 }
 
