@@ -65,7 +65,7 @@ func (s *Store) children(ctx context.Context, key, lp string) ([]string, error) 
 // holding lasts as long as the session.
 //
 // A token that holds key through another Store (another session) cannot
-// re-enter it here: the call returns an error matching driver.ErrInvalid.
+// re-enter it here: Acquire reports contention.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	start := time.Now()
 	if g, ok, err := s.reenter(ctx, key, token, start); ok || err != nil {

@@ -411,3 +411,26 @@ func wrapErr(op, key string, err error) error {
 	}
 	return fmt.Errorf("zkstore: %s %q: %w", op, key, err)
 }
+
+// KeepAlive confirms the store's session with one request (an exists on the
+// root) and returns how long the session is certain to last from the start
+// of the call. Extend does the same for the holdings it is asked about;
+// KeepAlive is for callers that hold locks through the store without a
+// dlock Client renewing them (go-zookeeper keeps the session alive by
+// itself; this tells the caller for how long it is sure). An error means
+// nothing was confirmed.
+func (s *Store) KeepAlive(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	sid := s.conn.SessionID()
+	err := s.do(ctx, func() error {
+		_, _, e := s.conn.Exists(s.root)
+		return e
+	})
+	if err != nil {
+		return 0, fmt.Errorf("zkstore: keepalive: %w", err)
+	}
+	if now := s.conn.SessionID(); now != sid && sid != 0 {
+		return 0, fmt.Errorf("zkstore: keepalive: the session expired and was replaced: %w", driver.NotHeld(false))
+	}
+	return s.certainTTL(s.conn.SessionID(), start), nil
+}
