@@ -53,16 +53,19 @@
 // All holdings of a Store live in the session of its zk.Conn. driver.Model
 // says Session, ServerClock and SessionTTL = the session timeout the server
 // granted (Dial and Negotiated learn it from the connect response, as
-// go-zookeeper does not expose it). Any reply from the server confirms the
-// session as of the moment its request was sent: the server touches the
-// session when the request arrives, later, and expires it only a full
-// timeout after its last touch. A Grant's TTL is therefore counted from the
-// send time of the last request the server answered, plus the timeout,
-// minus Options.Margin (a quarter of the timeout by default: a follower
-// reports touches to the leader every half tickTime, and a follower that
-// answers and then dies may not have). So the dlock Lease reports its loss
-// before the ensemble can delete the node and hand the lock to the next
-// waiter (TestLostSignalBeforeHandover measures both).
+// go-zookeeper does not expose it). A reply to a request that goes through
+// the leader (a write, or a sync) confirms the session as of the moment the
+// request was sent: the server touched the session when the request
+// arrived, later, and expires it only a full timeout after its last touch.
+// Replies to reads confirm nothing: a follower cut off from the leader goes
+// on answering reads for up to syncLimit ticks while the leader may expire
+// the session. A Grant's TTL is therefore counted from the send time of the
+// last such request the server answered, plus the timeout, minus
+// Options.Margin (a quarter of the timeout by default: a follower reports
+// touches to the leader every half tickTime, and a follower that answers
+// and then dies may not have). So the dlock Lease reports its loss before
+// the ensemble can delete the node and hand the lock to the next waiter
+// (TestLostSignalBeforeHandover measures both).
 //
 // A lost connection is "not sure": no reply, nothing confirmed, the lease's
 // validity runs out unless the connection comes back in time. An expired
@@ -89,8 +92,9 @@
 // its connection is recovered as Curator's protected mode does: the
 // children are listed and the node with the attempt's UUID adopted if the
 // conn's session owns it, deleted if not; a node whose fate stays unknown is
-// deleted by the next call on that lock path. Extend is one exists on the
-// node (concurrent ones share it; ExtendBatch sends them together). Release
+// deleted by the next call on that lock path. Extend is a sync then an
+// exists on the node, no write (concurrent ones share them; ExtendBatch
+// sends them together); a waiter's listing after a wake-up is synced too. Release
 // is one setData or delete guarded by the node's data version; if the
 // connection fails the holding is kept and the error says the outcome is
 // unknown, so a retried Release finishes it (CURATOR-678).

@@ -34,7 +34,7 @@ func lockNodes(children []string) []string {
 // store's orphans (which it deletes); none if lp does not exist.
 func (s *Store) children(ctx context.Context, key, lp string) ([]string, error) {
 	var kids []string
-	err := s.do(ctx, func() error {
+	err := s.read(ctx, func() error {
 		var e error
 		kids, _, e = s.conn.Children(lp)
 		return e
@@ -141,7 +141,7 @@ func (s *Store) reenter(ctx context.Context, key, token string, start time.Time)
 			return driver.Grant{}, false, nil
 		}
 		var st *zk.Stat
-		err := s.do(ctx, func() error {
+		err := s.write(ctx, func() error {
 			var e error
 			st, e = s.conn.Set(h.path, nodeData(h.holds+1, dig), h.version)
 			return e
@@ -171,7 +171,7 @@ func (s *Store) reenter(ctx context.Context, key, token string, start time.Time)
 func (s *Store) reload(ctx context.Context, key string, h *holding) error {
 	var data []byte
 	var st *zk.Stat
-	err := s.do(ctx, func() error {
+	err := s.read(ctx, func() error {
 		var e error
 		data, st, e = s.conn.Get(h.path)
 		return e
@@ -201,7 +201,7 @@ func (s *Store) firstNode(ctx context.Context, key, lp string) (name string, dat
 		if err != nil || len(nodes) == 0 {
 			return "", nil, nil, err
 		}
-		err = s.do(ctx, func() error {
+		err = s.read(ctx, func() error {
 			var e error
 			data, st, e = s.conn.Get(lp + "/" + nodes[0])
 			return e

@@ -22,17 +22,26 @@ func (s *Store) currentTimeout() time.Duration {
 	return s.timeout
 }
 
-// do runs f, one ZooKeeper request (go-zookeeper's calls take no context),
-// and returns its error, or ctx's as soon as ctx ends: the request then
-// goes on until the conn answers or fails (within its receive timeout, two
-// thirds of the session timeout), and its outcome is unknown. A reply from
-// the server confirms the session as of the send time.
-func (s *Store) do(ctx context.Context, f func() error) error { return s.doUndo(ctx, f, nil) }
+// read runs f, one ZooKeeper read, and returns its error, or ctx's as
+// soon as ctx ends (see call). Its reply confirms nothing: a follower cut
+// off from the leader goes on answering reads (for up to syncLimit ticks)
+// while the leader may expire the session.
+func (s *Store) read(ctx context.Context, f func() error) error { return s.call(ctx, false, f, nil) }
 
-// doUndo is do, and if ctx ends before f returns and f then succeeds, it
-// calls undo (from the request's goroutine): a create nobody waits for is
-// deleted again.
-func (s *Store) doUndo(ctx context.Context, f func() error, undo func()) error {
+// write runs f, one request that goes through the leader (a write, or a
+// sync), and returns its error, or ctx's as soon as ctx ends (see call). A
+// reply confirms the session as of the send time.
+func (s *Store) write(ctx context.Context, f func() error) error { return s.call(ctx, true, f, nil) }
+
+// call runs f, one ZooKeeper request (go-zookeeper's calls take no
+// context), and returns its error, or ctx's as soon as ctx ends: the request
+// then goes on until the conn answers or fails (within its receive timeout,
+// two thirds of the session timeout), and its outcome is unknown. If ctx
+// ends first and f then succeeds, undo (if not nil) is called from the
+// request's goroutine: a create nobody waits for is deleted again. If
+// confirms, a reply from the server confirms the session as of the send
+// time.
+func (s *Store) call(ctx context.Context, confirms bool, f func() error, undo func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -48,7 +57,7 @@ func (s *Store) doUndo(ctx context.Context, f func() error, undo func()) error {
 	var state atomic.Int32 // 0 pending, 1 answered, 2 abandoned by the caller
 	go func() {
 		err := f()
-		if replied(err) {
+		if confirms && replied(err) {
 			if after := s.conn.SessionID(); after != 0 && (before == 0 || before == after) {
 				s.confirm(after, sent)
 			}
@@ -129,8 +138,8 @@ func (s *Store) certainTTL(sid int64, start time.Time) time.Duration {
 	return min(max(s.sess.certain.Sub(start), 0), s.timeout)
 }
 
-// KeepAlive confirms the store's session with one request (an exists on the
-// root) and returns how long the session is certain to last from the start
+// KeepAlive confirms the store's session with one request (a sync, which
+// goes through the leader) and returns how long the session is certain to last from the start
 // of the call. Extend does the same for the holdings it is asked about;
 // KeepAlive is for callers that hold locks through the store without a
 // dlock Client renewing them (go-zookeeper keeps the session alive by
@@ -139,8 +148,8 @@ func (s *Store) certainTTL(sid int64, start time.Time) time.Duration {
 func (s *Store) KeepAlive(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	sid := s.conn.SessionID()
-	err := s.do(ctx, func() error {
-		_, _, e := s.conn.Exists(s.root)
+	err := s.write(ctx, func() error {
+		_, e := s.conn.Sync(s.root)
 		return e
 	})
 	if err != nil {
