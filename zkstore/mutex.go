@@ -60,9 +60,9 @@ func (s *Store) children(ctx context.Context, key, lp string) ([]string, error) 
 // measured a contended try about 12 times slower that way, 6 ms against
 // 0.5 ms, while the extra read on a free lock was lost in the noise of the
 // writes. Waiting callers use AcquireQueued, which creates first.) A
-// re-entry by the token holding key through this
-// store is one conditional setData of the hold count. ttl is ignored: the
-// holding lasts as long as the session.
+// re-entry by the token holding key through this store is one conditional
+// setData of the hold count. ttl is ignored: the holding lasts as long as
+// the session.
 //
 // A token that holds key through another Store (another session) cannot
 // re-enter it here: Acquire reports contention.
