@@ -31,6 +31,9 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		return driver.Grant{}, err
 	}
 	k, pfx := s.ownKey(sess, key, digest(token)), s.pfx(key)
+	if _, ok := s.lookup(k); ok {
+		return s.Acquire(ctx, key, token, ttl) // re-entry (of a transferred holding too, whose etcd key is not k)
+	}
 	// Our put is the newest creation under pfx, so the two last-created keys
 	// after it are ours and our predecessor (if any): the first round trip
 	// both queues us and tells whether we hold the lock already.
@@ -52,7 +55,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 2 && kvs[0].CreateRevision == w.rev {
 		pred = string(kvs[1].Key)
 	} else if len(kvs) == 1 && kvs[0].CreateRevision == w.rev {
-		w.s.remember(k, holding{lease: sess.id, create: w.rev, mod: w.rev, holds: 1, token: token})
+		w.s.remember(k, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token})
 		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, nil
 	}
 	g, err := w.wait(ctx, start, pred)
@@ -74,7 +77,10 @@ type waiter struct {
 
 // wait loops: watch the predecessor pred (and our own key) for deletion, if
 // pred is known; then read our key and our predecessor; none → ours is the
-// lock.
+// lock. Its fence is the revision of that read, not our key's
+// CreateRevision: a holder of this Store's may have handed the lock on
+// (Transfer) while we were queued, with a fence greater than our
+// CreateRevision but below the revision at which its key was deleted.
 func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver.Grant, error) {
 	if pred != "" {
 		if err := w.await(ctx, pred); err != nil {
@@ -96,9 +102,9 @@ func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver
 			if err != nil {
 				return driver.Grant{}, err
 			}
-			holds := v.holds
-			w.s.remember(w.k, holding{lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: holds, token: w.token})
-			return driver.Grant{Fence: uint64(w.rev), Holds: holds, TTL: w.s.certainTTL(w.sess, start)}, nil
+			h := holding{k: w.k, lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: v.holds, fence: resp.Header.Revision, vfence: v.fence, token: w.token}
+			fence := w.s.remember(w.k, h)
+			return driver.Grant{Fence: uint64(fence), Holds: v.holds, TTL: w.s.certainTTL(w.sess, start)}, nil
 		}
 		if err := w.await(ctx, string(pred[0].Key)); err != nil {
 			return driver.Grant{}, err
