@@ -164,9 +164,10 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if sess := s.live(); sess != nil {
 		k = s.ownKey(sess, key, dig)
 	}
+	reread := false
 	for range maxAttempts {
 		h, cached := s.lookup(k)
-		if !cached {
+		if !cached || reread {
 			first, err := s.holder(ctx, pfx)
 			if err != nil {
 				return fmt.Errorf("etcdstore: release %q: %w", key, err)
@@ -177,6 +178,7 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 				return driver.NotHeld(first != nil)
 			}
 			h = holdingOf(first, holds, token)
+			h.fence = s.remember(k, h) // keeps a queued holding's fence
 		}
 		op := clientv3.OpDelete(h.k)
 		if h.holds > 1 {
@@ -187,7 +189,7 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 			return fmt.Errorf("etcdstore: release %q: %w", key, err)
 		}
 		if !resp.Succeeded {
-			s.forget(k) // read again
+			reread = true
 			continue
 		}
 		if h.holds > 1 && k != "" {

@@ -311,7 +311,7 @@ func (s *Store) remember(k string, h holding) int64 {
 	if old, ok := s.held[k]; ok && old.k == h.k && old.create == h.create {
 		h.fence = max(h.fence, old.fence)
 	}
-	if s.sess != nil && s.sess.id == h.lease {
+	if k != "" && s.sess != nil && !s.sess.dead && s.sess.id == h.lease {
 		s.held[k] = h
 	}
 	return h.fence
