@@ -129,3 +129,20 @@ func TestHandoffRunTimeBoundGrowsWithSlowHandoffs(t *testing.T) {
 		}
 	}
 }
+
+// However slow one handoff was (a loaded machine), the grown time bound
+// stops at maxHandoffRunGrown.
+func TestHandoffRunGrownBoundIsCapped(t *testing.T) {
+	clk := &shiftClock{}
+	handed := handoffChain(t, 4, clk, 10*time.Millisecond, func(i int) {
+		if i == 2 {
+			clk.advance(maxHandoffRunGrown - 20*time.Millisecond) // 10 + 10 + this = the cap, not 16 x 10 ms
+		}
+	})
+	want := []bool{true, true, false, true, false}
+	for i := range want {
+		if handed[i] != want[i] {
+			t.Fatalf("handoffs %v, want %v", handed, want)
+		}
+	}
+}

@@ -31,9 +31,11 @@ import (
 // pub/sub wake-up and the yield, so a run must be long enough to pay for
 // them); the time bounds how long another process waits when they are long.
 // The time bound is maxHandoffRun, or handoffRunCalls times the last
-// handoff's store call if that is longer: a run end costs a few of the
-// store's round trips, which on etcd (a write fsynced by a quorum, about a
-// millisecond) are ten times Redis's, so the run grows with them.
+// handoff's store call if that is longer, up to maxHandoffRunGrown: a run
+// end costs a few of the store's round trips, which on etcd (a write
+// fsynced by a quorum, about a millisecond) are ten times Redis's, so the
+// run grows with them; the cap keeps one slow call (a loaded machine) from
+// making other processes wait for long.
 //
 // The queue is an optimisation, never a guarantee: exclusion is the store's.
 // Callers that acquire as an explicit Owner (ContextWithOwner) bypass the
@@ -43,9 +45,10 @@ import (
 // maxHandoffs and maxHandoffRun bound a run of consecutive local handoffs
 // of one key, counted from its first handoff.
 const (
-	maxHandoffs     = 64
-	maxHandoffRun   = 5 * time.Millisecond
-	handoffRunCalls = 16
+	maxHandoffs        = 64
+	maxHandoffRun      = 5 * time.Millisecond
+	handoffRunCalls    = 16
+	maxHandoffRunGrown = 25 * time.Millisecond
 )
 
 // yieldFor is how long a local successor waits after a capped run of
@@ -201,13 +204,19 @@ func (qs *queues) handoffTarget(key string, q *keyQueue, now time.Time) *queued 
 	}
 	if q.handoffs == 0 {
 		q.runStart = now
-	} else if q.handoffs >= maxHandoffs || now.Sub(q.runStart) >= max(maxHandoffRun, handoffRunCalls*q.cost) {
+	} else if q.handoffs >= maxHandoffs || now.Sub(q.runStart) >= q.runBound() {
 		q.capped = true
 		return nil
 	}
 	q.lease = nil
 	q.handoffs++
 	return qs.pop(key, q)
+}
+
+// runBound is how long a run of handoffs may last (see maxHandoffRun).
+// Called with qs.mu held.
+func (q *keyQueue) runBound() time.Duration {
+	return max(maxHandoffRun, min(handoffRunCalls*q.cost, maxHandoffRunGrown))
 }
 
 // deliver completes a handoff to w, a waiter popped from q: with the lease
