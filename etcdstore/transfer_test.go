@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,21 +139,34 @@ func TestTransferOwnerCmp(t *testing.T) {
 func TestClientsTransferExclusionAndFences(t *testing.T) {
 	c := node(t)
 	pfx := uniq(t)
-	if overlaps, _ := fenceRace(t, c, pfx, true); overlaps == 0 {
+	if overlaps, _, _ := fenceRace(t, c, pfx, true); overlaps == 0 {
 		t.Fatal("control: a broken lock showed no overlap; the detector sees nothing")
 	}
-	overlaps, inverted := fenceRace(t, c, pfx, false)
-	if overlaps != 0 || inverted != 0 {
-		t.Fatalf("%d overlaps, %d fences not above the previous section's", overlaps, inverted)
+	overlaps, inverted, handoffs := fenceRace(t, c, pfx, false)
+	t.Logf("%d local handoffs", handoffs)
+	if overlaps != 0 || inverted != 0 || handoffs == 0 {
+		t.Fatalf("%d overlaps, %d fences not above the previous section's, %d local handoffs (want some)", overlaps, inverted, handoffs)
 	}
 }
 
+// countingStore counts the transfers the Client makes through the store.
+type countingStore struct {
+	*etcdstore.Store
+	n *atomic.Int64
+}
+
+func (c countingStore) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
+	c.n.Add(1)
+	return c.Store.Transfer(ctx, key, from, to, ttl)
+}
+
 // fenceRace runs 2 Clients x 6 goroutines x 15 critical sections on one
-// key and counts overlaps and fences that did not increase. broken makes
-// the second Client lock another key (no exclusion).
-func fenceRace(t *testing.T, c *etcdtest.Cluster, pfx string, broken bool) (overlaps, inverted int) {
+// key and counts overlaps, fences that did not increase and local
+// handoffs. broken makes the second Client lock another key (no exclusion).
+func fenceRace(t *testing.T, c *etcdtest.Cluster, pfx string, broken bool) (overlaps, inverted int, handoffs int64) {
 	t.Helper()
 	ctx := ctxT(t, 60*time.Second)
+	var transfers atomic.Int64
 	var mu sync.Mutex
 	inside, last := 0, uint64(0)
 	var wg sync.WaitGroup
@@ -161,7 +175,7 @@ func fenceRace(t *testing.T, c *etcdtest.Cluster, pfx string, broken bool) (over
 		if err != nil {
 			t.Fatal(err)
 		}
-		dc, err := dlock.New(st)
+		dc, err := dlock.New(countingStore{st, &transfers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,5 +216,5 @@ func fenceRace(t *testing.T, c *etcdtest.Cluster, pfx string, broken bool) (over
 		}
 	}
 	wg.Wait()
-	return overlaps, inverted
+	return overlaps, inverted, transfers.Load()
 }
