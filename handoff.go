@@ -25,17 +25,18 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	token := newToken()
 	start := q.cfg.clock.Now()
 	g, v, err := c.transfer(ctx, tr, l, token, q.cfg, w)
+	took := q.cfg.clock.Now().Sub(start)
 	if err == nil {
 		validUntil := lease.ValidUntil(start, g.TTL, q.cfg.ttl)
 		if q.cfg.clock.Now().Before(validUntil) {
-			c.queues.deliver(q, c.newLease(l.key, token, false, g, q.cfg, validUntil, l.slot, v))
+			c.queues.deliver(l.slot, q, c.newLease(l.key, token, false, g, q.cfg, validUntil, l.slot, v), took)
 			return true, nil
 		}
 		// The grant was over on arrival: free the key (the write, if any,
 		// was made: l's release is done), and let the waiter acquire for
 		// itself. Nobody has token, so the release must not depend on ctx.
 		c.dropHolds(ctx, l.key, q.cfg.ttl, 1, token)
-		c.queues.deliver(q, nil)
+		c.queues.deliver(l.slot, q, nil, took)
 		return true, nil
 	}
 	err = classify(err)
@@ -53,7 +54,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 		// itself), or not, leaving it under l's.
 		c.dropHandoff(ctx, l, token, q.cfg.ttl)
 	}
-	c.queues.deliver(q, nil)
+	c.queues.deliver(l.slot, q, nil, took)
 	if isNotHeld(err) {
 		return true, lostError(l.key, err)
 	}

@@ -36,12 +36,13 @@ func (c *shiftClock) advance(d time.Duration) {
 
 // handoffChain queues n waiters behind a holder, then releases each lease
 // as it arrives, calling between(i) before the i-th release (the holder's is
-// 0). It returns, for each release, whether it was a handoff (a transfer).
-func handoffChain(t *testing.T, n int, clk Clock, between func(i int)) []bool {
+// 0). Each transfer takes the time takes on clk. It returns, for each
+// release, whether it was a handoff (a transfer).
+func handoffChain(t *testing.T, n int, clk *shiftClock, takes time.Duration, between func(i int)) []bool {
 	t.Helper()
 	st := newMiniStore()
 	var transfers atomic.Int64
-	st.onTransfer = func() { transfers.Add(1) }
+	st.onTransfer = func() { transfers.Add(1); clk.advance(takes) }
 	c, err := New(st, WithTTL(time.Minute), WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func handoffChain(t *testing.T, n int, clk Clock, between func(i int)) []bool {
 // A run of handoffs ends after maxHandoffs: that release goes to the store,
 // so that other processes get a turn, and a new run starts after it.
 func TestHandoffRunEndsAtTheCount(t *testing.T) {
-	handed := handoffChain(t, maxHandoffs+5, &shiftClock{}, func(int) {})
+	handed := handoffChain(t, maxHandoffs+5, &shiftClock{}, 0, func(int) {})
 	for i, h := range handed {
 		want := i != maxHandoffs && i != len(handed)-1 // the capped release, and the last (nobody waits)
 		if h != want {
@@ -95,9 +96,47 @@ func TestHandoffRunEndsAtTheCount(t *testing.T) {
 // waiting for maxHandoffs of them.
 func TestHandoffRunEndsAtTheTimeBound(t *testing.T) {
 	clk := &shiftClock{}
-	handed := handoffChain(t, 4, clk, func(i int) {
+	handed := handoffChain(t, 4, clk, 0, func(i int) {
 		if i == 2 {
 			clk.advance(maxHandoffRun) // the second holding of the run is long
+		}
+	})
+	want := []bool{true, true, false, true, false}
+	for i := range want {
+		if handed[i] != want[i] {
+			t.Fatalf("handoffs %v, want %v", handed, want)
+		}
+	}
+}
+
+// On a store whose handoff is slow (a millisecond on etcd, against Redis's
+// tenth), a run may last handoffRunCalls handoffs' time, longer than
+// maxHandoffRun, so that a run pays for its end; past that it ends too.
+func TestHandoffRunTimeBoundGrowsWithSlowHandoffs(t *testing.T) {
+	clk := &shiftClock{}
+	handed := handoffChain(t, 5, clk, time.Millisecond, func(i int) {
+		switch i {
+		case 2:
+			clk.advance(maxHandoffRun) // 7 ms into the run: past maxHandoffRun, within 16 x 1 ms
+		case 3:
+			clk.advance(10 * time.Millisecond) // 18 ms: past the grown bound
+		}
+	})
+	want := []bool{true, true, true, false, true, false}
+	for i := range want {
+		if handed[i] != want[i] {
+			t.Fatalf("handoffs %v, want %v", handed, want)
+		}
+	}
+}
+
+// However slow one handoff was (a loaded machine), the grown time bound
+// stops at maxHandoffRunGrown.
+func TestHandoffRunGrownBoundIsCapped(t *testing.T) {
+	clk := &shiftClock{}
+	handed := handoffChain(t, 4, clk, 10*time.Millisecond, func(i int) {
+		if i == 2 {
+			clk.advance(maxHandoffRunGrown - 20*time.Millisecond) // 10 + 10 + this = the cap, not 16 x 10 ms
 		}
 	})
 	want := []bool{true, true, false, true, false}

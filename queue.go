@@ -23,13 +23,19 @@ import (
 // published during a handoff, so other processes' waiters are not woken.
 //
 // Fairness between processes: after maxHandoffs consecutive handoffs, or
-// once a run of handoffs has lasted maxHandoffRun, the lock is released for
+// once a run of handoffs has lasted its time bound, the lock is released for
 // real (waking other processes' waiters), and if other owners were seen
 // holding the key, the next local waiter yields for a moment before its own
 // attempt so that a remote waiter can take the key. The count bounds the
 // run when critical sections are short (each run end costs a release, a
 // pub/sub wake-up and the yield, so a run must be long enough to pay for
 // them); the time bounds how long another process waits when they are long.
+// The time bound is maxHandoffRun, or handoffRunCalls times the last
+// handoff's store call if that is longer, up to maxHandoffRunGrown: a run
+// end costs a few of the store's round trips, which on etcd (a write
+// fsynced by a quorum, about a millisecond) are ten times Redis's, so the
+// run grows with them; the cap keeps one slow call (a loaded machine) from
+// making other processes wait for long.
 //
 // The queue is an optimisation, never a guarantee: exclusion is the store's.
 // Callers that acquire as an explicit Owner (ContextWithOwner) bypass the
@@ -39,8 +45,10 @@ import (
 // maxHandoffs and maxHandoffRun bound a run of consecutive local handoffs
 // of one key, counted from its first handoff.
 const (
-	maxHandoffs   = 64
-	maxHandoffRun = 5 * time.Millisecond
+	maxHandoffs        = 64
+	maxHandoffRun      = 5 * time.Millisecond
+	handoffRunCalls    = 16
+	maxHandoffRunGrown = 25 * time.Millisecond
 )
 
 // yieldFor is how long a local successor waits after a capped run of
@@ -55,13 +63,14 @@ type queues struct {
 
 // keyQueue is the local state of one key. Guarded by queues.mu.
 type keyQueue struct {
-	busy     bool      // the slot is taken: its owner is acquiring or holding
-	lease    *Lease    // the slot owner's lease once acquired
-	waiters  []*queued // FIFO
-	handoffs int       // consecutive local handoffs
-	runStart time.Time // when the first of them was made
-	capped   bool      // the run reached a bound: the slot owner released to the store
-	remote   bool      // another owner was seen holding the key
+	busy     bool          // the slot is taken: its owner is acquiring or holding
+	lease    *Lease        // the slot owner's lease once acquired
+	waiters  []*queued     // FIFO
+	handoffs int           // consecutive local handoffs
+	runStart time.Time     // when the first of them was made
+	cost     time.Duration // how long the last handoff's store call took
+	capped   bool          // the run reached a bound: the slot owner released to the store
+	remote   bool          // another owner was seen holding the key
 }
 
 type queued struct {
@@ -195,7 +204,7 @@ func (qs *queues) handoffTarget(key string, q *keyQueue, now time.Time) *queued 
 	}
 	if q.handoffs == 0 {
 		q.runStart = now
-	} else if q.handoffs >= maxHandoffs || now.Sub(q.runStart) >= maxHandoffRun {
+	} else if q.handoffs >= maxHandoffs || now.Sub(q.runStart) >= q.runBound() {
 		q.capped = true
 		return nil
 	}
@@ -204,11 +213,19 @@ func (qs *queues) handoffTarget(key string, q *keyQueue, now time.Time) *queued 
 	return qs.pop(key, q)
 }
 
-// deliver completes a handoff to w: with the lease if the transfer
-// succeeded, or with nil, and w then acquires from the store itself.
-func (qs *queues) deliver(w *queued, l *Lease) {
+// runBound is how long a run of handoffs may last (see maxHandoffRun).
+// Called with qs.mu held.
+func (q *keyQueue) runBound() time.Duration {
+	return max(maxHandoffRun, min(handoffRunCalls*q.cost, maxHandoffRunGrown))
+}
+
+// deliver completes a handoff to w, a waiter popped from q: with the lease
+// if the transfer succeeded, or with nil, and w then acquires from the store
+// itself. took is how long the handoff's store call took.
+func (qs *queues) deliver(q *keyQueue, w *queued, l *Lease, took time.Duration) {
 	qs.mu.Lock()
 	w.lease = l
+	q.cost = took
 	qs.mu.Unlock()
 	w.ready <- struct{}{}
 }

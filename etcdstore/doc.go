@@ -44,9 +44,18 @@
 // a path prefix of another (a and a/b) shares its etcd prefix, as with
 // etcdctl: a holder of a/b makes a look held (more exclusion, never less).
 //
-// The fence is the holding's CreateRevision: cluster-wide and strictly
-// increasing. OwnerCmp gives a comparison to put in your own etcd
-// transaction so that etcd itself rejects a stale holder's write.
+// Fences come from etcd's cluster-wide revision: a holding taken at once has
+// its key's CreateRevision; one that waited in the queue, the revision of
+// the read that found it first; one handed on by Transfer, the previous
+// fence plus one, written into the value (" <fence>" after the digest).
+// OwnerCmp gives a comparison (on the holding key's ModRevision) to put in
+// your own etcd transaction so that etcd itself rejects a stale holder's
+// write.
+//
+// Transfer (driver.Transferer, the Client's local handoff) rewrites the
+// holder's value to the next holder's digest and fence in one
+// compare-and-set: the key keeps its place at the head of etcd's queue, so
+// other processes' waiters are not woken and a handoff is one write.
 //
 // Acquire is one transaction (free: put our key; else read the holder);
 // re-entry and release are one compare-and-set on the key's ModRevision,
@@ -59,7 +68,7 @@
 // # What it cannot do
 //
 // There is no Notifier (waiting is the Queuer's FIFO, or the client's
-// backoff), no Transferer and no Atomic step (WithRead and Lease.Commit are
+// backoff) and no Atomic step (WithRead and Lease.Commit are
 // unavailable: use OwnerCmp in your own transaction instead). A contended
 // Acquire reports the holder's remaining time as unknown (-1); Inspect asks
 // the server for it. The session TTL is whole seconds and at least 2 s, so

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,10 +47,7 @@ func (s *Store) info(ctx context.Context, kv *mvccpb.KeyValue) (driver.Info, err
 	if err != nil {
 		return driver.Info{}, err
 	}
-	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1, Foreign: v.digest == ""}
-	if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
-		in.Token = h.token
-	}
+	in := s.known(kv, v)
 	if kv.Lease != 0 {
 		if ttl, err := s.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease)); err == nil && ttl.TTL >= 0 {
 			in.Remaining = time.Duration(ttl.TTL) * time.Second
@@ -81,15 +79,26 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string, inf
 		}
 		name := full[:i]
 		seen[name] = true
-		in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(kv.CreateRevision), Remaining: -1, Foreign: v.digest == ""}
-		if h, ok := s.lookup(string(kv.Key)); ok && h.create == kv.CreateRevision {
-			in.Token = h.token
-		}
-		if !fn(name, in) {
+		if !fn(name, s.known(kv, v)) {
 			return nil
 		}
 	}
 	return nil
+}
+
+// known describes the holding at kv, whose value is v, with what this Store
+// knows of it if it is one of its own: the token and the fence.
+func (s *Store) known(kv *mvccpb.KeyValue, v lockValue) driver.Info {
+	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(fenceOf(kv)), Remaining: -1, Foreign: v.digest == ""}
+	if v.digest == "" || kv.Lease == 0 {
+		return in
+	}
+	dir := string(kv.Key)[:strings.LastIndexByte(string(kv.Key), '/')+1]
+	name := dir + strconv.FormatInt(kv.Lease, 16) + "_" + v.digest[:24]
+	if h, ok := s.lookup(name); ok && h.k == string(kv.Key) && h.create == kv.CreateRevision {
+		in.Token, in.Fence = h.token, uint64(max(h.fence, fenceOf(kv)))
+	}
+	return in
 }
 
 // Waiters implements driver.WaiterCounter: the keys queued under the lock's
@@ -104,18 +113,22 @@ func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
 }
 
 // OwnerCmp returns a comparison that holds while the holding of key with
-// fence is this Store's and still exists: put it in the If of your own etcd
-// transaction (as concurrency.Mutex.IsOwner) so that etcd rejects the
-// write of a holder that has lost the lock, however late it arrives. It
-// returns an error matching driver.ErrNotHeld if the store holds no such
-// holding (released, lost, or another store's).
+// fence is this Store's and its key is unchanged: put it in the If of your
+// own etcd transaction (as concurrency.Mutex.IsOwner) so that etcd rejects
+// the write of a holder that has lost the lock, however late it arrives.
+// It compares the key's ModRevision, so anything that rewrites the key ends
+// it: a release, a transfer to the next local waiter (which keeps the key
+// but not its holder), and also a re-entry or a partial release by the
+// same holder (call OwnerCmp again after those). It returns an error
+// matching driver.ErrNotHeld if the store holds no such holding (released,
+// lost, handed on, or another store's).
 func (s *Store) OwnerCmp(key string, fence uint64) (clientv3.Cmp, error) {
 	pfx := s.pfx(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, h := range s.held {
-		if uint64(h.create) == fence && strings.HasPrefix(k, pfx) && !strings.Contains(k[len(pfx):], "/") {
-			return clientv3.Compare(clientv3.CreateRevision(k), "=", h.create), nil
+	for _, h := range s.held {
+		if uint64(h.fence) == fence && strings.HasPrefix(h.k, pfx) && !strings.Contains(h.k[len(pfx):], "/") {
+			return clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod), nil
 		}
 	}
 	return clientv3.Cmp{}, fmt.Errorf("%w: etcdstore: no holding of %q with fence %d in this store", driver.ErrNotHeld, key, fence)

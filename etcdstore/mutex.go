@@ -54,31 +54,31 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		h, cached := s.lookup(k)
 		var txn clientv3.Txn
 		if cached {
-			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", h.mod)).
-				Then(clientv3.OpPut(k, value(h.holds+1, dig), clientv3.WithLease(sess.id)))
+			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod)).
+				Then(clientv3.OpPut(h.k, valueFenced(h.holds+1, dig, h.vfence), clientv3.WithLease(sess.id)))
 		} else {
-			h = holding{lease: sess.id, token: token}
+			h = holding{k: k, lease: sess.id, token: token}
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
 				Then(clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)))
 		}
-		resp, err := txn.Else(readOps(k, pfx)...).Commit()
+		resp, err := txn.Else(readOps(h.k, pfx)...).Commit()
 		if err != nil {
 			return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 		}
 		if resp.Succeeded {
 			rev := resp.Header.Revision
 			if !cached {
-				h.create = rev
+				h.create, h.fence = rev, rev
 			}
 			h.mod, h.holds = rev, h.holds+1
-			s.remember(k, h)
-			return driver.Grant{Fence: uint64(h.create), Holds: h.holds, TTL: s.certainTTL(sess, start)}, nil
+			fence := s.remember(k, h)
+			return driver.Grant{Fence: uint64(fence), Holds: h.holds, TTL: s.certainTTL(sess, start)}, nil
 		}
 		st := readState(resp.Responses)
 		holds, ok := mine(st.first, dig)
 		switch {
-		case ok && string(st.first.Key) == k:
-			s.remember(k, holding{lease: sess.id, create: st.first.CreateRevision, mod: st.first.ModRevision, holds: holds, token: token})
+		case ok && clientv3.LeaseID(st.first.Lease) == sess.id:
+			s.remember(k, holdingOf(st.first, holds, token))
 			continue // re-enter with what we read
 		case ok:
 			g, err := s.reenterForeign(ctx, st.first, holds, dig, start)
@@ -106,15 +106,16 @@ func (s *Store) reenterForeign(ctx context.Context, kv *mvccpb.KeyValue, holds i
 	if err != nil {
 		return driver.Grant{}, err
 	}
+	v, _ := parseValue(kv.Value)
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
-		Then(clientv3.OpPut(string(kv.Key), value(holds+1, dig), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).Commit()
+		Then(clientv3.OpPut(string(kv.Key), valueFenced(holds+1, dig, v.fence), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).Commit()
 	if err != nil {
 		return driver.Grant{}, fmt.Errorf("etcdstore: acquire: %w", err)
 	}
 	if !resp.Succeeded {
 		return driver.Grant{}, errChanged
 	}
-	return driver.Grant{Fence: uint64(kv.CreateRevision), Holds: holds + 1, TTL: ttl}, nil
+	return driver.Grant{Fence: uint64(fenceOf(kv)), Holds: holds + 1, TTL: ttl}, nil
 }
 
 // keepAliveLease renews a lease that is not the store's session (a holding
@@ -163,10 +164,10 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if sess := s.live(); sess != nil {
 		k = s.ownKey(sess, key, dig)
 	}
+	reread := false
 	for range maxAttempts {
 		h, cached := s.lookup(k)
-		target := k
-		if !cached {
+		if !cached || reread {
 			first, err := s.holder(ctx, pfx)
 			if err != nil {
 				return fmt.Errorf("etcdstore: release %q: %w", key, err)
@@ -176,26 +177,26 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 				s.forget(k)
 				return driver.NotHeld(first != nil)
 			}
-			target = string(first.Key)
-			h = holding{lease: clientv3.LeaseID(first.Lease), create: first.CreateRevision, mod: first.ModRevision, holds: holds, token: token}
+			h = holdingOf(first, holds, token)
+			h.fence = s.remember(k, h) // keeps a queued holding's fence
 		}
-		op := clientv3.OpDelete(target)
+		op := clientv3.OpDelete(h.k)
 		if h.holds > 1 {
-			op = clientv3.OpPut(target, value(h.holds-1, dig), clientv3.WithLease(h.lease))
+			op = clientv3.OpPut(h.k, valueFenced(h.holds-1, dig, h.vfence), clientv3.WithLease(h.lease))
 		}
-		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(target), "=", h.mod)).Then(op).Commit()
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod)).Then(op).Commit()
 		if err != nil {
 			return fmt.Errorf("etcdstore: release %q: %w", key, err)
 		}
 		if !resp.Succeeded {
-			s.forget(k) // read again
+			reread = true
 			continue
 		}
-		if h.holds > 1 {
+		if h.holds > 1 && k != "" {
 			h.mod, h.holds = resp.Header.Revision, h.holds-1
-			s.remember(target, h)
+			s.remember(k, h)
 		} else {
-			s.forget(target)
+			s.forget(k)
 		}
 		return nil
 	}
@@ -248,22 +249,22 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []
 			if kvs := resp.Responses[i-lo].GetResponseRange().GetKvs(); len(kvs) > 0 {
 				first = kvs[0]
 			}
-			out[i] = s.extendOne(ctx, sess, first, reqs[i].Token, start)
+			out[i] = s.extendOne(ctx, sess, first, reqs[i].Key, reqs[i].Token, start)
 		}
 	}
 	return out
 }
 
 // extendOne turns the holder read for one request into its result.
-func (s *Store) extendOne(ctx context.Context, sess *session, first *mvccpb.KeyValue, token string, start time.Time) driver.ExtendResult {
+func (s *Store) extendOne(ctx context.Context, sess *session, first *mvccpb.KeyValue, key, token string, start time.Time) driver.ExtendResult {
 	dig := digest(token)
 	holds, ok := mine(first, dig)
 	if !ok {
 		return driver.ExtendResult{Err: driver.NotHeld(first != nil)}
 	}
-	g := driver.Grant{Fence: uint64(first.CreateRevision), Holds: holds}
+	g := driver.Grant{Fence: uint64(fenceOf(first)), Holds: holds}
 	if sess != nil && clientv3.LeaseID(first.Lease) == sess.id {
-		s.remember(string(first.Key), holding{lease: sess.id, create: first.CreateRevision, mod: first.ModRevision, holds: holds, token: token})
+		g.Fence = uint64(s.remember(s.ownKey(sess, key, dig), holdingOf(first, holds, token)))
 		g.TTL = s.certainTTL(sess, start)
 		return driver.ExtendResult{Grant: g}
 	}

@@ -14,6 +14,9 @@ import (
 // cleanupTimeout bounds the deletion of a waiter's key after its call ended.
 const cleanupTimeout = 5 * time.Second
 
+// putDropTimeout bounds the deletion of a key whose put had no answer.
+const putDropTimeout = 300 * time.Millisecond
+
 // AcquireQueued implements driver.Queuer, with concurrency.Mutex's queue: it
 // puts our key under the lock's prefix, then waits for the key created just
 // before it (its predecessor) to be deleted, watching only that key, until
@@ -22,8 +25,10 @@ const cleanupTimeout = 5 * time.Second
 // if the session expires (our key is deleted, or keepalives fail past the
 // session's certain life) it stops with an error matching
 // driver.ErrNotAcquired. When it returns an error it deletes the key it put
-// (guarded by its CreateRevision), so it leaves nothing behind; if that
-// delete cannot be done, the key goes with the session.
+// (guarded by its CreateRevision), so it leaves nothing behind; also when
+// the put itself got no reply (ctx ended with it in flight: a delete of our
+// key with its one hold, bounded by 300 ms). If that delete cannot be done,
+// the key goes with the session.
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	start := time.Now()
 	sess, err := s.session(ctx)
@@ -31,6 +36,9 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		return driver.Grant{}, err
 	}
 	k, pfx := s.ownKey(sess, key, digest(token)), s.pfx(key)
+	if _, ok := s.lookup(k); ok {
+		return s.Acquire(ctx, key, token, ttl) // re-entry (of a transferred holding too, whose etcd key is not k)
+	}
 	// Our put is the newest creation under pfx, so the two last-created keys
 	// after it are ours and our predecessor (if any): the first round trip
 	// both queues us and tells whether we hold the lock already.
@@ -39,6 +47,13 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		Then(clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...)).
 		Else(readOps(k, pfx)...).Commit()
 	if err != nil {
+		// The put may have been applied (ctx ended with it in flight): take
+		// our key out of the queue, or it would stay with the session. A key
+		// k with one hold of token is this call's: a holding or wait of
+		// token in this session would have been found above, or refused.
+		// Bounded by putDropTimeout: when the server is unreachable the put
+		// was not applied either, and the caller's wait bound is not held up.
+		s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", value(1, digest(token))), putDropTimeout)
 		return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 	}
 	if !resp.Succeeded {
@@ -52,7 +67,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 2 && kvs[0].CreateRevision == w.rev {
 		pred = string(kvs[1].Key)
 	} else if len(kvs) == 1 && kvs[0].CreateRevision == w.rev {
-		w.s.remember(k, holding{lease: sess.id, create: w.rev, mod: w.rev, holds: 1, token: token})
+		w.s.remember(k, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token})
 		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, nil
 	}
 	g, err := w.wait(ctx, start, pred)
@@ -74,7 +89,10 @@ type waiter struct {
 
 // wait loops: watch the predecessor pred (and our own key) for deletion, if
 // pred is known; then read our key and our predecessor; none → ours is the
-// lock.
+// lock. Its fence is the revision of that read, not our key's
+// CreateRevision: a holder of this Store's may have handed the lock on
+// (Transfer) while we were queued, with a fence greater than our
+// CreateRevision but below the revision at which its key was deleted.
 func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver.Grant, error) {
 	if pred != "" {
 		if err := w.await(ctx, pred); err != nil {
@@ -96,9 +114,9 @@ func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver
 			if err != nil {
 				return driver.Grant{}, err
 			}
-			holds := v.holds
-			w.s.remember(w.k, holding{lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: holds, token: w.token})
-			return driver.Grant{Fence: uint64(w.rev), Holds: holds, TTL: w.s.certainTTL(w.sess, start)}, nil
+			h := holding{k: w.k, lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: v.holds, fence: resp.Header.Revision, vfence: v.fence, token: w.token}
+			fence := w.s.remember(w.k, h)
+			return driver.Grant{Fence: uint64(fence), Holds: v.holds, TTL: w.s.certainTTL(w.sess, start)}, nil
 		}
 		if err := w.await(ctx, string(pred[0].Key)); err != nil {
 			return driver.Grant{}, err
@@ -189,14 +207,19 @@ func hasDelete(evs []*clientv3.Event) bool {
 	return false
 }
 
-// cleanup deletes our key if it is still the one we put, detached from ctx
-// (which has usually ended) and bounded by cleanupTimeout.
+// cleanup deletes our key if it is still the one we put.
 func (w *waiter) cleanup(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	w.s.dropKey(ctx, w.k, clientv3.Compare(clientv3.CreateRevision(w.k), "=", w.rev), cleanupTimeout)
+}
+
+// dropKey deletes k if guard holds, detached from ctx (which has usually
+// ended) and bounded by timeout, best effort: the key goes with the
+// session otherwise.
+func (s *Store) dropKey(ctx context.Context, k string, guard clientv3.Cmp, timeout time.Duration) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	_, _ = w.s.cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(w.k), "=", w.rev)).
-		Then(clientv3.OpDelete(w.k)).Commit()
-	w.s.forget(w.k)
+	_, _ = s.cli.Txn(cctx).If(guard).Then(clientv3.OpDelete(k)).Commit()
+	s.forget(k)
 }
 
 // certainDeadline is when sess stops being certain.

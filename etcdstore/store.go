@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -54,19 +55,33 @@ type session struct {
 	dead    bool      // the server said the lease is gone
 }
 
-// holding is what the store knows of a key it wrote: revisions for
-// compare-and-set and the hold count.
+// holding is what the store knows of a holding it has: its etcd key,
+// revisions for compare-and-set, the hold count and the fence. The store
+// files it under the token's own key name (ownKey), which is also its etcd
+// key unless the holding came by a transfer: the etcd key is then the one
+// the previous holder queued with.
 type holding struct {
+	k           string // the etcd key
 	lease       clientv3.LeaseID
 	create, mod int64
 	holds       int
+	fence       int64  // the holding's fence (see fenceOf; a queued holder's is its confirming read's revision)
+	vfence      int64  // the fence written in the value (a transferred holding), else 0
 	token       string // for Inspect of our own holdings
+}
+
+// holdingOf is the holding at kv of token with holds, as the key tells it.
+func holdingOf(kv *mvccpb.KeyValue, holds int, token string) holding {
+	v, _ := parseValue(kv.Value)
+	return holding{k: string(kv.Key), lease: clientv3.LeaseID(kv.Lease), create: kv.CreateRevision, mod: kv.ModRevision,
+		holds: holds, fence: fenceOf(kv), vfence: v.fence, token: token}
 }
 
 var (
 	_ driver.Mutex         = (*Store)(nil)
 	_ driver.BatchExtender = (*Store)(nil)
 	_ driver.Queuer        = (*Store)(nil)
+	_ driver.Transferer    = (*Store)(nil)
 	_ driver.Inspector     = (*Store)(nil)
 	_ driver.Lister        = (*Store)(nil)
 	_ driver.WaiterCounter = (*Store)(nil)
@@ -286,13 +301,20 @@ func (s *Store) certainTTL(sess *session, start time.Time) time.Duration {
 	return min(sess.certain.Sub(start), s.ttl)
 }
 
-// remember records what the store wrote at k; forget drops it.
-func (s *Store) remember(k string, h holding) {
+// remember records h, a holding of the current session, under the
+// token's key name k, and returns its fence: a fence known for the same
+// holding (same etcd key and CreateRevision) is kept if greater, since a
+// read of the key cannot tell a queued holder's fence. forget drops it.
+func (s *Store) remember(k string, h holding) int64 {
 	s.mu.Lock()
-	if s.sess != nil && s.sess.id == h.lease {
+	defer s.mu.Unlock()
+	if old, ok := s.held[k]; ok && old.k == h.k && old.create == h.create {
+		h.fence = max(h.fence, old.fence)
+	}
+	if k != "" && s.sess != nil && !s.sess.dead && s.sess.id == h.lease {
 		s.held[k] = h
 	}
-	s.mu.Unlock()
+	return h.fence
 }
 
 func (s *Store) forget(k string) {
