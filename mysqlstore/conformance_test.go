@@ -8,6 +8,8 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/drivertest"
+	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/mysqlstore"
 )
 
@@ -18,15 +20,20 @@ import (
 func TestConformanceLease(t *testing.T) {
 	_, opts := migrated(t, mysqlstore.Options{Retention: 200 * time.Millisecond})
 	admin := openDB(t, shared(t).DSN())
+	p := proxy(t, shared(t).Addr())
 	var stores []*mysqlstore.Store
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t *testing.T) driver.Mutex {
-			s, err := mysqlstore.New(openDB(t, shared(t).DSN()), opts)
+			s, err := mysqlstore.New(openDB(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database)), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			stores = append(stores, s)
 			return reporting{s, admin, opts}
+		},
+		Pause: func(t *testing.T) func() {
+			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
+			return func() { up(); down() }
 		},
 		Foreign: func(t *testing.T, key string) {
 			// A row a user wrote by hand, with no holds: not a lock.
