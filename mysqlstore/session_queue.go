@@ -8,9 +8,10 @@ import (
 )
 
 // AcquireQueued behaves as Acquire (and first tries it), but when another
-// connection holds key it waits in the server's own queue: a blocking GET_LOCK(name, timeout) on
-// a connection pinned for the wait (counted against MaxConns), the timeout
-// being ctx's deadline rounded up to seconds or "infinite". When ctx ends
+// connection holds key it waits in the server's own queue: a blocking
+// GET_LOCK(name, timeout) on a connection pinned for the wait (counted
+// against MaxConns), the timeout being ctx's deadline rounded up to
+// seconds or "infinite". When ctx ends
 // first, the wait is killed (KILL QUERY from another connection) and, if
 // the server granted the lock anyway, it is released: nothing is left
 // held. MariaDB grants a freed named lock to one of its waiters; the order
