@@ -37,8 +37,22 @@ func newStatements(n names) statements {
 		// reports the holder's remaining time in the same statement. The
 		// fence is drawn from the sequence on every call, used only for a
 		// new holding (gaps are harmless: fences only need to increase).
-		acquire: fmt.Sprintf(`INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
-VALUES ($1, $2, 1, nextval('%[2]s'), `+ttlExpr+`)
+		//
+		// The fence is drawn before the row is written, and an insert can
+		// wait (for a release deleting the row) between the two: two
+		// acquires waiting there could insert in the other order than they
+		// drew, and the later holding would get the smaller fence. So every
+		// acquire of a key first takes a transaction-scoped advisory lock
+		// on (hash of the table, hash of the key), released at commit:
+		// acquires of one key draw and write one at a time, in order.
+		// Releases, extensions and sweeps do not take it (no lock cycle),
+		// and the two-int form of the lock does not share the key space of
+		// the one-bigint form that session locks use.
+		acquire: fmt.Sprintf(`WITH lk AS MATERIALIZED (
+  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
+)
+INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
+SELECT $1, $2, 1, nextval('%[2]s'), `+ttlExpr+` FROM lk
 ON CONFLICT (name) DO UPDATE SET
   owner = CASE WHEN l.expires_at <= now() THEN excluded.owner ELSE l.owner END,
   holds = CASE WHEN l.expires_at <= now() THEN 1
