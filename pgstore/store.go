@@ -167,3 +167,6 @@ func checkTTL(ttl time.Duration) error {
 
 // micros is ttl in microseconds, rounded up.
 func micros(ttl time.Duration) int64 { return int64((ttl + time.Microsecond - 1) / time.Microsecond) }
+
+// Table returns the store's prefix (Options.Table, or DefaultTable).
+func (s *Store) Table() string { return strings.TrimSuffix(s.names.locks, "_locks") }
