@@ -42,11 +42,17 @@ func conformance(t *testing.T, viaSQL bool) {
 			closeDB := func() {}
 			if viaSQL {
 				db := stdlib.OpenDBFromPool(pool)
-				// database/sql keeps 2 idle connections by default: the
-				// rest are closed and re-made (and the statements
-				// re-prepared), which under -race can outlast the suite's
-				// 150 ms leases between two calls.
-				db.SetMaxIdleConns(16)
+				// Each *sql.DB connection holds a pool connection for its
+				// whole life. With more open than the pool has, a call
+				// that decides to open one waits in pgxpool for
+				// connections the DB's own idle ones hold: a stall of a
+				// minute under load (seen under -race). As many idle as
+				// open: database/sql's default of 2 idle would close and
+				// re-make the rest (re-preparing the statements), which
+				// can outlast the suite's 150 ms leases between two calls.
+				maxConns := int(pool.Config().MaxConns)
+				db.SetMaxOpenConns(maxConns)
+				db.SetMaxIdleConns(maxConns)
 				closeDB = func() { db.Close() }
 				s, err = pgstore.NewDB(db, opts)
 			}
