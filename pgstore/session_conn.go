@@ -169,19 +169,22 @@ func (s *SessionStore) removeLocked(p *pinned) {
 	}
 }
 
-// unuse ends one use of p; a connection no longer used and holding no lock
-// goes back to the pool (it holds no advisory lock then).
+// unuse ends one use of p; see idleLocked.
 func (s *SessionStore) unuse(p *pinned) {
 	s.mu.Lock()
 	p.users--
-	idle := p.users == 0 && !p.gone && (p.dead || (p.locks == 0 && !p.waiting))
-	if idle {
+	s.idleLocked(p)
+	s.mu.Unlock()
+}
+
+// idleLocked gives p back to the pool once it is no longer used and holds
+// no lock (it holds no advisory lock then), or once it is dead (the pool
+// destroys a closed connection). Called with s.mu held.
+func (s *SessionStore) idleLocked(p *pinned) {
+	if p.users == 0 && !p.gone && p.c != nil && (p.dead || (p.locks == 0 && !p.waiting)) {
 		p.gone = true
 		s.removeLocked(p)
-	}
-	s.mu.Unlock()
-	if idle {
-		p.c.Release() // a dead (closed) connection is destroyed by the pool
+		p.c.Release()
 	}
 }
 

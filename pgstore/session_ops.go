@@ -167,6 +167,7 @@ func (s *SessionStore) forgetLocked(e *entry, h *holding) {
 	if !h.closed {
 		h.closed = true
 		h.p.locks--
+		s.idleLocked(h.p)
 	}
 }
 
