@@ -338,4 +338,3 @@ func counterWork(url, mode, key string) error {
 	close(errs)
 	return <-errs
 }
-
