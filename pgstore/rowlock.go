@@ -28,14 +28,11 @@ type RowLockOptions struct {
 // rowSQL returns the locking SELECT of opts, and the INSERT that creates a
 // missing row; an invalid Table returns an error matching ErrInvalid.
 func rowSQL(opts RowLockOptions) (sel, ins string, err error) {
-	table := opts.Table
-	if table == "" {
-		table = "dlock"
+	n, err := namesFor(opts.Table)
+	if err != nil {
+		return "", "", err
 	}
-	if !tableRE.MatchString(table) {
-		return "", "", fmt.Errorf("%w: pgstore: table prefix %q must be a lower-case SQL identifier of at most 40 bytes", driver.ErrInvalid, table)
-	}
-	t := pgx.Identifier{table + "_rows"}.Sanitize()
+	t := pgx.Identifier{n.rows}.Sanitize()
 	sel = "SELECT 1 FROM " + t + " WHERE name = $1 FOR UPDATE"
 	if opts.NoWait {
 		sel += " NOWAIT"

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
@@ -88,8 +87,6 @@ var (
 	_ driver.WaiterCounter = (*SessionStore)(nil)
 )
 
-var tableRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
-
 // NewSession returns a SessionStore on pool, which it never closes. It
 // returns an error matching driver.ErrInvalid if pool is nil, Table is not a
 // lower-case SQL identifier of at most 40 bytes, CheckInterval is below
@@ -100,12 +97,13 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	if pool == nil {
 		return nil, fmt.Errorf("%w: pgstore: nil pool", driver.ErrInvalid)
 	}
+	nm, err := namesFor(opts.Table)
+	if err != nil {
+		return nil, err
+	}
 	table := opts.Table
 	if table == "" {
-		table = "dlock"
-	}
-	if !tableRE.MatchString(table) {
-		return nil, fmt.Errorf("%w: pgstore: table prefix %q must be a lower-case SQL identifier of at most 40 bytes", driver.ErrInvalid, table)
+		table = DefaultTable
 	}
 	ttl := opts.CheckInterval
 	if ttl == 0 {
@@ -127,7 +125,7 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 		wait = DefaultConnWait
 	}
 	return &SessionStore{
-		pool: pool, table: table, seq: pgx.Identifier{table + "_fence"}.Sanitize(),
+		pool: pool, table: table, seq: pgx.Identifier{nm.fence}.Sanitize(),
 		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
 		keys: map[string]*entry{},
 	}, nil

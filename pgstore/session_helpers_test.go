@@ -27,21 +27,30 @@ func sessPool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// sessServer starts a server with the schema for the default prefix.
+// sessServer returns the package's shared server (TestMain) with the
+// schema for the default prefix.
 func sessServer(t testing.TB) *pgserver.Server {
 	t.Helper()
-	srv := pgserver.Start(t)
-	sessMigrate(t, sessPool(t, srv.URL(), 2))
-	return srv
+	s := server(t)
+	sessMigrate(t, sessPool(t, s.URL(), 2))
+	return s
 }
 
-// sessMigrate creates the schema the session and row-lock modes use.
+// sessOwnServer starts a server of the test's own (for tests that kill or
+// restart it) with the schema for the default prefix.
+func sessOwnServer(t testing.TB) *pgserver.Server {
+	t.Helper()
+	s := pgserver.Start(t)
+	sessMigrate(t, sessPool(t, s.URL(), 2))
+	return s
+}
+
+// sessMigrate creates the schema for the default prefix (pgstore.Migrate).
 func sessMigrate(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := pool.Exec(ctx, `CREATE SEQUENCE IF NOT EXISTS dlock_fence AS bigint MINVALUE 1 NO CYCLE;
-		CREATE TABLE IF NOT EXISTS dlock_rows (name text PRIMARY KEY)`); err != nil {
+	if err := pgstore.Migrate(ctx, pool, pgstore.Options{}); err != nil {
 		t.Fatal(err)
 	}
 }
