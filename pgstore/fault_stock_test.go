@@ -59,6 +59,9 @@ func TestFaultStockScenario(t *testing.T) {
 
 func stockRun(t *testing.T, addr string, urlFor func(string) string, admin *pgxpool.Pool, mode string, seed uint64, wantSafe bool) {
 	key := t.Name()
+	if _, err := admin.Exec(tctx(t), `DELETE FROM sales WHERE k = $1`, key); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.Exec(tctx(t), `INSERT INTO stock (k, n) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET n = $2, fence = 0`, key, stockInitial); err != nil {
 		t.Fatal(err)
 	}
@@ -192,16 +195,24 @@ func buyer(ctx context.Context, pool *pgxpool.Pool, mode, key string) (func(cont
 	}
 	switch mode {
 	case "rowlock":
-		return func(ctx context.Context, b string) (bool, error) {
-			sold := false
-			err := pgstore.WithRowLock(ctx, pool, key, pgstore.RowLockOptions{IdleTimeout: 2 * time.Second}, func(tx pgx.Tx) error {
-				var n int
-				if err := tx.QueryRow(ctx, `SELECT n FROM stock WHERE k = $1`, key).Scan(&n); err != nil || n <= 0 {
-					return err
+		// An application retries a transaction that failed (the faults
+		// fail every transaction in flight); bounded: 5 attempts.
+		return func(ctx context.Context, b string) (sold bool, err error) {
+			for attempt := 1; attempt <= 5; attempt++ {
+				sold = false
+				err = pgstore.WithRowLock(ctx, pool, key, pgstore.RowLockOptions{IdleTimeout: 2 * time.Second}, func(tx pgx.Tx) error {
+					var n int
+					if err := tx.QueryRow(ctx, `SELECT n FROM stock WHERE k = $1`, key).Scan(&n); err != nil || n <= 0 {
+						return err
+					}
+					sold = true
+					return sale(ctx, tx, n, b)
+				})
+				if err == nil || ctx.Err() != nil {
+					break
 				}
-				sold = true
-				return sale(ctx, tx, n, b)
-			})
+				time.Sleep(time.Duration(attempt) * 20 * time.Millisecond) // the retry's backoff
+			}
 			return sold && err == nil, err
 		}, func() {}, nil
 	case "nolock":

@@ -63,9 +63,11 @@ type SessionOptions struct {
 
 // SessionStore is a driver.Mutex on PostgreSQL session-level advisory locks
 // (pg_try_advisory_lock, pg_advisory_lock) held on connections it takes from
-// the caller's pool and pins: a lock lives as long as its connection. See
-// the package documentation (Session locks) for what breaks it. It is safe
-// for concurrent use; Close gives the pinned connections back.
+// the caller's pool and pins: a lock lives as long as its connection.
+// docs/postgres-modes.md says how connections are shared and bounded and
+// what breaks the lock (PgBouncer in transaction mode; a lock the server
+// frees before the client notices). It is safe for concurrent use; Close
+// gives the pinned connections back.
 type SessionStore struct {
 	pool    *pgxpool.Pool
 	table   string
