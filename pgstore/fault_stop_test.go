@@ -33,7 +33,7 @@ import (
 func TestFaultHolderStopped(t *testing.T) {
 	srv := sessServer(t)
 	admin := sessPool(t, srv.URL(), 4)
-	if _, err := admin.Exec(tctx(t), `CREATE TABLE IF NOT EXISTS stop_data (k text PRIMARY KEY, v text NOT NULL, fence bigint NOT NULL DEFAULT 0)`); err != nil {
+	if _, err := admin.Exec(tctx(t), `CREATE TABLE IF NOT EXISTS stop_data (k text PRIMARY KEY, v text NOT NULL, fence bigint NOT NULL DEFAULT 0); DELETE FROM stop_data`); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("Lease", func(t *testing.T) { stopLease(t, srv.URL(), admin) })
@@ -108,7 +108,7 @@ func (c *child) signal(sig syscall.Signal) {
 }
 
 func stopLease(t *testing.T, url string, admin *pgxpool.Pool) {
-	key := t.Name()
+	key := fmt.Sprint(t.Name(), "/", time.Now().UnixNano()) // a run of its own (-count)
 	if _, err := admin.Exec(tctx(t), `INSERT INTO stop_data (k, v) VALUES ($1, 'init'), ($1 || '/unfenced', 'init')`, key); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ var _ = registerChild("stop-lease", func() error {
 })
 
 func stopRowLock(t *testing.T, url string, admin *pgxpool.Pool) {
-	key := t.Name()
+	key := fmt.Sprint(t.Name(), "/", time.Now().UnixNano())
 	if _, err := admin.Exec(tctx(t), `INSERT INTO stop_data (k, v) VALUES ($1, 'init'), ($1 || '/outside', 'init')`, key); err != nil {
 		t.Fatal(err)
 	}

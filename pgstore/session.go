@@ -72,6 +72,7 @@ type SessionStore struct {
 	pool    *pgxpool.Pool
 	table   string
 	seq     string // the fence sequence, as regclass text
+	ident   string // database and table prefix, for the registry
 	ttl     time.Duration
 	max     int
 	maxWait int // pinned connections that may wait at once
@@ -127,7 +128,7 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 		wait = DefaultConnWait
 	}
 	return &SessionStore{
-		pool: pool, table: table, seq: pgx.Identifier{nm.fence}.Sanitize(),
+		pool: pool, table: table, ident: ident(pool, table), seq: pgx.Identifier{nm.fence}.Sanitize(),
 		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
 		keys: map[string]*entry{},
 	}, nil
@@ -188,6 +189,7 @@ func (s *SessionStore) Close(ctx context.Context) error {
 	for _, e := range s.keys {
 		if e.h != nil {
 			e.h.lost = true
+			registry.CompareAndDelete(s.regKey(e.h.key), s)
 		}
 	}
 	s.mu.Unlock()
@@ -222,4 +224,10 @@ func (s *SessionStore) KeepAlive(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// ident names the database pool connects to, with the table prefix.
+func ident(pool *pgxpool.Pool, table string) string {
+	c := pool.Config().ConnConfig
+	return fmt.Sprintf("%s:%d/%s\x00%s", c.Host, c.Port, c.Database, table)
 }

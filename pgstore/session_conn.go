@@ -44,6 +44,7 @@ type entry struct {
 // holding is a key held on a pinned connection. Guarded by
 // SessionStore.mu, and changed only by the call that holds the key's entry.
 type holding struct {
+	key    string
 	dig    [32]byte
 	p      *pinned
 	id     int64
