@@ -120,7 +120,9 @@ func stopLease(t *testing.T, url string, admin *pgxpool.Pool) {
 	other := leaseStore(t, admin)
 	var g driver.Grant
 	var err error
-	defer func() { t.Logf("RESULT lease: next holder %v after the stop, fence %d > %d", time.Since(stopped).Round(time.Millisecond), g.Fence, oldFence) }()
+	defer func() {
+		t.Logf("RESULT lease: next holder %v after the stop, fence %d > %d", time.Since(stopped).Round(time.Millisecond), g.Fence, oldFence)
+	}()
 	if !within(10*time.Second, func() bool { g, err = other.Acquire(tctx(t), key, "new", time.Minute); return err == nil }) {
 		t.Fatalf("the stopped holder's lease did not end: %v", err)
 	}
@@ -208,7 +210,9 @@ func stopRowLock(t *testing.T, url string, admin *pgxpool.Pool) {
 	c.signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	var err error
-	defer func() { t.Logf("RESULT row lock: the stopped holder's row taken %v after the stop", time.Since(stopped).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("RESULT row lock: the stopped holder's row taken %v after the stop", time.Since(stopped).Round(time.Millisecond))
+	}()
 	if !within(10*time.Second, func() bool {
 		err = pgstore.WithRowLock(tctx(t), admin, key, pgstore.RowLockOptions{NoWait: true}, func(tx pgx.Tx) error {
 			_, err := tx.Exec(context.Background(), `UPDATE stop_data SET v = 'new holder' WHERE k = $1`, key)
