@@ -54,6 +54,10 @@ type holding struct {
 	closed bool // forgotten: counted out of p.locks
 }
 
+// connectWait bounds how long the store waits for the pool to open a new
+// connection when it has room for one.
+const connectWait = 10 * time.Second
+
 // errConnDead is what a statement on a dead pinned connection returns.
 var errConnDead = errors.New("pgstore: the pinned connection is closed")
 
@@ -144,7 +148,13 @@ func (s *SessionStore) pin(ctx context.Context, waiting bool) (*pinned, error) {
 	p := &pinned{sem: make(chan struct{}, 1), users: 1, waiting: waiting}
 	s.pins = append(s.pins, p) // reserves the slot
 	s.mu.Unlock()
-	actx, cancel := context.WithTimeout(ctx, s.wait)
+	// ConnWait bounds the wait for a free slot; a slot the pool has free
+	// may take longer to connect (up to connectWait).
+	limit := s.wait
+	if st := s.pool.Stat(); st.AcquiredConns() < st.MaxConns() {
+		limit = max(limit, connectWait)
+	}
+	actx, cancel := context.WithTimeout(ctx, limit)
 	c, err := s.pool.Acquire(actx)
 	cancel()
 	if err == nil {
@@ -164,9 +174,8 @@ func (s *SessionStore) pin(ctx context.Context, waiting bool) (*pinned, error) {
 	if errors.Is(err, errSessionClosed) {
 		return nil, err
 	}
-	if ctx.Err() == nil && actx.Err() != nil {
-		st := s.pool.Stat()
-		return nil, fmt.Errorf("%w: no connection within %v (pool MaxConns %d, %d in use)", ErrPoolExhausted, s.wait, st.MaxConns(), st.AcquiredConns())
+	if st := s.pool.Stat(); ctx.Err() == nil && actx.Err() != nil && st.AcquiredConns() >= st.MaxConns() {
+		return nil, fmt.Errorf("%w: no connection within %v (pool MaxConns %d, %d in use)", ErrPoolExhausted, limit, st.MaxConns(), st.AcquiredConns())
 	}
 	return nil, fmt.Errorf("pgstore: take a connection from the pool: %w", err)
 }
