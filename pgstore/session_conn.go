@@ -281,52 +281,62 @@ func (s *SessionStore) run(ctx context.Context, p *pinned, fn stmt, late func(co
 		s.unuse(p)
 		return nil, errConnDead
 	}
-	type result struct {
-		v   any
-		err error
-	}
-	var (
-		mu        sync.Mutex
-		abandoned bool
-		ch        = make(chan result, 1)
-	)
-	go func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
-		defer cancel()
-		v, err := fn(sctx, p.c.Conn())
-		if err != nil && p.c.Conn().IsClosed() {
-			s.markDead(p)
-			err = fmt.Errorf("%w: %w", errConnDead, err)
-		}
-		mu.Lock()
-		if abandoned {
-			mu.Unlock()
-			if err == nil && late != nil {
-				late(sctx, p.c.Conn(), v)
-			}
-			<-p.sem
-			s.unuse(p)
-			return
-		}
-		// Done with p before the caller goes on, so that a caller that
-		// finds p idle can give it back at once.
-		<-p.sem
-		s.unuse(p)
-		ch <- result{v, err}
-		mu.Unlock()
-	}()
+	c := &call{ch: make(chan result, 1)}
+	go s.exec(ctx, p, fn, late, c)
 	select {
-	case r := <-ch:
+	case r := <-c.ch:
 		return r.v, r.err
 	case <-ctx.Done():
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	select {
-	case r := <-ch:
+	case r := <-c.ch:
 		return r.v, r.err
 	default:
 	}
-	abandoned = true
+	c.abandoned = true
 	return nil, fmt.Errorf("pgstore: %w (the statement may still be applied)", ctx.Err())
+}
+
+// result is a statement's outcome.
+type result struct {
+	v   any
+	err error
+}
+
+// call is one statement run by run: its outcome goes to ch unless the
+// caller abandoned it first.
+type call struct {
+	mu        sync.Mutex
+	abandoned bool
+	ch        chan result
+}
+
+// exec runs fn on p for run (p.sem held and p in use; exec gives both
+// back) and hands the outcome to c, or runs late if the caller gave up.
+func (s *SessionStore) exec(ctx context.Context, p *pinned, fn stmt, late func(context.Context, *pgx.Conn, any), c *call) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
+	defer cancel()
+	v, err := fn(sctx, p.c.Conn())
+	if err != nil && p.c.Conn().IsClosed() {
+		s.markDead(p)
+		err = fmt.Errorf("%w: %w", errConnDead, err)
+	}
+	c.mu.Lock()
+	if c.abandoned {
+		c.mu.Unlock()
+		if err == nil && late != nil {
+			late(sctx, p.c.Conn(), v)
+		}
+		<-p.sem
+		s.unuse(p)
+		return
+	}
+	// Done with p before the caller goes on, so that a caller that finds
+	// p idle can give it back at once.
+	<-p.sem
+	s.unuse(p)
+	c.ch <- result{v, err}
+	c.mu.Unlock()
 }
