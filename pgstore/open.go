@@ -28,14 +28,16 @@ const (
 // Open opens a lease-table Store from a URL
 // postgres://user:password@host:port/database?table=dlock&mode=lease, as
 // pgx reads it (postgresql:// too). Its own parameters: table (the prefix,
-// Options.Table), mode (lease, the default; no other mode in this build),
-// migrate (true: run Migrate before returning) and sweep (a Go duration,
+// Options.Table), mode (lease, the default: New; session: NewSession, the
+// advisory-lock store on pinned connections, with table as its
+// SessionOptions.Table), migrate (true: run Migrate before returning) and sweep (a Go duration,
 // Options.SweepInterval). Every other parameter goes to pgx (sslmode,
 // pool_max_conns...). It creates a pgx pool, which the returned Close closes
 // after the store. A malformed URL or parameter returns an error matching
 // driver.ErrInvalid; a failed migration returns its error.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	connURL, opts, migrate, err := parseURL(u)
+	session := u.Query().Get(paramMode) == "session"
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +55,10 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 			return nil, err
 		}
 	}
+	host := fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	if session {
+		return openSession(pool, opts, host)
+	}
 	st, err := New(pool, opts)
 	if err != nil {
 		pool.Close()
@@ -67,7 +73,28 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 			pool.Close()
 			return err
 		},
-		Describe: fmt.Sprintf("postgres %s:%d/%s lease table %s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, st.names.locks),
+		Describe: host + " lease table " + st.names.locks,
+	}, nil
+}
+
+// openSession is Open's mode=session: a SessionStore on pool, which the
+// returned Close closes after the store.
+func openSession(pool *pgxpool.Pool, opts Options, host string) (*driver.Opened, error) {
+	st, err := NewSession(pool, SessionOptions{Table: opts.Table})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &driver.Opened{
+		Store: st,
+		Close: func() error {
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := st.Close(c)
+			pool.Close()
+			return err
+		},
+		Describe: host + " session lock (advisory), fences from " + st.table + "_fence",
 	}, nil
 }
 
@@ -104,9 +131,9 @@ func parseURL(u *url.URL) (connURL string, opts Options, migrate bool, err error
 	}
 	opts.Table = table
 	switch mode {
-	case "", "lease":
+	case "", "lease", "session":
 	default:
-		return bad("mode %q: want lease", mode)
+		return bad("mode %q: want lease or session", mode)
 	}
 	switch strings.ToLower(mig) {
 	case "", "false", "0":
