@@ -24,10 +24,19 @@ declare -A packages=(
 	# PATH, so it marks the package (which brings the jars and default-jre).
 	[java]=default-jre-headless
 	[zooinspector]=zookeeper
+	# zkstore's Curator interop test compiles a Java program with javac.
+	[javac]=default-jdk-headless
+)
+# file -> Debian package providing it (jars, which have no command)
+declare -A files=(
+	[/usr/share/java/curator-recipes.jar]=libcurator-recipes-java
 )
 missing=()
 for cmd in "${!packages[@]}"; do
 	command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
+done
+for f in "${!files[@]}"; do
+	[ -e "$f" ] || missing+=("${files[$f]}")
 done
 if ((${#missing[@]})); then
 	if [ "$(id -u)" -ne 0 ]; then

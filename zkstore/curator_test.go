@@ -1,0 +1,282 @@
+package zkstore_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"github.com/go-zookeeper/zk"
+)
+
+// curatorJars is the smallest classpath CuratorCounter needs, from Debian's
+// libcurator-recipes-java and its dependencies (libcurator-framework-java,
+// libcurator-client-java, libzookeeper-java, libguava-java, libslf4j-java).
+var curatorJars = []string{
+	"curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
+	"zookeeper.jar", "zookeeper-jute.jar", "guava.jar", "slf4j-api.jar", "slf4j-nop.jar",
+}
+
+const javaDir = "/usr/share/java"
+
+// curatorProgram compiles testdata/curator/CuratorCounter.java with javac
+// into a temporary directory and returns the classpath to run it with. It
+// skips the test when javac, java or a jar is missing, unless CI=true
+// (then it fails: scripts/test.sh installs them).
+func curatorProgram(t *testing.T) (java, classpath string) {
+	t.Helper()
+	var missing []string
+	javac, err1 := exec.LookPath("javac")
+	java, err2 := exec.LookPath("java")
+	if err1 != nil || err2 != nil {
+		missing = append(missing, "javac/java (default-jdk-headless)")
+	}
+	cp := []string{t.TempDir()}
+	for _, j := range curatorJars {
+		p := filepath.Join(javaDir, j)
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
+		}
+		cp = append(cp, p)
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("missing %s (Debian: default-jdk-headless, libcurator-recipes-java)", strings.Join(missing, ", "))
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true: " + msg)
+		}
+		t.Skip(msg)
+	}
+	classpath = strings.Join(cp, ":")
+	out, err := exec.Command(javac, "-nowarn", "-d", cp[0], "-cp", classpath,
+		filepath.Join("testdata", "curator", "CuratorCounter.java")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	return java, classpath
+}
+
+// curatorRun is the outcome of one run of CuratorCounter.
+type curatorRun struct {
+	rounds, waited, overlaps int
+	saw                      []string // participant nodes seen before an acquire
+}
+
+// startCurator starts CuratorCounter and waits for its READY; done
+// receives its result once it exits. The process is killed at the test's
+// end if it is still running.
+func startCurator(t *testing.T, ctx context.Context, java, cp string, args ...string) <-chan curatorResult {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, java, append([]string{"-cp", cp, "CuratorCounter"}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "READY" {
+		t.Fatalf("CuratorCounter did not get ready: %q %v", lines.Text(), lines.Err())
+	}
+	done := make(chan curatorResult, 1)
+	go func() {
+		var r curatorResult
+		for lines.Scan() {
+			l := lines.Text()
+			switch {
+			case strings.HasPrefix(l, "SAW "):
+				r.saw = append(r.saw, strings.TrimPrefix(l, "SAW "))
+			case strings.HasPrefix(l, "DONE "):
+				_, r.err = fmt.Sscanf(l, "DONE rounds=%d waited=%d overlaps=%d", &r.rounds, &r.waited, &r.overlaps)
+			default:
+				r.err = errors.Join(r.err, fmt.Errorf("CuratorCounter: %s", l))
+			}
+		}
+		if err := cmd.Wait(); err != nil {
+			r.err = errors.Join(r.err, fmt.Errorf("CuratorCounter: %w", err))
+		}
+		done <- r
+	}()
+	return done
+}
+
+type curatorResult struct {
+	curatorRun
+	err error
+}
+
+// rmw is the Go side's critical section, the same as CuratorCounter's: the
+// ephemeral marker (NodeExists: an overlap), read the counter znode, wait
+// gap, write it + 1 unconditionally.
+func rmw(conn *zk.Conn, counter, marker string, gap time.Duration) (overlap bool, err error) {
+	if _, err := conn.Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); errors.Is(err, zk.ErrNodeExists) {
+		overlap = true
+	} else if err != nil {
+		return false, err
+	}
+	b, _, err := conn.Get(counter)
+	if err != nil {
+		return overlap, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return overlap, err
+	}
+	time.Sleep(gap) // the critical section's work: the window a lost update needs
+	if _, err := conn.Set(counter, []byte(strconv.Itoa(n+1)), -1); err != nil {
+		return overlap, err
+	}
+	if err := conn.Delete(marker, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return overlap, err
+	}
+	return overlap, nil
+}
+
+// A Curator InterProcessMutex in a JVM (Debian's Curator 5.4.0, compiled
+// here with javac) and a dlock Client on this store contend for one lock
+// path, each doing 20 read-modify-writes of a counter znode with a 20 ms
+// gap. Invariants: no lost update (the counter is the sum of both sides'
+// rounds), no overlap (an ephemeral marker), each side waited for the other
+// at least once (Curator found participants before its acquire; the dlock
+// side found the path held before its Do), and Curator's
+// getParticipantNodes listed a node the dlock side held. Negative control:
+// the dlock side not locking loses updates or overlaps.
+func TestCuratorInterop(t *testing.T) {
+	java, cp := curatorProgram(t)
+	srv := startStandalone(t)
+	for _, locked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("locked=%v", locked), func(t *testing.T) { curatorInterop(t, srv, java, cp, locked) })
+	}
+}
+
+func curatorInterop(t *testing.T, addrs []string, java, cp string, locked bool) {
+	const rounds, gap = 20, 20 * time.Millisecond
+	root := testPath(t)
+	conn := dialRaw(t, addrs, faultTimeout)
+	counter, marker, lockPath := root+"/counter", root+"/inside", root+"/locks/ctr"
+	makeParents(t, conn, root+"/locks")
+	if _, err := conn.Create(counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newFaultStore(t, addrs, root+"/locks", faultTimeout)
+	dc := newFaultClient(t, s, faultTimeout)
+	ctx := testCtx(t, 120*time.Second)
+	curator := startCurator(t, ctx, java, cp, strings.Join(addrs, ","), lockPath, counter, marker,
+		strconv.Itoa(rounds), strconv.Itoa(int(gap/time.Millisecond)))
+
+	var (
+		mu        sync.Mutex
+		held      []string // our lock nodes, seen while holding
+		dlockWait int
+		overlaps  int
+		mine      int
+	)
+	var cr curatorResult
+	for i := 0; ; i++ {
+		if locked && i >= rounds {
+			cr = <-curator
+			break
+		}
+		if !locked {
+			select {
+			case cr = <-curator:
+			default:
+			}
+			if cr.rounds > 0 || cr.err != nil || i >= 50*rounds {
+				break
+			}
+		}
+		var err error
+		var over bool
+		if !locked {
+			over, err = rmw(conn, counter, marker, gap)
+		} else {
+			if kids, _, err := conn.Children(lockPath); err == nil && len(kids) > 0 {
+				dlockWait++ // the path is held or queued for: ours is behind
+			}
+			err = dc.Do(ctx, "ctr", func(ctx context.Context) error {
+				kids, _, err := conn.Children(lockPath)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				held = append(held, lockPath+"/"+curatorOrder(kids)[0])
+				mu.Unlock()
+				if i == 0 { // hold until Curator queues behind us
+					pollUntil(t, 30*time.Second, "Curator queued", func() bool {
+						k, _, err := conn.Children(lockPath)
+						return err == nil && len(k) > 1
+					})
+				}
+				over, err = rmw(conn, counter, marker, gap)
+				return err
+			})
+		}
+		if err != nil {
+			t.Fatalf("dlock side, round %d: %v", i, err)
+		}
+		if over {
+			overlaps++
+		}
+		mine++
+	}
+	if cr.err != nil {
+		t.Fatal(cr.err)
+	}
+	b, _, err := conn.Get(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := strconv.Atoi(string(b))
+	common := 0
+	for _, s := range cr.saw {
+		if slices.Contains(held, s) {
+			common++
+		}
+	}
+	t.Logf("RESULT counter %d after %d Curator + %d dlock rounds; overlaps: dlock %d, Curator %d; Curator waited %d times, dlock %d; Curator saw %d participant nodes, %d of them dlock's",
+		got, cr.rounds, mine, overlaps, cr.overlaps, cr.waited, dlockWait, len(cr.saw), common)
+	if !locked {
+		if got == cr.rounds+mine && overlaps+cr.overlaps == 0 {
+			t.Fatal("negative control: no lost update and no overlap without the lock; the test cannot see one")
+		}
+		return
+	}
+	if got != cr.rounds+mine || overlaps+cr.overlaps != 0 {
+		t.Fatalf("counter %d, want %d; %d overlaps", got, cr.rounds+mine, overlaps+cr.overlaps)
+	}
+	if cr.waited == 0 || dlockWait == 0 {
+		t.Fatalf("the two sides did not both wait: Curator waited %d times, dlock %d", cr.waited, dlockWait)
+	}
+	if common == 0 {
+		t.Fatalf("Curator's getParticipantNodes never listed a dlock node: saw %v, dlock held %v", cr.saw, held)
+	}
+}
+
+// curatorOrder sorts lock children as Curator does: by the text after the
+// last "lock-" (the whole name when there is none), compared as strings.
+func curatorOrder(kids []string) []string {
+	key := func(s string) string {
+		if i := strings.LastIndex(s, "lock-"); i >= 0 {
+			return s[i+len("lock-"):]
+		}
+		return s
+	}
+	out := slices.Clone(kids)
+	slices.SortFunc(out, func(a, b string) int { return strings.Compare(key(a), key(b)) })
+	return out
+}
