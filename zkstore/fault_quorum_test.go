@@ -1,0 +1,91 @@
+package zkstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/internal/zkserver"
+	"example.com/dlock/zkstore"
+	"go.uber.org/goleak"
+)
+
+// Two of the three servers are SIGKILLed while a Client holds one lock.
+// Invariants: Lock on another key with a 2 s wait bound fails within the
+// bound plus 1 s with an error matching ErrNotAcquired and either
+// ErrUnavailable or a context error (no hang); the held lease reports its
+// loss within the session timeout plus 1 s of the kill (its session cannot
+// be confirmed without a quorum); once the Client, the Store and the
+// connection are closed, no goroutine is left (goleak). Control: the same
+// check with the connection left open finds its goroutines (the detector
+// sees a leak).
+func TestQuorumLostLockFailsWithinBound(t *testing.T) {
+	e := zkserver.StartEnsemble(t, 3)
+	ignore := goleak.IgnoreCurrent()
+	root := testPath(t)
+	ctx := testCtx(t, 60*time.Second)
+	conn, err := dialWait(e.Addrs(), faultTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zkstore.New(conn, zkstore.Options{Root: root, SessionTimeout: faultTimeout})
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	dc, err := dlock.New(s, dlock.WithAutoRenew(faultTimeout))
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	held, err := dc.Lock(ctx, "held")
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	e.Kill(0)
+	e.Kill(1)
+
+	const bound, slack = 2 * time.Second, time.Second
+	start := time.Now()
+	_, err = dc.Lock(ctx, "other", dlock.WithWait(bound))
+	took := time.Since(start)
+	t.Logf("Lock without quorum: %v after %v", err, took.Round(time.Millisecond))
+	typed := err != nil && errors.Is(err, dlock.ErrNotAcquired) &&
+		(errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "wait bound"))
+	var lostAfter time.Duration
+	select {
+	case <-held.Done():
+		lostAfter = time.Since(killedAt)
+	case <-time.After(time.Until(killedAt.Add(faultTimeout + slack))):
+		lostAfter = -1
+	}
+
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = dc.Close(cctx)
+	_ = s.Close(cctx)
+	cancel()
+	leakBefore := goleak.Find(ignore, goleak.MaxRetries(5)) // the connection is still open: the control
+	conn.Close()
+	leak := goleak.Find(ignore)
+	t.Logf("RESULT Lock failed after %v (bound %v): %v; held lease lost %v after the kill; goroutines left after closing: %v; with the connection open: %v",
+		took.Round(time.Millisecond), bound, err, lostAfter.Round(time.Millisecond), leak != nil, leakBefore != nil)
+	switch {
+	case !typed:
+		t.Fatalf("Lock without quorum: %v, want ErrNotAcquired with ErrUnavailable or a context error", err)
+	case took > bound+slack:
+		t.Fatalf("Lock without quorum took %v, bound %v + %v", took, bound, slack)
+	case lostAfter < 0:
+		t.Fatalf("the held lease did not report its loss within %v of losing the quorum", faultTimeout+slack)
+	case !errors.Is(held.Err(), dlock.ErrLost):
+		t.Fatalf("held lease error %v, want ErrLost", held.Err())
+	case leak != nil:
+		t.Fatalf("goroutines left after closing: %v", leak)
+	case leakBefore == nil:
+		t.Fatal("control: an open connection's goroutines were not found; the detector sees nothing")
+	}
+}

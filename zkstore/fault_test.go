@@ -1,0 +1,224 @@
+package zkstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/driver"
+	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/zkserver"
+	"github.com/go-zookeeper/zk"
+)
+
+// The leader of a 3-server ensemble is SIGKILLed while a lock is held and
+// two Clients (each with its own connection to every server, so its own
+// session) contend for it. Invariant: no two holders at any time (the
+// overlap detector over every holding of both Clients); the held lease
+// survives the election (ZooKeeper moves the session to another server) or
+// reports its loss before anyone else holds the key; the ensemble serves
+// the contenders after the kill. Negative control (broken=true): the same
+// scenario on a store that skips the owner check shows overlaps.
+func TestLeaderKilledWhileHeld(t *testing.T) {
+	e := zkserver.StartEnsemble(t, 3)
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) { leaderKilled(t, e, broken) })
+	}
+}
+
+func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
+	root, seed := testPath(t), seedFor(t)
+	var clients [2]*dlock.Client
+	for i := range clients {
+		s, _ := newFaultStore(t, e.Addrs(), root, faultTimeout)
+		var m driver.Mutex = s
+		if broken {
+			m = noOwnerCheck{s}
+		}
+		clients[i] = newFaultClient(t, m, faultTimeout)
+	}
+	ctx := testCtx(t, 90*time.Second)
+	long, err := clients[0].Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now()
+	rec := &windows{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			contend(clients[i%2], fmt.Sprintf("c%d/w%d", i%2, i), "k", 10*time.Second, seed+uint64(i), stop, rec)
+		})
+	}
+	leader := e.Leader(10 * time.Second)
+	if leader < 0 {
+		close(stop)
+		wg.Wait()
+		t.Fatal("no leader")
+	}
+	killedAt := time.Now()
+	e.Kill(leader)
+	t.Cleanup(func() { restart(t, e, leader) })
+	x := holdFrom(long, from, "c0/long", 2*faultTimeout, true, rec) // across the election
+	deadline := time.Now().Add(20 * time.Second)
+	for rec.after(x.to) < 20 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling the recorder, with a deadline
+	}
+	close(stop)
+	wg.Wait()
+
+	bad := rec.overlaps()
+	t.Logf("RESULT leader %d killed; long holder lost=%v (held %v after the kill); %d holdings, %d after the long one; lock errors %v; %d overlaps",
+		leader, x.lost, x.to.Sub(killedAt).Round(time.Millisecond), len(rec.ws), rec.after(x.to), rec.errs, len(bad))
+	if broken {
+		if len(bad) == 0 {
+			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
+		}
+		return
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%d overlaps, first: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
+	}
+	if n := rec.after(x.to); n < 20 {
+		t.Fatalf("only %d holdings in 20 s after the long one: the ensemble did not serve after the kill", n)
+	}
+}
+
+// restart brings server i back and waits until the ensemble serves again.
+func restart(t *testing.T, e *zkserver.Ensemble, i int) {
+	if err := e.Restart(i); err != nil {
+		t.Errorf("restart server %d: %v", i, err)
+		return
+	}
+	if err := e.WaitServing(30 * time.Second); err != nil {
+		t.Errorf("ensemble after restarting server %d: %v", i, err)
+	}
+}
+
+// waitAndHold makes dc wait for "k" (at most 6 session timeouts) and hold it
+// 50 ms once granted, recording the window; got receives the window (zero
+// if Lock failed).
+func waitAndHold(ctx context.Context, dc *dlock.Client, rec *windows) <-chan window {
+	got := make(chan window, 1)
+	go func() {
+		l, err := dc.Lock(ctx, "k", dlock.WithWait(6*faultTimeout))
+		if err != nil {
+			rec.fail(err)
+			got <- window{}
+			return
+		}
+		got <- holdFrom(l, time.Now(), "other", 50*time.Millisecond, true, rec)
+	}()
+	return got
+}
+
+// The holder reaches the ensemble only through a fault proxy to one server,
+// which then blackholes both directions for three session timeouts, while a
+// second Client (direct connections to every server) waits for the key.
+// Invariants: the holder's session expires and its lease reports the loss
+// before the other Client is granted the key (no overlap); the next holder
+// has a greater fence; the stale holder's fenced write (after the cut
+// heals) is rejected by the fenced resource, which keeps the new holder's
+// value. Negative controls: the same stale write unfenced lands over the
+// new holder's value; a holder that ignores its lost signal overlaps the
+// next holder.
+func TestCutHolderSessionExpires(t *testing.T) {
+	e := zkserver.StartEnsemble(t, 3)
+	for _, tc := range []struct {
+		name           string
+		heed, unfenced bool
+	}{
+		{"fenced", true, false},
+		{"control-unfenced-write", true, true},
+		{"control-ignores-loss", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { cutHolder(t, e, tc.heed, tc.unfenced) })
+	}
+}
+
+func cutHolder(t *testing.T, e *zkserver.Ensemble, heed, unfenced bool) {
+	p, err := faultproxy.New(e.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	root := testPath(t)
+	hs, hconn := newFaultStore(t, []string{p.Addr()}, root, faultTimeout)
+	ostore, oconn := newFaultStore(t, e.Addrs(), root, faultTimeout)
+	hc, oc := newFaultClient(t, hs, faultTimeout), newFaultClient(t, ostore, faultTimeout)
+	res := root + "-resource"
+	if _, err := oconn.Create(res, []byte("0 initial"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 90*time.Second)
+	l, err := hc.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now()
+	if ok, err := fencedWrite(hconn, res, l.Fence(), "holder", false); !ok || err != nil {
+		t.Fatalf("the holder's fenced write before the cut: %v %v", ok, err)
+	}
+	rec := &windows{}
+	got := waitAndHold(ctx, oc, rec)
+	pollUntil(t, 20*time.Second, "the other Client queued", func() bool {
+		kids, _, err := oconn.Children(root + "/k")
+		return err == nil && len(kids) > 1
+	})
+	cutAt := time.Now()
+	p.Blackhole(faultproxy.Upstream, true)
+	p.Blackhole(faultproxy.Downstream, true)
+	x := holdFrom(l, from, "cut", 3*faultTimeout, heed, rec)
+	y := <-got
+	var newWrite bool
+	if y.who != "" {
+		newWrite, err = fencedWrite(oconn, res, y.fence, "next holder", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Clear()
+	stale, err := retryWrite(hconn, res, x.fence, "stale holder", unfenced)
+	if err != nil {
+		t.Fatalf("the stale holder's write: %v", err)
+	}
+	value := resourceValue(t, oconn, res)
+
+	bad := rec.overlaps()
+	t.Logf("RESULT heed %v, unfenced %v: holder (fence %d) lost=%v %v after the cut; other (fence %d) granted %v after the cut, %v after the holder stopped; next holder's write landed %v, stale write landed %v; resource %q; lock errors %v; %d overlaps",
+		heed, unfenced, x.fence, x.lost, x.to.Sub(cutAt).Round(time.Millisecond), y.fence,
+		y.from.Sub(cutAt).Round(time.Millisecond), y.from.Sub(x.to).Round(time.Millisecond), newWrite, stale, value, rec.errs, len(bad))
+	if !heed {
+		if len(bad) == 0 {
+			t.Fatal("negative control: a holder ignoring its loss did not overlap the next one")
+		}
+		return
+	}
+	if unfenced {
+		if !stale || value != "stale holder" {
+			t.Fatal("negative control: the unfenced stale write did not land; the test cannot see the bug")
+		}
+		return
+	}
+	switch {
+	case len(bad) > 0:
+		t.Fatalf("%d overlaps: %s", len(bad), strings.Join(bad, "; "))
+	case y.who == "":
+		t.Fatalf("the other Client never got the key: %v", rec.errs)
+	case !x.lost:
+		t.Fatal("a holder cut off for three session timeouts kept its lease")
+	case !x.to.Before(y.from):
+		t.Fatalf("the loss was reported %v after the other Client got the key", x.to.Sub(y.from))
+	case y.fence <= x.fence:
+		t.Fatalf("next holder's fence %d not greater than the cut holder's %d", y.fence, x.fence)
+	case !newWrite:
+		t.Fatal("the next holder's fenced write was rejected")
+	case stale || value != "next holder":
+		t.Fatalf("the stale fenced write landed=%v; resource %q", stale, value)
+	}
+}
