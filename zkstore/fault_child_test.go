@@ -37,21 +37,19 @@ func init() {
 // prevents). It says "WRITE <landed>" and exits.
 func holderChild() int {
 	fail := func(err error) int { fmt.Println("ERR", err); return 2 }
-	conn, err := dialWait(strings.Split(os.Getenv("ZKSTORE_FAULT_ADDRS"), ","), faultTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := zkstore.Dial(ctx, strings.Split(os.Getenv("ZKSTORE_FAULT_ADDRS"), ","),
+		zkstore.Options{Root: os.Getenv("ZKSTORE_FAULT_ROOT"), SessionTimeout: faultTimeout})
 	if err != nil {
 		return fail(err)
 	}
-	defer conn.Close()
-	s, err := zkstore.New(conn, zkstore.Options{Root: os.Getenv("ZKSTORE_FAULT_ROOT"), SessionTimeout: faultTimeout})
-	if err != nil {
-		return fail(err)
-	}
+	defer s.Close()
+	conn := s.Conn()
 	dc, err := dlock.New(s, dlock.WithAutoRenew(faultTimeout))
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	l, err := dc.Lock(ctx, "k")
 	if err != nil {
 		return fail(err)

@@ -112,21 +112,19 @@ func makeParents(t testing.TB, conn *zk.Conn, path string) {
 	}
 }
 
-// newFaultStore returns a Store on its own connection to addrs, with root
-// and the session timeout, closed at the test's end, and its connection.
+// newFaultStore returns a Store dialled to addrs (its own connection and
+// session), with root and the session timeout, closed at the test's end,
+// and its connection.
 func newFaultStore(t testing.TB, addrs []string, root string, timeout time.Duration) (*zkstore.Store, *zk.Conn) {
 	t.Helper()
-	conn := dialRaw(t, addrs, timeout)
-	s, err := zkstore.New(conn, zkstore.Options{Root: root, SessionTimeout: timeout})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := zkstore.Dial(ctx, addrs, zkstore.Options{Root: root, SessionTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-	})
-	return s, conn
+	t.Cleanup(func() { _ = s.Close() })
+	return s, s.Conn()
 }
 
 // newFaultClient returns a dlock Client on m, renewed every session timeout.
@@ -345,4 +343,45 @@ func (n noOwnerCheck) Release(ctx context.Context, key, token string) error {
 		return err
 	}
 	return nil
+}
+
+// overclaimer is a broken store for a negative control: it reports its
+// session certain for one session timeout longer than the store does (as a
+// store counting from a late reply, or from nothing, would). Its Model
+// claims twice the timeout too, or the Client would cap every lease at the
+// real one (and hide the overclaimer). Every other capability is the store's.
+type overclaimer struct{ *zkstore.Store }
+
+func (o overclaimer) Model() driver.Model {
+	m := o.Store.Model()
+	m.SessionTTL *= 2
+	return m
+}
+
+func (o overclaimer) more() time.Duration { return o.Store.Model().SessionTTL }
+
+func (o overclaimer) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := o.Store.Acquire(ctx, key, token, ttl)
+	g.TTL += o.more()
+	return g, err
+}
+
+func (o overclaimer) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := o.Store.AcquireQueued(ctx, key, token, ttl)
+	g.TTL += o.more()
+	return g, err
+}
+
+func (o overclaimer) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := o.Store.Extend(ctx, key, token, ttl)
+	g.TTL += o.more()
+	return g, err
+}
+
+func (o overclaimer) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	rs := o.Store.ExtendBatch(ctx, reqs)
+	for i := range rs {
+		rs[i].Grant.TTL += o.more()
+	}
+	return rs
 }

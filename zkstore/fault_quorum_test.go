@@ -20,30 +20,31 @@ import (
 // loss within the session timeout plus 1 s of the kill (its session cannot
 // be confirmed without a quorum); once the Client, the Store and the
 // connection are closed, no goroutine is left (goleak). Control: the same
-// check with the connection left open finds its goroutines (the detector
-// sees a leak).
+// check with another connection still open finds its goroutines (the
+// detector sees a leak).
 func TestQuorumLostLockFailsWithinBound(t *testing.T) {
 	e := zkserver.StartEnsemble(t, 3)
 	ignore := goleak.IgnoreCurrent()
 	root := testPath(t)
 	ctx := testCtx(t, 60*time.Second)
-	conn, err := dialWait(e.Addrs(), faultTimeout)
+	s, err := zkstore.Dial(ctx, e.Addrs(), zkstore.Options{Root: root, SessionTimeout: faultTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := zkstore.New(conn, zkstore.Options{Root: root, SessionTimeout: faultTimeout})
+	defer s.Close()
+	// The control: a connection of our own, closed only after the first
+	// leak check.
+	open, err := dialWait(e.Addrs(), faultTimeout)
 	if err != nil {
-		conn.Close()
 		t.Fatal(err)
 	}
+	defer open.Close()
 	dc, err := dlock.New(s, dlock.WithAutoRenew(faultTimeout))
 	if err != nil {
-		conn.Close()
 		t.Fatal(err)
 	}
 	held, err := dc.Lock(ctx, "held")
 	if err != nil {
-		conn.Close()
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
@@ -67,10 +68,10 @@ func TestQuorumLostLockFailsWithinBound(t *testing.T) {
 
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_ = dc.Close(cctx)
-	_ = s.Close(cctx)
 	cancel()
-	leakBefore := goleak.Find(ignore, goleak.MaxRetries(5)) // the connection is still open: the control
-	conn.Close()
+	_ = s.Close() // Dial made its conn: Close closes it
+	leakBefore := goleak.Find(ignore, goleak.MaxRetries(5)) // our own connection is still open: the control
+	open.Close()
 	leak := goleak.Find(ignore)
 	t.Logf("RESULT Lock failed after %v (bound %v): %v; held lease lost %v after the kill; goroutines left after closing: %v; with the connection open: %v",
 		took.Round(time.Millisecond), bound, err, lostAfter.Round(time.Millisecond), leak != nil, leakBefore != nil)

@@ -126,22 +126,28 @@ func waitAndHold(ctx context.Context, dc *dlock.Client, rec *windows) <-chan win
 // heals) is rejected by the fenced resource, which keeps the new holder's
 // value. Negative controls: the same stale write unfenced lands over the
 // new holder's value; a holder that ignores its lost signal overlaps the
-// next holder.
+// next holder; a store that overclaims its session by one timeout reports
+// the loss after the next holder got the key.
 func TestCutHolderSessionExpires(t *testing.T) {
 	e := zkserver.StartEnsemble(t, 3)
-	for _, tc := range []struct {
-		name           string
-		heed, unfenced bool
-	}{
-		{"fenced", true, false},
-		{"control-unfenced-write", true, true},
-		{"control-ignores-loss", false, false},
+	for _, tc := range []cutCase{
+		{name: "fenced", heed: true},
+		{name: "control-unfenced-write", heed: true, unfenced: true},
+		{name: "control-ignores-loss"},
+		{name: "control-overclaims", heed: true, overclaimer: true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { cutHolder(t, e, tc.heed, tc.unfenced) })
+		t.Run(tc.name, func(t *testing.T) { cutHolder(t, e, tc) })
 	}
 }
 
-func cutHolder(t *testing.T, e *zkserver.Ensemble, heed, unfenced bool) {
+// cutCase is one variant of TestCutHolderSessionExpires.
+type cutCase struct {
+	name                      string
+	heed, unfenced, overclaimer bool
+}
+
+func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
+	heed, unfenced := tc.heed, tc.unfenced
 	p, err := faultproxy.New(e.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +156,12 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, heed, unfenced bool) {
 	root := testPath(t)
 	hs, hconn := newFaultStore(t, []string{p.Addr()}, root, faultTimeout)
 	ostore, oconn := newFaultStore(t, e.Addrs(), root, faultTimeout)
-	hc, oc := newFaultClient(t, hs, faultTimeout), newFaultClient(t, ostore, faultTimeout)
+	var hm driver.Mutex = hs
+	lease := faultTimeout
+	if tc.overclaimer {
+		hm, lease = overclaimer{hs}, 2*faultTimeout // the lease its Model claims
+	}
+	hc, oc := newFaultClient(t, hm, lease), newFaultClient(t, ostore, faultTimeout)
 	res := root + "-resource"
 	if _, err := oconn.Create(res, []byte("0 initial"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -196,6 +207,12 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, heed, unfenced bool) {
 	if !heed {
 		if len(bad) == 0 {
 			t.Fatal("negative control: a holder ignoring its loss did not overlap the next one")
+		}
+		return
+	}
+	if tc.overclaimer {
+		if y.who != "" && x.to.Before(y.from) {
+			t.Fatal("negative control: the overclaiming store reported the loss before the next holder got the key")
 		}
 		return
 	}
