@@ -84,6 +84,9 @@ func (s *Server) start() error {
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dzookeeper.jmx.log4j.disable=true",
+		// Read by the container manager without the zookeeper. prefix, so
+		// not settable in zoo.cfg.
+		"-Dznode.container.checkIntervalMs="+strconv.Itoa(int(ContainerCheckInterval/time.Millisecond)),
 		"-cp", s.classpath(),
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath(),
 	)

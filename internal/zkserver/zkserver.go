@@ -42,6 +42,10 @@ const (
 	TickTime = 200 * time.Millisecond
 	// MaxSessionTimeout is the largest session timeout they grant.
 	MaxSessionTimeout = 60 * time.Second
+	// ContainerCheckInterval is how often the servers delete empty
+	// container nodes (ZooKeeper's default is a minute): a released lock's
+	// path is gone within about two intervals.
+	ContainerCheckInterval = time.Second
 	// startTimeout bounds how long an ensemble may take to serve.
 	startTimeout = 60 * time.Second
 )
