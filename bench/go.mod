@@ -18,9 +18,11 @@ require (
 )
 
 require (
+	example.com/dlock/zkstore v0.0.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
@@ -39,3 +41,5 @@ require (
 )
 
 replace example.com/dlock/etcdstore => ../etcdstore
+
+replace example.com/dlock/zkstore => ../zkstore

@@ -2,7 +2,7 @@ package zkstore_test
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,7 +16,6 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
-	"example.com/dlock/internal/zkserver"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
 )
@@ -34,17 +33,10 @@ import (
 // faultTimeout is the session timeout of the fault tests.
 const faultTimeout = 3 * time.Second
 
-// startStandalone starts a standalone server for the test and returns its
-// address.
-func startStandalone(t *testing.T) []string {
-	t.Helper()
-	return zkserver.Start(t).Addrs()
-}
-
 // testPath returns a root path no other test uses.
 func testPath(t testing.TB) string {
 	b := make([]byte, 4)
-	_, _ = rand.Read(b)
+	_, _ = crand.Read(b)
 	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
 	return "/" + name + "-" + hex.EncodeToString(b)
 }
@@ -82,7 +74,7 @@ func dialRaw(t testing.TB, addrs []string, timeout time.Duration) *zk.Conn {
 
 // dialWait connects to addrs and waits (at most 20 s) for a session.
 func dialWait(addrs []string, timeout time.Duration) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(addrs, timeout, zk.WithLogInfo(false))
+	conn, events, err := zk.Connect(addrs, timeout, zk.WithLogger(nopLogger{}))
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +91,11 @@ func dialWait(addrs []string, timeout time.Duration) (*zk.Conn, error) {
 		}
 	}
 }
+
+// nopLogger drops go-zookeeper's log lines (reconnection chatter).
+type nopLogger struct{}
+
+func (nopLogger) Printf(string, ...any) {}
 
 // makeParents creates path and its missing parents as persistent nodes.
 func makeParents(t testing.TB, conn *zk.Conn, path string) {
@@ -349,7 +346,7 @@ func (n noOwnerCheck) Release(ctx context.Context, key, token string) error {
 // session certain for one session timeout longer than the store does (as a
 // store counting from a late reply, or from nothing, would). Its Model
 // claims twice the timeout too, or the Client would cap every lease at the
-// real one (and hide the overclaimer). Every other capability is the store's.
+// real one (and hide the overclaim). Every other capability is the store's.
 type overclaimer struct{ *zkstore.Store }
 
 func (o overclaimer) Model() driver.Model {

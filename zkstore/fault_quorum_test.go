@@ -69,8 +69,8 @@ func TestQuorumLostLockFailsWithinBound(t *testing.T) {
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_ = dc.Close(cctx)
 	cancel()
-	_ = s.Close() // Dial made its conn: Close closes it
-	leakBefore := goleak.Find(ignore, goleak.MaxRetries(5)) // our own connection is still open: the control
+	_ = s.Close()                     // Dial made its conn: Close closes it
+	leakBefore := goleak.Find(ignore) // our own connection is still open: the control
 	open.Close()
 	leak := goleak.Find(ignore)
 	t.Logf("RESULT Lock failed after %v (bound %v): %v; held lease lost %v after the kill; goroutines left after closing: %v; with the connection open: %v",

@@ -134,7 +134,7 @@ func TestCutHolderSessionExpires(t *testing.T) {
 		{name: "fenced", heed: true},
 		{name: "control-unfenced-write", heed: true, unfenced: true},
 		{name: "control-ignores-loss"},
-		{name: "control-overclaims", heed: true, overclaimer: true},
+		{name: "control-overclaims", heed: true, overclaim: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) { cutHolder(t, e, tc) })
 	}
@@ -143,7 +143,7 @@ func TestCutHolderSessionExpires(t *testing.T) {
 // cutCase is one variant of TestCutHolderSessionExpires.
 type cutCase struct {
 	name                      string
-	heed, unfenced, overclaimer bool
+	heed, unfenced, overclaim bool
 }
 
 func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
@@ -158,7 +158,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	ostore, oconn := newFaultStore(t, e.Addrs(), root, faultTimeout)
 	var hm driver.Mutex = hs
 	lease := faultTimeout
-	if tc.overclaimer {
+	if tc.overclaim {
 		hm, lease = overclaimer{hs}, 2*faultTimeout // the lease its Model claims
 	}
 	hc, oc := newFaultClient(t, hm, lease), newFaultClient(t, ostore, faultTimeout)
@@ -194,11 +194,14 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 		}
 	}
 	p.Clear()
+	p.ResetAll() // the connections left silent by the cut: the client redials at once
+	healedAt := time.Now()
 	stale, err := retryWrite(hconn, res, x.fence, "stale holder", unfenced)
 	if err != nil {
 		t.Fatalf("the stale holder's write: %v", err)
 	}
 	value := resourceValue(t, oconn, res)
+	t.Logf("the stale holder's write returned %v after the cut healed", time.Since(healedAt).Round(time.Millisecond))
 
 	bad := rec.overlaps()
 	t.Logf("RESULT heed %v, unfenced %v: holder (fence %d) lost=%v %v after the cut; other (fence %d) granted %v after the cut, %v after the holder stopped; next holder's write landed %v, stale write landed %v; resource %q; lock errors %v; %d overlaps",
@@ -210,7 +213,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 		}
 		return
 	}
-	if tc.overclaimer {
+	if tc.overclaim {
 		if y.who != "" && x.to.Before(y.from) {
 			t.Fatal("negative control: the overclaiming store reported the loss before the next holder got the key")
 		}

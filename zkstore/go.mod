@@ -8,3 +8,5 @@ require (
 	example.com/dlock v0.0.0-00010101000000-000000000000
 	github.com/go-zookeeper/zk v1.0.4
 )
+
+require go.uber.org/goleak v1.3.0 // indirect
