@@ -33,8 +33,10 @@ func TestLeaderKilledWhileHeld(t *testing.T) {
 func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 	root, seed := testPath(t), seedFor(t)
 	var clients [2]*dlock.Client
+	var conns [2]*zk.Conn
 	for i := range clients {
-		s, _ := newFaultStore(t, e.Addrs(), root, faultTimeout)
+		s, conn := newFaultStore(t, e.Addrs(), root, faultTimeout)
+		conns[i] = conn
 		var m driver.Mutex = s
 		if broken {
 			m = noOwnerCheck{s}
@@ -61,6 +63,7 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 		wg.Wait()
 		t.Fatal("no leader")
 	}
+	sid := conns[0].SessionID()
 	killedAt := time.Now()
 	e.Kill(leader)
 	t.Cleanup(func() { restart(t, e, leader) })
@@ -73,8 +76,8 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 	wg.Wait()
 
 	bad := rec.overlaps()
-	t.Logf("RESULT leader %d killed; long holder lost=%v (held %v after the kill); %d holdings, %d after the long one; lock errors %v; %d overlaps",
-		leader, x.lost, x.to.Sub(killedAt).Round(time.Millisecond), len(rec.ws), rec.after(x.to), rec.errs, len(bad))
+	t.Logf("RESULT leader %d killed; long holder lost=%v (held %v after the kill), its session survived %v; %d holdings, %d after the long one; lock errors %v; %d overlaps",
+		leader, x.lost, x.to.Sub(killedAt).Round(time.Millisecond), conns[0].SessionID() == sid, len(rec.ws), rec.after(x.to), rec.errs, len(bad))
 	if broken {
 		if len(bad) == 0 {
 			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
