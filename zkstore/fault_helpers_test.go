@@ -267,9 +267,13 @@ func seedFor(t *testing.T) uint64 {
 // "<fence> <value>" that refuses a write with a fence lower than the one it
 // holds (read, compare, then a conditional set on the version read; retried
 // when another write came in between). It reports whether the write landed.
-// unfenced skips the comparison (the bug fencing prevents).
+// unfenced skips the comparison (the bug fencing prevents). Each read
+// follows a sync: a follower may serve reads that lag the leader.
 func fencedWrite(conn *zk.Conn, path string, fence uint64, value string, unfenced bool) (bool, error) {
 	for range 20 {
+		if _, err := conn.Sync(path); err != nil {
+			return false, err
+		}
 		b, st, err := conn.Get(path)
 		if err != nil {
 			return false, err
@@ -301,9 +305,13 @@ func retryWrite(conn *zk.Conn, path string, fence uint64, value string, unfenced
 	}
 }
 
-// resourceValue reads the fenced resource's value (without its fence).
+// resourceValue reads the fenced resource's value (without its fence),
+// after a sync (the conn's server may be a follower that lags the leader).
 func resourceValue(t testing.TB, conn *zk.Conn, path string) string {
 	t.Helper()
+	if _, err := conn.Sync(path); err != nil {
+		t.Fatal(err)
+	}
 	b, _, err := conn.Get(path)
 	if err != nil {
 		t.Fatal(err)
