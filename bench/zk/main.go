@@ -55,11 +55,12 @@ func main() {
 	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
 	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
 	wakes := flag.Int("wakes", 100, "wake-ups measured per library and round in the wakeup scenario")
+	addr := flag.String("server", "", "host:port of a running standalone ZooKeeper to use instead of starting one (it must allow the mntr four-letter word)")
 	flag.Parse()
 	if *quick {
 		*dur = time.Second
 	}
-	cfg := config{dur: *dur, only: *only, rounds: max(*rounds, 1), wakes: max(*wakes, 1), args: strings.Join(os.Args[1:], " ")}
+	cfg := config{dur: *dur, only: *only, rounds: max(*rounds, 1), wakes: max(*wakes, 1), server: *addr, args: strings.Join(os.Args[1:], " ")}
 	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/zk:", err)
 		os.Exit(1)
@@ -71,16 +72,20 @@ type config struct {
 	dur           time.Duration
 	only          string
 	rounds, wakes int
+	server        string // a running server's address; "" starts one
 	args          string
 }
 
 // run starts the server, runs the scenarios and writes the report.
 func run(out io.Writer, cfg config) error {
-	srv, err := startZK()
-	if err != nil {
-		return err
+	srv := &server{Addr: cfg.server}
+	if cfg.server == "" {
+		var err error
+		if srv, err = startZK(); err != nil {
+			return err
+		}
+		defer srv.stop()
 	}
-	defer srv.stop()
 	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./zk %s\n\n", describe(srv), cfg.dur, cfg.args)
 	var rows []row
 	bad := false
@@ -119,8 +124,12 @@ func describe(srv *server) string {
 			}
 		}
 	}
-	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s, load %s; %s; ZooKeeper server %s (Debian, standalone, tickTime %v, data in a temp dir); client github.com/go-zookeeper/zk %s",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg(), runtime.Version(), srv.version(), srv.tick, client)
+	where := fmt.Sprintf("Debian, standalone, tickTime %v, data in a temp dir", srv.tick)
+	if srv.e == nil {
+		where = "given with -server " + srv.Addr
+	}
+	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s, load %s; %s; ZooKeeper server %s (%s); client github.com/go-zookeeper/zk %s",
+		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg(), runtime.Version(), srv.version(), where, client)
 }
 
 func cpuModel() string {
