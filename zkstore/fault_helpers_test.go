@@ -74,7 +74,7 @@ func dialRaw(t testing.TB, addrs []string, timeout time.Duration) *zk.Conn {
 
 // dialWait connects to addrs and waits (at most 20 s) for a session.
 func dialWait(addrs []string, timeout time.Duration) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(addrs, timeout, zk.WithLogger(nopLogger{}))
+	conn, events, err := zk.Connect(addrs, timeout, zk.WithLogger(silentLogger{}))
 	if err != nil {
 		return nil, err
 	}
@@ -92,10 +92,10 @@ func dialWait(addrs []string, timeout time.Duration) (*zk.Conn, error) {
 	}
 }
 
-// nopLogger drops go-zookeeper's log lines (reconnection chatter).
-type nopLogger struct{}
+// silentLogger drops go-zookeeper's log lines (reconnection chatter).
+type silentLogger struct{}
 
-func (nopLogger) Printf(string, ...any) {}
+func (silentLogger) Printf(string, ...any) {}
 
 // makeParents creates path and its missing parents as persistent nodes.
 func makeParents(t testing.TB, conn *zk.Conn, path string) {

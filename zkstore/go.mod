@@ -9,5 +9,3 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	go.uber.org/goleak v1.3.0
 )
-
-require go.uber.org/goleak v1.3.0 // indirect
