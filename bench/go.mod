@@ -7,8 +7,10 @@ replace example.com/dlock => ../
 require (
 	example.com/dlock v0.0.0
 	example.com/dlock/etcdstore v0.0.0
+	example.com/dlock/zkstore v0.0.0
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.etcd.io/etcd/api/v3 v3.6.16
@@ -18,11 +20,9 @@ require (
 )
 
 require (
-	example.com/dlock/zkstore v0.0.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
-	github.com/go-zookeeper/zk v1.0.4
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
