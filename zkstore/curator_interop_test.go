@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"example.com/dlock"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -166,104 +166,126 @@ func curatorInterop(t *testing.T, addrs []string, java, cp string, locked bool) 
 	const rounds, gap = 20, 20 * time.Millisecond
 	root := testPath(t)
 	conn := dialRaw(t, addrs, faultTimeout)
-	counter, marker, lockPath := root+"/counter", root+"/inside", root+"/locks/ctr"
+	sec := interopSection{conn: conn, counter: root + "/counter", marker: root + "/inside", lockPath: root + "/locks/ctr", gap: gap}
 	makeParents(t, conn, root+"/locks")
-	if _, err := conn.Create(counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := conn.Create(sec.counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := newFaultStore(t, addrs, root+"/locks", faultTimeout)
 	dc := newFaultClient(t, s, faultTimeout)
 	ctx := testCtx(t, 120*time.Second)
-	curator := startCurator(t, ctx, java, cp, strings.Join(addrs, ","), lockPath, counter, marker,
+	curator := startCurator(t, ctx, java, cp, strings.Join(addrs, ","), sec.lockPath, sec.counter, sec.marker,
 		strconv.Itoa(rounds), strconv.Itoa(int(gap/time.Millisecond)))
-
-	var (
-		mu        sync.Mutex
-		held      []string // our lock nodes, seen while holding
-		dlockWait int
-		overlaps  int
-		mine      int
-	)
+	var d dlockSide
 	var cr curatorResult
-	for i := 0; ; i++ {
-		if locked && i >= rounds {
-			cr = <-curator
-			break
-		}
-		if !locked {
-			select {
-			case cr = <-curator:
-			default:
-			}
-			if cr.rounds > 0 || cr.err != nil || i >= 50*rounds {
-				break
-			}
-		}
-		var err error
-		var over bool
-		if !locked {
-			over, err = rmw(conn, counter, marker, gap)
-		} else {
-			if kids, _, err := conn.Children(lockPath); err == nil && len(kids) > 0 {
-				dlockWait++ // the path is held or queued for: ours is behind
-			}
-			err = dc.Do(ctx, "ctr", func(ctx context.Context) error {
-				kids, _, err := conn.Children(lockPath)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				held = append(held, lockPath+"/"+curatorOrder(kids)[0])
-				mu.Unlock()
-				if i == 0 { // hold until Curator queues behind us
-					pollUntil(t, 30*time.Second, "Curator queued", func() bool {
-						k, _, err := conn.Children(lockPath)
-						return err == nil && len(k) > 1
-					})
-				}
-				over, err = rmw(conn, counter, marker, gap)
-				return err
-			})
-		}
-		if err != nil {
-			t.Fatalf("dlock side, round %d: %v", i, err)
-		}
-		if over {
-			overlaps++
-		}
-		mine++
+	if locked {
+		d = sec.lockedRounds(t, ctx, dc, rounds)
+		cr = <-curator
+	} else {
+		d, cr = sec.unlockedRounds(t, curator, 50*rounds)
 	}
 	if cr.err != nil {
 		t.Fatal(cr.err)
 	}
-	b, _, err := conn.Get(counter)
+	b, _, err := conn.Get(sec.counter)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := strconv.Atoi(string(b))
 	common := 0
 	for _, s := range cr.saw {
-		if slices.Contains(held, s) {
+		if slices.Contains(d.held, s) {
 			common++
 		}
 	}
+	want, overlaps := cr.rounds+d.rounds, d.overlaps+cr.overlaps
 	t.Logf("RESULT counter %d after %d Curator + %d dlock rounds (%d updates lost); overlaps: dlock %d, Curator %d; Curator waited %d times, dlock %d; Curator saw %d participant nodes, %d of them dlock's",
-		got, cr.rounds, mine, cr.rounds+mine-got, overlaps, cr.overlaps, cr.waited, dlockWait, len(cr.saw), common)
-	if !locked {
-		if got == cr.rounds+mine && overlaps+cr.overlaps == 0 {
+		got, cr.rounds, d.rounds, want-got, d.overlaps, cr.overlaps, cr.waited, d.waited, len(cr.saw), common)
+	switch {
+	case !locked:
+		if got == want && overlaps == 0 {
 			t.Fatal("negative control: no lost update and no overlap without the lock; the test cannot see one")
 		}
-		return
+	case got != want || overlaps != 0:
+		t.Fatalf("counter %d, want %d; %d overlaps", got, want, overlaps)
+	case cr.waited == 0 || d.waited == 0:
+		t.Fatalf("the two sides did not both wait: Curator waited %d times, dlock %d", cr.waited, d.waited)
+	case common == 0:
+		t.Fatalf("Curator's getParticipantNodes never listed a dlock node: saw %v, dlock held %v", cr.saw, d.held)
 	}
-	if got != cr.rounds+mine || overlaps+cr.overlaps != 0 {
-		t.Fatalf("counter %d, want %d; %d overlaps", got, cr.rounds+mine, overlaps+cr.overlaps)
+}
+
+// interopSection is the shared state of the interop test: the counter,
+// the overlap marker and the lock path, and the section's gap.
+type interopSection struct {
+	conn                      *zk.Conn
+	counter, marker, lockPath string
+	gap                       time.Duration
+}
+
+// dlockSide is what the dlock side did.
+type dlockSide struct {
+	rounds, overlaps, waited int
+	held                     []string // our lock nodes, seen while holding
+}
+
+// lockedRounds runs rounds sections under dc's lock on "ctr" (the lock
+// path), counting the rounds that found the path held or queued for (ours
+// then waits behind Curator) and recording our node while we hold it. The
+// first round holds until Curator has queued behind it.
+func (sec interopSection) lockedRounds(t *testing.T, ctx context.Context, dc *dlock.Client, rounds int) dlockSide {
+	var d dlockSide
+	for i := range rounds {
+		if kids, _, err := sec.conn.Children(sec.lockPath); err == nil && len(kids) > 0 {
+			d.waited++
+		}
+		var over bool
+		err := dc.Do(ctx, "ctr", func(ctx context.Context) error {
+			kids, _, err := sec.conn.Children(sec.lockPath)
+			if err != nil {
+				return err
+			}
+			d.held = append(d.held, sec.lockPath+"/"+curatorOrder(kids)[0])
+			if i == 0 {
+				pollUntil(t, 30*time.Second, "Curator queued", func() bool {
+					k, _, err := sec.conn.Children(sec.lockPath)
+					return err == nil && len(k) > 1
+				})
+			}
+			over, err = rmw(sec.conn, sec.counter, sec.marker, sec.gap)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("dlock side, round %d: %v", i, err)
+		}
+		if over {
+			d.overlaps++
+		}
+		d.rounds++
 	}
-	if cr.waited == 0 || dlockWait == 0 {
-		t.Fatalf("the two sides did not both wait: Curator waited %d times, dlock %d", cr.waited, dlockWait)
+	return d
+}
+
+// unlockedRounds is the negative control: sections without the lock until
+// Curator is done (at most limit).
+func (sec interopSection) unlockedRounds(t *testing.T, curator <-chan curatorResult, limit int) (dlockSide, curatorResult) {
+	var d dlockSide
+	for range limit {
+		select {
+		case cr := <-curator:
+			return d, cr
+		default:
+		}
+		over, err := rmw(sec.conn, sec.counter, sec.marker, sec.gap)
+		if err != nil {
+			t.Fatalf("unlocked side, round %d: %v", d.rounds, err)
+		}
+		if over {
+			d.overlaps++
+		}
+		d.rounds++
 	}
-	if common == 0 {
-		t.Fatalf("Curator's getParticipantNodes never listed a dlock node: saw %v, dlock held %v", cr.saw, held)
-	}
+	return d, <-curator
 }
 
 // curatorOrder sorts lock children as Curator does: by the text after the
