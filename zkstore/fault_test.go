@@ -150,7 +150,6 @@ type cutCase struct {
 }
 
 func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
-	heed, unfenced := tc.heed, tc.unfenced
 	p, err := faultproxy.New(e.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +186,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	cutAt := time.Now()
 	p.Blackhole(faultproxy.Upstream, true)
 	p.Blackhole(faultproxy.Downstream, true)
-	x := holdFrom(l, from, "cut", 3*faultTimeout, heed, rec)
+	x := holdFrom(l, from, "cut", 3*faultTimeout, tc.heed, rec)
 	y := <-got
 	var newWrite bool
 	if y.who != "" {
@@ -199,36 +198,45 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	p.Clear()
 	p.ResetAll() // the connections left silent by the cut: the client redials at once
 	healedAt := time.Now()
-	stale, err := retryWrite(hconn, res, x.fence, "stale holder", unfenced)
+	stale, err := retryWrite(hconn, res, x.fence, "stale holder", tc.unfenced)
 	if err != nil {
 		t.Fatalf("the stale holder's write: %v", err)
 	}
 	value := resourceValue(t, oconn, res)
 	t.Logf("the stale holder's write returned %v after the cut healed", time.Since(healedAt).Round(time.Millisecond))
 
+	cutChecks(t, tc, cutOutcome{x: x, y: y, newWrite: newWrite, stale: stale, value: value, cutAt: cutAt, rec: rec})
+}
+
+// cutOutcome is what one run of cutHolder saw.
+type cutOutcome struct {
+	x, y            window // the cut holder's and the next holder's
+	newWrite, stale bool   // whether their fenced writes landed
+	value           string // the resource's value at the end
+	cutAt           time.Time
+	rec             *windows
+}
+
+// cutChecks logs o and checks it against tc's expectation.
+func cutChecks(t *testing.T, tc cutCase, o cutOutcome) {
+	x, y, rec := o.x, o.y, o.rec
 	bad := rec.overlaps()
 	t.Logf("RESULT heed %v, unfenced %v: holder (fence %d) lost=%v %v after the cut; other (fence %d) granted %v after the cut, %v after the holder stopped; next holder's write landed %v, stale write landed %v; resource %q; lock errors %v; %d overlaps",
-		heed, unfenced, x.fence, x.lost, x.to.Sub(cutAt).Round(time.Millisecond), y.fence,
-		y.from.Sub(cutAt).Round(time.Millisecond), y.from.Sub(x.to).Round(time.Millisecond), newWrite, stale, value, rec.errs, len(bad))
-	if !heed {
+		tc.heed, tc.unfenced, x.fence, x.lost, x.to.Sub(o.cutAt).Round(time.Millisecond), y.fence,
+		y.from.Sub(o.cutAt).Round(time.Millisecond), y.from.Sub(x.to).Round(time.Millisecond), o.newWrite, o.stale, o.value, rec.errs, len(bad))
+	switch {
+	case !tc.heed:
 		if len(bad) == 0 {
 			t.Fatal("negative control: a holder ignoring its loss did not overlap the next one")
 		}
-		return
-	}
-	if tc.overclaim {
+	case tc.overclaim:
 		if y.who != "" && x.to.Before(y.from) {
 			t.Fatal("negative control: the overclaiming store reported the loss before the next holder got the key")
 		}
-		return
-	}
-	if unfenced {
-		if !stale || value != "stale holder" {
+	case tc.unfenced:
+		if !o.stale || o.value != "stale holder" {
 			t.Fatal("negative control: the unfenced stale write did not land; the test cannot see the bug")
 		}
-		return
-	}
-	switch {
 	case len(bad) > 0:
 		t.Fatalf("%d overlaps: %s", len(bad), strings.Join(bad, "; "))
 	case y.who == "":
@@ -239,9 +247,9 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 		t.Fatalf("the loss was reported %v after the other Client got the key", x.to.Sub(y.from))
 	case y.fence <= x.fence:
 		t.Fatalf("next holder's fence %d not greater than the cut holder's %d", y.fence, x.fence)
-	case !newWrite:
+	case !o.newWrite:
 		t.Fatal("the next holder's fenced write was rejected")
-	case stale || value != "next holder":
-		t.Fatalf("the stale fenced write landed=%v; resource %q", stale, value)
+	case o.stale || o.value != "next holder":
+		t.Fatalf("the stale fenced write landed=%v; resource %q", o.stale, o.value)
 	}
 }
