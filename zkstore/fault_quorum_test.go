@@ -10,6 +10,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/internal/zkserver"
 	"example.com/dlock/zkstore"
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 )
 
@@ -25,24 +26,10 @@ import (
 func TestQuorumLostLockFailsWithinBound(t *testing.T) {
 	e := zkserver.StartEnsemble(t, 3)
 	ignore := goleak.IgnoreCurrent()
-	root := testPath(t)
 	ctx := testCtx(t, 60*time.Second)
-	s, err := zkstore.Dial(ctx, e.Addrs(), zkstore.Options{Root: root, SessionTimeout: faultTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, open, dc := quorumClients(t, ctx, e.Addrs())
 	defer s.Close()
-	// The control: a connection of our own, closed only after the first
-	// leak check.
-	open, err := dialWait(e.Addrs(), faultTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer open.Close()
-	dc, err := dlock.New(s, dlock.WithAutoRenew(faultTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
 	held, err := dc.Lock(ctx, "held")
 	if err != nil {
 		t.Fatal(err)
@@ -89,4 +76,26 @@ func TestQuorumLostLockFailsWithinBound(t *testing.T) {
 	case leakBefore == nil:
 		t.Fatal("control: an open connection's goroutines were not found; the detector sees nothing")
 	}
+}
+
+// quorumClients returns a Store dialled to addrs, the control's own
+// connection (closed by the caller only after the first leak check) and a
+// Client on the Store.
+func quorumClients(t *testing.T, ctx context.Context, addrs []string) (*zkstore.Store, *zk.Conn, *dlock.Client) {
+	s, err := zkstore.Dial(ctx, addrs, zkstore.Options{Root: testPath(t), SessionTimeout: faultTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := dialWait(addrs, faultTimeout)
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	dc, err := dlock.New(s, dlock.WithAutoRenew(faultTimeout))
+	if err != nil {
+		s.Close()
+		open.Close()
+		t.Fatal(err)
+	}
+	return s, open, dc
 }
