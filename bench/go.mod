@@ -7,8 +7,10 @@ replace example.com/dlock => ../
 require (
 	example.com/dlock v0.0.0
 	example.com/dlock/etcdstore v0.0.0
+	example.com/dlock/zkstore v0.0.0
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.etcd.io/etcd/api/v3 v3.6.16
@@ -39,3 +41,5 @@ require (
 )
 
 replace example.com/dlock/etcdstore => ../etcdstore
+
+replace example.com/dlock/zkstore => ../zkstore

@@ -30,6 +30,12 @@ declare -A packages=(
 	[initdb]=postgresql
 	[pg_isready]=postgresql
 	[mariadbd]=mariadb-server
+	# zkstore's Curator interop test compiles a Java program with javac.
+	[javac]=default-jdk-headless
+)
+# file -> Debian package providing it (jars, which have no command)
+declare -A files=(
+	[/usr/share/java/curator-recipes.jar]=libcurator-recipes-java
 )
 missing=()
 for cmd in "${!packages[@]}"; do
@@ -37,6 +43,9 @@ for cmd in "${!packages[@]}"; do
 	# mariadbd in /usr/sbin: neither is always on PATH.
 	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] ||
 		compgen -G "/usr/lib/postgresql/*/bin/$cmd" >/dev/null || missing+=("${packages[$cmd]}")
+done
+for f in "${!files[@]}"; do
+	[ -e "$f" ] || missing+=("${files[$f]}")
 done
 if ((${#missing[@]})); then
 	if [ "$(id -u)" -ne 0 ]; then

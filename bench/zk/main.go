@@ -1,0 +1,160 @@
+// Command zk compares dlock's ZooKeeper store (zkstore, one session per
+// process) with github.com/go-zookeeper/zk's own Lock (one Lock per
+// goroutine on the process's connection) on one standalone ZooKeeper server
+// it starts itself from Debian's zookeeper package (internal/zkserver: a
+// temporary directory, free loopback ports).
+//
+//	cd bench && go run ./zk                  # every scenario, 5 s each
+//	cd bench && go run ./zk -quick           # 1 s each
+//	cd bench && go run ./zk -rounds 3        # each scenario 3 times, the libraries taking turns to go first
+//	cd bench && go run ./zk -scenarios onekey-50 -duration 10s
+//
+// It prints a Markdown table: throughput, latency of a whole cycle (lock,
+// critical section, unlock), each goroutine's share of the critical
+// sections, ZooKeeper requests per critical section (the server's
+// zk_packets_received from mntr, less the seed scenario's own reads and
+// writes), the next waiter's wake-up latency after a release, and dlock's
+// ratios to the peer against the targets of issue 15. It exits 1 if a
+// critical section overlapped another or the seed scenario oversold.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// scenario is one workload.
+type scenario struct {
+	Name              string
+	Procs, Goroutines int
+	Seed              bool // 1 request per goroutine, stock 100
+	Wake              bool // the next waiter's wake-up latency
+	Doc               string
+}
+
+var scenarios = []scenario{
+	{Name: "uncontended", Procs: 1, Goroutines: 1, Doc: "1 goroutine, lock+unlock"},
+	{Name: "onekey-50", Procs: 1, Goroutines: 50, Doc: "one key, 50 goroutines, 1 process"},
+	{Name: "2x25", Procs: 2, Goroutines: 25, Doc: "one key, 2 processes × 25 goroutines"},
+	{Name: "wakeup", Procs: 1, Goroutines: 2, Wake: true, Doc: "a holder and a waiter on separate sessions: release to the waiter's grant"},
+	{Name: "seed-2x50", Procs: 2, Goroutines: 50, Seed: true, Doc: "stock 100 in a znode, 2 processes × 50 requests, read-modify-write under the lock"},
+}
+
+func main() {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(child(spec))
+	}
+	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
+	quick := flag.Bool("quick", false, "1 s scenarios")
+	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
+	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
+	wakes := flag.Int("wakes", 100, "wake-ups measured per library and round in the wakeup scenario")
+	addr := flag.String("server", "", "host:port of a running standalone ZooKeeper to use instead of starting one (it must allow the mntr four-letter word)")
+	flag.Parse()
+	if *quick {
+		*dur = time.Second
+	}
+	cfg := config{dur: *dur, only: *only, rounds: max(*rounds, 1), wakes: max(*wakes, 1), server: *addr, args: strings.Join(os.Args[1:], " ")}
+	if err := run(os.Stdout, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/zk:", err)
+		os.Exit(1)
+	}
+}
+
+// config is one run's settings; args is the command line shown in the report.
+type config struct {
+	dur           time.Duration
+	only          string
+	rounds, wakes int
+	server        string // a running server's address; "" starts one
+	args          string
+}
+
+// run starts the server, runs the scenarios and writes the report.
+func run(out io.Writer, cfg config) error {
+	srv := &server{Addr: cfg.server}
+	if cfg.server == "" {
+		var err error
+		if srv, err = startZK(); err != nil {
+			return err
+		}
+		defer srv.stop()
+	}
+	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./zk %s\n\n", describe(srv), cfg.dur, cfg.args)
+	var rows []row
+	bad := false
+	for _, sc := range scenarios {
+		if cfg.only != "all" && !strings.Contains(","+cfg.only+",", ","+sc.Name+",") {
+			continue
+		}
+		for round := range cfg.rounds {
+			var pair [2]row
+			for k := range libNames {
+				i := (k + round) % len(libNames) // who goes first alternates
+				r, err := runScenario(srv, sc, libNames[i], cfg)
+				if err != nil {
+					return fmt.Errorf("%s/%s: %w", sc.Name, libNames[i], err)
+				}
+				pair[i] = r
+				bad = bad || r.res.Overlaps > 0 || r.oversold
+			}
+			rows = append(rows, pair[:]...)
+		}
+	}
+	report(out, rows)
+	if bad {
+		return fmt.Errorf("a critical section overlapped another, or the stock was oversold")
+	}
+	return nil
+}
+
+// describe names the machine and the versions.
+func describe(srv *server) string {
+	client := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/go-zookeeper/zk" {
+				client = d.Version
+			}
+		}
+	}
+	where := fmt.Sprintf("Debian, standalone, tickTime %v, data in a temp dir", srv.tick)
+	if srv.e == nil {
+		where = "given with -server " + srv.Addr
+	}
+	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s, load %s; %s; ZooKeeper server %s (%s); client github.com/go-zookeeper/zk %s",
+		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg(), runtime.Version(), srv.version(), where, client)
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if _, v, ok := strings.Cut(l, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return "unknown CPU"
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
