@@ -21,6 +21,8 @@ require (
 )
 
 require (
+	example.com/dlock/mysqlstore v0.0.0
+	example.com/dlock/pgstore v0.0.0
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
@@ -48,3 +50,7 @@ require (
 )
 
 replace example.com/dlock/etcdstore => ../etcdstore
+
+replace example.com/dlock/pgstore => ../pgstore
+
+replace example.com/dlock/mysqlstore => ../mysqlstore

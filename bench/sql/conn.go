@@ -51,7 +51,12 @@ func openPgSQL(url string, ctr *counter, size int) (*sql.DB, error) {
 
 // openMySQL opens a go-sql-driver pool on dsn (go-sql-driver format),
 // counted by ctr, with times in UTC and READ COMMITTED set on every
-// connection when it is opened.
+// connection when it is opened, for dlock and the peer alike. Arguments
+// are not interpolated (the driver's default): a statement with arguments
+// is a prepare and an execute, two round trips (the close is not
+// answered). mysqlstore's Release does not work with interpolateParams=true
+// (its RETURNING reads @dlock_ok as NULL in the text protocol, so a release
+// that applied reports the lock lost), so the default it is, for both.
 func openMySQL(dsn string, ctr *counter, size int) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {

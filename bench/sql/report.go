@@ -66,6 +66,9 @@ func report(w io.Writer, db string, libs []string, rows []row) {
 		case r.sc.Wakeup:
 			ops, share, trips, cpu = fmt.Sprintf("%d samples", r.res.Ops), "—", "—", "—"
 		}
+		if !r.sc.Seed && r.res.Unfinish > 0 {
+			checks += fmt.Sprintf(", %d waits open at the end (in p99 at their length then)", r.res.Unfinish)
+		}
 		if r.res.Dials > 0 {
 			checks += fmt.Sprintf(", %d connections opened while timed", r.res.Dials)
 		}

@@ -37,13 +37,13 @@ type result struct {
 	Failures  int64         `json:"failures"`
 	Overlaps  int64         `json:"overlaps"`
 	FirstErr  string        `json:"first_err,omitempty"`
-	Lat       []int64       `json:"lat_ns"` // lock + critical section + unlock, per cycle
+	Lat       []int64       `json:"lat_ns"` // lock + critical section + unlock, per cycle; and waits cut by the end
 	PerWorker []int64       `json:"per_worker"`
 	Wall      time.Duration `json:"wall"`
-	Trips     int64         `json:"trips"` // the lock's database round trips (not the seed's data)
-	Dials     int64         `json:"dials"` // connections opened during the timed part
-	CPU       time.Duration `json:"cpu"`   // the client processes' user + system CPU time
-	Unfinish  int64         `json:"unfinished"`
+	Trips     int64         `json:"trips"`      // the lock's database round trips (not the seed's data)
+	Dials     int64         `json:"dials"`      // connections opened during the timed part
+	CPU       time.Duration `json:"cpu"`        // the client processes' user + system CPU time
+	Unfinish  int64         `json:"unfinished"` // waits the end (or the seed's cap) cut short
 }
 
 func (r *result) merge(o *result) {
@@ -142,9 +142,16 @@ func (w *worker) loop(ctx context.Context) {
 		t0 := time.Now()
 		unlock, err := w.lock(ctx, lockKey)
 		if err != nil {
+			if ctx.Err() != nil {
+				// A wait the end cut short counts in the latencies at
+				// its length so far (a lower bound), so that a starved
+				// waiter shows in p99.
+				w.res.Unfinish++
+				w.res.Lat = append(w.res.Lat, int64(time.Since(t0)))
+			}
 			switch {
 			case w.j.Seed && ctx.Err() != nil:
-				w.res.Unfinish++ // the cap ended its wait: reported, not a failure
+				// the cap ended its wait: reported, not a failure
 			case w.j.Seed || !ending(ctx):
 				w.fail(err)
 			}

@@ -73,6 +73,9 @@ func runDB(out io.Writer, db string, o options) (bad bool, err error) {
 func runScenario(c conf, sc scenario, lib string, o options, round int) (row, error) {
 	r := row{db: c.DB, sc: sc, lib: lib, round: round}
 	if sc.Wakeup {
+		if err := prepare(c, false); err != nil {
+			return r, err
+		}
 		res, err := runWakeup(c, lib, o.dur, o.samples, uint64(time.Now().UnixNano()))
 		r.res = res
 		return r, err
@@ -84,10 +87,8 @@ func runScenario(c conf, sc scenario, lib string, o options, round int) (row, er
 	defer os.RemoveAll(dir)
 	c.Goroutines = sc.Goroutines
 	j := job{conf: c, Lib: lib, Duration: o.dur, Dir: dir, Seed: sc.Seed, Cap: o.cap}
-	if sc.Seed {
-		if err := putStock(c, 100); err != nil {
-			return r, err
-		}
+	if err := prepare(c, sc.Seed); err != nil {
+		return r, err
 	}
 	if sc.Procs == 1 {
 		gate := make(chan struct{})
@@ -108,7 +109,8 @@ func runScenario(c conf, sc scenario, lib string, o options, round int) (row, er
 	return r, nil
 }
 
-func putStock(c conf, n int) error {
+// prepare empties the lock tables and, for the seed, puts 100 in stock.
+func prepare(c conf, seed bool) error {
 	db, err := openSQL(c.DB, c.URL, &counter{}, 1)
 	if err != nil {
 		return err
@@ -116,10 +118,13 @@ func putStock(c conf, n int) error {
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := clearLocks(ctx, db, c.DB); err != nil || !seed {
+		return err
+	}
 	if _, err := db.ExecContext(ctx, `DELETE FROM bench_stock`); err != nil {
 		return err
 	}
-	_, err = db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO bench_stock (id, n) VALUES (1, %d)`, n))
+	_, err = db.ExecContext(ctx, `INSERT INTO bench_stock (id, n) VALUES (1, 100)`)
 	return err
 }
 

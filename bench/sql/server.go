@@ -8,6 +8,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"example.com/dlock/internal/mysqlserver"
+	"example.com/dlock/internal/pgserver"
 )
 
 // server is a database server the program runs against.
@@ -101,5 +104,39 @@ func cpuModel() string {
 	return "unknown CPU"
 }
 
-func startPG() (*server, error)    { return nil, fmt.Errorf("internal/pgserver not merged yet: pass -pg-url") }
-func startMySQL() (*server, error) { return nil, fmt.Errorf("internal/mysqlserver not merged yet: pass -mysql-dsn") }
+// startPG starts a PostgreSQL server (internal/pgserver: initdb in a
+// temporary directory, as the postgres user when root, fsync off).
+func startPG() (*server, error) {
+	bins := map[string]string{}
+	for _, name := range []string{"postgres", "initdb", "pg_isready"} {
+		if bins[name] = pgserver.Find(name); bins[name] == "" {
+			return nil, fmt.Errorf("no %s: install Debian's postgresql", name)
+		}
+	}
+	s, err := pgserver.Launch(bins)
+	if err != nil {
+		if s != nil {
+			s.Remove()
+		}
+		return nil, err
+	}
+	return &server{name: "PostgreSQL", url: s.URL(), stop: s.Remove}, nil
+}
+
+// startMySQL starts a MariaDB server (internal/mysqlserver: a data
+// directory bootstrapped in a temporary directory).
+func startMySQL() (*server, error) {
+	dir, err := os.MkdirTemp("", "dlockbench-mariadb-")
+	if err != nil {
+		return nil, err
+	}
+	s, err := mysqlserver.Launch(dir)
+	if err != nil {
+		if s != nil {
+			s.Kill()
+		}
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &server{name: "MariaDB", url: s.DSN(), stop: func() { s.Kill(); os.RemoveAll(dir) }}, nil
+}
