@@ -44,7 +44,9 @@ var libsOf = map[string][]string{
 	dbMySQL: {"dlock", "poll"},
 }
 
-var optionalLibs = map[string][]string{dbPG: {"pglock-hb"}}
+// "none" takes no lock at all: the negative control of the overlap and
+// oversell checks (the tests run it and expect both to fail).
+var optionalLibs = map[string][]string{dbPG: {"pglock-hb", "none"}, dbMySQL: {"none"}}
 
 // conf is what a process needs to open a library.
 type conf struct {
@@ -56,8 +58,11 @@ type conf struct {
 // newLocker opens lib on c's database, its round trips counted by ctr, and
 // warms its pool.
 func newLocker(ctx context.Context, lib string, c conf, ctr *counter) (locker, error) {
-	if lib == "dlock" {
+	switch lib {
+	case "dlock":
 		return newDlock(ctx, c, ctr)
+	case "none":
+		return noLock{}, nil
 	}
 	db, err := openSQL(c.DB, c.URL, ctr, poolSize(c.Goroutines))
 	if err != nil {
@@ -147,3 +152,12 @@ func setup(ctx context.Context, c conf) error {
 	}
 	return setupDlock(ctx, c)
 }
+
+// noLock is the negative control: lock returns at once.
+type noLock struct{}
+
+func (noLock) lock(context.Context, string) (func(context.Context) error, error) {
+	return func(context.Context) error { return nil }, nil
+}
+
+func (noLock) close() {}
