@@ -24,7 +24,7 @@ const (
 func poolSize(n int) int { return n + 4 }
 
 // openPgxPool opens a pgx pool on url whose connections ctr counts, with
-// its connections opened up front (warm).
+// all its connections opened up front (warm).
 func openPgxPool(ctx context.Context, url string, ctr *counter, size int) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -32,8 +32,25 @@ func openPgxPool(ctx context.Context, url string, ctr *counter, size int) (*pgxp
 	}
 	cfg.ConnConfig.DialFunc = ctr.dial
 	cfg.MaxConns = int32(size)
-	cfg.MinConns = 0
-	return pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	conns := make([]*pgxpool.Conn, 0, size)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range size {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	return pool, nil
 }
 
 // openPgSQL opens a database/sql pool on url through pgx's stdlib driver
@@ -62,6 +79,7 @@ func openMySQL(dsn string, ctr *counter, size int) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctr.mysql = true
 	cfg.DialFunc = ctr.dial
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC

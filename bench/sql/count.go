@@ -13,9 +13,13 @@ import (
 // BEGIN/COMMIT, prepares, pings, LISTEN), and does not count a notification
 // the server pushes (a read with no write). Connection set-up (startup and
 // authentication) counts too, so connections are opened during the warm-up.
+//
+// It also counts statements (stmtParser): dial sets which protocol.
 type counter struct {
 	trips atomic.Int64
 	dials atomic.Int64
+	stmts atomic.Int64
+	mysql bool // the connections speak MySQL's protocol, not PostgreSQL's
 }
 
 // dial opens a TCP connection whose round trips c counts.
@@ -27,6 +31,7 @@ func (c *counter) dial(ctx context.Context, network, addr string) (net.Conn, err
 	}
 	c.dials.Add(1)
 	cc := &countedConn{Conn: conn, c: c}
+	cc.p = stmtParser{mysql: c.mysql, count: func() { c.stmts.Add(1) }}
 	cc.read.Store(true) // the first write starts a round trip
 	return cc, nil
 }
@@ -37,6 +42,7 @@ type countedConn struct {
 	net.Conn
 	c    *counter
 	read atomic.Bool // the last operation with data was a read
+	p    stmtParser  // only Write uses it (a driver writes from one goroutine at a time)
 }
 
 func (cc *countedConn) Read(p []byte) (int, error) {
@@ -51,5 +57,7 @@ func (cc *countedConn) Write(p []byte) (int, error) {
 	if len(p) > 0 && cc.read.Swap(false) {
 		cc.c.trips.Add(1)
 	}
-	return cc.Conn.Write(p)
+	n, err := cc.Conn.Write(p)
+	cc.p.feed(p[:n])
+	return n, err
 }

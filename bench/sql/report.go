@@ -15,6 +15,7 @@ type stats struct {
 	p50, p99       time.Duration
 	minShare, mean float64
 	tripsPerCS     float64
+	stmtsPerCS     float64
 	cpuPerCS       time.Duration // client CPU
 	soldPerSec     float64       // seed
 }
@@ -42,6 +43,7 @@ func statsOf(r row) stats {
 	}
 	if res.Ops > 0 {
 		s.tripsPerCS = float64(res.Trips) / float64(res.Ops)
+		s.stmtsPerCS = float64(res.Stmts) / float64(res.Ops)
 		s.cpuPerCS = res.CPU / time.Duration(res.Ops)
 	}
 	return s
@@ -51,13 +53,13 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float
 
 // report writes db's table of rows and the ratio table.
 func report(w io.Writer, db string, libs []string, rows []row) {
-	fmt.Fprintln(w, "| scenario | library | round | ops/s | p50 | p99 | share min / mean | round trips per CS | client CPU per CS | checks |")
+	fmt.Fprintln(w, "| scenario | library | round | ops/s | p50 | p99 | share min / mean | round trips / statements per CS | client CPU per CS | checks |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		s := statsOf(r)
 		checks := fmt.Sprintf("%d overlaps, %d failures", r.res.Overlaps, r.res.Failures)
 		ops, share, trips, cpu := fmt.Sprintf("%.0f", s.opsPerSec), fmt.Sprintf("%.0f / %.1f", s.minShare, s.mean),
-			fmt.Sprintf("%.2f", s.tripsPerCS), fmt.Sprintf("%d µs", s.cpuPerCS.Microseconds())
+			fmt.Sprintf("%.2f / %.2f", s.tripsPerCS, s.stmtsPerCS), fmt.Sprintf("%d µs", s.cpuPerCS.Microseconds())
 		switch {
 		case r.sc.Seed:
 			checks = fmt.Sprintf("sold %d/100 in %s (%d requests unfinished at the cap), stock left %d, oversold %v, %d overlaps, %d failures",

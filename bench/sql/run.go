@@ -41,6 +41,7 @@ type result struct {
 	PerWorker []int64       `json:"per_worker"`
 	Wall      time.Duration `json:"wall"`
 	Trips     int64         `json:"trips"`      // the lock's database round trips (not the seed's data)
+	Stmts     int64         `json:"stmts"`      // the lock's statements
 	Dials     int64         `json:"dials"`      // connections opened during the timed part
 	CPU       time.Duration `json:"cpu"`        // the client processes' user + system CPU time
 	Unfinish  int64         `json:"unfinished"` // waits the end (or the seed's cap) cut short
@@ -58,6 +59,7 @@ func (r *result) merge(o *result) {
 	r.PerWorker = append(r.PerWorker, o.PerWorker...)
 	r.Wall = max(r.Wall, o.Wall)
 	r.Trips += o.Trips
+	r.Stmts += o.Stmts
 	r.Dials += o.Dials
 	r.CPU += o.CPU
 	r.Unfinish += o.Unfinish
@@ -109,7 +111,7 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	}
 	rctx, stop := context.WithTimeout(context.Background(), limit)
 	defer stop()
-	trips0, dials0 := ctr.trips.Load(), ctr.dials.Load()
+	trips0, dials0, stmts0 := ctr.trips.Load(), ctr.dials.Load(), ctr.stmts.Load()
 	cpu0, t0 := cpuTime(), time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -125,7 +127,7 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	}
 	wg.Wait()
 	res.Wall, res.CPU = time.Since(t0), cpuTime()-cpu0
-	res.Trips, res.Dials = ctr.trips.Load()-trips0, ctr.dials.Load()-dials0
+	res.Trips, res.Dials, res.Stmts = ctr.trips.Load()-trips0, ctr.dials.Load()-dials0, ctr.stmts.Load()-stmts0
 	return res, nil
 }
 
