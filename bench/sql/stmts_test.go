@@ -26,7 +26,7 @@ func TestStmtParser(t *testing.T) {
 	var my []byte
 	my = append(my, myMsg(1, "\x03handshake response")...) // seq 1: not a command
 	my = append(my, myMsg(0, "\x03SELECT 1")...)
-	my = append(my, myMsg(0, "\x16SELECT ?")...)            // prepare
+	my = append(my, myMsg(0, "\x16SELECT ?")...)             // prepare
 	my = append(my, myMsg(0, "\x17\x01\x00\x00\x00\x00")...) // execute
 	my = append(my, myMsg(0, "\x19\x01\x00\x00\x00")...)     // close
 	for _, tc := range []struct {
