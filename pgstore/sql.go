@@ -17,8 +17,8 @@ import "fmt"
 // set with the current time would, and a lease it tests is taken as expired
 // only if it had ended before the statement began.
 type statements struct {
-	acquire, extend, release string
-	inspect, list, sweep     string
+	acquire, extend, release, transfer string
+	inspect, list, sweep               string
 }
 
 // ttl is the lease length parameter: microseconds as bigint.
@@ -37,8 +37,22 @@ func newStatements(n names) statements {
 		// reports the holder's remaining time in the same statement. The
 		// fence is drawn from the sequence on every call, used only for a
 		// new holding (gaps are harmless: fences only need to increase).
-		acquire: fmt.Sprintf(`INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
-VALUES ($1, $2, 1, nextval('%[2]s'), `+ttlExpr+`)
+		//
+		// The fence is drawn before the row is written, and an insert can
+		// wait (for a release deleting the row) between the two: two
+		// acquires waiting there could insert in the other order than they
+		// drew, and the later holding would get the smaller fence. So every
+		// acquire of a key first takes a transaction-scoped advisory lock
+		// on (hash of the table, hash of the key), released at commit:
+		// acquires of one key draw and write one at a time, in order.
+		// Releases, extensions and sweeps do not take it (no lock cycle),
+		// and the two-int form of the lock does not share the key space of
+		// the one-bigint form that session locks use.
+		acquire: fmt.Sprintf(`WITH lk AS MATERIALIZED (
+  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
+)
+INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
+SELECT $1, $2, 1, nextval('%[2]s'), `+ttlExpr+` FROM lk
 ON CONFLICT (name) DO UPDATE SET
   owner = CASE WHEN l.expires_at <= now() THEN excluded.owner ELSE l.owner END,
   holds = CASE WHEN l.expires_at <= now() THEN 1
@@ -75,6 +89,23 @@ FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
 SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),
   (SELECT count(*) FROM (SELECT pg_notify($3, d.name) FROM d) AS n),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
+
+		// transfer gives a live single-hold holding of $2 to $3 with a new
+		// fence, under the acquire's advisory lock (taken before the row
+		// lock, as acquire does, so no lock cycle), without NOTIFY: the key
+		// is never free. It reports the new fence (0 if nothing changed),
+		// the holds $2 had, and whether another owner holds the key.
+		transfer: fmt.Sprintf(`WITH lk AS MATERIALIZED (
+  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
+), cur AS (
+  SELECT holds FROM %[1]s
+  WHERE name = $1 AND owner = $2 AND expires_at > now() AND EXISTS (SELECT 1 FROM lk) FOR UPDATE
+), u AS (
+  UPDATE %[1]s SET owner = $3, holds = 1, fence = nextval('%[2]s'), expires_at = now() + $4::bigint * interval '1 microsecond'
+  WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING fence
+)
+SELECT coalesce((SELECT fence FROM u), 0), coalesce((SELECT holds FROM cur), 0),
+  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks, n.fence),
 
 		inspect: fmt.Sprintf(`SELECT owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),

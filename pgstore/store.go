@@ -51,11 +51,12 @@ type Store struct {
 }
 
 var (
-	_ driver.Mutex     = (*Store)(nil)
-	_ driver.Notifier  = (*Store)(nil)
-	_ driver.Inspector = (*Store)(nil)
-	_ driver.Lister    = (*Store)(nil)
-	_ driver.Doctor    = (*Store)(nil)
+	_ driver.Mutex      = (*Store)(nil)
+	_ driver.Notifier   = (*Store)(nil)
+	_ driver.Transferer = (*Store)(nil)
+	_ driver.Inspector  = (*Store)(nil)
+	_ driver.Lister     = (*Store)(nil)
+	_ driver.Doctor     = (*Store)(nil)
 )
 
 // New returns a Store on pool, which it never closes. It does no I/O: run
@@ -167,3 +168,6 @@ func checkTTL(ttl time.Duration) error {
 
 // micros is ttl in microseconds, rounded up.
 func micros(ttl time.Duration) int64 { return int64((ttl + time.Microsecond - 1) / time.Microsecond) }
+
+// Table returns the store's prefix (Options.Table, or DefaultTable).
+func (s *Store) Table() string { return strings.TrimSuffix(s.names.locks, "_locks") }

@@ -3,7 +3,8 @@
 # installs what the tests need and is missing, from Debian's packages when
 # run as root (redis-server and etcd-server, which the tests start;
 # redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
-# test; chromium, which renders the demo's HTML report in a test), then
+# test; postgresql, whose initdb and postgres the pgstore tests start;
+# chromium, which renders the demo's HTML report in a test), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
 # and bench/'s quick run.
 #
@@ -19,10 +20,13 @@ declare -A packages=(
 	[chromium]=chromium
 	[etcd]=etcd-server
 	[etcdctl]=etcd-client
+	[initdb]=postgresql
+	[pg_isready]=postgresql
 )
 missing=()
 for cmd in "${!packages[@]}"; do
-	command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
+	# PostgreSQL's programs live in /usr/lib/postgresql/<major>/bin, not on PATH.
+	command -v "$cmd" >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/$cmd" >/dev/null || missing+=("${packages[$cmd]}")
 done
 if ((${#missing[@]})); then
 	if [ "$(id -u)" -ne 0 ]; then

@@ -2,7 +2,9 @@ package pgserver
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,5 +76,62 @@ func TestTwoServers(t *testing.T) {
 func TestFind(t *testing.T) {
 	if p := Find("dlock-no-such-binary-7f3a"); p != "" {
 		t.Fatalf("Find of a missing binary = %q", p)
+	}
+}
+
+// state returns the /proc state letter of pid ('T' stopped, 'Z' zombie),
+// or 0 when pid is gone.
+func state(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
+
+// TestSignalsReachBackends checks that Pause freezes and Kill kills the
+// server's children too (backends call setsid, so a process-group signal
+// would miss them): a killed server's backends left running would keep its
+// shared memory and make Restart fail.
+func TestSignalsReachBackends(t *testing.T) {
+	s := Start(t)
+	s.mu.Lock()
+	pid := s.cmd.Process.Pid
+	s.mu.Unlock()
+	kids := children(pid)
+	if len(kids) == 0 {
+		t.Fatal("the postmaster has no children (checkpointer, walwriter...): children() is blind")
+	}
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		deadline := time.Now().Add(5 * time.Second)
+		for st := state(k); st != 'T' && st != 'Z' && st != 0 && time.Now().Before(deadline); st = state(k) {
+			time.Sleep(10 * time.Millisecond) // the kernel stops it asynchronously
+		}
+		if st := state(k); st != 'T' && st != 'Z' && st != 0 { // exited children (a finished backend) do not count
+			t.Errorf("child %d in state %q after Pause; want T", k, st)
+		}
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	for _, k := range kids {
+		deadline := time.Now().Add(5 * time.Second)
+		for st := state(k); st != 0 && st != 'Z' && time.Now().Before(deadline); st = state(k) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if st := state(k); st != 0 && st != 'Z' {
+			t.Errorf("child %d in state %q after Kill; want gone", k, st)
+		}
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("restart after kill: %v", err)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// start runs the postmaster in its own process group: Kill and Pause
-// signal the group, so that backends die or freeze with it, as on a crashed
-// or frozen machine.
+// start runs the postmaster in its own process group. Kill and Pause
+// signal it and every child (see signalServer), so that backends die or
+// freeze with it, as on a crashed or frozen machine.
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,15 +50,14 @@ func (s *Server) take() (*os.Process, chan struct{}) {
 	return p, done
 }
 
-// Kill kills the server and all its backends (SIGKILL to the process
-// group) and waits for the postmaster to exit: a crash. Harmless if it is
+// Kill kills the server and all its backends (SIGKILL to each) and waits for the postmaster to exit: a crash. Harmless if it is
 // not running. Restart recovers it from its data directory.
 func (s *Server) Kill() {
 	p, done := s.take()
 	if p == nil {
 		return
 	}
-	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+	_ = signalServer(p.Pid, syscall.SIGKILL)
 	<-done
 }
 
@@ -70,12 +69,12 @@ func (s *Server) Stop(timeout time.Duration) {
 	if p == nil {
 		return
 	}
-	_ = syscall.Kill(-p.Pid, syscall.SIGCONT)
+	_ = signalServer(p.Pid, syscall.SIGCONT)
 	_ = p.Signal(syscall.SIGINT)
 	select {
 	case <-done:
 	case <-time.After(timeout):
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		_ = signalServer(p.Pid, syscall.SIGKILL)
 		<-done
 	}
 }
@@ -116,11 +115,11 @@ func (s *Server) Running() bool {
 	}
 }
 
-// Pause freezes the server and every backend (SIGSTOP to the process
-// group): connections stay open, nothing answers. Resume continues it.
+// Pause freezes the server and every backend (SIGSTOP to each): connections
+// stay open, nothing answers. Resume continues it.
 func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 
-// Resume continues a paused server (SIGCONT to the process group).
+// Resume continues a paused server (SIGCONT to each process).
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) error {
@@ -129,7 +128,7 @@ func (s *Server) signal(sig syscall.Signal) error {
 	if s.cmd == nil {
 		return fmt.Errorf("pgserver: server on port %d is not running", s.Port)
 	}
-	return syscall.Kill(-s.cmd.Process.Pid, sig)
+	return signalServer(s.cmd.Process.Pid, sig)
 }
 
 // Log returns what the server has written so far (bounded).
