@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/mysqlstore"
 	_ "github.com/go-sql-driver/mysql"
@@ -109,4 +110,15 @@ func newStore(t testing.TB, opts mysqlstore.Options) *mysqlstore.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// proxy starts a fault proxy to addr, closed when the test ends.
+func proxy(t testing.TB, addr string) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
