@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"example.com/dlock"
@@ -22,19 +24,20 @@ type dlockLib struct {
 	closeStore func(context.Context)
 }
 
-func newDlock(ctx context.Context, c conf, ctr *counter) (locker, error) {
+// newDlock opens dlock, or with storeOnly its store alone ("store").
+func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly bool) (locker, error) {
 	switch c.DB {
 	case dbPG:
 		pool, err := openPgxPool(ctx, c.URL, ctr, poolSize(c.Goroutines))
 		if err != nil {
 			return nil, err
 		}
-		st, err := pgstore.New(pool, pgstore.Options{})
+		st, err := pgstore.New(pool, pgstore.Options{Table: tableOf(storeOnly)})
 		if err != nil {
 			pool.Close()
 			return nil, err
 		}
-		return newDlockClient(st, func(ctx context.Context) { _ = st.Close(ctx); pool.Close() })
+		return newDlockClient(st, storeOnly, func(ctx context.Context) { _ = st.Close(ctx); pool.Close() })
 	case dbMySQL:
 		db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
 		if err != nil {
@@ -44,17 +47,20 @@ func newDlock(ctx context.Context, c conf, ctr *counter) (locker, error) {
 			db.Close()
 			return nil, err
 		}
-		st, err := mysqlstore.New(db, mysqlstore.Options{})
+		st, err := mysqlstore.New(db, mysqlstore.Options{Table: tableOf(storeOnly)})
 		if err != nil {
 			db.Close()
 			return nil, err
 		}
-		return newDlockClient(st, func(context.Context) { db.Close() })
+		return newDlockClient(st, storeOnly, func(context.Context) { db.Close() })
 	}
 	return nil, fmt.Errorf("unknown database %q", c.DB)
 }
 
-func newDlockClient(st driver.Mutex, closeStore func(context.Context)) (locker, error) {
+func newDlockClient(st driver.Mutex, storeOnly bool, closeStore func(context.Context)) (locker, error) {
+	if storeOnly {
+		return &storeLib{st: st, closeStore: closeStore}, nil
+	}
 	dc, err := dlock.New(st)
 	if err != nil {
 		closeStore(context.Background())
@@ -78,6 +84,17 @@ func (d *dlockLib) close() {
 	d.closeStore(ctx)
 }
 
+// tableOf is the store's table prefix: "dlock" (the default) for the
+// Client, "dlockstore" for the store alone, so that the releases of one do
+// not wake the other's listener (pgstore's NOTIFY channel follows the
+// prefix) when both are open in one process.
+func tableOf(storeOnly bool) string {
+	if storeOnly {
+		return "dlockstore"
+	}
+	return "dlock"
+}
+
 // setupDlock creates dlock's schema (idempotent).
 func setupDlock(ctx context.Context, c conf) error {
 	switch c.DB {
@@ -87,14 +104,24 @@ func setupDlock(ctx context.Context, c conf) error {
 			return err
 		}
 		defer pool.Close()
-		return pgstore.Migrate(ctx, pool, pgstore.Options{})
+		for _, t := range []string{tableOf(false), tableOf(true)} {
+			if err := pgstore.Migrate(ctx, pool, pgstore.Options{Table: t}); err != nil {
+				return err
+			}
+		}
+		return nil
 	case dbMySQL:
 		db, err := openMySQL(c.URL, &counter{}, 2)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		return mysqlstore.Migrate(ctx, db, mysqlstore.Options{})
+		for _, t := range []string{tableOf(false), tableOf(true)} {
+			if err := mysqlstore.Migrate(ctx, db, mysqlstore.Options{Table: t}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return nil
 }
@@ -104,8 +131,8 @@ func setupDlock(ctx context.Context, c conf) error {
 // end cut short (an acquire the server applied after the caller gave up)
 // does not delay the next run.
 var lockTables = map[string][]string{
-	dbPG:    {"dlock_locks", pglockTable, pollTable},
-	dbMySQL: {"dlock_locks", pollTable},
+	dbPG:    {"dlock_locks", "dlockstore_locks", pglockTable, pollTable},
+	dbMySQL: {"dlock_locks", "dlockstore_locks", pollTable},
 }
 
 func clearLocks(ctx context.Context, db *sql.DB, kind string) error {
@@ -115,4 +142,29 @@ func clearLocks(ctx context.Context, db *sql.DB, kind string) error {
 		}
 	}
 	return nil
+}
+
+// storeLib calls the lease store directly (driver.Mutex: Acquire and
+// Release with a token, no Client): the optional library "store", a
+// diagnostic that separates the store's statements from the Client's
+// work. It does not wait: a contended Acquire is an error, so it is for
+// the uncontended scenario only.
+type storeLib struct {
+	st         driver.Mutex
+	closeStore func(context.Context)
+	n          atomic.Int64
+}
+
+func (s *storeLib) lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	token := fmt.Sprintf("bench-store-token-%d-%d", os.Getpid(), s.n.Add(1))
+	if _, err := s.st.Acquire(ctx, key, token, 30*time.Second); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return s.st.Release(ctx, key, token) }, nil
+}
+
+func (s *storeLib) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.closeStore(ctx)
 }

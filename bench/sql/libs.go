@@ -46,7 +46,8 @@ var libsOf = map[string][]string{
 
 // "none" takes no lock at all: the negative control of the overlap and
 // oversell checks (the tests run it and expect both to fail).
-var optionalLibs = map[string][]string{dbPG: {"pglock-hb", "none"}, dbMySQL: {"none"}}
+// "store" is dlock's lease store without the Client (uncontended only).
+var optionalLibs = map[string][]string{dbPG: {"pglock-hb", "store", "none"}, dbMySQL: {"store", "none"}}
 
 // conf is what a process needs to open a library.
 type conf struct {
@@ -59,8 +60,8 @@ type conf struct {
 // warms its pool.
 func newLocker(ctx context.Context, lib string, c conf, ctr *counter) (locker, error) {
 	switch lib {
-	case "dlock":
-		return newDlock(ctx, c, ctr)
+	case "dlock", "store":
+		return newDlock(ctx, c, ctr, lib == "store")
 	case "none":
 		return noLock{}, nil
 	}

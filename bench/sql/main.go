@@ -35,11 +35,12 @@ type scenario struct {
 	Procs, Goroutines int
 	Seed              bool // 1 request per goroutine, stock 100 in bench_stock
 	Wakeup            bool
+	Interleaved       bool // the libraries alternate in short blocks in one process
 	Doc               string
 }
 
 var scenarios = []scenario{
-	{Name: "uncontended", Procs: 1, Goroutines: 1, Doc: "1 goroutine, lock+unlock"},
+	{Name: "uncontended", Procs: 1, Goroutines: 1, Interleaved: true, Doc: "1 goroutine, lock+unlock, the libraries alternating in 10 blocks each"},
 	{Name: "onekey-50", Procs: 1, Goroutines: 50, Doc: "one key, 50 goroutines, 1 process"},
 	{Name: "2x25", Procs: 2, Goroutines: 25, Doc: "one key, 2 processes × 25 goroutines"},
 	{Name: "wakeup", Procs: 1, Goroutines: 1, Wakeup: true, Doc: "a holder releases, the other client's waiter wakes: start of release to Lock returning"},

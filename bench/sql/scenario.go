@@ -33,7 +33,8 @@ func runDB(out io.Writer, db string, o options) (bad bool, err error) {
 	if err := setup(ctx, c); err != nil {
 		return false, fmt.Errorf("setup: %w", err)
 	}
-	fmt.Fprintf(out, "### %s\n\n%s\n\n", srv.name, srv.version)
+	fmt.Fprintf(out, "### %s\n\n%s\n\nload average at the start: %s\n\n", srv.name, srv.version, loadAvg())
+	defer func() { fmt.Fprintf(out, "load average at the end: %s\n\n", loadAvg()) }()
 	var libs []string
 	for _, l := range libsOf[db] {
 		if selected(o.libs, l) {
@@ -51,6 +52,18 @@ func runDB(out io.Writer, db string, o options) (bad bool, err error) {
 			continue
 		}
 		for round := range o.rounds {
+			if sc.Interleaved {
+				pair, err := runInterleaved(c, libs, o.dur, round)
+				if err != nil {
+					return bad, fmt.Errorf("%s: %w", sc.Name, err)
+				}
+				for _, r := range pair {
+					fmt.Fprintf(os.Stderr, "%s %s round %d %s: %d ops in %v, %d failures\n", db, sc.Name, round+1, r.lib, r.res.Ops, r.res.Wall.Round(time.Millisecond), r.res.Failures)
+					bad = bad || r.res.Overlaps > 0
+				}
+				rows = append(rows, pair...)
+				continue
+			}
 			pair := make([]row, len(libs))
 			for k := range libs {
 				i := (k + round) % len(libs) // who goes first alternates
