@@ -24,7 +24,7 @@ func TestConformanceLease(t *testing.T) {
 	var stores []*mysqlstore.Store
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t *testing.T) driver.Mutex {
-			s, err := mysqlstore.New(openDB(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database)), opts)
+			s, err := mysqlstore.New(openDB(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database, "interpolateParams=true")), opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,8 +40,11 @@ const MinTTL = 10 * time.Millisecond
 // Store is the lease table: a driver.Mutex whose holdings are rows with an
 // expiry on the database clock. Acquire, Extend and Release are each one
 // statement (INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING, MariaDB
-// 10.5+) in autocommit, atomic and token-checked. It is safe for concurrent
-// use and holds no connection between calls.
+// 10.5+) in autocommit, atomic and token-checked: one round trip when the
+// pool's DSN has interpolateParams=true (the URL opener sets it), two
+// (prepare, execute) with go-sql-driver's default server-side prepared
+// statements. It is safe for concurrent use and holds no connection
+// between calls.
 type Store struct {
 	db   *sql.DB
 	n    names

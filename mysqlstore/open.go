@@ -96,6 +96,7 @@ func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
 	cfg.ParseTime = true
+	cfg.InterpolateParams = true // one round trip per statement, not prepare + execute
 	cfg.Timeout = 5 * time.Second
 	if u.User != nil {
 		cfg.User = u.User.Username()

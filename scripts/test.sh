@@ -4,7 +4,8 @@
 # run as root (redis-server and etcd-server, which the tests start;
 # redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
 # test; postgresql, whose initdb and postgres the pgstore tests start;
-# chromium, which renders the demo's HTML report in a test), then
+# mariadb-server, which the MySQL store's tests start; chromium, which
+# renders the demo's HTML report in a test), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
 # and bench/'s quick run.
 #
@@ -22,11 +23,13 @@ declare -A packages=(
 	[etcdctl]=etcd-client
 	[initdb]=postgresql
 	[pg_isready]=postgresql
+	[mariadbd]=mariadb-server
 )
 missing=()
 for cmd in "${!packages[@]}"; do
-	# PostgreSQL's programs live in /usr/lib/postgresql/<major>/bin, not on PATH.
-	command -v "$cmd" >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/$cmd" >/dev/null || missing+=("${packages[$cmd]}")
+	# PostgreSQL's programs live in /usr/lib/postgresql/<major>/bin and
+	# mariadbd in /usr/sbin, not always on PATH.
+	command -v "$cmd" >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/$cmd" >/dev/null || [ -x "/usr/sbin/$cmd" ] || missing+=("${packages[$cmd]}")
 done
 if ((${#missing[@]})); then
 	if [ "$(id -u)" -ne 0 ]; then
