@@ -67,13 +67,11 @@ func openPgSQL(url string, ctr *counter, size int) (*sql.DB, error) {
 }
 
 // openMySQL opens a go-sql-driver pool on dsn (go-sql-driver format),
-// counted by ctr, with times in UTC and READ COMMITTED set on every
-// connection when it is opened, for dlock and the peer alike. Arguments
-// are not interpolated (the driver's default): a statement with arguments
-// is a prepare and an execute, two round trips (the close is not
-// answered). mysqlstore's Release does not work with interpolateParams=true
-// (its RETURNING reads @dlock_ok as NULL in the text protocol, so a release
-// that applied reports the lock lost), so the default it is, for both.
+// counted by ctr, with times in UTC, READ COMMITTED set on every connection
+// when it is opened, and arguments interpolated by the driver
+// (interpolateParams=true, what mysqlstore's URL opener sets: one round
+// trip per statement, as JDBC's client-side prepared statements, instead
+// of a server-side prepare and execute), for dlock and the peer alike.
 func openMySQL(dsn string, ctr *counter, size int) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -82,6 +80,7 @@ func openMySQL(dsn string, ctr *counter, size int) (*sql.DB, error) {
 	ctr.mysql = true
 	cfg.DialFunc = ctr.dial
 	cfg.ParseTime = true
+	cfg.InterpolateParams = true
 	cfg.Loc = time.UTC
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
