@@ -24,10 +24,28 @@ type dlockLib struct {
 	closeStore func(context.Context)
 }
 
-// newDlock opens dlock, or with storeOnly its store alone ("store").
-func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly bool) (locker, error) {
-	switch c.DB {
-	case dbPG:
+// newDlock opens dlock, or with storeOnly its store alone ("store"); with
+// viaSQL, on PostgreSQL, pgstore.NewDB on a database/sql pool of pgx's
+// stdlib driver (the pool type pglock and the polling table use) instead
+// of a pgx pool ("dlock-sqldb", "store-sqldb").
+func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly, viaSQL bool) (locker, error) {
+	switch {
+	case c.DB == dbPG && viaSQL:
+		db, err := openPgSQL(c.URL, ctr, poolSize(c.Goroutines))
+		if err != nil {
+			return nil, err
+		}
+		if err := warm(ctx, db, poolSize(c.Goroutines)); err != nil {
+			db.Close()
+			return nil, err
+		}
+		st, err := pgstore.NewDB(db, pgstore.Options{Table: tableOf(storeOnly)})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return newDlockClient(st, storeOnly, func(ctx context.Context) { _ = st.Close(ctx); db.Close() })
+	case c.DB == dbPG:
 		pool, err := openPgxPool(ctx, c.URL, ctr, poolSize(c.Goroutines))
 		if err != nil {
 			return nil, err
@@ -38,7 +56,7 @@ func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly bool) (locker
 			return nil, err
 		}
 		return newDlockClient(st, storeOnly, func(ctx context.Context) { _ = st.Close(ctx); pool.Close() })
-	case dbMySQL:
+	case c.DB == dbMySQL:
 		db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cirello.io/pglock"
@@ -46,8 +47,12 @@ var libsOf = map[string][]string{
 
 // "none" takes no lock at all: the negative control of the overlap and
 // oversell checks (the tests run it and expect both to fail).
-// "store" is dlock's lease store without the Client (uncontended only).
-var optionalLibs = map[string][]string{dbPG: {"pglock-hb", "store", "none"}, dbMySQL: {"store", "none"}}
+// "store" is dlock's lease store without the Client (uncontended only);
+// "-sqldb": pgstore.NewDB on database/sql instead of a pgx pool.
+var optionalLibs = map[string][]string{
+	dbPG:    {"pglock-hb", "store", "dlock-sqldb", "store-sqldb", "none"},
+	dbMySQL: {"store", "none"},
+}
 
 // conf is what a process needs to open a library.
 type conf struct {
@@ -60,8 +65,8 @@ type conf struct {
 // warms its pool.
 func newLocker(ctx context.Context, lib string, c conf, ctr *counter) (locker, error) {
 	switch lib {
-	case "dlock", "store":
-		return newDlock(ctx, c, ctr, lib == "store")
+	case "dlock", "store", "dlock-sqldb", "store-sqldb":
+		return newDlock(ctx, c, ctr, strings.HasPrefix(lib, "store"), strings.HasSuffix(lib, "-sqldb"))
 	case "none":
 		return noLock{}, nil
 	}
