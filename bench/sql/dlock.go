@@ -27,8 +27,11 @@ type dlockLib struct {
 // newDlock opens dlock, or with storeOnly its store alone ("store"); with
 // viaSQL, on PostgreSQL, pgstore.NewDB on a database/sql pool of pgx's
 // stdlib driver (the pool type pglock and the polling table use) instead
-// of a pgx pool ("dlock-sqldb", "store-sqldb").
-func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly, viaSQL bool) (locker, error) {
+// of a pgx pool ("dlock-sqldb", "store-sqldb"); with session, on MariaDB,
+// mysqlstore's session lock (GET_LOCK on pinned connections, waiters
+// blocked in GET_LOCK: driver.Queuer) with its default options
+// ("dlock-session").
+func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly, viaSQL, session bool) (locker, error) {
 	switch {
 	case c.DB == dbPG && viaSQL:
 		db, err := openPgSQL(c.URL, ctr, poolSize(c.Goroutines))
@@ -56,6 +59,21 @@ func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly, viaSQL bool)
 			return nil, err
 		}
 		return newDlockClient(st, storeOnly, func(ctx context.Context) { _ = st.Close(ctx); pool.Close() })
+	case c.DB == dbMySQL && session:
+		db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
+		if err != nil {
+			return nil, err
+		}
+		if err := warm(ctx, db, min(c.Goroutines+1, poolSize(c.Goroutines))); err != nil {
+			db.Close()
+			return nil, err
+		}
+		st, err := mysqlstore.NewSession(db, mysqlstore.SessionOptions{})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return newDlockClient(st, false, func(context.Context) { _ = st.Close(); db.Close() })
 	case c.DB == dbMySQL:
 		db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
 		if err != nil {

@@ -48,10 +48,11 @@ var libsOf = map[string][]string{
 // "none" takes no lock at all: the negative control of the overlap and
 // oversell checks (the tests run it and expect both to fail).
 // "store" is dlock's lease store without the Client (uncontended only);
-// "-sqldb": pgstore.NewDB on database/sql instead of a pgx pool.
+// "-sqldb": pgstore.NewDB on database/sql instead of a pgx pool;
+// "dlock-session": mysqlstore's session lock (GET_LOCK).
 var optionalLibs = map[string][]string{
 	dbPG:    {"pglock-hb", "store", "dlock-sqldb", "store-sqldb", "none"},
-	dbMySQL: {"store", "none"},
+	dbMySQL: {"store", "dlock-session", "none"},
 }
 
 // conf is what a process needs to open a library.
@@ -65,8 +66,8 @@ type conf struct {
 // warms its pool.
 func newLocker(ctx context.Context, lib string, c conf, ctr *counter) (locker, error) {
 	switch lib {
-	case "dlock", "store", "dlock-sqldb", "store-sqldb":
-		return newDlock(ctx, c, ctr, strings.HasPrefix(lib, "store"), strings.HasSuffix(lib, "-sqldb"))
+	case "dlock", "store", "dlock-sqldb", "store-sqldb", "dlock-session":
+		return newDlock(ctx, c, ctr, strings.HasPrefix(lib, "store"), strings.HasSuffix(lib, "-sqldb"), lib == "dlock-session")
 	case "none":
 		return noLock{}, nil
 	}

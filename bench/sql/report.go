@@ -85,13 +85,14 @@ func report(w io.Writer, db string, libs []string, rows []row) {
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for i := 0; i+len(libs) <= len(rows); i += len(libs) {
 		group := rows[i : i+len(libs)]
-		k := slices.IndexFunc(group, func(r row) bool { return r.lib == "dlock" })
-		if k < 0 {
-			continue
-		}
-		for _, p := range group {
-			if p.lib != "dlock" {
-				ratioRow(w, group[k], p)
+		for _, d := range group {
+			if !strings.HasPrefix(d.lib, "dlock") {
+				continue
+			}
+			for _, p := range group {
+				if isPeer(p.lib) {
+					ratioRow(w, d, p)
+				}
 			}
 		}
 	}
@@ -102,6 +103,9 @@ func report(w io.Writer, db string, libs []string, rows []row) {
 func ratioRow(w io.Writer, d, p row) {
 	sd, sp := statsOf(d), statsOf(p)
 	name := fmt.Sprintf("| %s | %d | ", d.sc.Name, d.round+1)
+	if d.lib != "dlock" {
+		name += d.lib + ": "
+	}
 	t, l := div(sd.opsPerSec, sp.opsPerSec), div(float64(sd.p99), float64(sp.p99))
 	switch {
 	case d.sc.Seed:
@@ -142,4 +146,10 @@ func yes(ok bool) string {
 		return "yes"
 	}
 	return "**no**"
+}
+
+// isPeer reports whether lib is a peer (not dlock, a diagnostic or the
+// negative control).
+func isPeer(lib string) bool {
+	return !strings.HasPrefix(lib, "dlock") && !strings.HasPrefix(lib, "store") && lib != "none"
 }
