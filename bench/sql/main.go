@@ -14,10 +14,15 @@
 //
 // It prints a Markdown table per database: throughput, latency of a whole
 // cycle (lock, critical section, unlock), each goroutine's share, database
-// round trips per critical section (counted on the client's connections: a
-// write after a read), client CPU, and dlock's ratios to each peer against
+// round trips and statements per critical section (counted on the client's
+// connections: a round trip is a write after a read, statements are parsed
+// from the protocol), client CPU, and dlock's ratios to each peer against
 // the targets of issue 16. It exits 1 if a critical section overlapped
-// another or the seed scenario oversold.
+// another or the seed scenario oversold. -libs also takes diagnostics that
+// "all" leaves out: pglock-hb (pglock with its heartbeat), store (dlock's
+// store without the Client), dlock-sqldb and store-sqldb (pgstore on
+// database/sql), dlock-session (MariaDB's GET_LOCK session lock) and none
+// (no lock: the negative control).
 package main
 
 import (
