@@ -51,9 +51,9 @@ func childCommand(role string, env ...string) *exec.Cmd {
 	return cmd
 }
 
-// childDB opens the pool a child works on (MYSQLSTORE_CHILD_DSN).
-func childDB(maxConns int) (*sql.DB, error) {
-	db, err := sql.Open("mysql", os.Getenv("MYSQLSTORE_CHILD_DSN"))
+// childDB opens a pool of at most maxConns connections on dsn.
+func childDB(dsn string, maxConns int) (*sql.DB, error) {
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func stopLease(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string) 
 // line, then write fenced and unfenced and say how many rows changed.
 var _ = registerChild("stop-lease", func() error {
 	ctx := context.Background()
-	db, err := childDB(4)
+	db, err := childDB(os.Getenv("MYSQLSTORE_CHILD_DSN"), 4)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func stopRowLock(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string
 // say how it went, then write outside any transaction (the control).
 var _ = registerChild("stop-rowlock", func() error {
 	ctx := context.Background()
-	db, err := childDB(4)
+	db, err := childDB(os.Getenv("MYSQLSTORE_CHILD_DSN"), 4)
 	if err != nil {
 		return err
 	}
