@@ -24,8 +24,8 @@ import (
 )
 
 // The seed's stock scenario across 2 processes (this one and a child), each
-// with stockWorkers buyers of stockRounds requests, all through a fault
-// proxy that resets every connection, or holds the replies for a moment, at
+// with stockWorkers buyers of stockRounds requests, through a fault proxy
+// (see stockWork) that resets every connection, or holds the replies for a moment, at
 // seeded random times (at most stockFaults). A buyer locks, reads the
 // stock, and if some is left writes stock-1 and records the sale.
 // Invariant: no oversell and no lost update: sales = initial - final,
@@ -72,7 +72,8 @@ func stockRun(t *testing.T, db *sql.DB, table, mode string, seed uint64, wantSaf
 	}
 	p := proxy(t, shared(t).Addr())
 	dsn := mysqlserver.DSNFor(p.Addr(), mysqlserver.Database, "interpolateParams=true")
-	c := startChild(t, "stock", "MYSQLSTORE_CHILD_DSN="+dsn, "MYSQLSTORE_CHILD_TABLE="+table,
+	dataDSN := shared(t).DSN("interpolateParams=true")
+	c := startChild(t, "stock", "MYSQLSTORE_CHILD_DSN="+dsn, "MYSQLSTORE_CHILD_DATA_DSN="+dataDSN, "MYSQLSTORE_CHILD_TABLE="+table,
 		"MYSQLSTORE_CHILD_MODE="+mode, "MYSQLSTORE_CHILD_KEY="+key)
 	c.read("ready") // both processes start buying together
 	c.send("go")
@@ -81,7 +82,7 @@ func stockRun(t *testing.T, db *sql.DB, table, mode string, seed uint64, wantSaf
 	go func() { faults <- injectFaults(p, seed, stop) }()
 	var res stockResult
 	start := time.Now()
-	werr := stockWork(dsn, table, mode, key, "parent", &res)
+	werr := stockWork(dsn, dataDSN, table, mode, key, "parent", &res)
 	childRes := c.read("result")
 	cerr := c.wait()
 	took := time.Since(start)
@@ -153,15 +154,19 @@ var _ = registerChild("stock", func() error {
 		return errors.New("no go")
 	}
 	var res stockResult
-	err := stockWork(os.Getenv("MYSQLSTORE_CHILD_DSN"), os.Getenv("MYSQLSTORE_CHILD_TABLE"), os.Getenv("MYSQLSTORE_CHILD_MODE"), os.Getenv("MYSQLSTORE_CHILD_KEY"), "child", &res)
+	err := stockWork(os.Getenv("MYSQLSTORE_CHILD_DSN"), os.Getenv("MYSQLSTORE_CHILD_DATA_DSN"), os.Getenv("MYSQLSTORE_CHILD_TABLE"), os.Getenv("MYSQLSTORE_CHILD_MODE"), os.Getenv("MYSQLSTORE_CHILD_KEY"), "child", &res)
 	fmt.Println("result", res.String())
 	return err
 })
 
-// stockWork runs the buyers of one process. Failed requests (the faults
-// make some) are counted, not fatal; a request never waits more than 20 s
-// and the whole run more than 3 minutes.
-func stockWork(dsn, table, mode, key, who string, res *stockResult) error {
+// stockWork runs the buyers of one process: everything through dsn (the
+// proxy), except that in the lease and session modes only the lock's
+// statements do and the stock's go to dataDSN (the server), so that a
+// holder whose lock connection was cut goes on working: the case fences
+// are for. Failed requests (the faults make some) are counted, not fatal;
+// a request never waits more than 20 s and the whole run more than 3
+// minutes.
+func stockWork(dsn, dataDSN, table, mode, key, who string, res *stockResult) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	db, err := childDB(dsn, 16)
@@ -169,7 +174,12 @@ func stockWork(dsn, table, mode, key, who string, res *stockResult) error {
 		return err
 	}
 	defer db.Close()
-	buy, closeFn, err := buyer(db, table, mode, key)
+	data, err := childDB(dataDSN, 16)
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	buy, closeFn, err := buyer(db, data, table, mode, key)
 	if err != nil {
 		return err
 	}
@@ -208,8 +218,9 @@ var errStale = errors.New("stale fence")
 // whether it sold.
 type buyFunc func(ctx context.Context, buyer string) (bool, error)
 
-// buyer returns the buy function of mode and what closes it.
-func buyer(db *sql.DB, table, mode, key string) (buyFunc, func(), error) {
+// buyer returns the buy function of mode and what closes it; data is the
+// pool of the lease and session modes' stock statements.
+func buyer(db, data *sql.DB, table, mode, key string) (buyFunc, func(), error) {
 	stock, sales := table+"_stock", table+"_sales"
 	read := "SELECT n FROM " + stock + " WHERE k = ?"
 	switch mode {
@@ -235,7 +246,7 @@ func buyer(db *sql.DB, table, mode, key string) (buyFunc, func(), error) {
 			return true, tx.Commit()
 		}, func() {}, nil
 	}
-	return lockBuyer(db, table, mode, key)
+	return lockBuyer(db, data, table, mode, key)
 }
 
 // rowBuyer buys in WithRowLock. An application retries a transaction that
@@ -270,13 +281,13 @@ func rowBuyer(db *sql.DB, table, key string) buyFunc {
 // lockBuyer buys under a dlock Client on the lease or session store, with
 // the resource fenced: the buyer claims the row with the lease's fence (a
 // holder with an older one can no longer write), and its write needs it.
-func lockBuyer(db *sql.DB, table, mode, key string) (buyFunc, func(), error) {
+func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (buyFunc, func(), error) {
 	var store driver.Mutex
 	var err error
 	if mode == "session" {
-		store, err = mysqlstore.NewSession(db, mysqlstore.SessionOptions{Table: table, CheckEvery: 2 * time.Second})
+		store, err = mysqlstore.NewSession(lockDB, mysqlstore.SessionOptions{Table: table, CheckEvery: 2 * time.Second})
 	} else {
-		store, err = mysqlstore.New(db, mysqlstore.Options{Table: table})
+		store, err = mysqlstore.New(lockDB, mysqlstore.Options{Table: table})
 	}
 	if err != nil {
 		return nil, nil, err
