@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -21,6 +22,19 @@ type RowLockOptions struct {
 	// seconds rounded up) or, without one, by the server's
 	// innodb_lock_wait_timeout (50 s by default).
 	NoWait bool
+	// IdleTimeout, if positive, bounds how long the transaction may sit
+	// idle (between statements: in fn, or in a stopped or stalled process)
+	// before the server kills its connection, which rolls the transaction
+	// back and frees the row: MariaDB's idle_transaction_timeout (10.3+),
+	// in whole seconds rounded up, set on the transaction's connection
+	// before BEGIN and reset to the server's default after the transaction
+	// (two more round trips; a connection whose reset fails is discarded,
+	// never returned to the pool with the timeout). Without it a stalled
+	// holder keeps the row until its connection dies; with it the stalled
+	// holder's transaction can no longer commit and the next locker gets
+	// the row. Negative is driver.ErrInvalid. MySQL 8 has no such variable:
+	// the SET fails and WithRowLock returns that error, fn not run.
+	IdleTimeout time.Duration
 }
 
 // WithRowLock runs fn inside a READ COMMITTED transaction that holds key's
@@ -52,11 +66,22 @@ func WithRowLock(ctx context.Context, db *sql.DB, key string, opts RowLockOption
 	if key == "" || len(key) > MaxKeyBytes {
 		return fmt.Errorf("%w: mysqlstore: key of %d bytes (1 to %d)", driver.ErrInvalid, len(key), MaxKeyBytes)
 	}
+	if opts.IdleTimeout < 0 {
+		return fmt.Errorf("%w: mysqlstore: negative IdleTimeout", driver.ErrInvalid)
+	}
+	if opts.IdleTimeout > 0 {
+		return withIdleTimeout(ctx, db, n.rows, key, opts, fn)
+	}
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return wrap("row lock: begin", err)
 	}
-	if err := lockRow(ctx, db, tx, n.rows, key, opts.NoWait); err != nil {
+	return runLocked(ctx, db, tx, n.rows, key, opts.NoWait, fn)
+}
+
+// runLocked locks key's row in tx, runs fn and commits (or rolls back).
+func runLocked(ctx context.Context, db *sql.DB, tx *sql.Tx, table, key string, noWait bool, fn func(*sql.Tx) error) error {
+	if err := lockRow(ctx, db, tx, table, key, noWait); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -68,6 +93,34 @@ func WithRowLock(ctx context.Context, db *sql.DB, key string, opts RowLockOption
 		return wrap("row lock: commit", err)
 	}
 	return nil
+}
+
+// withIdleTimeout is WithRowLock with opts.IdleTimeout: the transaction
+// runs on a connection of its own whose idle_transaction_timeout is set
+// first and reset afterwards.
+func withIdleTimeout(ctx context.Context, db *sql.DB, table, key string, opts RowLockOptions, fn func(*sql.Tx) error) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return wrap("row lock: connection", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := conn.ExecContext(rctx, "SET SESSION idle_transaction_timeout = DEFAULT"); rerr != nil {
+			// Never back to the pool with the timeout (or dead).
+			_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+		}
+		_ = conn.Close()
+	}()
+	secs := int64(math.Ceil(opts.IdleTimeout.Seconds()))
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION idle_transaction_timeout = %d", secs)); err != nil {
+		return wrap("row lock: idle timeout", err)
+	}
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return wrap("row lock: begin", err)
+	}
+	return runLocked(ctx, db, tx, table, key, opts.NoWait, fn)
 }
 
 // lockRow takes key's row in tx, creating it (outside tx) if missing.
