@@ -2,9 +2,13 @@
 // one process at a time may hold, with automatic renewal, a signal when a
 // lock is lost, and fencing tokens for the resource it protects. The stores
 // are Redis (package redisstore: a single server, Sentinel or Cluster) and
-// Redlock over several Redis primaries (package redlock) in this module,
-// etcd in the module example.com/dlock/etcdstore, or any other store that
-// implements driver.Mutex.
+// Redlock over several Redis primaries (package redlock) in this module;
+// etcd (example.com/dlock/etcdstore), ZooKeeper with Apache Curator's lock
+// layout (example.com/dlock/zkstore), PostgreSQL (example.com/dlock/pgstore)
+// and MySQL/MariaDB (example.com/dlock/mysqlstore), each in a module of its
+// own; or any other store that implements driver.Mutex. The SQL stores offer
+// a lease table and a session lock as stores, and a row lock in the caller's
+// transaction as a function of their own.
 //
 // # Using it
 //
@@ -31,10 +35,11 @@
 // Lock blocks until the lock is held, the wait bound (WithWait) elapses or the
 // context ends; it never gives up after a hidden number of tries and its wait
 // is not tied to the lease. TryLock makes one attempt. Waiters on stores that
-// can notify (Redis pub/sub) sleep until a release is announced, or until the
-// holder's lease would run out, instead of polling; on stores with their own
-// queue of waiters (etcd: driver.Queuer) Lock waits in that queue,
-// served in order across processes.
+// can notify (Redis pub/sub, PostgreSQL NOTIFY) sleep until a release is
+// announced, or until the holder's lease would run out, instead of polling;
+// on stores with their own queue of waiters (etcd, ZooKeeper, the SQL session
+// locks: driver.Queuer) Lock waits in that queue, served in the server's
+// order across processes.
 //
 // Waiters of one Client for one key queue in the process, first come first
 // served, and only the first of them talks to the store. When a holder
@@ -51,8 +56,8 @@
 // read: with WithRead(resource) the store reads the resource key in the same
 // atomic step and round trip that grants the lock (acquisition, re-entry or
 // local handoff), and Lease.Value returns it. Stores that cannot
-// (driver.Atomic is optional; redisstore and memstore have it, Redlock and
-// etcd stores lack it) ignore the option, and Lease.ValueRead reports false
+// (driver.Atomic is optional; redisstore and memstore have it, the Redlock,
+// etcd, ZooKeeper and SQL stores lack it) ignore the option, and Lease.ValueRead reports false
 // so the caller reads for itself:
 //
 //	l, err := locks.Lock(ctx, "item-42", dlock.WithRead("stock:{item-42}"))
@@ -120,17 +125,19 @@
 // # Time model
 //
 // Each store declares its time and liveness model (driver.Model), which New
-// reads once. On a per-key store (Redis, Redlock, memstore) a lease is a TTL
-// on the key: a TTL outside the store's MinTTL..MaxTTL is refused with
-// ErrInvalid before any I/O, the default lease is raised to the store's
-// MinTTL, and lease lengths are rounded up to its granularity (a millisecond
-// on Redis, a second on etcd). On a session-based store (etcd) the
-// locks live as long as the store's session: every lease lasts the session's
-// TTL whatever WithTTL or WithAutoRenew ask for, is renewed every third of
-// it, and renewal keeps the session alive. A fixed lease (WithTTL) is
-// reported lost after the session's TTL, and the Client then gives its key
-// back in the background (the session, kept alive by other leases, would
-// otherwise hold it).
+// reads once. On a per-key store (Redis, Redlock, memstore, the SQL lease
+// tables) a lease is a TTL on the key: a TTL outside the store's
+// MinTTL..MaxTTL is refused with ErrInvalid before any I/O, the default
+// lease is raised to the store's MinTTL, and lease lengths are rounded up to
+// its granularity (a millisecond on Redis, a microsecond on the SQL lease
+// tables). On a session-based store (etcd, ZooKeeper, and the SQL session
+// locks, whose session is a pinned connection) the locks live as long as the
+// store's session: every lease lasts the session's TTL whatever WithTTL or
+// WithAutoRenew ask for, and is renewed every third of it; renewal keeps the
+// session alive (on the SQL session locks, it checks that the connection
+// still holds the lock). A fixed lease (WithTTL) is reported lost after the
+// session's TTL, and the Client then gives its key back in the background
+// (the session, kept alive by other leases, would otherwise hold it).
 //
 // # Stores
 //

@@ -1,7 +1,10 @@
 // Package drivertest is the conformance suite for driver.Mutex
-// implementations: every store in this module runs it, and a third-party
-// store can too. A store's test file gives a Harness (how to make a client of
-// one running server, and optional hooks) and calls Run:
+// implementations: every store of the repository runs it (memstore;
+// redisstore on one server, Cluster and Sentinel; redlock; etcdstore;
+// zkstore; pgstore's lease table, on a pgx pool and on a *sql.DB, and its
+// session lock; mysqlstore's lease table and session lock), and a
+// third-party store can too. A store's test file gives a Harness (how to
+// make a client of one running server, and optional hooks) and calls Run:
 //
 //	func TestConformance(t *testing.T) {
 //		srv := startServer(t) // a real server, stopped by t.Cleanup

@@ -268,7 +268,7 @@ func TestA8DocsSayWhatIsSo(t *testing.T) {
 		{readme, "locks.Close(", "README: the Client's Close in the Quick start", true},
 		{readme, "chromium", "README: what test.sh installs", true},
 		{readme, "go doc -all example.com/dlock`) run", "README: examples claimed in go doc", false},
-		{docGo, "ZooKeeper", "doc.go: a ZooKeeper store", false},
+		{docGo, "example.com/dlock/zkstore", "doc.go: the ZooKeeper store, which exists since issue 15", true},
 		{docGo, "SQL databases", "doc.go: an SQL store", false},
 		{cli, "go install example.com/dlock/cmd/dlock@latest", "docs/cli.md: go install @latest", false},
 		{cli, "go install ./cmd/dlock", "docs/cli.md: install from a clone", true},
