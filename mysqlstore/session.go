@@ -45,8 +45,10 @@ const infinite = 0xFFFFFFFF
 // Session is the session lock: GET_LOCK and RELEASE_LOCK on connections it
 // pins from the caller's pool. A holding lives as long as its connection;
 // no TTL. Tokens are tracked in the process (GET_LOCK knows connections,
-// not tokens): another token of the same Session contends locally, without
-// I/O. It is safe for concurrent use, but its calls run one at a time
+// not tokens): another token of the same Session asking for a key the
+// Session holds is answered by asking the holder's connection whether it
+// still holds the lock (IS_USED_LOCK), without a GET_LOCK of its own. It is
+// safe for concurrent use, but its calls run one at a time
 // (a call holds the Session's lock for its round trip; AcquireQueued
 // waits outside it): use several Sessions for parallel acquisitions.
 // Close releases everything.

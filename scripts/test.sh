@@ -3,7 +3,8 @@
 # installs what the tests need and is missing, from Debian's packages when
 # run as root (redis-server and etcd-server, which the tests start;
 # redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
-# test; zookeeper and a JRE, for the ZooKeeper servers; postgresql, whose
+# test; zookeeper and a JRE, for the ZooKeeper servers; a JDK and
+# libcurator-recipes-java, for the Curator interoperability test; postgresql, whose
 # initdb and postgres the pgstore tests start; mariadb-server, which the
 # MySQL store's tests start; chromium, which renders the demo's HTML report
 # in a test), then
