@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"example.com/dlock/driver"
+)
+
+func init() { subcommands = append(subcommands, newSchemaCmd) }
+
+func newSchemaCmd() *cobra.Command {
+	var (
+		sf      storeFlags
+		apply   bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "schema",
+		Short: "Print the SQL a store needs (tables, sequence) for a DBA, or apply it with --apply",
+		Long: `schema prints the statements that create what the store keeps its locks in
+(for the SQL stores: the lease table, the fence sequence and the row-lock
+table, named after the URL's ?table= prefix, default dlock), exactly as the
+store would run them: idempotent (IF NOT EXISTS), so a DBA can review them
+and run them by hand. Printing makes no network call.
+
+With --apply it runs them on the store's database (driver.Schemer's
+Migrate): on a database that already has them it changes nothing; if it
+fails half-way, running it again completes them. The SQL stores never
+create their schema on their own; apply it once before the first lock.
+
+Stores that create what they use as they go (Redis, etcd, ZooKeeper) have
+no schema: schema says so and exits with 64.
+
+Exit status: 0; 64 bad usage, or a store without a schema; 69 the database
+could not be reached or failed during --apply; 77 the database refused
+(a missing privilege, e.g. CREATE).
+
+` + storeFlagsHelp,
+		Example: `  dlock schema --store postgres://dlock:secret@127.0.0.1:5432/app
+  dlock schema --store 'postgres://dlock:secret@127.0.0.1:5432/app?table=billing' > dlock.sql
+  dlock schema --store mysql://dlock:secret@127.0.0.1:3306/app --apply`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if timeout <= 0 || timeout > time.Hour {
+				return exitWith(ExitUsage, fmt.Errorf("--timeout %v: want more than 0 and at most 1h", timeout))
+			}
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			sc, err := schemerOf(st)
+			if err != nil {
+				return err
+			}
+			if !apply {
+				s := sc.Schema()
+				if !strings.HasSuffix(s, "\n") {
+					s += "\n"
+				}
+				_, err := fmt.Fprint(cmd.OutOrStdout(), s)
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if err := sc.Migrate(ctx); err != nil {
+				return exitFor(fmt.Errorf("schema --apply on %s: %w", st.Desc, err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schema applied on %s\n", st.Desc)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&apply, "apply", false, "run the statements on the store's database (idempotent)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "bound on --apply")
+	sf.register(cmd)
+	return cmd
+}
+
+// schemerOf returns the store's driver.Schemer, or an exitError with
+// ExitUsage saying that the store has no schema.
+func schemerOf(st *openedStore) (driver.Schemer, error) {
+	sc, ok := driver.As[driver.Schemer](st.Store)
+	if !ok {
+		return nil, exitWith(ExitUsage, errors.New(st.Desc+" has no schema: it creates what it uses as it goes (dlock schema is for the SQL stores: --store postgres://... or mysql://...)"))
+	}
+	return sc, nil
+}
