@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"example.com/dlock/cmd/dlock/internal/inventory"
+	"example.com/dlock/driver"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }
@@ -175,7 +176,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	env, server, embedded, cleanup, err := demoStore(ctx, &f.store)
+	env, server, embedded, cleanup, err := demoStore(ctx, &f.store, stderr)
 	if err != nil {
 		return err
 	}
@@ -245,8 +246,9 @@ func demoWriteReport(path, scenario, server string, rs []inventory.Result) error
 // one (etcd://, zk://, postgres://, mysql://; checked to answer; the stock
 // stays in that Redis). It returns the environment that passes the choice
 // to the instances (never on their command line, where passwords would
-// show).
-func demoStore(ctx context.Context, f *storeFlags) (env []string, server string, embedded bool, cleanup func(), err error) {
+// show). A lock store with a schema (the SQL stores) gets it applied
+// (idempotent, as `dlock schema --apply`), said on log.
+func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string, server string, embedded bool, cleanup func(), err error) {
 	rf := f.withoutLockStore()
 	if rf.storeURL != "" || rf.redisURL != "" || rf.clusterURL != "" || rf.sentinelURL != "" {
 		cleanup = func() {}
@@ -263,6 +265,10 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 		if err != nil {
 			return nil, "", false, cleanup, err
 		}
+		if err := demoMigrate(ctx, lst, log); err != nil {
+			_ = lst.Close()
+			return nil, "", false, cleanup, err
+		}
 		names, what := f.demoStoreStrategies(), " strategy's lock on "
 		if len(names) > 1 {
 			what = " strategies' locks on "
@@ -272,6 +278,24 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 		env = setEnv(env, "DLOCK_STORE", u)
 	}
 	return env, server, embedded, cleanup, nil
+}
+
+// demoMigrate applies the schema of a store that has one (driver.Schemer:
+// the SQL stores), so that the demo needs no step before it; it is
+// idempotent and changes nothing on a database that has it. Stores without
+// a schema are left alone.
+func demoMigrate(ctx context.Context, st *openedStore, log io.Writer) error {
+	sc, ok := driver.As[driver.Schemer](st.Store)
+	if !ok {
+		return nil
+	}
+	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := sc.Migrate(mctx); err != nil {
+		return exitFor(fmt.Errorf("applying the schema of %s: %w", st.Desc, err))
+	}
+	fmt.Fprintln(log, "dlock demo: the schema of", st.Desc, "is in place (applied if missing; dlock schema --store URL prints it)")
+	return nil
 }
 
 // setEnv returns env with name=value, replacing an earlier setting of name.
