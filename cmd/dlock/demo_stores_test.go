@@ -66,3 +66,22 @@ func TestDemoStoreStrategyNeedsItsStore(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreStrategiesInHelpAndDocs: `demo --help`, `inventory serve --help`
+// and docs/demo.md name every store strategy with its scheme.
+func TestStoreStrategiesInHelpAndDocs(t *testing.T) {
+	demoHelp, serveHelp := runDlock(t, nil, "demo", "--help"), runDlock(t, nil, "inventory", "serve", "--help")
+	doc := readRepoFile(t, "docs/demo.md")
+	for _, s := range inventory.StoreStrategies() {
+		for name, text := range map[string]string{"demo --help": demoHelp.stdout, "inventory serve --help": serveHelp.stdout, "docs/demo.md": doc} {
+			if !strings.Contains(text, s) {
+				t.Errorf("%s does not name the %s strategy", name, s)
+			}
+		}
+	}
+	for _, scheme := range []string{"etcd://", "zk://", "postgres://", "mysql://"} {
+		if !strings.Contains(demoHelp.stdout, scheme) || !strings.Contains(serveHelp.stdout, scheme) || !strings.Contains(doc, scheme) {
+			t.Errorf("%s is missing from demo --help, inventory serve --help or docs/demo.md", scheme)
+		}
+	}
+}
