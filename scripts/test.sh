@@ -3,7 +3,7 @@
 # installs what the tests need and is missing, from Debian's packages when
 # run as root (redis-server and etcd-server, which the tests start;
 # redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
-# test; chromium, which renders the demo's HTML report in a test), then
+# test; zookeeper and a JRE, for the ZooKeeper servers; chromium, which renders the demo's HTML report in a test), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
 # and bench/'s quick run.
 #
@@ -19,6 +19,11 @@ declare -A packages=(
 	[chromium]=chromium
 	[etcd]=etcd-server
 	[etcdctl]=etcd-client
+	# ZooKeeper: internal/zkserver runs /usr/share/java/zookeeper.jar with
+	# java; zooinspector is the one command the zookeeper package puts on
+	# PATH, so it marks the package (which brings the jars and default-jre).
+	[java]=default-jre-headless
+	[zooinspector]=zookeeper
 )
 missing=()
 for cmd in "${!packages[@]}"; do

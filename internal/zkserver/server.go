@@ -1,0 +1,276 @@
+package zkserver
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Server is one ZooKeeper server process.
+type Server struct {
+	// ID is the server's myid (1-based).
+	ID int
+	// ClientPort, QuorumPort and ElectionPort are its loopback ports.
+	ClientPort, QuorumPort, ElectionPort int
+	dir                                  string
+	java                                 string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited (and was waited for)
+	log  *bytes.Buffer
+}
+
+// Addr returns the server's client address, host:port.
+func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.ClientPort) }
+
+// configure writes the server's zoo.cfg and myid under its directory.
+func (s *Server) configure(quorum []string) error {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return err
+	}
+	cfg := []string{
+		"tickTime=" + strconv.Itoa(int(TickTime/time.Millisecond)),
+		"initLimit=10",
+		"syncLimit=5",
+		"dataDir=" + data,
+		"clientPort=" + strconv.Itoa(s.ClientPort),
+		"clientPortAddress=127.0.0.1",
+		"maxSessionTimeout=" + strconv.Itoa(int(MaxSessionTimeout/time.Millisecond)),
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=srvr,mntr,ruok",
+		// Unknown keys become system properties zookeeper.<key>: a short
+		// election connect timeout so a restarted member rejoins quickly.
+		"cnxTimeout=1000",
+		"autopurge.purgeInterval=0",
+	}
+	cfg = append(cfg, quorum...)
+	if err := os.WriteFile(s.cfgPath(), []byte(strings.Join(cfg, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.ID)+"\n"), 0o600)
+}
+
+func (s *Server) cfgPath() string { return filepath.Join(s.dir, "zoo.cfg") }
+
+// classpath is zkEnv.sh's (configuration directory, then the server jar,
+// whose manifest names its dependencies), with our configuration directory
+// and slf4j-simple when it is installed.
+func (s *Server) classpath() string {
+	cp := []string{s.dir, Jar}
+	if fileExists(slf4jSimple) {
+		cp = append(cp, slf4jSimple)
+	}
+	return strings.Join(cp, ":")
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(s.java,
+		// Small, quick-starting JVM: the tests run on few cores.
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		// Read by the container manager without the zookeeper. prefix, so
+		// not settable in zoo.cfg.
+		"-Dznode.container.checkIntervalMs="+strconv.Itoa(int(ContainerCheckInterval/time.Millisecond)),
+		"-cp", s.classpath(),
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath(),
+	)
+	cmd.Dir = s.dir
+	s.log = &bytes.Buffer{}
+	w := &lockedWriter{mu: &s.mu, buf: s.log}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start server %d: %w", s.ID, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+	return nil
+}
+
+// take detaches the running process, or returns nil.
+func (s *Server) take() (*exec.Cmd, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd, done := s.cmd, s.done
+	s.cmd, s.done = nil, nil
+	return cmd, done
+}
+
+// exited reports whether the process started last has exited by itself.
+func (s *Server) exited() bool {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill kills the server's process group (SIGKILL) and waits for it to exit.
+// Harmless if it is not running.
+func (s *Server) Kill() {
+	cmd, done := s.take()
+	if cmd == nil {
+		return
+	}
+	pg := -cmd.Process.Pid
+	_ = syscall.Kill(pg, syscall.SIGCONT)
+	_ = syscall.Kill(pg, syscall.SIGKILL)
+	<-done
+}
+
+// Restart starts a killed or stopped server again on its data directory and
+// ports (killing it first if it runs), and waits until it serves.
+func (s *Server) Restart() error {
+	s.Kill()
+	if err := s.start(); err != nil {
+		return err
+	}
+	if err := s.waitServing(time.Now().Add(startTimeout)); err != nil {
+		return fmt.Errorf("%w\n--- log:\n%s", err, tail(s.Log(), 4000))
+	}
+	return nil
+}
+
+// Stop stops the server gracefully (SIGTERM) and waits up to timeout for it
+// to exit, then kills its process group. Harmless if it is not running.
+// Restart starts it again on the same data.
+func (s *Server) Stop(timeout time.Duration) {
+	cmd, done := s.take()
+	if cmd == nil {
+		return
+	}
+	pg := -cmd.Process.Pid
+	_ = syscall.Kill(pg, syscall.SIGCONT)
+	_ = syscall.Kill(pg, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = syscall.Kill(pg, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// Running reports whether the server's process was started and not stopped
+// or killed since.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Pause stops the server with SIGSTOP; Resume continues it.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("zkserver: server %d is not running", s.ID)
+	}
+	return syscall.Kill(-s.cmd.Process.Pid, sig)
+}
+
+// Log returns the server's log (its latest part when it grew large).
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		return ""
+	}
+	return s.log.String()
+}
+
+// FourLetter sends a four-letter word (srvr, mntr, ruok) to the server and
+// returns its answer, within timeout.
+func (s *Server) FourLetter(word string, timeout time.Duration) (string, error) {
+	return FourLetter(s.Addr(), word, timeout)
+}
+
+// FourLetter sends a four-letter word to the server at addr and returns its
+// answer, within timeout.
+func FourLetter(addr, word string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte(word)); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(io.LimitReader(conn, 64<<10))
+	return string(b), err
+}
+
+// Mode returns the server's mode as srvr reports it (standalone, leader,
+// follower), or "" when it does not answer within timeout or does not serve.
+func (s *Server) Mode(timeout time.Duration) string {
+	out, err := s.FourLetter("srvr", timeout)
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(out) {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	return ""
+}
+
+func (s *Server) waitServing(deadline time.Time) error {
+	for {
+		if s.Mode(time.Second) != "" {
+			return nil
+		}
+		if !s.Running() || s.exited() {
+			return fmt.Errorf("server %d is not running", s.ID)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server %d not serving by the deadline", s.ID)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
+	}
+}
+
+// lockedWriter appends to a buffer under the server's lock, keeping the
+// latest 2 MiB.
+type lockedWriter struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() > 4<<20 {
+		w.buf.Next(w.buf.Len() - 2<<20) // drop the oldest part
+	}
+	return w.buf.Write(p)
+}

@@ -1,0 +1,6 @@
+package zkstore
+
+// SetUnprotected makes s retry a create that lost its connection without
+// looking for the node it may have made: the naive client of the
+// protected-mode test's negative control.
+func SetUnprotected(s *Store, on bool) { s.unprotected = on }

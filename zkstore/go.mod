@@ -1,0 +1,10 @@
+module example.com/dlock/zkstore
+
+go 1.26.8
+
+replace example.com/dlock => ..
+
+require (
+	example.com/dlock v0.0.0-00010101000000-000000000000
+	github.com/go-zookeeper/zk v1.0.4
+)

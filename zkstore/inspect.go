@@ -1,0 +1,133 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/go-zookeeper/zk"
+)
+
+// Inspect implements driver.Inspector: the lock path's first lock node
+// (two reads). A dlock holder reports its hold count; its token only if it
+// is this store's own holding. A node whose data is not dlock's (Curator's
+// nodes carry the client's IP address) is reported held by a foreign
+// client, with one hold. Remaining is how long this store's session is
+// certain to last for its own holdings, else -1 (unknown). A free key
+// reports fence 0.
+func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
+	lp := s.lockPath(key)
+	name, data, st, err := s.firstNode(ctx, key, lp)
+	if err != nil || st == nil {
+		return driver.Info{Remaining: -1}, err
+	}
+	return s.info(lp+"/"+name, data, st), nil
+}
+
+// info describes the holder node at path.
+func (s *Store) info(path string, data []byte, st *zk.Stat) driver.Info {
+	info := driver.Info{Held: true, Holds: 1, Remaining: -1, Fence: uint64(st.Czxid)}
+	holds, dig, ok := parseData(data)
+	if !ok {
+		info.Foreign = true
+		return info
+	}
+	info.Holds = holds
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.held {
+		if h.path == path && digest(h.token) == dig && h.sid == s.sess.id {
+			info.Token = h.token
+			info.Remaining = max(time.Until(s.sess.certain), 0)
+		}
+	}
+	return info
+}
+
+// List implements driver.Lister: it walks the tree under the root and
+// reports every lock path that has a lock node, decoded back to its lock
+// name, whose name starts with prefix. Paths that are not lock paths (no
+// lock node among their children) are skipped. It reads each directory
+// once and each holder's data once.
+func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
+	strip := func(key string, info driver.Info) bool { return fn(strings.TrimPrefix(key, s.prefix), info) }
+	_, err := s.walk(ctx, s.root, "", s.prefix+prefix, strip)
+	return err
+}
+
+// walk lists dir (whose lock name is rel) and its subdirectories; false
+// when fn asked to stop.
+func (s *Store) walk(ctx context.Context, dir, rel, prefix string, fn func(string, driver.Info) bool) (bool, error) {
+	var kids []string
+	err := s.do(ctx, func() error {
+		var e error
+		kids, _, e = s.conn.Children(dir)
+		return e
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return true, nil
+	}
+	if err != nil {
+		return false, wrapErr("list", rel, err)
+	}
+	if nodes := lockNodes(kids); len(nodes) > 0 && rel != "" {
+		if key, ok := decodeKey(rel); ok && strings.HasPrefix(key, prefix) {
+			if more, err := s.report(ctx, dir, key, nodes[0], fn); !more || err != nil {
+				return false, err
+			}
+		}
+	}
+	for _, k := range kids {
+		if strings.Contains(k, lockMarker) {
+			continue
+		}
+		sub := k
+		if rel != "" {
+			sub = rel + "/" + k
+		}
+		if key, ok := decodeKey(sub); !ok || !couldMatch(key, prefix) {
+			continue
+		}
+		if more, err := s.walk(ctx, dir+"/"+k, sub, prefix, fn); !more || err != nil {
+			return more, err
+		}
+	}
+	return true, nil
+}
+
+// couldMatch reports whether key or a name under it can start with prefix.
+func couldMatch(key, prefix string) bool {
+	return strings.HasPrefix(key, prefix) || strings.HasPrefix(prefix, key+"/")
+}
+
+// report reads the holder node and calls fn; a holder released meanwhile
+// is skipped.
+func (s *Store) report(ctx context.Context, dir, key, first string, fn func(string, driver.Info) bool) (bool, error) {
+	var data []byte
+	var st *zk.Stat
+	err := s.do(ctx, func() error {
+		var e error
+		data, st, e = s.conn.Get(dir + "/" + first)
+		return e
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return true, nil
+	}
+	if err != nil {
+		return false, wrapErr("read", key, err)
+	}
+	return fn(key, s.info(dir+"/"+first, data, st)), nil
+}
+
+// Waiters implements driver.WaiterCounter: the lock nodes after the first
+// (dlock's and Curator's waiters alike; a contended Acquire counts while
+// its node briefly exists).
+func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
+	nodes, err := s.children(ctx, key, s.lockPath(key))
+	if err != nil {
+		return 0, err
+	}
+	return max(len(nodes)-1, 0), nil
+}

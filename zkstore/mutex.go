@@ -1,0 +1,219 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/go-zookeeper/zk"
+)
+
+// maxAttempts bounds the compare-and-set retries of one call when a node
+// changes under it.
+const maxAttempts = 4
+
+// lockNodes returns the lock nodes among children (names with "lock-"), in
+// Curator's order. Other children (the directory of a nested lock name)
+// are not participants for this store; Curator counts them too, so it
+// waits where this store would not (more exclusion, never less).
+func lockNodes(children []string) []string {
+	out := make([]string, 0, len(children))
+	for _, c := range children {
+		if strings.Contains(c, lockMarker) {
+			out = append(out, c)
+		}
+	}
+	sortChildren(out)
+	return out
+}
+
+// children reads the lock nodes of lp in Curator's order, without this
+// store's orphans (which it deletes); none if lp does not exist.
+func (s *Store) children(ctx context.Context, key, lp string) ([]string, error) {
+	var kids []string
+	err := s.do(ctx, func() error {
+		var e error
+		kids, _, e = s.conn.Children(lp)
+		return e
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrapErr("list", key, err)
+	}
+	return lockNodes(s.sweep(ctx, lp, kids)), nil
+}
+
+// Acquire implements driver.Mutex. A first acquisition creates our node
+// (Curator's protected create, see create), then lists the lock path and
+// reads our node's stat, both at once: 2 round trips when free. If another
+// node is first it deletes ours and returns a *driver.ContendedError with
+// Remaining -1 (ZooKeeper has no per-key expiry to report): 3 round trips,
+// two of them writes. A re-entry by the token holding key through this
+// store is one conditional setData of the hold count. ttl is ignored: the
+// holding lasts as long as the session.
+//
+// A token that holds key through another Store (another session) cannot
+// re-enter it here: the call returns an error matching driver.ErrInvalid.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	start := time.Now()
+	if g, ok, err := s.reenter(ctx, key, token, start); ok || err != nil {
+		return g, err
+	}
+	lp := s.lockPath(key)
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token)))
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	nodes, err := s.listAndStat(ctx, key, lp, &c)
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	if len(nodes) > 0 && nodes[0] == c.name && !wrapped(nodes) {
+		h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
+		s.remember(key, h)
+		return driver.Grant{Fence: uint64(h.czxid), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+	}
+	if err := s.deleteNode(ctx, c.path, c.stat.Version); err != nil {
+		s.addOrphan(lp, uuidOf(c.name))
+		return driver.Grant{}, wrapErr("withdraw from", key, err)
+	}
+	if wrapped(nodes) {
+		return driver.Grant{}, errWrapped(lp)
+	}
+	return driver.Grant{}, &driver.ContendedError{Remaining: -1}
+}
+
+// listAndStat lists lp's lock nodes and, if c has no stat yet, reads it,
+// both requests at once (one round trip). On error our node is recorded as
+// an orphan, deleted by the next call on lp.
+func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]string, error) {
+	var serr error
+	done := make(chan struct{})
+	if c.stat == nil {
+		go func() {
+			defer close(done)
+			var c2 created
+			c2, serr = s.statCreated(ctx, key, c.path)
+			c.stat = c2.stat
+		}()
+	} else {
+		close(done)
+	}
+	nodes, err := s.children(ctx, key, lp)
+	<-done
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		s.addOrphan(lp, uuidOf(c.name))
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// reenter adds a hold if the store holds key for token in the conn's
+// current session; ok false if it does not (then the caller acquires).
+func (s *Store) reenter(ctx context.Context, key, token string, start time.Time) (driver.Grant, bool, error) {
+	dig := digest(token)
+	for range maxAttempts {
+		h, ok := s.lookup(key, token)
+		if !ok {
+			return driver.Grant{}, false, nil
+		}
+		var st *zk.Stat
+		err := s.do(ctx, func() error {
+			var e error
+			st, e = s.conn.Set(h.path, nodeData(h.holds+1, dig), h.version)
+			return e
+		})
+		switch {
+		case err == nil:
+			h.holds, h.version = h.holds+1, st.Version
+			s.remember(key, h)
+			return driver.Grant{Fence: uint64(h.czxid), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, true, nil
+		case errors.Is(err, zk.ErrNoNode):
+			s.forget(key, h.path) // gone (deleted, or the session expired): acquire anew
+			return driver.Grant{}, false, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			if err := s.reload(ctx, key, h); err != nil {
+				return driver.Grant{}, false, err
+			}
+		default:
+			return driver.Grant{}, false, wrapErr("re-enter", key, err)
+		}
+	}
+	return driver.Grant{}, false, wrapErr("re-enter", key, errors.New("the node kept changing"))
+}
+
+// reload reads h's node again after a version mismatch and records its
+// hold count and version, or forgets it if it is gone or no longer the
+// token's.
+func (s *Store) reload(ctx context.Context, key string, h *holding) error {
+	var data []byte
+	var st *zk.Stat
+	err := s.do(ctx, func() error {
+		var e error
+		data, st, e = s.conn.Get(h.path)
+		return e
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		s.forget(key, h.path)
+		return nil
+	}
+	if err != nil {
+		return wrapErr("read", key, err)
+	}
+	holds, dig, ok := parseData(data)
+	if !ok || dig != digest(h.token) {
+		s.forget(key, h.path)
+		return nil
+	}
+	h.holds, h.version = holds, st.Version
+	s.remember(key, h)
+	return nil
+}
+
+// firstNode reads the data and stat of the first lock node of lp (the
+// holder); nil stat if there is none.
+func (s *Store) firstNode(ctx context.Context, key, lp string) (name string, data []byte, st *zk.Stat, err error) {
+	for range maxAttempts {
+		nodes, err := s.children(ctx, key, lp)
+		if err != nil || len(nodes) == 0 {
+			return "", nil, nil, err
+		}
+		err = s.do(ctx, func() error {
+			var e error
+			data, st, e = s.conn.Get(lp + "/" + nodes[0])
+			return e
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // released meanwhile: list again
+		}
+		if err != nil {
+			return "", nil, nil, wrapErr("read", key, err)
+		}
+		return nodes[0], data, st, nil
+	}
+	return "", nil, nil, wrapErr("read", key, errors.New("the holder kept changing"))
+}
+
+// notHeld is the error for a token that does not hold key: taken if some
+// lock node is there.
+func (s *Store) notHeld(ctx context.Context, key string) error {
+	nodes, err := s.children(ctx, key, s.lockPath(key))
+	if err != nil {
+		return err
+	}
+	return driver.NotHeld(len(nodes) > 0)
+}
+
+// errOtherSession is returned for a token holding key through another
+// session: this store can neither renew nor re-enter it.
+func errOtherSession(key string) error {
+	return fmt.Errorf("%w: zkstore: the token holds %q through another ZooKeeper session (another Store): extend or re-enter it there", driver.ErrInvalid, key)
+}

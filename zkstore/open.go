@@ -1,0 +1,97 @@
+package zkstore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+func init() { driver.Register("zk", Open) }
+
+// defaultDialTimeout bounds Open's wait for a session.
+const defaultDialTimeout = 10 * time.Second
+
+// Open opens a Store from a URL zk://host:port[,host:port...][/root] with
+// the query parameters session-timeout (a Go duration, default 10s),
+// dial-timeout (how long to wait for a session, default 10s) and prefix
+// (put in front of every lock name, as the CLI's --prefix does). The path
+// is Options.Root (default /dlock): zk://h:2181/locks puts lock N at
+// /locks/N, where a Curator InterProcessMutex on /locks/N takes the same
+// lock. It connects (Dial) and waits for a session; the returned Close
+// closes the connection, which ends the session and frees its locks. A
+// malformed URL or parameter returns an error matching driver.ErrInvalid.
+func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
+	servers, opts, dial, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, dial)
+	defer cancel()
+	st, err := Dial(dctx, servers, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &driver.Opened{
+		Store:    st,
+		Close:    st.Close,
+		Describe: fmt.Sprintf("zookeeper %s root %s session %v", strings.Join(servers, ","), st.root, st.timeout),
+	}, nil
+}
+
+// parseURL turns a zk:// URL into servers, Options and the dial timeout.
+func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
+	bad := func(format string, args ...any) ([]string, Options, time.Duration, error) {
+		return nil, Options{}, 0, fmt.Errorf("%w: zk URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
+	}
+	if u.Host == "" {
+		return bad("no host (zk://host:port[,host:port...]/root)")
+	}
+	if u.User != nil {
+		return bad("user information is not supported (ZooKeeper digest auth is not implemented)")
+	}
+	var servers []string
+	for _, h := range strings.Split(u.Host, ",") {
+		if h == "" || strings.ContainsAny(h, "/?#@") {
+			return bad("bad server %q", h)
+		}
+		if !strings.Contains(h, ":") {
+			h += ":2181"
+		}
+		servers = append(servers, h)
+	}
+	var opts Options
+	if p := strings.TrimRight(u.Path, "/"); p != "" {
+		if _, err := cleanRoot(p); err != nil {
+			return bad("root: %v", err)
+		}
+		opts.Root = p
+	}
+	dial := defaultDialTimeout
+	q := u.Query()
+	for name, v := range q {
+		if len(v) != 1 {
+			return bad("give %s once", name)
+		}
+		switch name {
+		case "prefix":
+			opts.Prefix = v[0]
+		case "session-timeout", "dial-timeout":
+			d, err := time.ParseDuration(v[0])
+			if err != nil || d <= 0 {
+				return bad("%s %q: want a positive duration", name, v[0])
+			}
+			if name == "dial-timeout" {
+				dial = d
+			} else {
+				opts.SessionTimeout = d
+			}
+		default:
+			return bad("unknown parameter %q (known: session-timeout, dial-timeout, prefix)", name)
+		}
+	}
+	return servers, opts, dial, nil
+}

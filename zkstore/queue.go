@@ -1,0 +1,105 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/go-zookeeper/zk"
+)
+
+// cleanupTimeout bounds the deletion of a waiter's node after its call
+// ended.
+const cleanupTimeout = 5 * time.Second
+
+// AcquireQueued implements driver.Queuer with Curator's queue: it creates
+// our node (protected create), lists the lock path and, while another
+// node is before ours in Curator's order, watches only the node just before
+// ours (its predecessor: FIFO, no herd) with exists+watch, listing again
+// when that watch fires or the predecessor is already gone. Curator's
+// waiters queue in the same order. When ours is first the call returns the
+// grant. If our node disappears (the session expired) it returns an error
+// matching driver.ErrNotAcquired. When it returns any error it deletes its
+// node (if that fails, the node goes with the session and is recorded for
+// deletion by the next call on the lock).
+func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	start := time.Now()
+	if g, ok, err := s.reenter(ctx, key, token, start); ok || err != nil {
+		return g, err
+	}
+	lp := s.lockPath(key)
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token)))
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	nodes, err := s.listAndStat(ctx, key, lp, &c)
+	for err == nil {
+		var pred string
+		if pred, err = s.predecessor(key, lp, c, nodes); err != nil || pred == "" {
+			break
+		}
+		if err = s.awaitGone(ctx, key, lp+"/"+pred); err == nil {
+			nodes, err = s.children(ctx, key, lp)
+		}
+	}
+	if err != nil {
+		s.withdraw(ctx, lp, c)
+		return driver.Grant{}, err
+	}
+	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
+	s.remember(key, h)
+	return driver.Grant{Fence: uint64(h.czxid), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+}
+
+// predecessor returns the node just before ours in nodes ("" if ours is
+// first), or an error if ours is gone or the sequence wrapped.
+func (s *Store) predecessor(key, lp string, c created, nodes []string) (string, error) {
+	i := slices.Index(nodes, c.name)
+	switch {
+	case i < 0:
+		return "", fmt.Errorf("%w: zkstore: our node for %q is gone while waiting: the session expired", driver.ErrNotAcquired, key)
+	case wrapped(nodes):
+		return "", errWrapped(lp)
+	case i == 0:
+		return "", nil
+	}
+	return nodes[i-1], nil
+}
+
+// awaitGone returns when the node at path is gone (or its watch ended: the
+// caller lists again), or ctx's error.
+func (s *Store) awaitGone(ctx context.Context, key, path string) error {
+	var ok bool
+	var ch <-chan zk.Event
+	err := s.do(ctx, func() error {
+		var e error
+		ok, _, ch, e = s.conn.ExistsW(path)
+		return e
+	})
+	if err != nil {
+		return wrapErr("watch the predecessor for", key, err)
+	}
+	if !ok {
+		return nil // gone already: list again at once
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("zkstore: waiting for %q: %w", key, context.Cause(ctx))
+	}
+}
+
+// withdraw deletes our waiting node, detached from ctx (which has usually
+// ended) and bounded by cleanupTimeout; if it cannot, the node is recorded
+// as an orphan.
+func (s *Store) withdraw(ctx context.Context, lp string, c created) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := s.deleteNode(cctx, c.path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		s.addOrphan(lp, uuidOf(c.name))
+	}
+}

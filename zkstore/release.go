@@ -1,0 +1,197 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/go-zookeeper/zk"
+)
+
+// Release implements driver.Mutex: one conditional write on our node, by
+// its data version: setData of the hold count when re-entered, else delete.
+// A node of another session is never touched unless it carries the
+// token's digest (a holding of the token through another Store, which it
+// releases the same way after reading it). A missing node returns
+// driver.NotHeld. If the connection fails the store keeps the holding
+// (CURATOR-678: local state is dropped only when the node is known gone)
+// and returns an error of unknown outcome; calling Release again retries.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	for range maxAttempts {
+		h, ok := s.lookup(key, token)
+		if !ok {
+			var err error
+			if h, err = s.foreign(ctx, key, token); err != nil || h == nil {
+				if err == nil {
+					err = s.notHeld(ctx, key)
+				}
+				return err
+			}
+		}
+		err := s.releaseOnce(ctx, key, h)
+		if !errors.Is(err, errChanged) {
+			return err
+		}
+	}
+	return wrapErr("release", key, errors.New("the node kept changing"))
+}
+
+// errChanged reports a conditional write that found the node changed.
+var errChanged = errors.New("zkstore: node changed")
+
+func (s *Store) releaseOnce(ctx context.Context, key string, h *holding) error {
+	var st *zk.Stat
+	err := s.do(ctx, func() error {
+		if h.holds > 1 {
+			var e error
+			st, e = s.conn.Set(h.path, nodeData(h.holds-1, digest(h.token)), h.version)
+			return e
+		}
+		return s.conn.Delete(h.path, h.version)
+	})
+	switch {
+	case err == nil && h.holds > 1:
+		h.holds, h.version = h.holds-1, st.Version
+		s.rememberIfOurs(key, h)
+		return nil
+	case err == nil:
+		s.forget(key, h.path)
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		s.forget(key, h.path)
+		return s.notHeld(ctx, key)
+	case errors.Is(err, zk.ErrBadVersion):
+		s.forget(key, h.path)
+		return errChanged
+	default:
+		return wrapErr("release", key, err) // the holding stays: retry
+	}
+}
+
+// rememberIfOurs records h if it is in the store's own session.
+func (s *Store) rememberIfOurs(key string, h *holding) {
+	if h.sid == s.conn.SessionID() {
+		s.remember(key, h)
+	}
+}
+
+// foreign finds the token's holding of key that this store does not know:
+// the first lock node, if its data carries the token's digest (nil if
+// not). One in this store's session is remembered again.
+func (s *Store) foreign(ctx context.Context, key, token string) (*holding, error) {
+	lp := s.lockPath(key)
+	name, data, st, err := s.firstNode(ctx, key, lp)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	holds, dig, ok := parseData(data)
+	if !ok || dig != digest(token) {
+		return nil, nil
+	}
+	h := &holding{path: lp + "/" + name, sid: st.EphemeralOwner, czxid: st.Czxid, version: st.Version, holds: holds, token: token}
+	s.rememberIfOurs(key, h)
+	return h, nil
+}
+
+// Extend implements driver.Mutex: one exists on our node, which confirms
+// both the session (any reply does) and that the node is still there;
+// concurrent Extends of one node share the request. ttl is ignored;
+// Grant.TTL is how long the session is certain to last. A token holding
+// key through another session gets an error matching driver.ErrInvalid
+// (this store cannot renew that session).
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	start := time.Now()
+	h, ok := s.lookup(key, token)
+	if !ok {
+		var err error
+		if h, err = s.foreign(ctx, key, token); err != nil {
+			return driver.Grant{}, err
+		}
+		if h == nil {
+			return driver.Grant{}, s.notHeld(ctx, key)
+		}
+		if h.sid != s.conn.SessionID() {
+			return driver.Grant{}, errOtherSession(key)
+		}
+		return driver.Grant{Fence: uint64(h.czxid), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, nil
+	}
+	st, err := s.exists(ctx, h.path)
+	switch {
+	case err != nil:
+		return driver.Grant{}, wrapErr("extend", key, err)
+	case st == nil || st.Czxid != h.czxid || st.EphemeralOwner != h.sid:
+		s.forget(key, h.path)
+		return driver.Grant{}, s.notHeld(ctx, key)
+	case st.Version != h.version:
+		if err := s.reload(ctx, key, h); err != nil {
+			return driver.Grant{}, err
+		}
+		if h, ok = s.lookup(key, token); !ok {
+			return driver.Grant{}, s.notHeld(ctx, key)
+		}
+	}
+	return driver.Grant{Fence: uint64(h.czxid), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, nil
+}
+
+// ExtendBatch implements driver.BatchExtender: the Extends run at once, so
+// that their requests are in flight together (one round trip for the
+// batch, as ZooKeeper pipelines a session's requests).
+func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
+	done := make(chan struct{}, len(reqs))
+	for i, r := range reqs {
+		go func() {
+			out[i].Grant, out[i].Err = s.Extend(ctx, r.Key, r.Token, r.TTL)
+			done <- struct{}{}
+		}()
+	}
+	for range reqs {
+		<-done
+	}
+	return out
+}
+
+// flight is one exists under way, shared by concurrent Extends of a node.
+type flight struct {
+	done chan struct{}
+	st   *zk.Stat
+	err  error
+}
+
+// exists reads path's stat (nil if it does not exist), sharing the request
+// with concurrent callers for the same path.
+func (s *Store) exists(ctx context.Context, path string) (*zk.Stat, error) {
+	s.mu.Lock()
+	f, ok := s.ext[path]
+	if !ok {
+		f = &flight{done: make(chan struct{})}
+		s.ext[path] = f
+		go s.fly(ctx, path, f)
+	}
+	s.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.st, f.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (s *Store) fly(ctx context.Context, path string, f *flight) {
+	var ok bool
+	var st *zk.Stat
+	err := s.do(context.WithoutCancel(ctx), func() error {
+		var e error
+		ok, st, e = s.conn.Exists(path)
+		return e
+	})
+	if err == nil && ok {
+		f.st = st
+	}
+	f.err = err
+	s.mu.Lock()
+	delete(s.ext, path)
+	s.mu.Unlock()
+	close(f.done)
+}

@@ -1,0 +1,412 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/go-zookeeper/zk"
+)
+
+// DefaultRoot is the path under which lock names live when Options.Root is
+// empty.
+const DefaultRoot = "/dlock"
+
+// DefaultSessionTimeout is the session timeout Dial asks for when
+// Options.SessionTimeout is zero.
+const DefaultSessionTimeout = 10 * time.Second
+
+// Options configure a Store.
+type Options struct {
+	// Root is the absolute ZooKeeper path under which lock name N lives, at
+	// Root/N (DefaultRoot if empty). A Curator InterProcessMutex on
+	// Root/N takes the same lock.
+	Root string
+	// Prefix is put in front of every lock name (lock N lives at
+	// Root/Prefix+N), as the CLI's --prefix does.
+	Prefix string
+	// SessionTimeout is the session timeout the conn was connected with
+	// (New), or the one to ask for (Dial; 0: DefaultSessionTimeout). The
+	// server may grant another: New counts with Negotiated's value when it
+	// is given, else with SessionTimeout, which must then not exceed what
+	// the server grants (Store.Doctor checks).
+	SessionTimeout time.Duration
+	// Negotiated, if set, is the Negotiated whose Dial the conn was
+	// connected with: the store then counts with the timeout the server
+	// granted. Dial sets it.
+	Negotiated *Negotiated
+	// Servers lists the ensemble's client addresses (host:port), for Doctor
+	// only: it asks each for its version and mode. Dial sets it.
+	Servers []string
+	// Margin is subtracted from the session timeout when the store says how
+	// long its session is certain to last (0: a quarter of the timeout,
+	// which covers a follower that confirmed a request and failed before
+	// telling the leader, up to half a tickTime with tickTime at most half
+	// the timeout). It must be less than half the timeout.
+	Margin time.Duration
+}
+
+// Store is a driver.Mutex on ZooKeeper with Curator's InterProcessMutex
+// layout. It is safe for concurrent use. All its holdings live in the
+// session of its zk.Conn.
+type Store struct {
+	conn    *zk.Conn
+	owned   bool // Dial made conn: Close closes it
+	root    string
+	timeout time.Duration // the session timeout the Model declares
+	asked   time.Duration
+	neg     *Negotiated
+	margin  time.Duration
+	servers []string
+	prefix  string
+
+	mu     sync.Mutex
+	sess   session
+	held   map[string]*holding // by lock name
+	closed bool
+	ext    map[string]*flight         // Extends under way, by node path
+	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
+
+	unprotected bool // tests only: retry a create that lost its connection without looking (naive)
+}
+
+// session is the ZooKeeper session the store last saw confirmed.
+type session struct {
+	id      int64
+	certain time.Time // send time of the last confirmed request + timeout - margin
+}
+
+// holding is what the store knows of a lock node it created: its path,
+// session, fence, data version and hold count.
+type holding struct {
+	path    string
+	sid     int64
+	czxid   int64
+	version int32
+	holds   int
+	token   string // for Inspect of our own holdings
+}
+
+var (
+	_ driver.Mutex         = (*Store)(nil)
+	_ driver.BatchExtender = (*Store)(nil)
+	_ driver.Queuer        = (*Store)(nil)
+	_ driver.Inspector     = (*Store)(nil)
+	_ driver.Lister        = (*Store)(nil)
+	_ driver.WaiterCounter = (*Store)(nil)
+	_ driver.Doctor        = (*Store)(nil)
+)
+
+// New returns a Store using conn, which it never closes. It returns an
+// error matching driver.ErrInvalid if conn is nil, Root is not an absolute
+// ZooKeeper path, the session timeout is unknown (neither SessionTimeout
+// nor a connected Negotiated) or Margin is out of range. It does no I/O.
+func New(conn *zk.Conn, opts Options) (*Store, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("%w: zkstore: nil conn", driver.ErrInvalid)
+	}
+	root, err := cleanRoot(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.SessionTimeout
+	if opts.Negotiated != nil {
+		if got, _ := opts.Negotiated.Timeout(); got > 0 {
+			timeout = got
+		}
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("%w: zkstore: the session timeout is unknown: set Options.SessionTimeout to the one the conn was connected with", driver.ErrInvalid)
+	}
+	margin := opts.Margin
+	if margin == 0 {
+		margin = timeout / 4
+	}
+	if margin < 0 || margin >= timeout/2 {
+		return nil, fmt.Errorf("%w: zkstore: margin %v must be in [0, %v)", driver.ErrInvalid, margin, timeout/2)
+	}
+	return &Store{conn: conn, root: root, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
+		margin: margin, servers: opts.Servers, prefix: opts.Prefix, held: map[string]*holding{}, ext: map[string]*flight{}, orphan: map[string]map[string]bool{}}, nil
+}
+
+// cleanRoot checks and normalises Options.Root.
+func cleanRoot(root string) (string, error) {
+	if root == "" {
+		return DefaultRoot, nil
+	}
+	root = strings.TrimRight(root, "/")
+	if root == "" || !strings.HasPrefix(root, "/") || strings.Contains(root, "//") {
+		return "", fmt.Errorf("%w: zkstore: root %q is not an absolute ZooKeeper path", driver.ErrInvalid, root)
+	}
+	for _, seg := range strings.Split(root[1:], "/") {
+		if seg == "." || seg == ".." || escapeSegment(seg) != seg {
+			return "", fmt.Errorf("%w: zkstore: root %q is not a valid ZooKeeper path", driver.ErrInvalid, root)
+		}
+	}
+	return root, nil
+}
+
+// Dial connects to the ZooKeeper servers (host:port each), waits until the
+// connection has a session or ctx ends, and returns a Store that owns the
+// conn (Close closes it). The session timeout is the one the server
+// grants. Errors: driver.ErrInvalid for bad options (as New), or the
+// connection's error.
+func Dial(ctx context.Context, servers []string, opts Options) (*Store, error) {
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if _, err := cleanRoot(opts.Root); err != nil {
+		return nil, err
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%w: zkstore: no servers", driver.ErrInvalid)
+	}
+	neg := &Negotiated{}
+	conn, events, err := zk.Connect(servers, opts.SessionTimeout, zk.WithDialer(neg.Dial), zk.WithLogger(quiet{}))
+	if err != nil {
+		return nil, fmt.Errorf("zkstore: connect: %w", err)
+	}
+	if err := awaitSession(ctx, conn, events); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	opts.Negotiated, opts.Servers = neg, servers
+	s, err := New(conn, opts)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// awaitSession waits for the first StateHasSession event (the events after
+// it go unread: go-zookeeper drops events nobody reads).
+func awaitSession(ctx context.Context, conn *zk.Conn, events <-chan zk.Event) error {
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return fmt.Errorf("zkstore: connect: connection closed")
+			}
+			if ev.State == zk.StateHasSession {
+				return nil
+			}
+			if ev.State == zk.StateAuthFailed {
+				return fmt.Errorf("%w: zkstore: connect: authentication failed", driver.ErrRefused)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("zkstore: connect to %s: no session: %w", conn.Server(), context.Cause(ctx))
+		}
+	}
+}
+
+// quiet drops go-zookeeper's log lines (reconnection chatter); the store
+// reports what matters through its errors.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// Close forgets the store's holdings and makes later calls fail with
+// driver.ErrInvalid. If the store was made by Dial it closes the conn,
+// which ends the session and so deletes every lock node of the store at
+// once; a conn passed to New stays open and its nodes stay until they are
+// released or the session ends.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	clear(s.held)
+	s.mu.Unlock()
+	if s.owned {
+		s.conn.Close()
+	}
+	return nil
+}
+
+// Conn returns the conn the store uses.
+func (s *Store) Conn() *zk.Conn { return s.conn }
+
+// Root returns the store's root path.
+func (s *Store) Root() string { return s.root }
+
+// SessionTimeout returns the session timeout the store counts with.
+func (s *Store) SessionTimeout() time.Duration { return s.timeout }
+
+// Model implements driver.Mutex: session-based, server clock; the
+// session's TTL is its timeout.
+func (s *Store) Model() driver.Model {
+	return driver.Model{ServerClock: true, Session: true, SessionTTL: s.timeout}
+}
+
+// currentTimeout is the timeout to count with now: the Model's, or less if
+// the server granted less on a later connection.
+func (s *Store) currentTimeout() time.Duration {
+	if s.neg != nil {
+		if t, _ := s.neg.Timeout(); t > 0 && t < s.timeout {
+			return t
+		}
+	}
+	return s.timeout
+}
+
+// errClosed is returned by calls on a closed store.
+var errClosed = fmt.Errorf("%w: zkstore: store closed", driver.ErrInvalid)
+
+// do runs f, one ZooKeeper request (go-zookeeper's calls take no context),
+// and returns its error, or ctx's as soon as ctx ends: the request then
+// goes on until the conn answers or fails (within its receive timeout, two
+// thirds of the session timeout), and its outcome is unknown. A reply from
+// the server confirms the session as of the send time.
+func (s *Store) do(ctx context.Context, f func() error) error { return s.doUndo(ctx, f, nil) }
+
+// doUndo is do, and if ctx ends before f returns and f then succeeds, it
+// calls undo (from the request's goroutine): a create nobody waits for is
+// deleted again.
+func (s *Store) doUndo(ctx context.Context, f func() error, undo func()) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errClosed
+	}
+	before := s.conn.SessionID()
+	sent := time.Now()
+	done := make(chan error, 1)
+	var state atomic.Int32 // 0 pending, 1 answered, 2 abandoned by the caller
+	go func() {
+		err := f()
+		if replied(err) {
+			if after := s.conn.SessionID(); after != 0 && (before == 0 || before == after) {
+				s.confirm(after, sent)
+			}
+		}
+		if state.CompareAndSwap(0, 1) {
+			done <- err
+		} else if err == nil && undo != nil {
+			undo()
+		}
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		if !state.CompareAndSwap(0, 2) {
+			return <-done // answered as ctx ended: the answer wins
+		}
+		return fmt.Errorf("outcome unknown: %w", context.Cause(ctx))
+	}
+}
+
+// replied reports whether err (nil included) is the server's answer rather
+// than a failure of the connection or session.
+func replied(err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrClosing),
+		errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrUnknown):
+		return false
+	}
+	return isServerError(err)
+}
+
+// isServerError reports whether err is one of the errors go-zookeeper makes
+// from a reply's error code about the request itself.
+func isServerError(err error) bool {
+	for _, e := range []error{zk.ErrNoNode, zk.ErrNodeExists, zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrNoAuth,
+		zk.ErrInvalidACL, zk.ErrAuthFailed, zk.ErrNoChildrenForEphemerals, zk.ErrBadArguments, zk.ErrInvalidPath} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// confirm records that session sid was alive when a request sent at sent
+// reached the server: it lasts at least until sent + timeout (less the
+// margin). A session id the store has not seen means the conn made a new
+// session: the old one expired, and every holding in it is lost.
+func (s *Store) confirm(sid int64, sent time.Time) {
+	c := sent.Add(s.currentTimeout() - s.margin)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sid != s.sess.id {
+		s.sess = session{id: sid, certain: c}
+		clear(s.orphan) // their nodes went with the old session
+		for k, h := range s.held {
+			if h.sid != sid {
+				delete(s.held, k)
+			}
+		}
+		return
+	}
+	if c.After(s.sess.certain) {
+		s.sess.certain = c
+	}
+}
+
+// certainTTL is how long session sid is certain to last counted from
+// start; 0 if it is not the session the store knows.
+func (s *Store) certainTTL(sid int64, start time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sid != s.sess.id {
+		return 0
+	}
+	return min(max(s.sess.certain.Sub(start), 0), s.timeout)
+}
+
+// lookup returns the store's holding of key by the token with digest dig in
+// the conn's current session, dropping one of an older session (lost).
+func (s *Store) lookup(key, token string) (*holding, bool) {
+	sid := s.conn.SessionID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.held[key]
+	if !ok || h.token != token {
+		return nil, false
+	}
+	if h.sid != sid {
+		delete(s.held, key)
+		return nil, false
+	}
+	c := *h
+	return &c, true
+}
+
+func (s *Store) remember(key string, h *holding) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.held[key] = h
+	}
+}
+
+func (s *Store) forget(key string, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.held[key]; ok && (path == "" || h.path == path) {
+		delete(s.held, key)
+	}
+}
+
+// lockPath is the ZooKeeper path of lock name key.
+func (s *Store) lockPath(key string) string { return s.root + "/" + encodeKey(s.prefix+key) }
+
+// wrapErr names the call and maps go-zookeeper's errors: ErrNoAuth and
+// ErrInvalidACL to driver.ErrRefused; others (connection failures) stay
+// unknown outcomes.
+func wrapErr(op, key string, err error) error {
+	if errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrInvalidACL) || errors.Is(err, zk.ErrAuthFailed) {
+		return fmt.Errorf("%w: zkstore: %s %q: %w", driver.ErrRefused, op, key, err)
+	}
+	return fmt.Errorf("zkstore: %s %q: %w", op, key, err)
+}
