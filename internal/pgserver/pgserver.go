@@ -1,0 +1,244 @@
+// Package pgserver starts real PostgreSQL servers (Debian's postgresql 15,
+// from /usr/lib/postgresql/15/bin or PATH) for the tests of every module:
+// one server per call on a free loopback port, with its data directory and
+// unix socket directory in a fresh temporary directory, and stops, kills,
+// restarts and pauses it. The server is killed and its directory removed
+// when the test ends.
+//
+// PostgreSQL refuses to run as root, so when the test runs as root the
+// server runs as the unprivileged Debian user "postgres" (the directory is
+// made its own). The cluster is made by initdb with trust authentication
+// for the superuser "postgres" on loopback only, and runs with fsync off
+// (tests need no durability across a machine crash, only across a process
+// kill, which fsync does not change).
+//
+// It has no PostgreSQL client dependency: readiness is pg_isready.
+//
+// When the binaries are missing the test is skipped with a message, unless
+// the environment variable CI is "true", where it fails: CI must install
+// Debian's postgresql.
+package pgserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds how long a server may take to accept connections.
+const startTimeout = 60 * time.Second
+
+// binDirs are searched, in order, after PATH.
+var binDirs = []string{"/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin"}
+
+// Find returns the path of the PostgreSQL program name (postgres, initdb,
+// pg_isready), or "" if there is none.
+func Find(name string) string {
+	for _, d := range binDirs {
+		if p := filepath.Join(d, name); fileExists(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return ""
+}
+
+// Required reports whether missing binaries fail tests (CI=true) rather
+// than skip them.
+func Required() bool { return os.Getenv("CI") == "true" }
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// Server is one PostgreSQL server (the postmaster and its backends, one
+// process group).
+type Server struct {
+	// Port is the loopback TCP port the server listens on.
+	Port int
+	// Dir is the temporary directory holding data/ and the socket.
+	Dir string
+
+	bins map[string]string
+	cred *syscall.Credential
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
+	log    *bytes.Buffer
+}
+
+// Start starts a server for t, fails the test (with the server's log) if it
+// does not accept connections in time, and kills it and removes its
+// directory when the test ends. It skips the test when PostgreSQL is not
+// installed (fails under CI=true).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bins := map[string]string{}
+	for _, name := range []string{"postgres", "initdb", "pg_isready"} {
+		if bins[name] = Find(name); bins[name] == "" {
+			if Required() {
+				t.Fatalf("pgserver: %s not found (CI=true: install Debian's postgresql)", name)
+			}
+			t.Skipf("pgserver: %s not found; install Debian's postgresql to run this test", name)
+		}
+	}
+	s, err := Launch(bins)
+	if s != nil {
+		t.Cleanup(s.Remove)
+	}
+	if err != nil {
+		t.Fatalf("pgserver: %v", err)
+	}
+	return s
+}
+
+// Launch makes a cluster with initdb in a new temporary directory and
+// starts it with the programs in bins (postgres, initdb, pg_isready: full
+// paths). On error the server's log is in the error. The caller must call
+// Remove (also after an error, when the server is not nil).
+func Launch(bins map[string]string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "pgserver-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, bins: bins}
+	if os.Geteuid() == 0 {
+		if s.cred, err = postgresUser(); err != nil {
+			return s, err
+		}
+		if err := os.Chown(dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			return s, err
+		}
+	}
+	if err := s.initdb(); err != nil {
+		return s, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return s, err
+	}
+	s.Port = port
+	if err := s.start(); err != nil {
+		return s, err
+	}
+	if err := s.WaitReady(startTimeout); err != nil {
+		return s, fmt.Errorf("%w\n--- server log:\n%s", err, tail(s.Log(), 4000))
+	}
+	return s, nil
+}
+
+// postgresUser returns the credentials of the unprivileged user the server
+// runs as when we are root.
+func postgresUser() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs the user postgres (Debian's postgresql creates it): %w", err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func (s *Server) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(s.bins[name], args...)
+	cmd.Dir = s.Dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+func (s *Server) initdb() error {
+	cmd := s.command("initdb", "-D", s.dataDir(), "-U", "postgres", "--auth=trust",
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("initdb: %w\n%s", err, tail(string(out), 4000))
+	}
+	return nil
+}
+
+func (s *Server) dataDir() string { return filepath.Join(s.Dir, "data") }
+
+// SocketDir is the directory of the server's unix socket.
+func (s *Server) SocketDir() string { return s.Dir }
+
+// Addr returns host:port of the server's TCP listener.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// URL returns a connection URL for the superuser on the database postgres
+// over TCP, e.g. postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable.
+func (s *Server) URL() string {
+	return "postgres://postgres@" + s.Addr() + "/postgres?sslmode=disable"
+}
+
+// URLFor is URL with host:port replaced by addr (a fault proxy in front of
+// the server).
+func (s *Server) URLFor(addr string) string {
+	return "postgres://postgres@" + addr + "/postgres?sslmode=disable"
+}
+
+// DSN returns the keyword/value connection string equivalent of URL.
+func (s *Server) DSN() string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable", s.Port)
+}
+
+// tail returns at most the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// freePort returns a free loopback port (free when asked: another process
+// may take it before the server binds it; the start then fails loudly).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Ready reports whether the server accepts connections (pg_isready), false
+// on any error or when ctx ends first.
+func (s *Server) Ready(ctx context.Context) bool {
+	cmd := exec.CommandContext(ctx, s.bins["pg_isready"], "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", "postgres", "-d", "postgres", "-t", "2")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd.Run() == nil
+}
+
+// WaitReady polls Ready until it reports true or timeout passes.
+func (s *Server) WaitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ok := s.Ready(ctx)
+		cancel()
+		if ok {
+			return nil
+		}
+		if !s.Running() {
+			return fmt.Errorf("pgserver: server on port %d is not running", s.Port)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgserver: server on port %d not ready by the deadline", s.Port)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
+	}
+}

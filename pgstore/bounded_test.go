@@ -1,0 +1,88 @@
+package pgstore_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock/pgstore"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// rows counts the rows of table's lease table.
+func rows(t *testing.T, admin *pgxpool.Pool, table string) int {
+	t.Helper()
+	var n int
+	if err := admin.QueryRow(ctx(t), "SELECT count(*) FROM "+table+"_locks").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// lockMany takes n distinct keys with a short lease, releasing every other
+// one and leaving the rest to expire.
+func lockMany(t *testing.T, s *pgstore.Store, n int, ttl time.Duration) {
+	t.Helper()
+	const workers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				key, tk := fmt.Sprintf("many/%d", i), tok()
+				if _, err := s.Acquire(ctx(t), key, tk, ttl); err != nil {
+					errs <- err
+					return
+				}
+				if i%2 == 0 {
+					if err := s.Release(ctx(t), key, tk); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestTableStaysBounded locks 10 000 distinct keys briefly (half released,
+// half left to expire): released rows are gone at once, and after the
+// store's retention (its sweep interval) the table is back to 0 rows.
+// Control: the same with the sweep off keeps the expired rows.
+func TestTableStaysBounded(t *testing.T) {
+	const n, ttl, sweep = 10000, 300 * time.Millisecond, 500 * time.Millisecond
+	admin := newPool(t)
+	run := func(sweepEvery time.Duration) (afterLock, afterRetention int) {
+		s := newStore(t, newPool(t), pgstore.Options{SweepInterval: sweepEvery})
+		start := time.Now()
+		lockMany(t, s, n, ttl)
+		afterLock = rows(t, admin, s.Table())
+		t.Logf("sweep %v: %d keys locked in %v; %d rows right after", sweepEvery, n, time.Since(start), afterLock)
+		deadline := time.Now().Add(ttl + sweep + 5*time.Second)
+		for afterRetention = afterLock; afterRetention > 0 && time.Now().Before(deadline); afterRetention = rows(t, admin, s.Table()) {
+			time.Sleep(50 * time.Millisecond) // polling with a deadline
+		}
+		return afterLock, afterRetention
+	}
+	afterLock, left := run(sweep)
+	if afterLock > n/2 {
+		t.Fatalf("%d rows after locking %d keys and releasing half: released rows were not deleted", afterLock, n)
+	}
+	if left != 0 {
+		t.Fatalf("%d rows left after %v (lease %v, sweep every %v)", left, ttl+sweep+5*time.Second, ttl, sweep)
+	}
+	t.Run("NoSweepControl", func(t *testing.T) {
+		_, left := run(-1)
+		if left != n/2 {
+			t.Fatalf("without a sweep %d rows are left; want the %d expired ones (the count is not blind)", left, n/2)
+		}
+	})
+}

@@ -1,0 +1,46 @@
+package pgstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// wrap adds the operation to err and classifies PostgreSQL's refusals,
+// which retrying cannot fix, as driver.ErrRefused: a missing table (run
+// Migrate), a read-only server (a replica, or default_transaction_read_only),
+// missing privileges, failed authentication. Anything else (network errors,
+// a cancelled context, a server shutting down) matches no sentinel: the
+// outcome is unknown.
+func wrap(op string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && refused(pe.Code) {
+		hint := ""
+		switch pe.Code {
+		case "42P01":
+			hint = " (run pgstore.Migrate, or `dlock schema` for the DDL)"
+		case "25006":
+			hint = " (a read-only server: a replica? point the store at the primary)"
+		}
+		return fmt.Errorf("%w: pgstore: %s: %w%s", driver.ErrRefused, op, err, hint)
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+// refused reports whether a SQLSTATE is one retrying cannot fix.
+func refused(code string) bool {
+	switch {
+	case code == "42P01", // undefined_table
+		code == "42501",               // insufficient_privilege
+		code == "25006",               // read_only_sql_transaction
+		code == "42883",               // undefined_function
+		strings.HasPrefix(code, "28"), // invalid authorization
+		strings.HasPrefix(code, "3D"), // invalid catalog name (no such database)
+		strings.HasPrefix(code, "22"): // data exception (a value out of range)
+		return true
+	}
+	return false
+}

@@ -1,0 +1,93 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// Acquire implements driver.Mutex in one statement (see statements): a free
+// or expired key gets a new holding with a fence from the sequence, the
+// holder's token re-enters (fence kept, expiry the later of the current one
+// and ttl from now), another holder's key is left as it is and Acquire
+// returns a *driver.ContendedError with that holder's remaining time on the
+// database clock. A key with a NUL byte or a ttl under a millisecond
+// returns an error matching driver.ErrInvalid before any I/O; a failure to
+// get an answer is an error matching no sentinel (outcome unknown).
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.check(key, ttl); err != nil {
+		return driver.Grant{}, err
+	}
+	s.startSweep()
+	var (
+		mine         bool
+		fence, holds int64
+		remaining    int64
+	)
+	err := s.db.queryRow(ctx, s.sql.acquire, []any{key, digest(token), micros(ttl)}, &mine, &fence, &holds, &remaining)
+	if err != nil {
+		return driver.Grant{}, wrap("acquire", err)
+	}
+	if !mine {
+		return driver.Grant{}, &driver.ContendedError{Remaining: max(0, time.Duration(remaining)*time.Microsecond)}
+	}
+	return driver.Grant{Fence: uint64(fence), Holds: int(holds), TTL: ttl}, nil
+}
+
+// Extend implements driver.Mutex in one statement: it sets a live
+// holding's expiry to ttl from now on the database clock, shorter or
+// longer. A key that is free, expired or held by another token is left as
+// it is: driver.NotHeld(taken). Errors as Acquire.
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.check(key, ttl); err != nil {
+		return driver.Grant{}, err
+	}
+	var (
+		fence, holds int64
+		taken        bool
+	)
+	err := s.db.queryRow(ctx, s.sql.extend, []any{key, digest(token), micros(ttl)}, &fence, &holds, &taken)
+	if err != nil {
+		return driver.Grant{}, wrap("extend", err)
+	}
+	if fence == 0 {
+		return driver.Grant{}, driver.NotHeld(taken)
+	}
+	return driver.Grant{Fence: uint64(fence), Holds: int(holds), TTL: ttl}, nil
+}
+
+// Release implements driver.Mutex in one statement: it takes one hold off
+// a live holding of token, and on the last one deletes the row and sends
+// NOTIFY on the store's channel with the key (delivered to listeners when
+// the statement commits). A key that is free, expired or held by another
+// token is left as it is: driver.NotHeld(taken). Errors as Acquire.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := s.check(key, time.Millisecond); err != nil {
+		return err
+	}
+	var deleted, decremented, notified int64
+	var taken bool
+	err := s.db.queryRow(ctx, s.sql.release, []any{key, digest(token), s.names.channel()}, &deleted, &decremented, &notified, &taken)
+	if err != nil {
+		return wrap("release", err)
+	}
+	if deleted == 0 && decremented == 0 {
+		return driver.NotHeld(taken)
+	}
+	return nil
+}
+
+// check validates the arguments and that the store is open.
+func (s *Store) check(key string, ttl time.Duration) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errClosed()
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	return checkTTL(ttl)
+}

@@ -1,0 +1,71 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/pgstore"
+)
+
+// TestOpen opens the store through the registry under both schemes, with
+// migrate=true on a fresh table, and locks through it.
+func TestOpen(t *testing.T) {
+	s := server(t)
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		url := strings.Replace(s.URL(), "postgres://", scheme+"://", 1) + "&table=" + "open_" + scheme + "&migrate=true&sweep=1s&application_name=dlocktest"
+		o, err := driver.Open(ctx(t), url)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", scheme, err)
+		}
+		if !strings.Contains(o.Describe, "open_"+scheme+"_locks") || strings.Contains(o.Describe, "password") {
+			t.Errorf("Describe = %q", o.Describe)
+		}
+		tk := tok()
+		if _, err := o.Store.Acquire(ctx(t), "k", tk, time.Minute); err != nil {
+			t.Fatalf("%s: Acquire: %v", scheme, err)
+		}
+		if err := o.Store.Release(ctx(t), "k", tk); err != nil {
+			t.Fatalf("%s: Release: %v", scheme, err)
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.Store.Acquire(ctx(t), "k", tk, time.Minute); !errors.Is(err, driver.ErrInvalid) {
+			t.Fatalf("Acquire after Close = %v; want ErrInvalid", err)
+		}
+	}
+}
+
+// TestOpenRejects checks that malformed URLs fail with ErrInvalid before any
+// connection, and that a missing table is refused (not retried) with a hint.
+func TestOpenRejects(t *testing.T) {
+	for _, u := range []string{
+		"postgres:///db",
+		"postgres://h/db?table=Bad-Name",
+		"postgres://h/db?mode=row",
+		"postgres://h/db?migrate=maybe",
+		"postgres://h/db?sweep=soon",
+		"postgres://h/db?table=a&table=b",
+	} {
+		if _, err := driver.Open(context.Background(), u); !errors.Is(err, driver.ErrInvalid) {
+			t.Errorf("Open(%q) = %v; want ErrInvalid", u, err)
+		}
+	}
+	s := server(t)
+	o, err := driver.Open(ctx(t), s.URL()+"&table=never_migrated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	_, err = o.Store.Acquire(ctx(t), "k", tok(), time.Minute)
+	if !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "Migrate") {
+		t.Fatalf("Acquire on a missing table = %v; want ErrRefused naming Migrate", err)
+	}
+	if _, err := pgstore.New(nil, pgstore.Options{}); !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("New(nil) = %v", err)
+	}
+}

@@ -1,0 +1,225 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultCheckInterval is SessionOptions.CheckInterval when it is zero.
+const DefaultCheckInterval = 5 * time.Second
+
+// MinCheckInterval is the shortest check interval accepted.
+const MinCheckInterval = 500 * time.Millisecond
+
+// DefaultConnWait is SessionOptions.ConnWait when it is zero.
+const DefaultConnWait = time.Second
+
+// ErrPoolExhausted means the store needed a connection from the pool and
+// the pool gave none within SessionOptions.ConnWait: every connection of the
+// pool is in use (by the application, or pinned by session locks). It
+// matches driver.ErrUnavailable: a later attempt may succeed. The call
+// changed nothing.
+var ErrPoolExhausted = fmt.Errorf("%w: pgstore: the connection pool is exhausted", driver.ErrUnavailable)
+
+// ErrConnLimit means the call needed one more pinned connection than
+// SessionOptions.MaxConns allows (a queued wait needs a connection of its
+// own). It matches driver.ErrUnavailable: the dlock Client then waits with
+// its backoff instead of the server's queue. The call changed nothing.
+var ErrConnLimit = fmt.Errorf("%w: pgstore: the session store's connection limit is reached", driver.ErrUnavailable)
+
+// SessionOptions configure a SessionStore.
+type SessionOptions struct {
+	// Table is the prefix of the schema's names (default "dlock"): the
+	// session store draws fences from the sequence <Table>_fence, created
+	// by Migrate, and derives its advisory lock ids from Table and the key
+	// (LockID).
+	Table string
+	// CheckInterval is the session's TTL as the dlock Client sees it
+	// (driver.Model.SessionTTL, default DefaultCheckInterval, at least
+	// MinCheckInterval): the Client checks each holding's connection about
+	// this often, and a statement on a pinned connection that gets no answer
+	// within it closes that connection (its locks are then lost).
+	CheckInterval time.Duration
+	// MaxConns bounds the connections the store pins at once: those holding
+	// locks (any number of locks share one) plus those waiting in
+	// AcquireQueued (one each). 0 means min(4, pool's MaxConns-1), at least
+	// 1. It must be below the pool's MaxConns so that the application keeps
+	// a connection.
+	MaxConns int
+	// ConnWait bounds how long the store waits for the pool to give it a
+	// connection before it fails with ErrPoolExhausted (default
+	// DefaultConnWait).
+	ConnWait time.Duration
+}
+
+// SessionStore is a driver.Mutex on PostgreSQL session-level advisory locks
+// (pg_try_advisory_lock, pg_advisory_lock) held on connections it takes from
+// the caller's pool and pins: a lock lives as long as its connection. See
+// the package documentation (Session locks) for what breaks it. It is safe
+// for concurrent use; Close gives the pinned connections back.
+type SessionStore struct {
+	pool    *pgxpool.Pool
+	table   string
+	seq     string // the fence sequence, as regclass text
+	ttl     time.Duration
+	max     int
+	maxWait int // pinned connections that may wait at once
+	wait    time.Duration
+
+	mu     sync.Mutex
+	pins   []*pinned
+	keys   map[string]*entry
+	closed bool
+}
+
+var (
+	_ driver.Mutex         = (*SessionStore)(nil)
+	_ driver.Queuer        = (*SessionStore)(nil)
+	_ driver.WaiterCounter = (*SessionStore)(nil)
+)
+
+var tableRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
+
+// NewSession returns a SessionStore on pool, which it never closes. It
+// returns an error matching driver.ErrInvalid if pool is nil, Table is not a
+// lower-case SQL identifier of at most 40 bytes, CheckInterval is below
+// MinCheckInterval, or MaxConns is negative or not below the pool's
+// MaxConns. It does no I/O: the fence sequence must exist (Migrate) before
+// the first Acquire.
+func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: pgstore: nil pool", driver.ErrInvalid)
+	}
+	table := opts.Table
+	if table == "" {
+		table = "dlock"
+	}
+	if !tableRE.MatchString(table) {
+		return nil, fmt.Errorf("%w: pgstore: table prefix %q must be a lower-case SQL identifier of at most 40 bytes", driver.ErrInvalid, table)
+	}
+	ttl := opts.CheckInterval
+	if ttl == 0 {
+		ttl = DefaultCheckInterval
+	}
+	if ttl < MinCheckInterval {
+		return nil, fmt.Errorf("%w: pgstore: check interval %v is below %v", driver.ErrInvalid, ttl, MinCheckInterval)
+	}
+	poolMax := int(pool.Config().MaxConns)
+	n := opts.MaxConns
+	if n == 0 {
+		n = max(1, min(4, poolMax-1))
+	}
+	if n < 0 || n >= poolMax {
+		return nil, fmt.Errorf("%w: pgstore: MaxConns %d must be at least 1 and below the pool's MaxConns %d", driver.ErrInvalid, n, poolMax)
+	}
+	wait := opts.ConnWait
+	if wait <= 0 {
+		wait = DefaultConnWait
+	}
+	return &SessionStore{
+		pool: pool, table: table, seq: pgx.Identifier{table + "_fence"}.Sanitize(),
+		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
+		keys: map[string]*entry{},
+	}, nil
+}
+
+// Model implements driver.Mutex: session-based, the session being the
+// pinned connection, checked every CheckInterval.
+func (s *SessionStore) Model() driver.Model {
+	return driver.Model{ServerClock: true, Session: true, SessionTTL: s.ttl}
+}
+
+// Pool returns the pool the store takes its connections from.
+func (s *SessionStore) Pool() *pgxpool.Pool { return s.pool }
+
+// LockID is the advisory lock id (pg_advisory_lock's bigint) of key under
+// the table prefix: the first 8 bytes, big-endian, of
+// SHA-256(table + "\x00" + key). Another program locks the same key with
+// pg_advisory_lock(LockID(table, key)). Two keys whose ids collide (about
+// one chance in 2^64 for a pair) exclude each other: never two holders of
+// one key, but a key may look held when only its twin is.
+func LockID(table, key string) int64 {
+	h := sha256.Sum256([]byte(table + "\x00" + key))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}
+
+// split is id as pg_locks shows a bigint advisory lock: classid (high 32
+// bits), objid (low 32 bits), objsubid 1.
+func split(id int64) (classid, objid uint32) {
+	return uint32(uint64(id) >> 32), uint32(uint64(id))
+}
+
+// digest is what the store keeps of a token: never the token itself.
+func tokenDigest(token string) [32]byte { return sha256.Sum256([]byte(token)) }
+
+// errSessionClosed is returned by calls after Close.
+var errSessionClosed = fmt.Errorf("%w: pgstore: session store closed", driver.ErrInvalid)
+
+// Close gives every pinned connection back to the pool after unlocking its
+// advisory locks (pg_advisory_unlock_all), which frees every key the store
+// holds; a connection that cannot be unlocked is closed instead, which frees
+// them too once the server sees it. Later calls fail with an error matching
+// driver.ErrInvalid. It does not close the pool.
+func (s *SessionStore) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var pins []*pinned
+	for _, p := range s.pins {
+		if p.c != nil && !p.gone {
+			p.gone = true
+			pins = append(pins, p)
+		}
+	}
+	s.pins = nil
+	for _, e := range s.keys {
+		if e.h != nil {
+			e.h.lost = true
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, p := range pins {
+		errs = append(errs, p.giveBack(ctx, true))
+	}
+	return errors.Join(errs...)
+}
+
+// KeepAlive checks every pinned connection with one round trip each (the
+// harness's and a caller's renewal: it renews nothing on the server, where
+// advisory locks have no TTL) and returns the first error. A connection
+// that fails is closed and its holdings are lost.
+func (s *SessionStore) KeepAlive(ctx context.Context) error {
+	s.mu.Lock()
+	var pins []*pinned
+	for _, p := range s.pins {
+		if p.c != nil && !p.waiting {
+			pins = append(pins, p)
+		}
+	}
+	s.mu.Unlock()
+	var first error
+	for _, p := range pins {
+		_, err := s.run(ctx, p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+			_, err := c.Exec(ctx, "SELECT 1")
+			return nil, err
+		}, nil)
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,327 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The statements. A bigint advisory lock shows in pg_locks as classid (high
+// 32 bits), objid (low 32 bits) and objsubid 1, in the current database.
+const (
+	tryLockSQL = `SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval($2::regclass) END`
+	lockSQL    = `WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval($2::regclass) FROM l`
+	unlockSQL  = `SELECT pg_advisory_unlock($1)`
+	lockWhere  = `locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	// checkSQL: does this backend hold the lock, does anyone.
+	checkSQL   = `SELECT coalesce(bool_or(pid = pg_backend_pid()), false), count(*) > 0 FROM pg_locks WHERE granted AND ` + lockWhere
+	takenSQL   = `SELECT count(*) > 0 FROM pg_locks WHERE granted AND ` + lockWhere
+	waitersSQL = `SELECT count(*) FROM pg_locks WHERE NOT granted AND ` + lockWhere
+)
+
+// Acquire implements driver.Mutex. A key the store does not hold is one
+// statement on a pinned connection, pg_try_advisory_lock with a fence from
+// the sequence <Table>_fence in the same statement; a re-entry by the
+// holding token, or an Acquire by another token of a key the store holds,
+// is one statement checking in pg_locks that the holding's connection still
+// holds it (re-entries are counted in the store, not on the server). ttl is
+// ignored: the holding lasts as long as its connection. A contended key
+// returns a *driver.ContendedError with Remaining -1. If ctx ends while the
+// statement runs, the call returns ctx's error and a lock the statement
+// took is unlocked when it completes. A missing fence sequence (Migrate not
+// run) or missing privileges return an error matching driver.ErrRefused.
+func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.Grant{}, err
+	}
+	e, err := s.enter(ctx, key)
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	defer s.leave(key, e)
+	dig := tokenDigest(token)
+	if h := s.holdingOf(e); h != nil {
+		mine, _, err := s.check(ctx, h)
+		if err != nil {
+			return driver.Grant{}, err
+		}
+		if mine {
+			if h.dig != dig {
+				return driver.Grant{}, &driver.ContendedError{Remaining: -1}
+			}
+			s.mu.Lock()
+			h.holds++
+			g := driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.ttl}
+			s.mu.Unlock()
+			return g, nil
+		}
+		s.forget(e, h)
+	}
+	return s.acquireFresh(ctx, e, LockID(s.table, key), dig)
+}
+
+// acquireFresh takes a key the store does not hold with pg_try_advisory_lock.
+func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, id int64, dig [32]byte) (driver.Grant, error) {
+	p, err := s.pick(ctx)
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	defer s.unuse(p)
+	v, err := s.run(ctx, p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+		var fence *int64
+		err := c.QueryRow(ctx, tryLockSQL, id, s.seq).Scan(&fence)
+		if err != nil && !c.IsClosed() {
+			// A session-level advisory lock outlives its failed statement:
+			// give back what pg_try_advisory_lock may have taken.
+			_, _ = c.Exec(ctx, `SELECT pg_advisory_unlock($1) FROM pg_locks WHERE pid = pg_backend_pid() AND granted AND `+lockWhere3, id, cls(id), obj(id))
+		}
+		return fence, err
+	}, func(ctx context.Context, c *pgx.Conn, v any) {
+		if v.(*int64) != nil { // taken after the caller gave up: give it back
+			if _, err := c.Exec(ctx, unlockSQL, id); err != nil {
+				_ = c.Close(ctx)
+			}
+		}
+	})
+	if err != nil {
+		return driver.Grant{}, classify("acquire", err)
+	}
+	fence := v.(*int64)
+	if fence == nil {
+		return driver.Grant{}, &driver.ContendedError{Remaining: -1}
+	}
+	s.record(e, &holding{dig: dig, p: p, id: id, holds: 1, fence: uint64(*fence)})
+	return driver.Grant{Fence: uint64(*fence), Holds: 1, TTL: s.ttl}, nil
+}
+
+// lockWhere3 is lockWhere with the lock id as $2 (classid) and $3 (objid).
+const lockWhere3 = `locktype = 'advisory' AND classid = $2 AND objid = $3 AND objsubid = 1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
+func cls(id int64) uint32 { c, _ := split(id); return c }
+func obj(id int64) uint32 { _, o := split(id); return o }
+
+// classify wraps a statement's error: privileges and a missing sequence
+// match driver.ErrRefused; the rest leave the outcome unknown.
+func classify(op string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "42P01", "42501", "3F000", "42883": // undefined table, privilege, schema, function
+			return fmt.Errorf("%w: pgstore: %s: %w (run Migrate?)", driver.ErrRefused, op, err)
+		}
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+// record makes h the key's holding.
+func (s *SessionStore) record(e *entry, h *holding) {
+	s.mu.Lock()
+	if old := e.h; old != nil && old != h {
+		old.lost = true
+		s.forgetLocked(e, old)
+	}
+	e.h = h
+	h.p.locks++
+	if h.p.dead {
+		h.lost = true
+	}
+	s.mu.Unlock()
+}
+
+// holdingOf returns the key's holding, or nil (forgetting it) if it is lost.
+func (s *SessionStore) holdingOf(e *entry) *holding {
+	s.mu.Lock()
+	h := e.h
+	s.mu.Unlock()
+	if h != nil && h.lostNow(s) {
+		s.forget(e, h)
+		return nil
+	}
+	return h
+}
+
+func (h *holding) lostNow(s *SessionStore) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return h.lost
+}
+
+// forget drops h, the key's holding (lost, or released on the server).
+func (s *SessionStore) forget(e *entry, h *holding) {
+	s.mu.Lock()
+	s.forgetLocked(e, h)
+	s.mu.Unlock()
+}
+
+func (s *SessionStore) forgetLocked(e *entry, h *holding) {
+	if e.h == h {
+		e.h = nil
+	}
+	if !h.closed {
+		h.closed = true
+		h.p.locks--
+		s.idleLocked(h.p)
+	}
+}
+
+// check asks h's connection whether it still holds h's lock (mine) and
+// whether any backend does (taken). A dead connection reports neither.
+func (s *SessionStore) check(ctx context.Context, h *holding) (mine, taken bool, err error) {
+	type res struct{ mine, taken bool }
+	v, err := s.run(ctx, h.p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+		var r res
+		err := c.QueryRow(ctx, checkSQL, cls(h.id), obj(h.id)).Scan(&r.mine, &r.taken)
+		return r, err
+	}, nil)
+	if errors.Is(err, errConnDead) {
+		s.mu.Lock()
+		h.lost = true
+		s.mu.Unlock()
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, classify("check", err)
+	}
+	r := v.(res)
+	if !r.mine {
+		s.mu.Lock()
+		h.lost = true
+		s.mu.Unlock()
+	}
+	return r.mine, r.taken, nil
+}
+
+// taken asks any pool connection whether some backend holds key.
+func (s *SessionStore) taken(ctx context.Context, key string) (bool, error) {
+	id := LockID(s.table, key)
+	var t bool
+	if err := s.pool.QueryRow(ctx, takenSQL, cls(id), obj(id)).Scan(&t); err != nil {
+		return false, classify("inspect", err)
+	}
+	return t, nil
+}
+
+// notHeld returns NotHeld(taken) for key, asking the server whether
+// another owner holds it.
+func (s *SessionStore) notHeld(ctx context.Context, key string) error {
+	t, err := s.taken(ctx, key)
+	if err != nil {
+		return err
+	}
+	return driver.NotHeld(t)
+}
+
+// Extend implements driver.Mutex: one statement on the holding's pinned
+// connection confirming in pg_locks that it still holds the lock. It renews
+// nothing on the server (advisory locks have no TTL: the round trip checks
+// that the connection, the session, is alive). ttl is ignored; Grant.TTL is
+// the check interval. When the connection died, or no longer holds the lock
+// (a pooler such as PgBouncer in transaction mode gave the session to
+// someone else), it returns driver.NotHeld: the holding is lost.
+func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.Grant{}, err
+	}
+	e, err := s.enter(ctx, key)
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	defer s.leave(key, e)
+	h := s.holdingOf(e)
+	if h == nil {
+		return driver.Grant{}, s.notHeld(ctx, key)
+	}
+	mine, taken, err := s.check(ctx, h)
+	switch {
+	case err != nil:
+		return driver.Grant{}, err
+	case !mine:
+		s.forget(e, h)
+		return driver.Grant{}, driver.NotHeld(taken)
+	case h.dig != tokenDigest(token):
+		return driver.Grant{}, driver.NotHeld(true)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.ttl}, nil
+}
+
+// Release implements driver.Mutex. The last hold is one pg_advisory_unlock
+// on the holding's connection; an earlier one, like a Release by another
+// token of a key the store holds, is one statement checking the holding in
+// pg_locks. If ctx ends while the unlock runs, the call returns ctx's error
+// and the store forgets the holding when the unlock completes.
+func (s *SessionStore) Release(ctx context.Context, key, token string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e, err := s.enter(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer s.leave(key, e)
+	h := s.holdingOf(e)
+	if h == nil {
+		return s.notHeld(ctx, key)
+	}
+	s.mu.Lock()
+	holds := h.holds
+	s.mu.Unlock()
+	if h.dig != tokenDigest(token) || holds > 1 {
+		mine, taken, err := s.check(ctx, h)
+		switch {
+		case err != nil:
+			return err
+		case !mine:
+			s.forget(e, h)
+			return driver.NotHeld(taken)
+		case h.dig != tokenDigest(token):
+			return driver.NotHeld(true)
+		}
+		s.mu.Lock()
+		h.holds--
+		s.mu.Unlock()
+		return nil
+	}
+	return s.unlock(ctx, e, h, key)
+}
+
+// unlock gives back h's lock, the key's last hold.
+func (s *SessionStore) unlock(ctx context.Context, e *entry, h *holding, key string) error {
+	v, err := s.run(ctx, h.p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+		var ok bool
+		err := c.QueryRow(ctx, unlockSQL, h.id).Scan(&ok)
+		return ok, err
+	}, func(context.Context, *pgx.Conn, any) { s.forget(e, h) })
+	if errors.Is(err, errConnDead) {
+		s.forget(e, h)
+		return driver.NotHeld(false)
+	}
+	if err != nil {
+		return classify("release", err)
+	}
+	s.forget(e, h)
+	if !v.(bool) { // this connection did not hold it: lost earlier
+		return s.notHeld(ctx, key)
+	}
+	return nil
+}
+
+// Waiters implements driver.WaiterCounter: the backends waiting for the
+// key's advisory lock (in AcquireQueued, or any other program's
+// pg_advisory_lock), from pg_locks.
+func (s *SessionStore) Waiters(ctx context.Context, key string) (int, error) {
+	id := LockID(s.table, key)
+	var n int
+	if err := s.pool.QueryRow(ctx, waitersSQL, cls(id), obj(id)).Scan(&n); err != nil {
+		return 0, classify("count waiters", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,66 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+)
+
+// sweepBatch bounds the rows one sweep statement deletes, so that a sweep
+// never holds many row locks or runs long; a sweep repeats it up to
+// sweepRounds times while batches come back full.
+const sweepBatch, sweepRounds = 1000, 100
+
+// startSweep starts the store's sweep goroutine on the first Acquire (New
+// does no I/O and starts nothing). It runs until Close.
+func (s *Store) startSweep() {
+	if s.sweep < 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sweepStop != nil || s.closed {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.sweepStop, s.sweepDone = cancel, make(chan struct{})
+	go s.sweepLoop(ctx, s.sweepDone)
+}
+
+// sweepLoop sweeps every interval until ctx ends (Close).
+func (s *Store) sweepLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(s.sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, max(s.sweep, 10*time.Second))
+		_, _ = s.Sweep(sctx) // a failed sweep is retried at the next tick
+		cancel()
+	}
+}
+
+// Sweep deletes the rows of leases that ended without a release, in
+// batches of at most 1000 rows, skipping rows other statements hold
+// locked, and returns how many it deleted. The store calls it every
+// Options.SweepInterval; call it yourself when the store does not sweep
+// (a negative interval). Safe to run from many stores at once. An error
+// matching no sentinel means the database did not answer; the rows
+// deleted before it are counted.
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	var total int64
+	for range sweepRounds {
+		n, err := s.db.exec(ctx, s.sql.sweep, sweepBatch)
+		total += n
+		if err != nil {
+			return total, wrap("sweep", err)
+		}
+		if n < sweepBatch {
+			break
+		}
+	}
+	return total, nil
+}
