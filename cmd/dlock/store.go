@@ -14,8 +14,10 @@ import (
 	"example.com/dlock/driver"
 	// The stores the CLI can open by URL register their schemes here.
 	_ "example.com/dlock/etcdstore"
+	_ "example.com/dlock/pgstore"
 	_ "example.com/dlock/redisstore"
 	_ "example.com/dlock/redlock"
+	_ "example.com/dlock/zkstore"
 )
 
 // storeFlags selects the lock store. Every subcommand that talks to a store
