@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"example.com/dlock/cmd/dlock/internal/inventory"
-	"example.com/dlock/driver"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }
@@ -261,12 +260,11 @@ func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string,
 		return nil, "", false, cleanup, err
 	}
 	if u := f.lockStoreURL(); u != "" {
-		lst, err := openLockStore(ctx, f)
-		if err != nil {
+		if err := demoMigrate(ctx, u, log); err != nil {
 			return nil, "", false, cleanup, err
 		}
-		if err := demoMigrate(ctx, lst, log); err != nil {
-			_ = lst.Close()
+		lst, err := openLockStore(ctx, f)
+		if err != nil {
 			return nil, "", false, cleanup, err
 		}
 		names, what := f.demoStoreStrategies(), " strategy's lock on "
@@ -284,11 +282,18 @@ func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string,
 // the SQL stores), so that the demo needs no step before it; it is
 // idempotent and changes nothing on a database that has it. Stores without
 // a schema are left alone.
-func demoMigrate(ctx context.Context, st *openedStore, log io.Writer) error {
-	sc, ok := driver.As[driver.Schemer](st.Store)
-	if !ok {
-		return nil
+func demoMigrate(ctx context.Context, rawURL string, log io.Writer) error {
+	sf := storeFlags{storeURL: rawURL}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
 	}
+	defer st.Close()
+	sc, closeSc, err := schemerOf(ctx, st, rawURL)
+	if err != nil || sc == nil {
+		return err
+	}
+	defer closeSc()
 	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := sc.Migrate(mctx); err != nil {

@@ -50,14 +50,22 @@ could not be reached or failed during --apply; 77 the database refused
 			if timeout <= 0 || timeout > time.Hour {
 				return exitWith(ExitUsage, fmt.Errorf("--timeout %v: want more than 0 and at most 1h", timeout))
 			}
+			raw, err := sf.url()
+			if err != nil {
+				return err
+			}
 			st, err := sf.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			sc, err := schemerOf(st)
+			sc, closeSc, err := schemerOf(cmd.Context(), st, raw)
 			if err != nil {
 				return err
+			}
+			defer closeSc()
+			if sc == nil {
+				return exitWith(ExitUsage, errors.New(st.Desc+" has no schema: it creates what it uses as it goes (dlock schema is for the SQL stores: --store postgres://... or mysql://...)"))
 			}
 			if !apply {
 				s := sc.Schema()
@@ -82,12 +90,16 @@ could not be reached or failed during --apply; 77 the database refused
 	return cmd
 }
 
-// schemerOf returns the store's driver.Schemer, or an exitError with
-// ExitUsage saying that the store has no schema.
-func schemerOf(st *openedStore) (driver.Schemer, error) {
-	sc, ok := driver.As[driver.Schemer](st.Store)
-	if !ok {
-		return nil, exitWith(ExitUsage, errors.New(st.Desc+" has no schema: it creates what it uses as it goes (dlock schema is for the SQL stores: --store postgres://... or mysql://...)"))
+// schemerOf returns the schema of the store st opened from rawURL: the
+// store's own driver.Schemer, else the SQL database adapter of its scheme
+// (sqlDB, on a pool of its own that the returned close ends), else nil.
+func schemerOf(ctx context.Context, st *openedStore, rawURL string) (driver.Schemer, func(), error) {
+	if sc, ok := driver.As[driver.Schemer](st.Store); ok {
+		return sc, func() {}, nil
 	}
-	return sc, nil
+	d, err := openSQLDB(ctx, rawURL)
+	if err != nil || d == nil {
+		return nil, func() {}, err
+	}
+	return d, func() { _ = d.close() }, nil
 }
