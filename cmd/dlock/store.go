@@ -42,7 +42,7 @@ const storeFlagsHelp = `Store selection (one of; flags override the environment)
                            postgres://user:pass@host:port/DB[?table=dlock&mode=lease|session]
                              (or postgresql://; apply the schema first: dlock schema --apply)
                            mysql://user:pass@host:port/DB[?table=dlock&mode=lease|session]
-                         query: ?prefix=P (key prefix of lock keys; etcd, zk: the path;
+                         query: ?prefix=P (key prefix of lock keys; etcd: the path;
                          SQL: none, ?table=T names the tables)
   Aliases, kept for existing scripts (each builds the equivalent --store URL):
   --redis URL            redis://[user:pass@]host:port/db, rediss:// for TLS;
@@ -67,7 +67,7 @@ func (f *storeFlags) register(cmd *cobra.Command) {
 		redlock = strings.Split(env, ",")
 	}
 	fl.StringSliceVar(&f.redlockURLs, "redlock", redlock, "Redis URLs of independent primaries for Redlock (repeat or comma-separate); alias of --store redlock://")
-	fl.StringVar(&f.prefix, "prefix", os.Getenv("DLOCK_PREFIX"), "key prefix of lock keys (default: the store's; dlock: on Redis; the path on etcd and zk; not on SQL: ?table=)")
+	fl.StringVar(&f.prefix, "prefix", os.Getenv("DLOCK_PREFIX"), "key prefix of lock keys (default: the store's; dlock: on Redis; the path on etcd; not on SQL: ?table=)")
 }
 
 // openedStore is a store opened from a URL, which the CLI owns.
@@ -118,8 +118,8 @@ func (f *storeFlags) url() (string, error) {
 }
 
 // withPrefix adds ?prefix=P to u unless P is empty or u names a prefix
-// already (then the two must agree). On etcd:// and zk:// URLs, whose
-// prefix is the path, it sets the path to /P instead; on the SQL URLs
+// already (then the two must agree). On etcd:// URLs, whose prefix is the
+// path, it sets the path to /P instead; on the SQL URLs
 // (postgres://, postgresql://, mysql://), whose path is the database, a
 // prefix is a usage error (their ?table= names the tables).
 func withPrefix(raw, prefix string) (string, error) {
@@ -131,7 +131,7 @@ func withPrefix(raw, prefix string) (string, error) {
 		return "", exitWith(ExitUsage, fmt.Errorf("store URL: %v", redact(raw, err)))
 	}
 	switch strings.ToLower(u.Scheme) {
-	case "etcd", "zk": // etcd and ZooKeeper take their prefix as the URL's path
+	case "etcd": // etcd takes its prefix as the URL's path
 		have := strings.Trim(u.Path, "/")
 		switch {
 		case have == "":
