@@ -3,7 +3,7 @@
 # installs what the tests need and is missing, from Debian's packages when
 # run as root (redis-server and etcd-server, which the tests start;
 # redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
-# test; zookeeper and a JRE, for the ZooKeeper servers; chromium, which renders the demo's HTML report in a test), then
+# test; zookeeper and a JRE, for the ZooKeeper servers; mariadb-server, which the MySQL store's tests start; chromium, which renders the demo's HTML report in a test), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
 # and bench/'s quick run.
 #
@@ -24,10 +24,12 @@ declare -A packages=(
 	# PATH, so it marks the package (which brings the jars and default-jre).
 	[java]=default-jre-headless
 	[zooinspector]=zookeeper
+	[mariadbd]=mariadb-server
 )
 missing=()
 for cmd in "${!packages[@]}"; do
-	command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
+	# mariadbd lives in /usr/sbin, often not on a user's PATH.
+	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${packages[$cmd]}")
 done
 if ((${#missing[@]})); then
 	if [ "$(id -u)" -ne 0 ]; then

@@ -1,0 +1,218 @@
+package mysqlserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Server is one mariadbd process on its own data directory and port.
+type Server struct {
+	dir  string
+	port int
+	bin  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+	log  *bytes.Buffer
+}
+
+// args are mariadbd's arguments: no option files, loopback only, small
+// buffers and no durability (fsync is not what the tests are about; a kill
+// -9 still loses nothing committed to the OS page cache).
+func (s *Server) args() []string {
+	return []string{
+		"--no-defaults",
+		"--datadir=" + s.dataDir(),
+		"--port=" + strconv.Itoa(s.port),
+		"--socket=" + s.Socket(),
+		"--bind-address=127.0.0.1",
+		"--user=root",
+		"--pid-file=" + s.dir + "/mysqld.pid",
+		"--init-file=" + s.initFile(),
+		"--skip-name-resolve",
+		"--skip-log-bin",
+		"--innodb-buffer-pool-size=32M",
+		"--innodb-log-file-size=16M",
+		"--innodb-flush-log-at-trx-commit=2",
+		"--max-connections=300",
+		"--log-error=", // stderr, into Log
+	}
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(s.bin, s.args()...) //nolint:gosec // test binary
+	s.log = &bytes.Buffer{}
+	w := &lockedWriter{mu: &s.mu, buf: s.log}
+	cmd.Stdout, cmd.Stderr = w, w
+	// Its own process group, and killed if the test binary dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("mysqlserver: start mariadbd: %w", err)
+	}
+	s.cmd = cmd
+	done := make(chan struct{})
+	s.done = done
+	go func() { _ = cmd.Wait(); close(done) }()
+	return nil
+}
+
+// Kill kills the server's process group (SIGKILL) and waits for it to exit.
+// Harmless if it is not running. Restart starts it again on the same data
+// (InnoDB recovers).
+func (s *Server) Kill() {
+	cmd, done := s.take()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// take forgets the running process and returns it.
+func (s *Server) take() (*exec.Cmd, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd, done := s.cmd, s.done
+	s.cmd, s.done = nil, nil
+	return cmd, done
+}
+
+// Restart kills the server if it runs, starts it again on its data directory
+// and port, and waits until it greets.
+func (s *Server) Restart() error {
+	s.Kill()
+	if err := s.start(); err != nil {
+		return err
+	}
+	if err := s.waitReady(time.Now().Add(startTimeout)); err != nil {
+		return fmt.Errorf("%w\n--- log:\n%s", err, tail(s.Log(), 4000))
+	}
+	return nil
+}
+
+// Stop shuts the server down gracefully (SIGTERM) and waits up to timeout
+// for it to exit, then kills it. Harmless if it is not running. Restart
+// starts it again on the same data.
+func (s *Server) Stop(timeout time.Duration) {
+	cmd, done := s.take()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// Running reports whether the server was started and not stopped or killed
+// since.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Pause stops the server with SIGSTOP: connections stay open and every
+// statement hangs. Resume continues it.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("mysqlserver: the server is not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Log returns what the server has written so far (its error log).
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		return ""
+	}
+	return s.log.String()
+}
+
+// Ready reports whether the server accepts a TCP connection and sends its
+// greeting (a MySQL protocol version 10 handshake) before ctx ends; false
+// on any error. A paused server accepts (the kernel does) but never greets.
+func (s *Server) Ready(ctx context.Context) bool {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", s.Addr())
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetReadDeadline(dl)
+	}
+	// Packet header: 3 bytes length, 1 byte sequence; then the protocol
+	// version (10), or 0xff for an error packet (too many connections,
+	// host blocked).
+	var b [5]byte
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		return false
+	}
+	return b[4] == 10
+}
+
+func (s *Server) waitReady(deadline time.Time) error {
+	for {
+		s.mu.Lock()
+		done := s.done
+		s.mu.Unlock()
+		if done == nil {
+			return fmt.Errorf("mysqlserver: mariadbd is not running")
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("mysqlserver: mariadbd exited during start")
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ok := s.Ready(ctx)
+		cancel()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mysqlserver: mariadbd on %s not ready by the deadline", s.Addr())
+		}
+		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
+	}
+}
+
+type lockedWriter struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() > 4<<20 { // keep the log bounded
+		return len(p), nil
+	}
+	return w.buf.Write(p)
+}

@@ -1,0 +1,39 @@
+package mysqlstore_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/mysqlstore"
+)
+
+// TestDoctor: on the test server every check passes for both modes (the
+// server is writable, not a replica, MariaDB 10.11); a store on a prefix
+// without schema fails the schema check (the control: the check can fail).
+func TestDoctor(t *testing.T) {
+	s := newStore(t, mysqlstore.Options{})
+	for _, c := range s.Doctor(ctxT(t), time.Second) {
+		if c.Status != driver.OK {
+			t.Errorf("%s: %v %s", c.Name, c.Status, c.Detail)
+		}
+		t.Logf("%s: %s", c.Name, c.Detail)
+	}
+	_, opts := migrated(t, mysqlstore.Options{})
+	sess := newSession(t, opts.Table, mysqlstore.SessionOptions{})
+	for _, c := range sess.Doctor(ctxT(t), time.Second) {
+		if c.Status != driver.OK {
+			t.Errorf("session %s: %v %s", c.Name, c.Status, c.Detail)
+		}
+	}
+	bare, err := mysqlstore.New(openDB(t, shared(t).DSN()), mysqlstore.Options{Table: "nothere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range bare.Doctor(ctxT(t), time.Second) {
+		if c.Name == "schema" && (c.Status != driver.Fail || !strings.Contains(c.Detail, "Migrate")) {
+			t.Errorf("schema check without schema: %v %s", c.Status, c.Detail)
+		}
+	}
+}

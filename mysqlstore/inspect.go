@@ -1,0 +1,126 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// sweepBatch bounds one sweep's DELETE.
+const sweepBatch = 500
+
+// maybeSweep runs Sweep if SweepEvery has passed since this Store's last
+// one. Its errors are dropped: the sweep is housekeeping, the call that
+// triggered it has succeeded.
+func (s *Store) maybeSweep(ctx context.Context) {
+	s.sweepMu.Lock()
+	due := time.Since(s.lastSweep) >= s.opts.SweepEvery
+	if due {
+		s.lastSweep = time.Now()
+	}
+	s.sweepMu.Unlock()
+	if due {
+		_, _ = s.Sweep(ctx)
+	}
+}
+
+// Sweep deletes up to 500 rows that have been free (released or expired)
+// for longer than Options.Retention and returns how many it deleted. It
+// first reads their names without locking, then deletes them by primary
+// key, re-checking the expiry under the row lock: a row taken in between
+// stays, and the lock order (primary key, then the expiry index) is the
+// one Acquire takes, so the sweep cannot deadlock with it.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	cutoff := s.opts.Retention.Microseconds()
+	rows, err := s.db.QueryContext(ctx, "SELECT name FROM "+s.n.locks+
+		" WHERE expires_at < "+now+" - INTERVAL ? MICROSECOND LIMIT ?", cutoff, sweepBatch)
+	if err != nil {
+		return 0, wrap("sweep", err)
+	}
+	var keys []any
+	for rows.Next() {
+		var k []byte
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return 0, wrap("sweep", err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, wrap("sweep", err)
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	q := "DELETE FROM " + s.n.locks + " WHERE name IN (?" + strings.Repeat(", ?", len(keys)-1) +
+		") AND expires_at < " + now + " - INTERVAL ? MICROSECOND"
+	res, err := s.db.ExecContext(ctx, q, append(keys, cutoff)...)
+	if err != nil {
+		if errNumber(err) == erDeadlock {
+			s.deadlocks.Add(1)
+		}
+		return 0, wrap("sweep", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// Inspect reads key's row without locking it (a consistent read). The token
+// is never known (the table keeps its digest); a free row reports its last
+// fence until the sweep removes it.
+func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
+	if key == "" || len(key) > MaxKeyBytes {
+		return driver.Info{}, fmt.Errorf("%w: mysqlstore: bad key length %d", driver.ErrInvalid, len(key))
+	}
+	var r row
+	var us int64
+	err := s.db.QueryRowContext(ctx, "SELECT owner, holds, fence, "+remaining+" FROM "+s.n.locks+" WHERE name = ?", []byte(key)).
+		Scan(&r.owner, &r.holds, &r.fence, &us)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return driver.Info{Remaining: -1}, nil
+		}
+		return driver.Info{}, wrap("inspect", err)
+	}
+	r.remain = time.Duration(us) * time.Microsecond
+	return info(r), nil
+}
+
+func info(r row) driver.Info {
+	if r.remain <= 0 || r.holds <= 0 {
+		return driver.Info{Fence: r.fence, Remaining: -1}
+	}
+	return driver.Info{Held: true, Holds: r.holds, Remaining: r.remain, Fence: r.fence}
+}
+
+// List calls fn for every held key starting with prefix, in key order,
+// until fn returns false. It reads at most 10000 keys per call.
+func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
+	rows, err := s.db.QueryContext(ctx, "SELECT name, owner, holds, fence, "+remaining+" FROM "+s.n.locks+
+		" WHERE LEFT(name, ?) = ? AND expires_at > "+now+" AND holds > 0 ORDER BY name LIMIT 10000", len(prefix), []byte(prefix))
+	if err != nil {
+		return wrap("list", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name []byte
+		var r row
+		var us int64
+		if err := rows.Scan(&name, &r.owner, &r.holds, &r.fence, &us); err != nil {
+			return wrap("list", err)
+		}
+		r.remain = time.Duration(us) * time.Microsecond
+		if !fn(string(name), info(r)) {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return wrap("list", err)
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package mysqlstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// Options configure the lease table (New) and name the schema for Migrate
+// and Schema.
+type Options struct {
+	// Table is the prefix of the schema's objects (<Table>_locks,
+	// <Table>_fence, <Table>_rows): letters, digits and underscores, at
+	// most 48. Empty means DefaultTable ("dlock").
+	Table string
+	// Retention is how long a free row (released or expired) stays before
+	// a sweep deletes it; 0 means DefaultRetention. Keeping it a little
+	// spares the hot keys a DELETE and a re-INSERT on every hand-over.
+	Retention time.Duration
+	// SweepEvery is the least time between two sweeps by one Store; 0
+	// means Retention. A sweep runs after an Acquire or Release that finds
+	// it due (two extra statements, at most once per SweepEvery), and on
+	// demand with Sweep.
+	SweepEvery time.Duration
+}
+
+// DefaultRetention is Options.Retention when zero.
+const DefaultRetention = 5 * time.Second
+
+// MinTTL is the shortest lease the lease table accepts: below it the round
+// trip itself eats the lease.
+const MinTTL = 10 * time.Millisecond
+
+// Store is the lease table: a driver.Mutex whose holdings are rows with an
+// expiry on the database clock. Acquire, Extend and Release are each one
+// statement (INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING, MariaDB
+// 10.5+) in autocommit, atomic and token-checked: one round trip when the
+// pool's DSN has interpolateParams=true (the URL opener sets it), two
+// (prepare, execute) with go-sql-driver's default server-side prepared
+// statements. It is safe for concurrent use and holds no connection
+// between calls.
+type Store struct {
+	db   *sql.DB
+	n    names
+	opts Options
+
+	acquireSQL, extendSQL, releaseSQL string
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time
+	deadlocks atomic.Int64
+}
+
+var zeroOwner = make([]byte, 32)
+
+// New returns the lease table on db with opts. It does no I/O (run Migrate
+// once first) and never closes db. It returns an error matching
+// driver.ErrInvalid for a nil db or bad Options.
+func New(db *sql.DB, opts Options) (*Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: mysqlstore: nil *sql.DB", driver.ErrInvalid)
+	}
+	n, err := tableNames(opts.Table)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Retention < 0 || opts.SweepEvery < 0 {
+		return nil, fmt.Errorf("%w: mysqlstore: negative Retention or SweepEvery", driver.ErrInvalid)
+	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.SweepEvery == 0 {
+		opts.SweepEvery = opts.Retention
+	}
+	s := &Store{db: db, n: n, opts: opts, lastSweep: time.Now()}
+	s.prepareSQL()
+	return s, nil
+}
+
+// now is the database clock in UTC, whatever the session's time_zone.
+const now = "UTC_TIMESTAMP(6)"
+
+// remaining is the row's remaining lease in microseconds (negative: free).
+const remaining = "TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at)"
+
+// prepareSQL builds the three statements. The ON DUPLICATE KEY UPDATE
+// assignments are written so that no expression reads a column assigned
+// before it in a way that matters: MariaDB assigns left to right by
+// default (later expressions see the new values) and all at once under
+// sql_mode SIMULTANEOUS_ASSIGNMENT; both give the same result here.
+func (s *Store) prepareSQL() {
+	L, F := s.n.locks, s.n.fence
+	free := "expires_at <= " + now
+	// Acquire: a free (or missing) row is taken with a new fence; the
+	// holder's own row gains a hold and keeps the later expiry; another
+	// holder's row is left alone. NEXTVAL in the UPDATE part runs only
+	// when the row is taken (IF evaluates one branch), under the row lock,
+	// so a taken row's fence is greater than every fence issued before.
+	s.acquireSQL = "INSERT INTO " + L + " (name, owner, holds, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(" + F + "), " + now + " + INTERVAL ? MICROSECOND)" +
+		" ON DUPLICATE KEY UPDATE" +
+		" holds = CASE WHEN " + free + " THEN 1 WHEN owner = VALUES(owner) THEN holds + 1 ELSE holds END," +
+		" fence = IF(" + free + ", NEXTVAL(" + F + "), fence)," +
+		" owner = IF(" + free + ", VALUES(owner), owner)," +
+		// Second branch: the row was not free, so owner is unchanged.
+		" expires_at = CASE WHEN " + free + " THEN VALUES(expires_at) WHEN owner = VALUES(owner) THEN GREATEST(expires_at, VALUES(expires_at)) ELSE expires_at END" +
+		" RETURNING owner, holds, fence, " + remaining
+	// Extend: only the live holder's row moves; a missing key gets a free
+	// row (owner zero, expired: nobody holds it), which the sweep removes.
+	s.extendSQL = "INSERT INTO " + L + " (name, owner, holds, fence, expires_at) VALUES (?, ?, 0, 0, '1970-01-01')" +
+		" ON DUPLICATE KEY UPDATE" +
+		" expires_at = IF(owner = ? AND expires_at > " + now + ", " + now + " + INTERVAL ? MICROSECOND, expires_at)" +
+		" RETURNING owner, holds, fence, " + remaining
+	// Release: @dlock_ok records, before any change, whether the token
+	// holds the row; the last hold frees it (expires_at = now, holds 0).
+	s.releaseSQL = "INSERT INTO " + L + " (name, owner, holds, fence, expires_at) VALUES (?, ?, 0, 0, '1970-01-01')" +
+		" ON DUPLICATE KEY UPDATE" +
+		" expires_at = IF((@dlock_ok := (owner = ? AND expires_at > " + now + ")) AND holds <= 1, " + now + ", expires_at)," +
+		" holds = IF(@dlock_ok, holds - 1, holds)" +
+		" RETURNING owner, holds, fence, " + remaining + ", @dlock_ok"
+}
+
+// Model: per-key leases on the database clock, kept in microseconds.
+func (s *Store) Model() driver.Model {
+	return driver.Model{MinTTL: MinTTL, Granularity: time.Microsecond, ServerClock: true}
+}
+
+// row is what a statement returns of the key's row after it ran.
+type row struct {
+	owner  []byte
+	holds  int
+	fence  uint64
+	remain time.Duration
+	ok     sql.NullInt64
+}
+
+func (r row) mine(d []byte) bool { return bytes.Equal(r.owner, d) && r.remain > 0 }
+
+// taken reports whether another owner holds the row.
+func (r row) taken(d []byte) bool { return !bytes.Equal(r.owner, d) && r.holds > 0 && r.remain > 0 }
+
+// exec runs one of the statements and scans the row it returns, retrying a
+// deadlock victim (its statement was rolled back whole, so a retry is
+// safe) up to three times; deadlocks are counted (Deadlocks).
+func (s *Store) exec(ctx context.Context, op, q string, withOK bool, args ...any) (row, error) {
+	var r row
+	var err error
+	for try := 0; try < 3; try++ {
+		var us int64
+		dest := []any{&r.owner, &r.holds, &r.fence, &us}
+		if withOK {
+			dest = append(dest, &r.ok)
+		}
+		err = s.db.QueryRowContext(ctx, q, args...).Scan(dest...)
+		if err == nil {
+			r.remain = time.Duration(us) * time.Microsecond
+			return r, nil
+		}
+		if errNumber(err) != erDeadlock {
+			break
+		}
+		s.deadlocks.Add(1)
+	}
+	return row{}, wrap(op, err)
+}
+
+// Deadlocks returns how many statements of this Store the server chose as
+// a deadlock victim (each was retried). The design aims at zero; tests
+// count it.
+func (s *Store) Deadlocks() int64 { return s.deadlocks.Load() }
+
+// Acquire takes key for token for ttl, or re-enters (one more hold, the
+// same fence, the later expiry). If another token holds key it returns a
+// *driver.ContendedError with the holder's remaining lease and changes
+// nothing. Bad arguments return driver.ErrInvalid before any I/O; a missing
+// schema driver.ErrRefused; other errors leave the outcome unknown.
+func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := checkArgs(key, token, ttl, true); err != nil {
+		return driver.Grant{}, err
+	}
+	d := digest(token)
+	r, err := s.exec(ctx, "acquire", s.acquireSQL, false, []byte(key), d, ttl.Microseconds())
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	s.maybeSweep(ctx)
+	if !r.mine(d) {
+		return driver.Grant{}, &driver.ContendedError{Remaining: r.remain}
+	}
+	return driver.Grant{Fence: r.fence, Holds: r.holds, TTL: ttl}, nil
+}
+
+// Extend sets key's expiry to ttl from now on the database clock if token
+// holds it; otherwise it changes nothing and returns driver.NotHeld. It
+// never re-creates a holding (for a missing key it leaves a free row that
+// the sweep removes).
+func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := checkArgs(key, token, ttl, true); err != nil {
+		return driver.Grant{}, err
+	}
+	d := digest(token)
+	r, err := s.exec(ctx, "extend", s.extendSQL, false, []byte(key), zeroOwner, d, ttl.Microseconds())
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	if !r.mine(d) {
+		return driver.Grant{}, driver.NotHeld(r.taken(d))
+	}
+	return driver.Grant{Fence: r.fence, Holds: r.holds, TTL: ttl}, nil
+}
+
+// Release removes one hold of token on key; the last one frees the key.
+// If token does not hold key it changes nothing and returns driver.NotHeld.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := checkArgs(key, token, 0, false); err != nil {
+		return err
+	}
+	d := digest(token)
+	r, err := s.exec(ctx, "release", s.releaseSQL, true, []byte(key), zeroOwner, d)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(r.owner, d) || !r.ok.Valid || r.ok.Int64 != 1 {
+		return driver.NotHeld(r.taken(d))
+	}
+	s.maybeSweep(ctx)
+	return nil
+}

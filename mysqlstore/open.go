@@ -1,0 +1,148 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/go-sql-driver/mysql"
+)
+
+func init() { driver.Register("mysql", Open) }
+
+// Open opens a store from a URL
+//
+//	mysql://user:password@host[:port]/database?table=dlock&mode=lease
+//
+// with the query parameters table (Options.Table), mode (lease, the
+// default, or session), migrate (1 or true: run Migrate first), max-conns
+// (session mode: SessionOptions.MaxConns) and dial-timeout (default 5s).
+// The port defaults to 3306. It opens a go-sql-driver pool (parseTime=true,
+// time_zone is irrelevant: expiry uses UTC_TIMESTAMP) and pings it; the
+// returned Close closes the session lock (releasing its locks) and then the
+// pool. A malformed URL or parameter returns an error matching
+// driver.ErrInvalid; an unreachable server a wrapped driver error.
+func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
+	cfg, p, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mysql URL: %v", driver.ErrInvalid, err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetConnMaxIdleTime(time.Minute)
+	fail := func(err error) (*driver.Opened, error) { db.Close(); return nil, err }
+	if err := db.PingContext(ctx); err != nil {
+		return fail(fmt.Errorf("mysqlstore: connect to %s: %w", cfg.Addr, err))
+	}
+	if p.migrate {
+		if err := Migrate(ctx, db, Options{Table: p.table}); err != nil {
+			return fail(err)
+		}
+	}
+	desc := fmt.Sprintf("mysql %s/%s table %s mode %s", cfg.Addr, cfg.DBName, orDefault(p.table), p.mode)
+	if p.mode == "session" {
+		s, err := NewSession(db, SessionOptions{Table: p.table, MaxConns: p.maxConns})
+		if err != nil {
+			return fail(err)
+		}
+		return &driver.Opened{Store: s, Describe: desc, Close: func() error { s.Close(); return db.Close() }}, nil
+	}
+	s, err := New(db, Options{Table: p.table})
+	if err != nil {
+		return fail(err)
+	}
+	return &driver.Opened{Store: s, Describe: desc, Close: db.Close}, nil
+}
+
+func orDefault(table string) string {
+	if table == "" {
+		return DefaultTable
+	}
+	return table
+}
+
+// urlParams are the store's own URL parameters.
+type urlParams struct {
+	table, mode string
+	migrate     bool
+	maxConns    int
+}
+
+// parseURL turns a mysql:// URL into a driver configuration and the
+// store's parameters.
+func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
+	bad := func(format string, args ...any) (*mysql.Config, urlParams, error) {
+		return nil, urlParams{}, fmt.Errorf("%w: mysql URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
+	}
+	if u.Host == "" {
+		return bad("no host (mysql://user:password@host:port/database)")
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "3306"
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil || host == "" {
+		return bad("bad host:port %q", u.Host)
+	}
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
+	cfg.ParseTime = true
+	cfg.InterpolateParams = true // one round trip per statement, not prepare + execute
+	cfg.Timeout = 5 * time.Second
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
+		return bad("the path must name one database (mysql://host/database)")
+	}
+	p := urlParams{mode: "lease"}
+	for name, v := range u.Query() {
+		if len(v) != 1 {
+			return bad("parameter %q given %d times", name, len(v))
+		}
+		switch val := v[0]; name {
+		case "table":
+			if _, err := tableNames(val); err != nil {
+				return nil, urlParams{}, err
+			}
+			p.table = val
+		case "mode":
+			if val != "lease" && val != "session" {
+				return bad("mode %q (lease or session)", val)
+			}
+			p.mode = val
+		case "migrate":
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				return bad("migrate %q", val)
+			}
+			p.migrate = b
+		case "max-conns":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return bad("max-conns %q", val)
+			}
+			p.maxConns = n
+		case "dial-timeout":
+			d, err := time.ParseDuration(val)
+			if err != nil || d <= 0 {
+				return bad("dial-timeout %q", val)
+			}
+			cfg.Timeout = d
+		default:
+			return bad("unknown parameter %q (known: table, mode, migrate, max-conns, dial-timeout)", name)
+		}
+	}
+	return cfg, p, nil
+}

@@ -1,0 +1,111 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"example.com/dlock/driver"
+)
+
+// DefaultTable is the table prefix when Options.Table is empty.
+const DefaultTable = "dlock"
+
+// MaxKeyBytes is the longest key the lease table and the row lock accept (the
+// primary key column is VARBINARY(MaxKeyBytes); InnoDB indexes up to 3072
+// bytes). Longer keys are refused with driver.ErrInvalid.
+const MaxKeyBytes = 1024
+
+var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,47}$`)
+
+// names are the schema objects of one prefix.
+type names struct {
+	locks, fence, rows string
+}
+
+// tableNames validates prefix (letters, digits, underscores, at most 48,
+// not starting with a digit) and returns the object names.
+func tableNames(prefix string) (names, error) {
+	if prefix == "" {
+		prefix = DefaultTable
+	}
+	if !tableRE.MatchString(prefix) {
+		return names{}, fmt.Errorf("%w: mysqlstore: table prefix %q: want letters, digits and _ (at most 48, not starting with a digit)", driver.ErrInvalid, prefix)
+	}
+	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows"}, nil
+}
+
+// ddl returns the statements that create the schema, each idempotent.
+//
+//   - <p>_locks, the lease table: one row per key held or recently freed.
+//     name is the key's bytes; owner the SHA-256 digest of the holder's
+//     token (never the token); holds the re-entry count; fence the
+//     holding's fence; expires_at the expiry on the database clock, in UTC
+//     (UTC_TIMESTAMP(6): the session time_zone does not matter). A row with
+//     expires_at in the past is free. The index on expires_at serves the
+//     sweep.
+//   - <p>_fence, a sequence (MariaDB 10.3+) giving the fences: strictly
+//     increasing across every key and surviving row deletion (a restart may
+//     skip a cached block: fences then jump, never go back).
+//   - <p>_rows, the row-lock table: one row per key, created on first use,
+//     locked with SELECT ... FOR UPDATE by WithRowLock.
+func (n names) ddl() []string {
+	return []string{
+		"CREATE TABLE IF NOT EXISTS " + n.locks + ` (
+  name VARBINARY(1024) NOT NULL,
+  owner BINARY(32) NOT NULL,
+  holds INT NOT NULL,
+  fence BIGINT UNSIGNED NOT NULL,
+  expires_at DATETIME(6) NOT NULL,
+  PRIMARY KEY (name),
+  KEY expires_at (expires_at)
+) ENGINE=InnoDB`,
+		"CREATE SEQUENCE IF NOT EXISTS " + n.fence + " START WITH 1 INCREMENT BY 1 NO MAXVALUE NOCYCLE ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS " + n.rows + ` (
+  name VARBINARY(1024) NOT NULL,
+  PRIMARY KEY (name)
+) ENGINE=InnoDB`,
+	}
+}
+
+// Schema returns the DDL Migrate runs for opts, as a script for a DBA (each
+// statement ends with ";"). It returns an error matching driver.ErrInvalid
+// for a bad Options.Table.
+func Schema(opts Options) (string, error) {
+	n, err := tableNames(opts.Table)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("-- dlock schema for MariaDB 10.3+ (tested on 10.11), prefix " + strings.TrimSuffix(n.locks, "_locks") + "\n")
+	for _, s := range n.ddl() {
+		b.WriteString(s + ";\n")
+	}
+	return b.String(), nil
+}
+
+// Migrate creates the schema for opts if it is missing; it is idempotent and
+// changes nothing that exists. It needs CREATE privileges. On MySQL (no
+// CREATE SEQUENCE) it fails with an error matching driver.ErrRefused: the
+// lease table is MariaDB-only (see docs/mysql.md). It returns an error
+// matching driver.ErrInvalid for a bad Options.Table.
+func Migrate(ctx context.Context, db *sql.DB, opts Options) error {
+	n, err := tableNames(opts.Table)
+	if err != nil {
+		return err
+	}
+	if db == nil {
+		return fmt.Errorf("%w: mysqlstore: nil *sql.DB", driver.ErrInvalid)
+	}
+	for _, s := range n.ddl() {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			if strings.Contains(s, "SEQUENCE") && isSyntaxError(err) {
+				return fmt.Errorf("%w: mysqlstore: the server has no CREATE SEQUENCE (MySQL?): the lease table needs MariaDB 10.3+: %v", driver.ErrRefused, err)
+			}
+			return fmt.Errorf("mysqlstore: migrate: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package mysqlstore
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// SessionOptions configure the session lock (NewSession).
+type SessionOptions struct {
+	// Table is the schema prefix (the fence sequence <Table>_fence, and the
+	// prefix of lock names): empty means "dlock".
+	Table string
+	// LocksPerConn is how many keys one pinned connection holds at most
+	// (MariaDB 10.0.2+ and MySQL 5.7+ allow several named locks per
+	// connection); 0 means 16.
+	LocksPerConn int
+	// MaxConns bounds the connections the store pins at once: holding
+	// connections plus one per waiting AcquireQueued. Beyond it Acquire
+	// returns ErrConnLimit instead of exhausting the pool; 0 means 8. Keep
+	// it below the pool's SetMaxOpenConns, leaving room for the rest of
+	// the application.
+	MaxConns int
+	// CheckEvery is the Model's SessionTTL: how often a dlock Client
+	// renews (Extend pings each holding's connection), so a lost
+	// connection is noticed within it. 0 means 5s.
+	CheckEvery time.Duration
+}
+
+// ErrConnLimit is returned by Session.Acquire and AcquireQueued when taking
+// the key would pin more than SessionOptions.MaxConns connections. Nothing
+// was changed; it clears when holdings are released. It matches no driver
+// sentinel (a dlock Client retries it as an unavailable store).
+var ErrConnLimit = errors.New("mysqlstore: session lock: connection limit reached (SessionOptions.MaxConns)")
+
+// infinite is GET_LOCK's longest timeout: MariaDB rejects -1.
+const infinite = 0xFFFFFFFF
+
+// Session is the session lock: GET_LOCK and RELEASE_LOCK on connections it
+// pins from the caller's pool. A holding lives as long as its connection;
+// no TTL. Tokens are tracked in the process (GET_LOCK knows connections,
+// not tokens): another token of the same Session contends locally, without
+// I/O. It is safe for concurrent use; Close releases everything.
+type Session struct {
+	db     *sql.DB
+	fence  string
+	prefix string
+	opts   SessionOptions
+
+	mu      sync.Mutex
+	conns   []*pinned
+	waiting int // connections pinned by AcquireQueued waits
+	held    map[string]*holding
+	closed  bool
+}
+
+// pinned is one connection with the keys it holds.
+type pinned struct {
+	conn *sql.Conn
+	id   int64         // CONNECTION_ID(), for KILL QUERY
+	keys int           // keys held on it
+	sem  chan struct{} // one statement at a time
+}
+
+type holding struct {
+	token string
+	name  string
+	fence uint64
+	holds int
+	pc    *pinned
+}
+
+// NewSession returns a session lock on db. It does no I/O (the fence
+// sequence must exist: Migrate) and never closes db. Bad options return
+// driver.ErrInvalid.
+func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: mysqlstore: nil *sql.DB", driver.ErrInvalid)
+	}
+	n, err := tableNames(opts.Table)
+	if err != nil {
+		return nil, err
+	}
+	if opts.LocksPerConn < 0 || opts.MaxConns < 0 || opts.CheckEvery < 0 {
+		return nil, fmt.Errorf("%w: mysqlstore: negative SessionOptions", driver.ErrInvalid)
+	}
+	if opts.LocksPerConn == 0 {
+		opts.LocksPerConn = 16
+	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = 8
+	}
+	if opts.CheckEvery == 0 {
+		opts.CheckEvery = 5 * time.Second
+	}
+	if opts.Table == "" {
+		opts.Table = DefaultTable
+	}
+	return &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}, nil
+}
+
+// Model: a session store whose session is each holding's connection,
+// checked every CheckEvery.
+func (s *Session) Model() driver.Model {
+	return driver.Model{Session: true, SessionTTL: s.opts.CheckEvery, ServerClock: true}
+}
+
+var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// LockName returns the GET_LOCK name of key: "<Table>:<key>" when that fits
+// in 64 characters and key uses only a-z 0-9 . _ - / :, else "#" and the
+// lower-case base32 of SHA-256("<Table>:<key>") (53 characters). Hashing
+// sidesteps the 64-character limit and case: MySQL compares lock names
+// case-insensitively (MariaDB 10.11 was measured case-sensitive), so "A"
+// and "a" must not share a name.
+func LockName(table, key string) string {
+	if table == "" {
+		table = DefaultTable
+	}
+	name := table + ":" + key
+	if len(name) <= 64 && plain(key) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "#" + lower(b32.EncodeToString(sum[:]))
+}
+
+func plain(key string) bool {
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '/' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

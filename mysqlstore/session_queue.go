@@ -1,0 +1,119 @@
+package mysqlstore
+
+import (
+	"context"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// AcquireQueued behaves as Acquire, but when another connection holds key
+// it waits in the server's own queue: a blocking GET_LOCK(name, timeout) on
+// a connection pinned for the wait (counted against MaxConns), the timeout
+// being ctx's deadline rounded up to seconds or "infinite". When ctx ends
+// first, the wait is killed (KILL QUERY from another connection) and, if
+// the server granted the lock anyway, it is released: nothing is left
+// held. MariaDB grants a freed named lock to one of its waiters; the order
+// among waiters is the server's (not promised FIFO).
+func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := checkArgs(key, token, 0, false); err != nil {
+		return driver.Grant{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return driver.Grant{}, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return driver.Grant{}, errClosed
+	}
+	if h := s.held[key]; h != nil && h.token == token {
+		h.holds++
+		g := s.grant(h)
+		s.mu.Unlock()
+		return g, nil
+	}
+	// Held by another token of this Session, or by nobody here: wait on
+	// the server like anyone else; the holder's release frees the name.
+	if len(s.conns)+s.waiting >= s.opts.MaxConns {
+		s.mu.Unlock()
+		return driver.Grant{}, ErrConnLimit
+	}
+	s.waiting++
+	s.mu.Unlock()
+	pc, fence, err := s.wait(ctx, LockName(s.opts.Table, key))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting--
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	if s.closed {
+		discard(pc)
+		return driver.Grant{}, errClosed
+	}
+	if old := s.held[key]; old != nil {
+		// The server granted the name, so the old holding here is gone
+		// (released, or its connection died).
+		s.forget(old)
+	}
+	h := &holding{token: token, name: LockName(s.opts.Table, key), fence: fence, holds: 1, pc: pc}
+	pc.keys = 1
+	s.conns = append(s.conns, pc)
+	s.held[key] = h
+	return s.grant(h), nil
+}
+
+// wait pins a connection and blocks in GET_LOCK on it until granted or ctx
+// ends; on any failure the connection is discarded (the server releases a
+// late grant with it).
+func (s *Session) wait(ctx context.Context, name string) (*pinned, uint64, error) {
+	pc, err := s.pin(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	type result struct {
+		fence uint64
+		err   error
+	}
+	done := make(chan result, 1)
+	pc.sem <- struct{}{} // a new connection: free
+	go func() {
+		defer func() { <-pc.sem }()
+		// Not cancelled with ctx: a cancelled query would close the
+		// connection under the driver; KILL QUERY ends it instead.
+		var r result
+		r.err = pc.conn.QueryRowContext(context.WithoutCancel(ctx),
+			"SELECT IF(GET_LOCK(?, ?) = 1, NEXTVAL("+s.fence+"), 0)", name, waitSeconds(ctx)).Scan(&r.fence)
+		done <- r
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		kc, cancel := detached(ctx)
+		_, kerr := s.db.ExecContext(kc, "KILL QUERY ?", pc.id)
+		cancel()
+		if kerr != nil {
+			// The server did not take the kill (unreachable?): the wait
+			// ends with its timeout, and the goroutine then discards the
+			// connection, releasing a late grant.
+			go func() { <-done; discard(pc) }()
+			return nil, 0, ctx.Err()
+		}
+		<-done
+		discard(pc) // also releases a grant that raced with the kill
+		return nil, 0, ctx.Err()
+	}
+	if r.err != nil || r.fence == 0 {
+		discard(pc)
+		if r.err != nil {
+			return nil, 0, wrap("session wait", r.err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, &driver.ContendedError{Remaining: -1} // the timeout passed
+	}
+	return pc, r.fence, nil
+}
