@@ -283,23 +283,20 @@ func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string,
 // idempotent and changes nothing on a database that has it. Stores without
 // a schema are left alone.
 func demoMigrate(ctx context.Context, rawURL string, log io.Writer) error {
-	sf := storeFlags{storeURL: rawURL}
-	st, err := sf.open(ctx)
-	if err != nil {
-		return err
+	if !hasRowLocker(rawURL) { // only the SQL stores have a schema
+		return nil
 	}
-	defer st.Close()
-	sc, closeSc, err := schemerOf(ctx, st, rawURL)
-	if err != nil || sc == nil {
+	sc, desc, closeSc, err := schemerFor(ctx, &storeFlags{storeURL: rawURL})
+	if err != nil {
 		return err
 	}
 	defer closeSc()
 	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := sc.Migrate(mctx); err != nil {
-		return exitFor(fmt.Errorf("applying the schema of %s: %w", st.Desc, err))
+		return exitFor(fmt.Errorf("applying the schema of %s: %w", desc, err))
 	}
-	fmt.Fprintln(log, "dlock demo: the schema of", st.Desc, "is in place (applied if missing; dlock schema --store URL prints it)")
+	fmt.Fprintln(log, "dlock demo: the schema of", desc, "is in place (applied if missing; dlock schema --store URL prints it)")
 	return nil
 }
 

@@ -7,6 +7,8 @@ replace example.com/dlock => ../..
 require (
 	example.com/dlock v0.0.0
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/go-sql-driver/mysql v1.10.1
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
@@ -16,6 +18,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
 	github.com/go-zookeeper/zk v1.0.4 // indirect
@@ -24,7 +27,6 @@ require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.16 // indirect
@@ -42,6 +44,7 @@ require (
 
 require (
 	example.com/dlock/etcdstore v0.0.0
+	example.com/dlock/mysqlstore v0.0.0
 	example.com/dlock/pgstore v0.0.0
 	example.com/dlock/zkstore v0.0.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -58,3 +61,5 @@ replace example.com/dlock/etcdstore => ../../etcdstore
 replace example.com/dlock/zkstore => ../../zkstore
 
 replace example.com/dlock/pgstore => ../../pgstore
+
+replace example.com/dlock/mysqlstore => ../../mysqlstore

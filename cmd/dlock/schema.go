@@ -50,23 +50,11 @@ could not be reached or failed during --apply; 77 the database refused
 			if timeout <= 0 || timeout > time.Hour {
 				return exitWith(ExitUsage, fmt.Errorf("--timeout %v: want more than 0 and at most 1h", timeout))
 			}
-			raw, err := sf.url()
-			if err != nil {
-				return err
-			}
-			st, err := sf.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			sc, closeSc, err := schemerOf(cmd.Context(), st, raw)
+			sc, desc, closeSc, err := schemerFor(cmd.Context(), &sf)
 			if err != nil {
 				return err
 			}
 			defer closeSc()
-			if sc == nil {
-				return exitWith(ExitUsage, errors.New(st.Desc+" has no schema: it creates what it uses as it goes (dlock schema is for the SQL stores: --store postgres://... or mysql://...)"))
-			}
 			if !apply {
 				s := sc.Schema()
 				if !strings.HasSuffix(s, "\n") {
@@ -78,9 +66,9 @@ could not be reached or failed during --apply; 77 the database refused
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			if err := sc.Migrate(ctx); err != nil {
-				return exitFor(fmt.Errorf("schema --apply on %s: %w", st.Desc, err))
+				return exitFor(fmt.Errorf("schema --apply on %s: %w", desc, err))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema applied on %s\n", st.Desc)
+			fmt.Fprintf(cmd.OutOrStdout(), "schema applied on %s\n", desc)
 			return nil
 		},
 	}
@@ -90,16 +78,29 @@ could not be reached or failed during --apply; 77 the database refused
 	return cmd
 }
 
-// schemerOf returns the schema of the store st opened from rawURL: the
-// store's own driver.Schemer, else the SQL database adapter of its scheme
-// (sqlDB, on a pool of its own that the returned close ends), else nil.
-func schemerOf(ctx context.Context, st *openedStore, rawURL string) (driver.Schemer, func(), error) {
+// schemerFor returns the schema of the store sf selects, described by
+// desc: the SQL database adapter of its scheme (sqlDB: no network call
+// until Migrate), else the opened store's own driver.Schemer. A store with
+// neither is an exitError with ExitUsage. The caller calls closeFn.
+func schemerFor(ctx context.Context, sf *storeFlags) (sc driver.Schemer, desc string, closeFn func(), err error) {
+	raw, err := sf.url()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	d, err := openSQLDB(ctx, raw)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if d != nil {
+		return d, d.desc, func() { _ = d.close() }, nil
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	if sc, ok := driver.As[driver.Schemer](st.Store); ok {
-		return sc, func() {}, nil
+		return sc, st.Desc, func() { _ = st.Close() }, nil
 	}
-	d, err := openSQLDB(ctx, rawURL)
-	if err != nil || d == nil {
-		return nil, func() {}, err
-	}
-	return d, func() { _ = d.close() }, nil
+	_ = st.Close()
+	return nil, "", nil, exitWith(ExitUsage, errors.New(st.Desc+" has no schema: it creates what it uses as it goes (dlock schema is for the SQL stores: --store postgres://... or mysql://...)"))
 }

@@ -17,11 +17,11 @@ func init() {
 	sqlDBOpeners["postgresql"] = openPostgresDB
 }
 
-// pgRowLockConns is the row lock pool's size when the URL sets no
+// sqlRowLockConns is the row lock pool's size when the URL sets no
 // pool_max_conns: each sql-for-update request holds a connection for its
 // transaction, and too small a pool turns NOWAIT's refusals into waits for
 // a connection.
-const pgRowLockConns = 32
+const sqlRowLockConns = 32
 
 // openPostgresDB is the sqlDB of a postgres:// URL: pgstore's row lock,
 // Schema and Migrate for the URL's ?table= prefix, on a pgx pool of its
@@ -36,7 +36,7 @@ func openPostgresDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 		return nil, fmt.Errorf("%w: postgres URL: %v", driver.ErrInvalid, err)
 	}
 	if !rest.Query().Has("pool_max_conns") {
-		cfg.MaxConns = pgRowLockConns
+		cfg.MaxConns = sqlRowLockConns
 	}
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {

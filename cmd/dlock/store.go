@@ -14,6 +14,7 @@ import (
 	"example.com/dlock/driver"
 	// The stores the CLI can open by URL register their schemes here.
 	_ "example.com/dlock/etcdstore"
+	_ "example.com/dlock/mysqlstore"
 	_ "example.com/dlock/pgstore"
 	_ "example.com/dlock/redisstore"
 	_ "example.com/dlock/redlock"

@@ -18,14 +18,14 @@ func TestPostgresCLI(t *testing.T) {
 	t.Run("schema", func(t *testing.T) { checkSchema(t, store, "CREATE SEQUENCE IF NOT EXISTS") })
 	t.Run("commands", func(t *testing.T) { checkStoreCommands(t, store) })
 	// The demo on a table prefix nobody migrated: it applies the schema.
-	t.Run("demo", func(t *testing.T) { checkDemoStore(t, store+"&table=demo", inventory.SQLLeaseStrategy) })
+	t.Run("demo", func(t *testing.T) { checkDemoStore(t, withQuery(store, "table=demo"), inventory.SQLLeaseStrategy) })
 }
 
 // checkSchema: before `schema --apply` the store cannot lock (status fails
 // and is not 0); `schema` prints the DDL of the three objects named after
 // the table prefix (want in it too) and changes nothing; `--apply` creates
 // them, twice in a row (idempotent); then status works. store must be an
-// SQL URL with a query (…?x=y) whose default prefix is not yet migrated.
+// SQL URL whose default prefix is not yet migrated.
 func checkSchema(t *testing.T, store string, want ...string) {
 	t.Helper()
 	if r := runDlock(t, nil, "status", "--store", store, "k"); r.code == 0 {
@@ -41,7 +41,7 @@ func checkSchema(t *testing.T, store string, want ...string) {
 		}
 	}
 	t.Logf("dlock schema:\n%s", r.stdout)
-	if p := runDlock(t, nil, "schema", "--store", store+"&table=billing"); p.code != 0 || !strings.Contains(p.stdout, "billing_locks") || strings.Contains(p.stdout, "dlock_locks") {
+	if p := runDlock(t, nil, "schema", "--store", withQuery(store, "table=billing")); p.code != 0 || !strings.Contains(p.stdout, "billing_locks") || strings.Contains(p.stdout, "dlock_locks") {
 		t.Errorf("schema with table=billing: %s", p)
 	}
 	if r := runDlock(t, nil, "status", "--store", store, "k"); r.code == 0 {
@@ -55,4 +55,12 @@ func checkSchema(t *testing.T, store string, want ...string) {
 	if s := statusJSON(t, store, "k"); s.Held {
 		t.Errorf("status after the schema: %+v", s)
 	}
+}
+
+// withQuery adds the query parameter kv (k=v) to the URL u.
+func withQuery(u, kv string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + kv
+	}
+	return u + "?" + kv
 }
