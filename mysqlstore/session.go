@@ -46,7 +46,10 @@ const infinite = 0xFFFFFFFF
 // pins from the caller's pool. A holding lives as long as its connection;
 // no TTL. Tokens are tracked in the process (GET_LOCK knows connections,
 // not tokens): another token of the same Session contends locally, without
-// I/O. It is safe for concurrent use; Close releases everything.
+// I/O. It is safe for concurrent use, but its calls run one at a time
+// (a call holds the Session's lock for its round trip; AcquireQueued
+// waits outside it): use several Sessions for parallel acquisitions.
+// Close releases everything.
 type Session struct {
 	db     *sql.DB
 	fence  string
