@@ -37,7 +37,7 @@ func (s *Store) create(ctx context.Context, key, lp string, data []byte) (create
 	for range createAttempts {
 		uuid := newUUID()
 		var p string
-		err := s.doUndo(ctx, func() error {
+		err := s.call(ctx, true, func() error {
 			var e error
 			p, e = s.conn.Create(lp+"/"+nodePrefix(uuid), data, zk.FlagEphemeralSequential, acl)
 			return e
@@ -75,7 +75,7 @@ func (s *Store) create(ctx context.Context, key, lp string, data []byte) (create
 func (s *Store) statCreated(ctx context.Context, key, p string) (created, error) {
 	var st *zk.Stat
 	var ok bool
-	err := s.do(ctx, func() error {
+	err := s.read(ctx, func() error {
 		var e error
 		ok, st, e = s.conn.Exists(p)
 		return e
@@ -97,7 +97,7 @@ func (s *Store) statCreated(ctx context.Context, key, p string) (created, error)
 // meanwhile) and report not found, so that the caller retries.
 func (s *Store) recover(ctx context.Context, key, lp, uuid string) (created, bool, error) {
 	var kids []string
-	err := s.do(ctx, func() error {
+	err := s.read(ctx, func() error {
 		var e error
 		kids, _, e = s.conn.Children(lp)
 		return e
@@ -136,7 +136,7 @@ func (s *Store) createParents(ctx context.Context, key, lp string) error {
 			continue
 		}
 		dir := lp[:i]
-		err := s.do(ctx, func() error {
+		err := s.write(ctx, func() error {
 			_, e := s.conn.CreateContainer(dir, nil, zk.FlagContainer, acl)
 			return e
 		})
@@ -150,7 +150,7 @@ func (s *Store) createParents(ctx context.Context, key, lp string) error {
 // deleteNode deletes path if its data version is version; a missing node
 // counts as deleted.
 func (s *Store) deleteNode(ctx context.Context, path string, version int32) error {
-	err := s.do(ctx, func() error { return s.conn.Delete(path, version) })
+	err := s.write(ctx, func() error { return s.conn.Delete(path, version) })
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}

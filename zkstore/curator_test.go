@@ -3,6 +3,7 @@ package zkstore_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,7 +153,7 @@ func TestCURATOR678ReleaseAfterConnectionLoss(t *testing.T) {
 // by its UUID (Curator's protected mode), adopts it and holds the lock, and
 // leaves no second node. Negative control: a store that retries the create
 // without looking leaves the first node as an orphan that holds the lock
-// (its own Acquire reports contention).
+// (its own queued acquire waits behind it until its context ends).
 func TestProtectedCreateAdoptsItsNode(t *testing.T) {
 	for _, naive := range []bool{false, true} {
 		name := map[bool]string{false: "store", true: "unprotected-control"}[naive]
@@ -163,11 +164,9 @@ func TestProtectedCreateAdoptsItsNode(t *testing.T) {
 			zkstore.SetUnprotected(h.Store, naive)
 			ctx := ctxT(t, 30*time.Second)
 			adm := admin(t)
-			warm := tok() // create the lock path first: its NoNode would be held too
-			if _, err := h.Acquire(ctx, "x", warm, 0); err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Release(ctx, "x", warm); err != nil {
+			// The lock path exists (else the create's NoNode would be held
+			// too), kept by a child that is not a lock node.
+			if err := mkdirs(adm, root+"/x/keep"); err != nil {
 				t.Fatal(err)
 			}
 			resume := h.p.Hold(faultproxy.Downstream)
@@ -177,13 +176,15 @@ func TestProtectedCreateAdoptsItsNode(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				g, err := h.Acquire(ctx, "x", tok(), 0)
+				qctx, cancel := context.WithTimeout(ctx, 3*time.Second) // the orphan of the control never goes
+				defer cancel()
+				g, err := h.AcquireQueued(qctx, "x", tok(), 0) // creates first
 				done <- result{g, err}
 			}()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				kids, _, err := adm.Children(root + "/x")
-				if err == nil && len(kids) == 1 {
+				if err == nil && len(lockKids(kids)) == 1 {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -198,10 +199,22 @@ func TestProtectedCreateAdoptsItsNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			kids = lockKids(kids)
 			ok := r.err == nil && len(kids) == 1
 			if ok == naive {
 				t.Fatalf("naive=%v: Acquire = %+v, %v; %d nodes under the lock path", naive, r.g, r.err, len(kids))
 			}
 		})
 	}
+}
+
+// lockKids returns the lock nodes among kids.
+func lockKids(kids []string) []string {
+	var out []string
+	for _, k := range kids {
+		if strings.Contains(k, "-lock-") {
+			out = append(out, k)
+		}
+	}
+	return out
 }

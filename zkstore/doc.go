@@ -1,7 +1,119 @@
 // Package zkstore is a dlock store on ZooKeeper (driver.Mutex on the session
-// model) with the node layout of Apache Curator's InterProcessMutex, so
-// that dlock clients and Curator services exclude each other and wait in
-// one queue.
+// model) with the node layout of Apache Curator's InterProcessMutex, so that
+// dlock clients and Curator services on the JVM exclude each other and wait
+// in one queue.
 //
-// The long form is docs/zookeeper.md in the repository.
+// # Layout
+//
+// Lock name N lives at the lock path Options.Root + "/" + N (Root defaults
+// to /dlock; Options.Prefix goes in front of N). Every "/"-separated part of
+// N that ZooKeeper accepts in a path is kept as it is, so a Curator
+// InterProcessMutex on /dlock/orders/42 and the dlock key "orders/42" meet;
+// other characters are escaped as %XX (see docs/zookeeper.md). A holder or
+// waiter is a child node _c_<UUID>-lock-<sequence>, EPHEMERAL_SEQUENTIAL,
+// the UUID canonical (36 characters with dashes) and new for each create;
+// the lock path and its parents are created as container nodes, which the
+// server deletes once empty. Children are ordered as Curator orders them: by
+// the text after the last "lock-", compared as strings. The first lock node
+// holds the lock. Children without "lock-" (the lock path of a nested name,
+// a/b under a) are not participants for this store; Curator counts them,
+// and so waits where dlock would not: more exclusion, never less.
+//
+// The node data is "dlock/1 <holds> <digest>": the hold count and 16 bytes
+// of the token's SHA-256, never the token. Inspect therefore recognises the
+// store's own holdings, and reports a node with other data (Curator writes
+// the client's IP address) as held by a foreign client, token unknown.
+// Re-entry by the holding token is a conditional setData of the count on
+// the node, so the count survives in ZooKeeper and a Release by the token
+// works from any Store; the Store also keeps its nodes' paths and versions in
+// memory, so that re-entry, Extend and Release are one request each.
+//
+// # Fence
+//
+// The fence is the lock node's czxid: the zxid of the transaction that
+// created it, which the ensemble orders across every path and every leader
+// epoch (the epoch is its high 32 bits), so each holding of a name gets a
+// greater fence than all before it. The sequence number is not used: it is
+// per lock path, restarts when the container is deleted and recreated, and
+// wraps at 2^31.
+//
+// # Sequence wrap
+//
+// ZooKeeper prints the sequence with %010d of the parent's signed 32-bit
+// child version, which counts every create and delete under the lock path:
+// after 2^31 of them (about a billion acquisitions of one name while its
+// path never empties) sequences are negative, sort first as strings, and
+// sort among themselves backwards. Curator then admits two holders. This
+// store refuses to hold or wait on a lock path that has a negative sequence
+// (an error matching driver.ErrUnavailable) until the path empties and the
+// server deletes it, which restarts the counter.
+//
+// # Session
+//
+// All holdings of a Store live in the session of its zk.Conn. driver.Model
+// says Session, ServerClock and SessionTTL = the session timeout the server
+// granted (Dial and Negotiated learn it from the connect response, as
+// go-zookeeper does not expose it). A reply to a request that goes through
+// the leader (a write, or a sync) confirms the session as of the moment the
+// request was sent: the server touched the session when the request
+// arrived, later, and expires it only a full timeout after its last touch.
+// Replies to reads confirm nothing: a follower cut off from the leader goes
+// on answering reads for up to syncLimit ticks while the leader may expire
+// the session. A Grant's TTL is therefore counted from the send time of the
+// last such request the server answered, plus the timeout, minus
+// Options.Margin (a quarter of the timeout by default: a follower reports
+// touches to the leader every half tickTime, and a follower that answers
+// and then dies may not have). So the dlock Lease reports its loss before
+// the ensemble can delete the node and hand the lock to the next waiter
+// (TestLostSignalBeforeHandover measures both).
+//
+// A lost connection is "not sure": no reply, nothing confirmed, the lease's
+// validity runs out unless the connection comes back in time. An expired
+// session loses every holding in it: go-zookeeper then opens a new session
+// on the same Conn by itself; the store sees the new session id and drops
+// its holdings of the old one, whose Extend and Release return
+// driver.NotHeld, and later acquisitions use the new session. This is the
+// same on a conn passed to New, which the store never closes.
+//
+// Because go-zookeeper pings the server on its own, the session (and so
+// every node of the Store) stays alive as long as the conn is open, even
+// when no Extend is made: a holding ends with Release, the session's
+// expiry, or Close of a Store made by Dial (which closes the conn).
+//
+// # Calls
+//
+// Acquire lists the lock path; if it has lock nodes it returns a
+// *driver.ContendedError (Remaining -1: ZooKeeper keeps no expiry per lock)
+// without writing. Otherwise it creates its node, then lists the path and
+// reads its node's stat in one round trip; if another node got in first it
+// deletes its node. AcquireQueued (driver.Queuer) creates its node, then
+// watches only the node before it (exists with a watch) until it is first:
+// FIFO, no herd, Curator's waiters in the same queue. A create that loses
+// its connection is recovered as Curator's protected mode does: the
+// children are listed and the node with the attempt's UUID adopted if the
+// conn's session owns it, deleted if not; a node whose fate stays unknown is
+// deleted by the next call on that lock path. Extend is a sync then an
+// exists on the node, no write (concurrent ones share them; ExtendBatch
+// sends them together); a waiter's listing after a wake-up is synced too. Release
+// is one setData or delete guarded by the node's data version; if the
+// connection fails the holding is kept and the error says the outcome is
+// unknown, so a retried Release finishes it (CURATOR-678).
+//
+// go-zookeeper's calls take no context. Each call here runs its requests
+// in a goroutine and returns when ctx ends; the request itself goes on until
+// the conn answers or gives up (its receive timeout, two thirds of the
+// session timeout), and a create that completes after its caller left is
+// deleted.
+//
+// # What it cannot do
+//
+// No Notifier (waiters queue instead), no Transferer, no Atomic step. A
+// token that holds a name through another Store (another session) cannot
+// extend it here (an error matching driver.ErrInvalid) nor re-enter it
+// (Acquire reports contention; AcquireQueued waits until that holding
+// ends); Release works. Contended errors carry no remaining time. The session timeout is
+// bounded by the server (2 to 20 tickTimes by default: 4 s to 40 s).
+//
+// docs/zookeeper.md in the repository has the long form: installation, the
+// URL, interoperation with Curator, faults, and the tests behind each claim.
 package zkstore

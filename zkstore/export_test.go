@@ -4,3 +4,7 @@ package zkstore
 // looking for the node it may have made: the naive client of the
 // protected-mode test's negative control.
 func SetUnprotected(s *Store, on bool) { s.unprotected = on }
+
+// SetCreateFirst makes s's Acquire create its node without listing the
+// lock path first (the variant measured by BenchmarkAcquireStrategy).
+func SetCreateFirst(s *Store, on bool) { s.createFirst = on }

@@ -5,6 +5,7 @@ go 1.26.8
 replace example.com/dlock => ..
 
 require (
-	example.com/dlock v0.0.0-00010101000000-000000000000
+	example.com/dlock v0.0.0
 	github.com/go-zookeeper/zk v1.0.4
+	go.uber.org/goleak v1.3.0
 )

@@ -61,7 +61,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string, inf
 // when fn asked to stop.
 func (s *Store) walk(ctx context.Context, dir, rel, prefix string, fn func(string, driver.Info) bool) (bool, error) {
 	var kids []string
-	err := s.do(ctx, func() error {
+	err := s.read(ctx, func() error {
 		var e error
 		kids, _, e = s.conn.Children(dir)
 		return e
@@ -107,7 +107,7 @@ func couldMatch(key, prefix string) bool {
 func (s *Store) report(ctx context.Context, dir, key, first string, fn func(string, driver.Info) bool) (bool, error) {
 	var data []byte
 	var st *zk.Stat
-	err := s.do(ctx, func() error {
+	err := s.read(ctx, func() error {
 		var e error
 		data, st, e = s.conn.Get(dir + "/" + first)
 		return e

@@ -19,7 +19,7 @@ const cleanupTimeout = 5 * time.Second
 // our node (protected create), lists the lock path and, while another
 // node is before ours in Curator's order, watches only the node just before
 // ours (its predecessor: FIFO, no herd) with exists+watch, listing again
-// when that watch fires or the predecessor is already gone. Curator's
+// (after a sync) when that watch fires or the predecessor is already gone. Curator's
 // waiters queue in the same order. When ours is first the call returns the
 // grant. If our node disappears (the session expired) it returns an error
 // matching driver.ErrNotAcquired. When it returns any error it deletes its
@@ -42,7 +42,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 			break
 		}
 		if err = s.awaitGone(ctx, key, lp+"/"+pred); err == nil {
-			nodes, err = s.children(ctx, key, lp)
+			nodes, err = s.syncedChildren(ctx, key, lp)
 		}
 	}
 	if err != nil {
@@ -52,6 +52,16 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
 	s.remember(key, h)
 	return driver.Grant{Fence: uint64(h.czxid), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+}
+
+// syncedChildren is children after a sync: the listing is at least as new
+// as the leader's state when the sync reached it, and the sync's reply
+// confirms the session, so a grant after a wait counts from it.
+func (s *Store) syncedChildren(ctx context.Context, key, lp string) ([]string, error) {
+	if err := s.sync(ctx, lp); err != nil {
+		return nil, wrapErr("sync", key, err)
+	}
+	return s.children(ctx, key, lp)
 }
 
 // predecessor returns the node just before ours in nodes ("" if ours is
@@ -74,7 +84,7 @@ func (s *Store) predecessor(key, lp string, c created, nodes []string) (string, 
 func (s *Store) awaitGone(ctx context.Context, key, path string) error {
 	var ok bool
 	var ch <-chan zk.Event
-	err := s.do(ctx, func() error {
+	err := s.read(ctx, func() error {
 		var e error
 		ok, _, ch, e = s.conn.ExistsW(path)
 		return e

@@ -42,7 +42,7 @@ var errChanged = errors.New("zkstore: node changed")
 
 func (s *Store) releaseOnce(ctx context.Context, key string, h *holding) error {
 	var st *zk.Stat
-	err := s.do(ctx, func() error {
+	err := s.write(ctx, func() error {
 		if h.holds > 1 {
 			var e error
 			st, e = s.conn.Set(h.path, nodeData(h.holds-1, digest(h.token)), h.version)
@@ -94,9 +94,11 @@ func (s *Store) foreign(ctx context.Context, key, token string) (*holding, error
 	return h, nil
 }
 
-// Extend implements driver.Mutex: one exists on our node, which confirms
-// both the session (any reply does) and that the node is still there;
-// concurrent Extends of one node share the request. ttl is ignored;
+// Extend implements driver.Mutex: a sync, whose reply confirms the session
+// (it goes through the leader: a follower cut off from the leader cannot
+// answer it, although it still answers reads), then an exists on our node,
+// which sees the state after the sync: 2 round trips, no write. Concurrent
+// Extends of one node share the requests. ttl is ignored;
 // Grant.TTL is how long the session is certain to last. A token holding
 // key through another session gets an error matching driver.ErrInvalid
 // (this store cannot renew that session).
@@ -135,7 +137,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 }
 
 // ExtendBatch implements driver.BatchExtender: the Extends run at once, so
-// that their requests are in flight together (one round trip for the
+// that their requests are in flight together (two round trips for the
 // batch, as ZooKeeper pipelines a session's requests).
 func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	out := make([]driver.ExtendResult, len(reqs))
@@ -152,15 +154,16 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []
 	return out
 }
 
-// flight is one exists under way, shared by concurrent Extends of a node.
+// flight is one sync + exists under way, shared by concurrent Extends of a
+// node.
 type flight struct {
 	done chan struct{}
 	st   *zk.Stat
 	err  error
 }
 
-// exists reads path's stat (nil if it does not exist), sharing the request
-// with concurrent callers for the same path.
+// exists syncs and reads path's stat (nil if it does not exist), sharing
+// the requests with concurrent callers for the same path.
 func (s *Store) exists(ctx context.Context, path string) (*zk.Stat, error) {
 	s.mu.Lock()
 	f, ok := s.ext[path]
@@ -179,19 +182,33 @@ func (s *Store) exists(ctx context.Context, path string) (*zk.Stat, error) {
 }
 
 func (s *Store) fly(ctx context.Context, path string, f *flight) {
-	var ok bool
-	var st *zk.Stat
-	err := s.do(context.WithoutCancel(ctx), func() error {
-		var e error
-		ok, st, e = s.conn.Exists(path)
-		return e
-	})
-	if err == nil && ok {
-		f.st = st
+	ctx = context.WithoutCancel(ctx)
+	err := s.sync(ctx, path)
+	if err == nil {
+		var ok bool
+		var st *zk.Stat
+		err = s.read(ctx, func() error {
+			var e error
+			ok, st, e = s.conn.Exists(path)
+			return e
+		})
+		if err == nil && ok {
+			f.st = st
+		}
 	}
 	f.err = err
 	s.mu.Lock()
 	delete(s.ext, path)
 	s.mu.Unlock()
 	close(f.done)
+}
+
+// sync makes the server the conn is on catch up with the leader (its reply
+// confirms the session: see write); the reads after it see at least the
+// leader's state at that point.
+func (s *Store) sync(ctx context.Context, path string) error {
+	return s.write(ctx, func() error {
+		_, e := s.conn.Sync(path)
+		return e
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"example.com/dlock/driver"
@@ -72,6 +71,7 @@ type Store struct {
 	ext    map[string]*flight         // Extends under way, by node path
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
 
+	createFirst bool // tests only: Acquire creates without listing first (the variant measured against)
 	unprotected bool // tests only: retry a create that lost its connection without looking (naive)
 }
 
@@ -243,126 +243,8 @@ func (s *Store) Model() driver.Model {
 	return driver.Model{ServerClock: true, Session: true, SessionTTL: s.timeout}
 }
 
-// currentTimeout is the timeout to count with now: the Model's, or less if
-// the server granted less on a later connection.
-func (s *Store) currentTimeout() time.Duration {
-	if s.neg != nil {
-		if t, _ := s.neg.Timeout(); t > 0 && t < s.timeout {
-			return t
-		}
-	}
-	return s.timeout
-}
-
 // errClosed is returned by calls on a closed store.
 var errClosed = fmt.Errorf("%w: zkstore: store closed", driver.ErrInvalid)
-
-// do runs f, one ZooKeeper request (go-zookeeper's calls take no context),
-// and returns its error, or ctx's as soon as ctx ends: the request then
-// goes on until the conn answers or fails (within its receive timeout, two
-// thirds of the session timeout), and its outcome is unknown. A reply from
-// the server confirms the session as of the send time.
-func (s *Store) do(ctx context.Context, f func() error) error { return s.doUndo(ctx, f, nil) }
-
-// doUndo is do, and if ctx ends before f returns and f then succeeds, it
-// calls undo (from the request's goroutine): a create nobody waits for is
-// deleted again.
-func (s *Store) doUndo(ctx context.Context, f func() error, undo func()) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return errClosed
-	}
-	before := s.conn.SessionID()
-	sent := time.Now()
-	done := make(chan error, 1)
-	var state atomic.Int32 // 0 pending, 1 answered, 2 abandoned by the caller
-	go func() {
-		err := f()
-		if replied(err) {
-			if after := s.conn.SessionID(); after != 0 && (before == 0 || before == after) {
-				s.confirm(after, sent)
-			}
-		}
-		if state.CompareAndSwap(0, 1) {
-			done <- err
-		} else if err == nil && undo != nil {
-			undo()
-		}
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		if !state.CompareAndSwap(0, 2) {
-			return <-done // answered as ctx ended: the answer wins
-		}
-		return fmt.Errorf("outcome unknown: %w", context.Cause(ctx))
-	}
-}
-
-// replied reports whether err (nil included) is the server's answer rather
-// than a failure of the connection or session.
-func replied(err error) bool {
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrClosing),
-		errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrUnknown):
-		return false
-	}
-	return isServerError(err)
-}
-
-// isServerError reports whether err is one of the errors go-zookeeper makes
-// from a reply's error code about the request itself.
-func isServerError(err error) bool {
-	for _, e := range []error{zk.ErrNoNode, zk.ErrNodeExists, zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrNoAuth,
-		zk.ErrInvalidACL, zk.ErrAuthFailed, zk.ErrNoChildrenForEphemerals, zk.ErrBadArguments, zk.ErrInvalidPath} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// confirm records that session sid was alive when a request sent at sent
-// reached the server: it lasts at least until sent + timeout (less the
-// margin). A session id the store has not seen means the conn made a new
-// session: the old one expired, and every holding in it is lost.
-func (s *Store) confirm(sid int64, sent time.Time) {
-	c := sent.Add(s.currentTimeout() - s.margin)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sid != s.sess.id {
-		s.sess = session{id: sid, certain: c}
-		clear(s.orphan) // their nodes went with the old session
-		for k, h := range s.held {
-			if h.sid != sid {
-				delete(s.held, k)
-			}
-		}
-		return
-	}
-	if c.After(s.sess.certain) {
-		s.sess.certain = c
-	}
-}
-
-// certainTTL is how long session sid is certain to last counted from
-// start; 0 if it is not the session the store knows.
-func (s *Store) certainTTL(sid int64, start time.Time) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sid != s.sess.id {
-		return 0
-	}
-	return min(max(s.sess.certain.Sub(start), 0), s.timeout)
-}
 
 // lookup returns the store's holding of key by the token with digest dig in
 // the conn's current session, dropping one of an older session (lost).

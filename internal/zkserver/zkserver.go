@@ -16,6 +16,12 @@
 // tickTime is TickTime (200 ms), so the servers grant any session timeout
 // from 2×TickTime (400 ms) to MaxSessionTimeout as asked.
 //
+// A JVM is slow to start on few cores: on two shared cores a standalone
+// server serves about 0.8 s after start and a 3-server ensemble about 2.3 s
+// (TestLifecycle and TestEnsemble log it), so a package's tests should share
+// one server where their state allows (TestMain, each test under its own
+// root path).
+//
 // It has no ZooKeeper client dependency: readiness and Leader use the srvr
 // four-letter word over TCP.
 //

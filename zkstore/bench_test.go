@@ -1,0 +1,48 @@
+package zkstore_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/zkstore"
+)
+
+// BenchmarkAcquireStrategy compares the two ways to try a lock: create our
+// node first, then list (2 round trips when free; 3 with two writes when
+// contended), and list first, skipping the create when the lock is held
+// (1 read when contended; 3 round trips when free).
+//
+//	go test -run XXX -bench AcquireStrategy ./zkstore
+func BenchmarkAcquireStrategy(b *testing.B) {
+	e := server(b)
+	for _, checkFirst := range []bool{false, true} {
+		name := map[bool]string{false: "create-first", true: "check-first"}[checkFirst]
+		s := dial(b, uniq(b), 10*time.Second, e.Addrs()...)
+		zkstore.SetCreateFirst(s, !checkFirst)
+		ctx := ctxT(b, time.Hour)
+		b.Run(name+"/free", func(b *testing.B) {
+			for b.Loop() {
+				t := tok()
+				if _, err := s.Acquire(ctx, "free", t, 0); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Release(ctx, "free", t); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		holder := dial(b, s.Root(), 10*time.Second, e.Addrs()...)
+		if _, err := holder.Acquire(ctx, "held", tok(), 0); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/contended", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.Acquire(ctx, "held", tok(), 0); !errors.Is(err, driver.ErrNotAcquired) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
