@@ -58,29 +58,39 @@ func lockMany(t *testing.T, s *pgstore.Store, n int, ttl time.Duration) {
 // store's retention (its sweep interval) the table is back to 0 rows.
 // Control: the same with the sweep off keeps the expired rows.
 func TestTableStaysBounded(t *testing.T) {
-	const n, ttl, sweep = 10000, 300 * time.Millisecond, 500 * time.Millisecond
+	// The lease must outlast the time between one key's Acquire and
+	// Release on a slow machine (under -race): a release after the lease
+	// ended is refused.
+	const n, ttl, sweep = 10000, 3 * time.Second, 500 * time.Millisecond
 	admin := newPool(t)
-	run := func(sweepEvery time.Duration) (afterLock, afterRetention int) {
+	run := func(sweepEvery time.Duration, until func(rows int) bool) (afterLock, after int) {
 		s := newStore(t, newPool(t), pgstore.Options{SweepInterval: sweepEvery})
 		start := time.Now()
 		lockMany(t, s, n, ttl)
 		afterLock = rows(t, admin, s.Table())
 		t.Logf("sweep %v: %d keys locked in %v; %d rows right after", sweepEvery, n, time.Since(start), afterLock)
-		deadline := time.Now().Add(ttl + sweep + 5*time.Second)
-		for afterRetention = afterLock; afterRetention > 0 && time.Now().Before(deadline); afterRetention = rows(t, admin, s.Table()) {
+		deadline := start.Add(ttl + sweep + 10*time.Second)
+		for after = afterLock; !until(after) && time.Now().Before(deadline); after = rows(t, admin, s.Table()) {
 			time.Sleep(50 * time.Millisecond) // polling with a deadline
 		}
-		return afterLock, afterRetention
+		t.Logf("sweep %v: %d rows %v after the start", sweepEvery, after, time.Since(start))
+		return afterLock, after
 	}
-	afterLock, left := run(sweep)
+	afterLock, left := run(sweep, func(rows int) bool { return rows == 0 })
 	if afterLock > n/2 {
 		t.Fatalf("%d rows after locking %d keys and releasing half: released rows were not deleted", afterLock, n)
 	}
 	if left != 0 {
-		t.Fatalf("%d rows left after %v (lease %v, sweep every %v)", left, ttl+sweep+5*time.Second, ttl, sweep)
+		t.Fatalf("%d rows left (lease %v, sweep every %v)", left, ttl, sweep)
 	}
 	t.Run("NoSweepControl", func(t *testing.T) {
-		_, left := run(-1)
+		var passed time.Time
+		_, left := run(-1, func(int) bool {
+			if passed.IsZero() {
+				passed = time.Now().Add(ttl + 2*sweep) // every lease has ended, a sweep would have run twice
+			}
+			return time.Now().After(passed)
+		})
 		if left != n/2 {
 			t.Fatalf("without a sweep %d rows are left; want the %d expired ones (the count is not blind)", left, n/2)
 		}

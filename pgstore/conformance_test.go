@@ -10,6 +10,7 @@ import (
 	"example.com/dlock/drivertest"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // The drivertest conformance suite: every client a Store on its own pool
@@ -18,7 +19,13 @@ import (
 // nothing answers, and the state is intact after SIGCONT. Kill closes the
 // client's pool and its store without releasing anything, as a crashed
 // process would: its leases end with their TTL.
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t, false) }
+
+// TestConformanceDB is the suite on stores made by NewDB on *sql.DBs of
+// pgx's stdlib driver (database/sql users).
+func TestConformanceDB(t *testing.T) { conformance(t, true) }
+
+func conformance(t *testing.T, viaSQL bool) {
 	srv := server(t)
 	admin := newPool(t)
 	table := uniqTable(t, admin)
@@ -30,7 +37,13 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := pgstore.New(pool, pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond})
+			opts := pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond}
+			s, err := pgstore.New(pool, opts)
+			if viaSQL {
+				db := stdlib.OpenDBFromPool(pool)
+				t.Cleanup(func() { db.Close() })
+				s, err = pgstore.NewDB(db, opts)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -63,7 +63,7 @@ FROM pg_stat_replication`, nil, &n, &syncN, &lag, &syncNames)
 	case n == 0:
 		add("replication", driver.OK, "no replicas stream from this server: a crash keeps committed locks (if fsync is on) and a restart keeps them")
 	case syncN == 0:
-		add("replication", driver.Warn, "%d asynchronous replicas, replay lag up to %v: after a failover, locks taken in the last moments before it may be lost and taken again; fence your writes (Lease.Fence) or use synchronous replication", n, lagD)
+		add("replication", driver.Warn, "%d asynchronous replicas, replay lag up to %v: after a failover, locks and fences issued in the last moments before it may be lost and issued again (fences too: the sequence replicates the same way); use synchronous replication (synchronous_standby_names) for locks that guard irreversible work", n, lagD)
 	default:
 		add("replication", driver.OK, "%d replicas, %d synchronous (%s), replay lag up to %v", n, syncN, syncNames, lagD)
 	}

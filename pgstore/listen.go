@@ -16,12 +16,7 @@ func (l *listener) loop(r *run) {
 	backoff := listenBackoffMin
 	listened := false // a connection of this run listened before
 	for r.ctx.Err() == nil {
-		conn, release, err := l.b.listenConn(r.ctx)
-		if err == nil {
-			if _, err = conn.Exec(r.ctx, l.listenSQL()); err != nil {
-				release()
-			}
-		}
+		conn, release, err := l.connect(r.ctx)
 		if err != nil {
 			if !l.attemptFailed(r, err) || errors.Is(err, errNotPgx) {
 				return
@@ -43,6 +38,22 @@ func (l *listener) loop(r *run) {
 		release()
 		l.lost(r)
 	}
+}
+
+// connect opens the listener's connection and runs LISTEN, within
+// listenConnect.
+func (l *listener) connect(ctx context.Context) (*pgx.Conn, func(), error) {
+	cctx, cancel := context.WithTimeout(ctx, listenConnect)
+	defer cancel()
+	conn, release, err := l.b.listenConn(cctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := conn.Exec(cctx, l.listenSQL()); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return conn, release, nil
 }
 
 // listening marks the current attempt of r a success; after a reconnection

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"example.com/dlock/driver"
@@ -90,4 +91,31 @@ func (s *Store) check(key string, ttl time.Duration) error {
 		return err
 	}
 	return checkTTL(ttl)
+}
+
+// Transfer implements driver.Transferer in one statement: a live holding
+// of from with exactly one hold becomes to's, with one hold, a fence from
+// the sequence and an expiry of ttl from now on the database clock. The key
+// is never free, so no NOTIFY is sent. If from does not hold key it
+// changes nothing and returns driver.NotHeld(taken); if from holds it more
+// than once, an error matching driver.ErrInvalid. Other errors as Acquire.
+func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.check(key, ttl); err != nil {
+		return driver.Grant{}, err
+	}
+	var (
+		fence, holds int64
+		taken        bool
+	)
+	err := s.db.queryRow(ctx, s.sql.transfer, []any{key, digest(from), digest(to), micros(ttl)}, &fence, &holds, &taken)
+	if err != nil {
+		return driver.Grant{}, wrap("transfer", err)
+	}
+	switch {
+	case fence > 0:
+		return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: ttl}, nil
+	case holds > 1:
+		return driver.Grant{}, fmt.Errorf("%w: pgstore: transfer of a key held %d times (re-entered)", driver.ErrInvalid, holds)
+	}
+	return driver.Grant{}, driver.NotHeld(taken)
 }

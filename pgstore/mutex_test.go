@@ -53,3 +53,30 @@ func TestBasics(t *testing.T) {
 		t.Fatalf("Acquire after release = %+v, %v; want fence > %d", g4, err, g.Fence)
 	}
 }
+
+// TestRejectsBeforeIO: a key with a NUL byte (PostgreSQL text cannot hold
+// one) and a ttl under a millisecond are refused with ErrInvalid, and so is
+// every call after Close; none reaches the server (the pool is closed).
+func TestRejectsBeforeIO(t *testing.T) {
+	pool := newPool(t)
+	s := newStore(t, pool, pgstore.Options{})
+	pool.Close()
+	if _, err := s.Acquire(ctx(t), "a\x00b", tok(), time.Second); !errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("NUL key: %v", err)
+	}
+	if _, err := s.Acquire(ctx(t), "k", tok(), time.Microsecond); !errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("1µs ttl: %v", err)
+	}
+	if _, _, err := s.Subscribe(ctx(t), "a\x00b"); !errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("Subscribe NUL key: %v", err)
+	}
+	if _, err := s.Acquire(ctx(t), "k", tok(), time.Second); err == nil || errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("Acquire on a closed pool = %v; want an I/O error (control: the checks above are not pool failures)", err)
+	}
+	if err := s.Close(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx(t), "k", tok()); !errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("Release after Close: %v", err)
+	}
+}

@@ -20,6 +20,8 @@ var (
 	// listenPing is how long the listener waits for a notification before
 	// it checks its connection with a query (a cut network sends no error).
 	listenPing = 15 * time.Second
+	// listenConnect bounds one connection attempt (connect and LISTEN).
+	listenConnect = 10 * time.Second
 	// listenBackoff bounds the pause between reconnection attempts.
 	listenBackoffMin, listenBackoffMax = 50 * time.Millisecond, 2 * time.Second
 )
@@ -92,6 +94,10 @@ func (l *listener) subscribe(ctx context.Context, key string) (<-chan struct{}, 
 	if l.closed {
 		l.mu.Unlock()
 		return nil, nil, errClosed()
+	}
+	if errors.Is(l.lastErr, errNotPgx) {
+		l.mu.Unlock()
+		return nil, nil, driver.Unsupported("pgstore: notifications", errNotPgx.Error())
 	}
 	if l.lastErr != nil && l.run != nil {
 		err := l.lastErr

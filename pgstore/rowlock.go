@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"example.com/dlock/driver"
@@ -23,20 +24,29 @@ type RowLockOptions struct {
 	// ... FOR UPDATE NOWAIT), with a *driver.ContendedError. Without it the
 	// call waits for the row until ctx ends.
 	NoWait bool
+	// IdleTimeout, if positive, bounds how long the transaction may sit
+	// idle (between statements, in fn or in a stalled process) before the
+	// server ends its session, which rolls it back and frees the row:
+	// idle_in_transaction_session_timeout, set for this transaction in the
+	// locking statement (whole milliseconds, at least 1). Without it a
+	// holder that stalls (a stopped process, a long GC pause) holds the row
+	// until its connection dies; with it the stalled holder's transaction
+	// can no longer commit, and the next locker gets the row.
+	IdleTimeout time.Duration
 }
 
 // rowSQL returns the locking SELECT of opts, and the INSERT that creates a
 // missing row; an invalid Table returns an error matching ErrInvalid.
 func rowSQL(opts RowLockOptions) (sel, ins string, err error) {
-	table := opts.Table
-	if table == "" {
-		table = "dlock"
+	n, err := namesFor(opts.Table)
+	if err != nil {
+		return "", "", err
 	}
-	if !tableRE.MatchString(table) {
-		return "", "", fmt.Errorf("%w: pgstore: table prefix %q must be a lower-case SQL identifier of at most 40 bytes", driver.ErrInvalid, table)
-	}
-	t := pgx.Identifier{table + "_rows"}.Sanitize()
+	t := pgx.Identifier{n.rows}.Sanitize()
 	sel = "SELECT 1 FROM " + t + " WHERE name = $1 FOR UPDATE"
+	if ms := opts.IdleTimeout.Milliseconds(); opts.IdleTimeout > 0 {
+		sel = fmt.Sprintf("SELECT length(set_config('idle_in_transaction_session_timeout', '%d', true)) FROM %s WHERE name = $1 FOR UPDATE", max(ms, 1), t)
+	}
 	if opts.NoWait {
 		sel += " NOWAIT"
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -258,8 +257,7 @@ func rowCounter(t *testing.T, url string, pool *pgxpool.Pool, mode string, wantE
 	if _, err := pool.Exec(tctx(t), `INSERT INTO rl_data (k, v) VALUES ($1, 0) ON CONFLICT (k) DO UPDATE SET v = 0`, key); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRowLockCounterChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_MODE="+mode, "PGSTORE_CHILD_KEY="+key)
+	cmd := childCommand("counter", "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_MODE="+mode, "PGSTORE_CHILD_KEY="+key)
 	out := make(chan error, 1)
 	var buf []byte
 	go func() {
@@ -285,16 +283,10 @@ func rowCounter(t *testing.T, url string, pool *pgxpool.Pool, mode string, wantE
 	}
 }
 
-// TestRowLockCounterChild is the child process of rowCounter.
-func TestRowLockCounterChild(t *testing.T) {
-	url := os.Getenv("PGSTORE_CHILD_URL")
-	if url == "" {
-		t.Skip("the child of the counter test")
-	}
-	if err := counterWork(url, os.Getenv("PGSTORE_CHILD_MODE"), os.Getenv("PGSTORE_CHILD_KEY")); err != nil {
-		t.Fatal(err)
-	}
-}
+// The child process of rowCounter.
+var _ = registerChild("counter", func() error {
+	return counterWork(os.Getenv("PGSTORE_CHILD_URL"), os.Getenv("PGSTORE_CHILD_MODE"), os.Getenv("PGSTORE_CHILD_KEY"))
+})
 
 // counterWork runs counterWorkers goroutines of counterRounds increments.
 func counterWork(url, mode, key string) error {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
@@ -64,13 +63,16 @@ type SessionOptions struct {
 
 // SessionStore is a driver.Mutex on PostgreSQL session-level advisory locks
 // (pg_try_advisory_lock, pg_advisory_lock) held on connections it takes from
-// the caller's pool and pins: a lock lives as long as its connection. See
-// the package documentation (Session locks) for what breaks it. It is safe
-// for concurrent use; Close gives the pinned connections back.
+// the caller's pool and pins: a lock lives as long as its connection.
+// docs/postgres-modes.md says how connections are shared and bounded and
+// what breaks the lock (PgBouncer in transaction mode; a lock the server
+// frees before the client notices). It is safe for concurrent use; Close
+// gives the pinned connections back.
 type SessionStore struct {
 	pool    *pgxpool.Pool
 	table   string
 	seq     string // the fence sequence, as regclass text
+	ident   string // database and table prefix, for the registry
 	ttl     time.Duration
 	max     int
 	maxWait int // pinned connections that may wait at once
@@ -88,8 +90,6 @@ var (
 	_ driver.WaiterCounter = (*SessionStore)(nil)
 )
 
-var tableRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
-
 // NewSession returns a SessionStore on pool, which it never closes. It
 // returns an error matching driver.ErrInvalid if pool is nil, Table is not a
 // lower-case SQL identifier of at most 40 bytes, CheckInterval is below
@@ -100,12 +100,13 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	if pool == nil {
 		return nil, fmt.Errorf("%w: pgstore: nil pool", driver.ErrInvalid)
 	}
+	nm, err := namesFor(opts.Table)
+	if err != nil {
+		return nil, err
+	}
 	table := opts.Table
 	if table == "" {
-		table = "dlock"
-	}
-	if !tableRE.MatchString(table) {
-		return nil, fmt.Errorf("%w: pgstore: table prefix %q must be a lower-case SQL identifier of at most 40 bytes", driver.ErrInvalid, table)
+		table = DefaultTable
 	}
 	ttl := opts.CheckInterval
 	if ttl == 0 {
@@ -127,7 +128,7 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 		wait = DefaultConnWait
 	}
 	return &SessionStore{
-		pool: pool, table: table, seq: pgx.Identifier{table + "_fence"}.Sanitize(),
+		pool: pool, table: table, ident: ident(pool, table), seq: pgx.Identifier{nm.fence}.Sanitize(),
 		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
 		keys: map[string]*entry{},
 	}, nil
@@ -188,6 +189,7 @@ func (s *SessionStore) Close(ctx context.Context) error {
 	for _, e := range s.keys {
 		if e.h != nil {
 			e.h.lost = true
+			registry.CompareAndDelete(s.regKey(e.h.key), s)
 		}
 	}
 	s.mu.Unlock()
@@ -222,4 +224,10 @@ func (s *SessionStore) KeepAlive(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// ident names the database pool connects to, with the table prefix.
+func ident(pool *pgxpool.Pool, table string) string {
+	c := pool.Config().ConnConfig
+	return fmt.Sprintf("%s:%d/%s\x00%s", c.Host, c.Port, c.Database, table)
 }

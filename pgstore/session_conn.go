@@ -44,6 +44,7 @@ type entry struct {
 // holding is a key held on a pinned connection. Guarded by
 // SessionStore.mu, and changed only by the call that holds the key's entry.
 type holding struct {
+	key    string
 	dig    [32]byte
 	p      *pinned
 	id     int64
@@ -96,8 +97,9 @@ func (s *SessionStore) drop(key string, e *entry) {
 
 // pick returns a pinned connection for a new holding, marked in use: the
 // least used live one that is not waiting, or a new one when all are busy
-// and the limit allows. At the limit with no connection free of a wait it
-// returns ErrConnLimit.
+// and the limit allows (the busy one after all if the pool has none to
+// give). With no connection free of a wait and none to be had it returns
+// ErrConnLimit or ErrPoolExhausted.
 func (s *SessionStore) pick(ctx context.Context) (*pinned, error) {
 	s.mu.Lock()
 	var best *pinned
@@ -112,7 +114,16 @@ func (s *SessionStore) pick(ctx context.Context) (*pinned, error) {
 		return best, nil
 	}
 	s.mu.Unlock()
-	return s.pin(ctx, false)
+	p, err := s.pin(ctx, false)
+	if err != nil && best != nil && (errors.Is(err, ErrPoolExhausted) || errors.Is(err, ErrConnLimit)) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !best.dead && !best.gone {
+			best.users++ // no new connection: share the busy one
+			return best, nil
+		}
+	}
+	return p, err
 }
 
 // pin takes a new connection from the pool, marked in use (and waiting if
@@ -271,8 +282,6 @@ func (s *SessionStore) run(ctx context.Context, p *pinned, fn stmt, late func(co
 		ch        = make(chan result, 1)
 	)
 	go func() {
-		defer s.unuse(p)
-		defer func() { <-p.sem }()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
 		defer cancel()
 		v, err := fn(sctx, p.c.Conn())
@@ -281,14 +290,21 @@ func (s *SessionStore) run(ctx context.Context, p *pinned, fn stmt, late func(co
 			err = fmt.Errorf("%w: %w", errConnDead, err)
 		}
 		mu.Lock()
-		gone := abandoned
-		if !gone {
-			ch <- result{v, err}
+		if abandoned {
+			mu.Unlock()
+			if err == nil && late != nil {
+				late(sctx, p.c.Conn(), v)
+			}
+			<-p.sem
+			s.unuse(p)
+			return
 		}
+		// Done with p before the caller goes on, so that a caller that
+		// finds p idle can give it back at once.
+		<-p.sem
+		s.unuse(p)
+		ch <- result{v, err}
 		mu.Unlock()
-		if gone && err == nil && late != nil {
-			late(sctx, p.c.Conn(), v)
-		}
 	}()
 	select {
 	case r := <-ch:

@@ -20,3 +20,17 @@ func (s *SessionStore) Pinned() int {
 	defer s.mu.Unlock()
 	return len(s.pins)
 }
+
+// LocalState returns how many entries s keeps for key (0 or 1). For tests.
+func (s *SessionStore) LocalState(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	if _, ok := s.keys[key]; ok {
+		n++
+	}
+	if _, ok := registry.Load(s.regKey(key)); ok {
+		n++
+	}
+	return n
+}

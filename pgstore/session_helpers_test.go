@@ -2,6 +2,9 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -27,21 +30,30 @@ func sessPool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// sessServer starts a server with the schema for the default prefix.
+// sessServer returns the package's shared server (TestMain) with the
+// schema for the default prefix.
 func sessServer(t testing.TB) *pgserver.Server {
 	t.Helper()
-	srv := pgserver.Start(t)
-	sessMigrate(t, sessPool(t, srv.URL(), 2))
-	return srv
+	s := server(t)
+	sessMigrate(t, sessPool(t, s.URL(), 2))
+	return s
 }
 
-// sessMigrate creates the schema the session and row-lock modes use.
+// sessOwnServer starts a server of the test's own (for tests that kill or
+// restart it) with the schema for the default prefix.
+func sessOwnServer(t testing.TB) *pgserver.Server {
+	t.Helper()
+	s := pgserver.Start(t)
+	sessMigrate(t, sessPool(t, s.URL(), 2))
+	return s
+}
+
+// sessMigrate creates the schema for the default prefix (pgstore.Migrate).
 func sessMigrate(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := pool.Exec(ctx, `CREATE SEQUENCE IF NOT EXISTS dlock_fence AS bigint MINVALUE 1 NO CYCLE;
-		CREATE TABLE IF NOT EXISTS dlock_rows (name text PRIMARY KEY)`); err != nil {
+	if err := pgstore.Migrate(ctx, pool, pgstore.Options{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,4 +78,41 @@ func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// Child processes: the test binary started by childCommand runs one
+// registered role from init, before TestMain (which would start a server),
+// and exits with its outcome (status 1 and the error on stderr).
+var childRoles = map[string]func() error{}
+
+// registerChild registers a role; it runs at package variable
+// initialization, before init.
+func registerChild(role string, fn func() error) bool {
+	childRoles[role] = fn
+	return true
+}
+
+func init() {
+	role := os.Getenv("PGSTORE_CHILD_ROLE")
+	if role == "" {
+		return
+	}
+	fn := childRoles[role]
+	if fn == nil {
+		fmt.Fprintln(os.Stderr, "child: unknown role", role)
+		os.Exit(2)
+	}
+	if err := fn(); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// childCommand returns the command running role in a child process, with
+// env added to this process's environment.
+func childCommand(role string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), "PGSTORE_CHILD_ROLE="+role), env...)
+	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -40,6 +41,9 @@ func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.
 	if err := ctx.Err(); err != nil {
 		return driver.Grant{}, err
 	}
+	if o := s.delegate(key, token); o != nil {
+		return o.Acquire(ctx, key, token, ttl)
+	}
 	e, err := s.enter(ctx, key)
 	if err != nil {
 		return driver.Grant{}, err
@@ -63,11 +67,12 @@ func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.
 		}
 		s.forget(e, h)
 	}
-	return s.acquireFresh(ctx, e, LockID(s.table, key), dig)
+	return s.acquireFresh(ctx, e, key, dig)
 }
 
 // acquireFresh takes a key the store does not hold with pg_try_advisory_lock.
-func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, id int64, dig [32]byte) (driver.Grant, error) {
+func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, dig [32]byte) (driver.Grant, error) {
+	id := LockID(s.table, key)
 	p, err := s.pick(ctx)
 	if err != nil {
 		return driver.Grant{}, err
@@ -96,7 +101,7 @@ func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, id int64, dig
 	if fence == nil {
 		return driver.Grant{}, &driver.ContendedError{Remaining: -1}
 	}
-	s.record(e, &holding{dig: dig, p: p, id: id, holds: 1, fence: uint64(*fence)})
+	s.record(e, &holding{key: key, dig: dig, p: p, id: id, holds: 1, fence: uint64(*fence)})
 	return driver.Grant{Fence: uint64(*fence), Holds: 1, TTL: s.ttl}, nil
 }
 
@@ -128,6 +133,7 @@ func (s *SessionStore) record(e *entry, h *holding) {
 		s.forgetLocked(e, old)
 	}
 	e.h = h
+	registry.Store(s.regKey(h.key), s)
 	h.p.locks++
 	if h.p.dead {
 		h.lost = true
@@ -163,6 +169,7 @@ func (s *SessionStore) forget(e *entry, h *holding) {
 func (s *SessionStore) forgetLocked(e *entry, h *holding) {
 	if e.h == h {
 		e.h = nil
+		registry.CompareAndDelete(s.regKey(h.key), s)
 	}
 	if !h.closed {
 		h.closed = true
@@ -229,6 +236,9 @@ func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.D
 	if err := ctx.Err(); err != nil {
 		return driver.Grant{}, err
 	}
+	if o := s.delegate(key, token); o != nil {
+		return o.Extend(ctx, key, token, ttl)
+	}
 	e, err := s.enter(ctx, key)
 	if err != nil {
 		return driver.Grant{}, err
@@ -261,6 +271,9 @@ func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.D
 func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if o := s.delegate(key, token); o != nil {
+		return o.Release(ctx, key, token)
 	}
 	e, err := s.enter(ctx, key)
 	if err != nil {
@@ -324,4 +337,32 @@ func (s *SessionStore) Waiters(ctx context.Context, key string) (int, error) {
 		return 0, classify("count waiters", err)
 	}
 	return n, nil
+}
+
+// registry maps a key held by a SessionStore of this process (on one
+// database, under one table prefix) to that store, so that a token's
+// holding taken through one store can be re-entered, extended and released
+// through another store value of the same process (an explicit dlock Owner
+// used with two Clients). Advisory locks belong to one connection: another
+// process cannot do this.
+var registry sync.Map // regKey -> *SessionStore
+
+// regKey names key on the store's database and table prefix.
+func (s *SessionStore) regKey(key string) string { return s.ident + "\x00" + key }
+
+// delegate returns another store of this process whose live holding of
+// key belongs to token, or nil.
+func (s *SessionStore) delegate(key, token string) *SessionStore {
+	v, ok := registry.Load(s.regKey(key))
+	if !ok || v.(*SessionStore) == s {
+		return nil
+	}
+	o := v.(*SessionStore)
+	dig := tokenDigest(token)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e := o.keys[key]; e != nil && e.h != nil && !e.h.lost && e.h.dig == dig && !o.closed {
+		return o
+	}
+	return nil
 }

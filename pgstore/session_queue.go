@@ -52,7 +52,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	s.mu.Lock()
 	p.waiting = false
 	s.mu.Unlock()
-	s.record(e, &holding{dig: tokenDigest(token), p: p, id: id, holds: 1, fence: fence})
+	s.record(e, &holding{key: key, dig: tokenDigest(token), p: p, id: id, holds: 1, fence: fence})
 	s.unuse(p)
 	return driver.Grant{Fence: fence, Holds: 1, TTL: s.ttl}, nil
 }

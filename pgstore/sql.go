@@ -17,8 +17,8 @@ import "fmt"
 // set with the current time would, and a lease it tests is taken as expired
 // only if it had ended before the statement began.
 type statements struct {
-	acquire, extend, release string
-	inspect, list, sweep     string
+	acquire, extend, release, transfer string
+	inspect, list, sweep               string
 }
 
 // ttl is the lease length parameter: microseconds as bigint.
@@ -89,6 +89,23 @@ FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
 SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),
   (SELECT count(*) FROM (SELECT pg_notify($3, d.name) FROM d) AS n),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
+
+		// transfer gives a live single-hold holding of $2 to $3 with a new
+		// fence, under the acquire's advisory lock (taken before the row
+		// lock, as acquire does, so no lock cycle), without NOTIFY: the key
+		// is never free. It reports the new fence (0 if nothing changed),
+		// the holds $2 had, and whether another owner holds the key.
+		transfer: fmt.Sprintf(`WITH lk AS MATERIALIZED (
+  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
+), cur AS (
+  SELECT holds FROM %[1]s
+  WHERE name = $1 AND owner = $2 AND expires_at > now() AND EXISTS (SELECT 1 FROM lk) FOR UPDATE
+), u AS (
+  UPDATE %[1]s SET owner = $3, holds = 1, fence = nextval('%[2]s'), expires_at = now() + $4::bigint * interval '1 microsecond'
+  WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING fence
+)
+SELECT coalesce((SELECT fence FROM u), 0), coalesce((SELECT holds FROM cur), 0),
+  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks, n.fence),
 
 		inspect: fmt.Sprintf(`SELECT owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),

@@ -51,11 +51,12 @@ type Store struct {
 }
 
 var (
-	_ driver.Mutex     = (*Store)(nil)
-	_ driver.Notifier  = (*Store)(nil)
-	_ driver.Inspector = (*Store)(nil)
-	_ driver.Lister    = (*Store)(nil)
-	_ driver.Doctor    = (*Store)(nil)
+	_ driver.Mutex      = (*Store)(nil)
+	_ driver.Notifier   = (*Store)(nil)
+	_ driver.Transferer = (*Store)(nil)
+	_ driver.Inspector  = (*Store)(nil)
+	_ driver.Lister     = (*Store)(nil)
+	_ driver.Doctor     = (*Store)(nil)
 )
 
 // New returns a Store on pool, which it never closes. It does no I/O: run

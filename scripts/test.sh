@@ -3,7 +3,9 @@
 # installs what the tests need and is missing, from Debian's packages when
 # run as root (redis-server and etcd-server, which the tests start;
 # redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
-# test; zookeeper and a JRE, for the ZooKeeper servers; mariadb-server, which the MySQL store's tests start; chromium, which renders the demo's HTML report in a test), then
+# test; zookeeper and a JRE, for the ZooKeeper servers; mariadb-server, which the MySQL store's tests
+# start; postgresql, whose initdb and postgres the pgstore tests start;
+# chromium, which renders the demo's HTML report in a test), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
 # and bench/'s quick run.
 #
@@ -25,11 +27,15 @@ declare -A packages=(
 	[java]=default-jre-headless
 	[zooinspector]=zookeeper
 	[mariadbd]=mariadb-server
+	[initdb]=postgresql
+	[pg_isready]=postgresql
 )
 missing=()
 for cmd in "${!packages[@]}"; do
-	# mariadbd lives in /usr/sbin, often not on a user's PATH.
-	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${packages[$cmd]}")
+	# mariadbd lives in /usr/sbin, often not on a user's PATH; PostgreSQL's
+	# programs live in /usr/lib/postgresql/<major>/bin, not on PATH.
+	command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] ||
+		compgen -G "/usr/lib/postgresql/*/bin/$cmd" >/dev/null || missing+=("${packages[$cmd]}")
 done
 if ((${#missing[@]})); then
 	if [ "$(id -u)" -ne 0 ]; then

@@ -135,3 +135,17 @@ func TestSignalsReachBackends(t *testing.T) {
 		t.Fatalf("restart after kill: %v", err)
 	}
 }
+
+// TestReplica starts a streaming replica and checks that it answers
+// (pg_isready) on its own port; the store's tests check that it refuses
+// writes and that the primary lists it.
+func TestReplica(t *testing.T) {
+	p := Start(t)
+	r := p.StartReplica(t)
+	if r.Port == p.Port || !readyWithin(r, 5*time.Second) {
+		t.Fatalf("replica on port %d (primary %d) not ready", r.Port, p.Port)
+	}
+	if _, err := os.Stat(r.dataDir() + "/standby.signal"); err != nil {
+		t.Fatalf("the replica has no standby.signal: %v", err)
+	}
+}

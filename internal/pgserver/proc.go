@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // PostgreSQL's children (backends, background workers) each call setsid(),
@@ -56,8 +57,10 @@ func parentOf(pid int) int {
 
 // signalServer sends sig to the postmaster pid and every child of it. For
 // SIGCONT the children are continued first, so that the postmaster finds
-// them running; otherwise the postmaster is stopped first so that it
-// forks nothing while its children are signalled.
+// them running. Otherwise the postmaster is stopped first and, since a
+// signal is delivered asynchronously, its stop awaited, so that it forks
+// nothing while its children are signalled; children are then looked up
+// again until no new one appears (one forked just before the stop).
 func signalServer(pid int, sig syscall.Signal) error {
 	if sig == syscall.SIGCONT {
 		for _, c := range children(pid) {
@@ -68,8 +71,35 @@ func signalServer(pid int, sig syscall.Signal) error {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return err
 	}
-	for _, c := range children(pid) {
-		_ = syscall.Kill(c, sig)
+	waitStopped(pid, 2*time.Second)
+	done := map[int]bool{}
+	for range 10 {
+		fresh := 0
+		for _, c := range children(pid) {
+			if !done[c] {
+				done[c] = true
+				fresh++
+				_ = syscall.Kill(c, sig)
+			}
+		}
+		if fresh == 0 {
+			break
+		}
 	}
 	return syscall.Kill(pid, sig)
+}
+
+// waitStopped polls /proc until pid is stopped ('T'), gone, or timeout
+// passes.
+func waitStopped(pid int, timeout time.Duration) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] == 'T' || b[i+2] == 'Z' {
+			return
+		}
+	}
 }
