@@ -148,3 +148,64 @@ func TestRowLockNoWaitAndRollback(t *testing.T) {
 		t.Fatalf("empty key: %v", err)
 	}
 }
+
+// TestRowLockLostHolderCannotWrite: a holder inside WithRowLock loses its
+// connection (KILL CONNECTION, what the server does to a frozen client
+// after wait_timeout, or a network cut) before it writes. Invariants: a
+// waiter then gets the row, and the holder's write through its tx fails
+// and is not applied: the lock and the write commit together or not at
+// all. Negative control: the same holder writing through the pool (not
+// its tx) after the loss overwrites the waiter's write.
+func TestRowLockLostHolderCannotWrite(t *testing.T) {
+	v, herr := lostHolderWrites(t, true)
+	if herr == nil || v != 1 {
+		t.Fatalf("through the tx: holder error %v, counter %d; want an error and 1 (the waiter's write only)", herr, v)
+	}
+	if v, _ = lostHolderWrites(t, false); v != 1000 { // its commit fails, but the write is in
+		t.Fatalf("control (write outside the tx): counter %d; want the stale write applied (1000)", v)
+	}
+}
+
+// lostHolderWrites runs the scenario and returns the counter and the
+// holder's error. viaTx: the holder writes through its tx, else through db.
+func lostHolderWrites(t *testing.T, viaTx bool) (int, error) {
+	db, opts := migrated(t, mysqlstore.Options{})
+	counter := counterTable(t, db, opts.Table)
+	ro := mysqlstore.RowLockOptions{Table: opts.Table}
+	held, killed := make(chan int64, 1), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- mysqlstore.WithRowLock(ctxT(t), db, "k", ro, func(tx *sql.Tx) error {
+			var id int64
+			if err := tx.QueryRow("SELECT CONNECTION_ID()").Scan(&id); err != nil {
+				return err
+			}
+			held <- id
+			<-killed
+			if !viaTx {
+				_, err := db.Exec("UPDATE " + counter + " SET v = 1000")
+				return err
+			}
+			_, err := tx.Exec("UPDATE " + counter + " SET v = 1000")
+			return err
+		})
+	}()
+	id := <-held
+	if _, err := db.Exec("KILL CONNECTION ?", id); err != nil {
+		t.Fatal(err)
+	}
+	err := mysqlstore.WithRowLock(ctxT(t), db, "k", ro, func(tx *sql.Tx) error {
+		_, err := tx.Exec("UPDATE " + counter + " SET v = v + 1")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("waiter after the holder's connection died: %v", err)
+	}
+	close(killed)
+	herr := <-holder
+	var v int
+	if err := db.QueryRow("SELECT v FROM " + counter).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v, herr
+}
