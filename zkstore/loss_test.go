@@ -200,11 +200,21 @@ func lossRun(t *testing.T, wrap func(*zkstore.Store) driver.Mutex, overAsk bool)
 	freed := deleteTime(t, ctx, adm, root+"/x")
 	taken := make(chan time.Time, 1)
 	go func() {
-		_, err := other.AcquireQueued(ctx, "x", tok(), 0)
-		if err != nil {
-			t.Errorf("second store: %v", err)
+		// Retried on errors of unknown outcome (a connection dropped on a
+		// loaded machine): the second store waits for the lock, however long.
+		for {
+			_, err := other.AcquireQueued(ctx, "x", tok(), 0)
+			if err == nil {
+				taken <- time.Now()
+				return
+			}
+			if ctx.Err() != nil || errors.Is(err, driver.ErrNotAcquired) || errors.Is(err, driver.ErrInvalid) {
+				t.Errorf("second store: %v", err)
+				taken <- time.Time{}
+				return
+			}
+			t.Logf("second store, retrying: %v", err)
 		}
-		taken <- time.Now()
 	}()
 	waitWaiters(t, other, "x", 1)
 	r := lossResult{cut: time.Now(), store: h.Store, token: l.Token()}
