@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"example.com/dlock/cmd/dlock/internal/inventory"
 	"example.com/dlock/driver"
@@ -72,14 +74,79 @@ func openSQLDB(ctx context.Context, rawURL string) (*sqlDB, error) {
 	return d, nil
 }
 
-// openRowLocker opens the row locker of rawURL's database: nil and a no-op
-// close when rawURL names none (see openSQLDB).
+// rowLockWarm is how many row lock connections an inventory instance
+// opens before it serves, and how long it tries. Half the pool: taking a
+// row lock whose row is missing holds one connection (the transaction)
+// while it creates the row on another (mysqlstore), so n first uses at
+// once need up to 2n connections.
+const (
+	rowLockWarm        = sqlRowLockConns / 2
+	rowLockWarmTimeout = 10 * time.Second
+)
+
+// openRowLocker opens the row locker of rawURL's database, with the row
+// of inventory.LockKey created and rowLockWarm connections opened: nil and a no-op close when rawURL names
+// none (see openSQLDB). A database that cannot be reached within
+// rowLockWarmTimeout is an exitError with ExitUnavailable.
 func openRowLocker(ctx context.Context, rawURL string) (inventory.RowLocker, func(), error) {
 	d, err := openSQLDB(ctx, rawURL)
 	if err != nil || d == nil {
 		return nil, func() {}, err
 	}
+	wctx, cancel := context.WithTimeout(ctx, rowLockWarmTimeout)
+	defer cancel()
+	// The demo's row first, alone: the burst of requests then finds it.
+	err = d.rowLock(wctx, inventory.LockKey, func(context.Context) error { return nil })
+	if err == nil {
+		err = d.warm(wctx, rowLockWarm)
+	}
+	if err != nil {
+		_ = d.close()
+		return nil, func() {}, exitWith(ExitUnavailable, fmt.Errorf("row lock connections to %s: %w", d.desc, plain(redact(rawURL, err))))
+	}
 	return d, func() { _ = d.close() }, nil
+}
+
+// warm takes n row locks at once, on the keys dlock-inventory-warm-0 to
+// n-1 (rows kept in the rows table), each held until all n are held, so
+// that n of the pool's connections are open and have run the row lock's
+// statements once: a PostgreSQL backend's first statements on a table
+// (catalog lookups, pgx's prepare) cost tens of milliseconds on a loaded
+// machine, which would show as slow refusals in the demo's first run. It
+// returns the first error, or ctx's when the pool cannot hold n at once.
+func (d *sqlDB) warm(ctx context.Context, n int) error {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+		inside  int
+		allIn   = make(chan struct{})
+		errOnce sync.Once
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := d.rowLock(ctx, fmt.Sprintf("dlock-inventory-warm-%d", i), func(ctx context.Context) error {
+				mu.Lock()
+				if inside++; inside == n {
+					close(allIn)
+				}
+				mu.Unlock()
+				select {
+				case <-allIn:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+			if err != nil {
+				errOnce.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 // storeParams takes the store's own query parameters out of u: it returns

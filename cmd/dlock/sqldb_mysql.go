@@ -52,6 +52,7 @@ func openMySQLDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(sqlRowLockConns)
+	db.SetMaxIdleConns(sqlRowLockConns) // database/sql keeps 2 by default: each row lock would dial
 	rl := mysqlstore.RowLockOptions{Table: table, NoWait: true}
 	return &sqlDB{
 		desc: "mysql " + cfg.Addr + "/" + cfg.DBName,
