@@ -19,8 +19,9 @@
 // a/b under a) are not participants for this store; Curator counts them,
 // and so waits where dlock would not: more exclusion, never less.
 //
-// The node data is "dlock/1 <holds> <digest>": the hold count and 16 bytes
-// of the token's SHA-256, never the token. Inspect therefore recognises the
+// The node data is "dlock/1 <holds> <digest>[ <fence>]": the hold count
+// and 16 bytes of the token's SHA-256, never the token, and after a
+// Transfer the holding's fence. Inspect therefore recognises the
 // store's own holdings, and reports a node with other data (Curator writes
 // the client's IP address) as held by a foreign client, token unknown.
 // Re-entry by the holding token is a conditional setData of the count on
@@ -30,8 +31,9 @@
 //
 // # Fence
 //
-// The fence is the lock node's czxid: the zxid of the transaction that
-// created it, which the ensemble orders across every path and every leader
+// The fence is the lock node's czxid (after a Transfer, the zxid of the
+// transfer's write, kept in the node's data): the zxid of the transaction
+// that created it, which the ensemble orders across every path and every leader
 // epoch (the epoch is its high 32 bits), so each holding of a name gets a
 // greater fence than all before it. The sequence number is not used: it is
 // per lock path, restarts when the container is deleted and recreated, and
@@ -97,7 +99,9 @@
 // sends them together); a waiter's listing after a wake-up is synced too. Release
 // is one setData or delete guarded by the node's data version; if the
 // connection fails the holding is kept and the error says the outcome is
-// unknown, so a retried Release finishes it (CURATOR-678).
+// unknown, so a retried Release finishes it (CURATOR-678). Transfer
+// (driver.Transferer, a Client's hand-off to a local waiter) rewrites the
+// holder node's digest in one conditional setData: the node keeps its place.
 //
 // go-zookeeper's calls take no context. Each call here runs its requests
 // in a goroutine and returns when ctx ends; the request itself goes on until
@@ -107,7 +111,7 @@
 //
 // # What it cannot do
 //
-// No Notifier (waiters queue instead), no Transferer, no Atomic step. A
+// No Notifier (waiters queue instead), no Atomic step. A
 // token that holds a name through another Store (another session) cannot
 // extend it here (an error matching driver.ErrInvalid) nor re-enter it
 // (Acquire reports contention; AcquireQueued waits until that holding

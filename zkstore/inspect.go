@@ -28,13 +28,14 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 
 // info describes the holder node at path.
 func (s *Store) info(path string, data []byte, st *zk.Stat) driver.Info {
+	var dig string
 	info := driver.Info{Held: true, Holds: 1, Remaining: -1, Fence: uint64(st.Czxid)}
-	holds, dig, ok := parseData(data)
+	d, ok := parseData(data)
 	if !ok {
 		info.Foreign = true
 		return info
 	}
-	info.Holds = holds
+	info.Holds, info.Fence, dig = d.holds, uint64(fenceOf(d, st.Czxid, st.Mzxid)), d.dig
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, h := range s.held {

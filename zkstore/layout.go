@@ -173,8 +173,13 @@ func decodeKey(rel string) (string, bool) {
 }
 
 // dataPrefix starts the data of every node the store creates:
-// "dlock/1 <holds> <token digest>".
+// "dlock/1 <holds> <token digest>[ <fence>]".
 const dataPrefix = "dlock/1 "
+
+// transferMark in the fence field means "the fence is this node's mzxid":
+// a transfer cannot know the zxid of its own write, and writes nothing else
+// to the node until the next setData, which writes the number.
+const transferMark = "t"
 
 // digest is what the store keeps of a token: 16 bytes of its SHA-256, in
 // hex. It recognises the token without storing it.
@@ -183,25 +188,58 @@ func digest(token string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-func nodeData(holds int, dig string) []byte {
-	return []byte(dataPrefix + strconv.Itoa(holds) + " " + dig)
+// nodeData is a node's data: holds, the digest and, if not empty, the fence
+// field (absent: the fence is the node's czxid).
+func nodeData(holds int, dig, fence string) []byte {
+	d := dataPrefix + strconv.Itoa(holds) + " " + dig
+	if fence != "" {
+		d += " " + fence
+	}
+	return []byte(d)
 }
 
-// parseData reads a lock node's data: the hold count and token digest of a
-// dlock node; ok false for any other data (Curator's nodes carry the
-// client's IP address).
-func parseData(v []byte) (holds int, dig string, ok bool) {
+// lockData is a parsed dlock node's data.
+type lockData struct {
+	holds int
+	dig   string
+	fence string // "", transferMark or a decimal zxid
+}
+
+// parseData reads a lock node's data; ok false for any other data
+// (Curator's nodes carry the client's IP address).
+func parseData(v []byte) (d lockData, ok bool) {
 	rest, found := strings.CutPrefix(string(v), dataPrefix)
 	if !found {
-		return 0, "", false
+		return d, false
 	}
 	f := strings.Fields(rest)
-	if len(f) != 2 {
-		return 0, "", false
+	if len(f) != 2 && len(f) != 3 {
+		return d, false
 	}
 	n, err := strconv.Atoi(f[0])
 	if err != nil || n < 1 {
-		return 0, "", false
+		return d, false
 	}
-	return n, f[1], true
+	d = lockData{holds: n, dig: f[1]}
+	if len(f) == 3 {
+		if f[2] != transferMark {
+			if _, err := strconv.ParseInt(f[2], 10, 64); err != nil {
+				return lockData{}, false
+			}
+		}
+		d.fence = f[2]
+	}
+	return d, true
+}
+
+// fenceOf is the fence of a node with data d and stat st.
+func fenceOf(d lockData, czxid, mzxid int64) int64 {
+	switch d.fence {
+	case "":
+		return czxid
+	case transferMark:
+		return mzxid
+	}
+	n, _ := strconv.ParseInt(d.fence, 10, 64)
+	return n
 }

@@ -80,7 +80,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 			return driver.Grant{}, err
 		}
 	}
-	c, err := s.create(ctx, key, lp, nodeData(1, digest(token)))
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), ""))
 	if err != nil {
 		return driver.Grant{}, err
 	}
@@ -89,9 +89,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return driver.Grant{}, err
 	}
 	if len(nodes) > 0 && nodes[0] == c.name && !wrapped(nodes) {
-		h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
+		h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
 		s.remember(key, h)
-		return driver.Grant{Fence: uint64(h.czxid), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+		return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
 	}
 	if err := s.deleteNode(ctx, c.path, c.stat.Version); err != nil {
 		s.addOrphan(lp, uuidOf(c.name))
@@ -134,7 +134,6 @@ func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]
 // reenter adds a hold if the store holds key for token in the conn's
 // current session; ok false if it does not (then the caller acquires).
 func (s *Store) reenter(ctx context.Context, key, token string, start time.Time) (driver.Grant, bool, error) {
-	dig := digest(token)
 	for range maxAttempts {
 		h, ok := s.lookup(key, token)
 		if !ok {
@@ -143,14 +142,14 @@ func (s *Store) reenter(ctx context.Context, key, token string, start time.Time)
 		var st *zk.Stat
 		err := s.write(ctx, func() error {
 			var e error
-			st, e = s.conn.Set(h.path, nodeData(h.holds+1, dig), h.version)
+			st, e = s.conn.Set(h.path, h.data(h.holds+1), h.version)
 			return e
 		})
 		switch {
 		case err == nil:
 			h.holds, h.version = h.holds+1, st.Version
 			s.remember(key, h)
-			return driver.Grant{Fence: uint64(h.czxid), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, true, nil
+			return driver.Grant{Fence: uint64(h.fence), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, true, nil
 		case errors.Is(err, zk.ErrNoNode):
 			s.forget(key, h.path) // gone (deleted, or the session expired): acquire anew
 			return driver.Grant{}, false, nil
@@ -183,12 +182,12 @@ func (s *Store) reload(ctx context.Context, key string, h *holding) error {
 	if err != nil {
 		return wrapErr("read", key, err)
 	}
-	holds, dig, ok := parseData(data)
-	if !ok || dig != digest(h.token) {
+	d, ok := parseData(data)
+	if !ok || d.dig != digest(h.token) {
 		s.forget(key, h.path)
 		return nil
 	}
-	h.holds, h.version = holds, st.Version
+	h.holds, h.version, h.fence = d.holds, st.Version, fenceOf(d, st.Czxid, st.Mzxid)
 	s.remember(key, h)
 	return nil
 }

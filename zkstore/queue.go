@@ -31,7 +31,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		return g, err
 	}
 	lp := s.lockPath(key)
-	c, err := s.create(ctx, key, lp, nodeData(1, digest(token)))
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), ""))
 	if err != nil {
 		return driver.Grant{}, err
 	}
@@ -49,9 +49,9 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		s.withdraw(ctx, lp, c)
 		return driver.Grant{}, err
 	}
-	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
+	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
 	s.remember(key, h)
-	return driver.Grant{Fence: uint64(h.czxid), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+	return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
 }
 
 // syncedChildren is children after a sync: the listing is at least as new

@@ -45,7 +45,7 @@ func (s *Store) releaseOnce(ctx context.Context, key string, h *holding) error {
 	err := s.write(ctx, func() error {
 		if h.holds > 1 {
 			var e error
-			st, e = s.conn.Set(h.path, nodeData(h.holds-1, digest(h.token)), h.version)
+			st, e = s.conn.Set(h.path, h.data(h.holds-1), h.version)
 			return e
 		}
 		return s.conn.Delete(h.path, h.version)
@@ -85,11 +85,12 @@ func (s *Store) foreign(ctx context.Context, key, token string) (*holding, error
 	if err != nil || st == nil {
 		return nil, err
 	}
-	holds, dig, ok := parseData(data)
-	if !ok || dig != digest(token) {
+	d, ok := parseData(data)
+	if !ok || d.dig != digest(token) {
 		return nil, nil
 	}
-	h := &holding{path: lp + "/" + name, sid: st.EphemeralOwner, czxid: st.Czxid, version: st.Version, holds: holds, token: token}
+	h := &holding{path: lp + "/" + name, sid: st.EphemeralOwner, czxid: st.Czxid, fence: fenceOf(d, st.Czxid, st.Mzxid),
+		version: st.Version, holds: d.holds, token: token}
 	s.rememberIfOurs(key, h)
 	return h, nil
 }
@@ -116,7 +117,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 		if h.sid != s.conn.SessionID() {
 			return driver.Grant{}, errOtherSession(key)
 		}
-		return driver.Grant{Fence: uint64(h.czxid), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, nil
+		return driver.Grant{Fence: uint64(h.fence), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, nil
 	}
 	st, err := s.exists(ctx, h.path)
 	switch {
@@ -133,7 +134,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 			return driver.Grant{}, s.notHeld(ctx, key)
 		}
 	}
-	return driver.Grant{Fence: uint64(h.czxid), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, nil
+	return driver.Grant{Fence: uint64(h.fence), Holds: h.holds, TTL: s.certainTTL(h.sid, start)}, nil
 }
 
 // ExtendBatch implements driver.BatchExtender: the Extends run at once, so

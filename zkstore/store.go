@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -86,7 +87,8 @@ type session struct {
 type holding struct {
 	path    string
 	sid     int64
-	czxid   int64
+	czxid   int64 // identifies the node (a transfer keeps it)
+	fence   int64 // czxid, or the mzxid of the transfer that made the holding
 	version int32
 	holds   int
 	token   string // for Inspect of our own holdings
@@ -248,6 +250,16 @@ var errClosed = fmt.Errorf("%w: zkstore: store closed", driver.ErrInvalid)
 
 // lookup returns the store's holding of key by the token with digest dig in
 // the conn's current session, dropping one of an older session (lost).
+// data is h's node data with holds holds (the fence written out if it is
+// not the czxid).
+func (h *holding) data(holds int) []byte {
+	f := ""
+	if h.fence != h.czxid {
+		f = strconv.FormatInt(h.fence, 10)
+	}
+	return nodeData(holds, digest(h.token), f)
+}
+
 func (s *Store) lookup(key, token string) (*holding, bool) {
 	sid := s.conn.SessionID()
 	s.mu.Lock()
