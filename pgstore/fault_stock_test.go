@@ -184,37 +184,24 @@ func stockWork(url, mode, key, who string, res *stockResult) error {
 // resource.
 var errStale = errors.New("stale fence")
 
-// buyer returns the buy function of mode: it reports whether it sold one.
-func buyer(ctx context.Context, pool *pgxpool.Pool, mode, key string) (func(context.Context, string) (bool, error), func(), error) {
-	sale := func(ctx context.Context, q pgx.Tx, n int, buyer string) error {
-		if _, err := q.Exec(ctx, `UPDATE stock SET n = $2 WHERE k = $1`, key, n-1); err != nil {
-			return err
-		}
-		_, err := q.Exec(ctx, `INSERT INTO sales (k, buyer) VALUES ($1, $2)`, key, buyer)
+// buyFunc sells one unit to buyer if the stock has some; it reports
+// whether it sold.
+type buyFunc func(ctx context.Context, buyer string) (bool, error)
+
+// sale writes stock n-1 and records the sale, in q.
+func sale(ctx context.Context, q pgx.Tx, key string, n int, buyer string) error {
+	if _, err := q.Exec(ctx, `UPDATE stock SET n = $2 WHERE k = $1`, key, n-1); err != nil {
 		return err
 	}
+	_, err := q.Exec(ctx, `INSERT INTO sales (k, buyer) VALUES ($1, $2)`, key, buyer)
+	return err
+}
+
+// buyer returns the buy function of mode and what closes it.
+func buyer(ctx context.Context, pool *pgxpool.Pool, mode, key string) (buyFunc, func(), error) {
 	switch mode {
 	case "rowlock":
-		// An application retries a transaction that failed (the faults
-		// fail every transaction in flight); bounded: 5 attempts.
-		return func(ctx context.Context, b string) (sold bool, err error) {
-			for attempt := 1; attempt <= 5; attempt++ {
-				sold = false
-				err = pgstore.WithRowLock(ctx, pool, key, pgstore.RowLockOptions{IdleTimeout: 2 * time.Second}, func(tx pgx.Tx) error {
-					var n int
-					if err := tx.QueryRow(ctx, `SELECT n FROM stock WHERE k = $1`, key).Scan(&n); err != nil || n <= 0 {
-						return err
-					}
-					sold = true
-					return sale(ctx, tx, n, b)
-				})
-				if err == nil || ctx.Err() != nil {
-					break
-				}
-				time.Sleep(time.Duration(attempt) * 20 * time.Millisecond) // the retry's backoff
-			}
-			return sold && err == nil, err
-		}, func() {}, nil
+		return rowBuyer(pool, key), func() {}, nil
 	case "nolock":
 		return func(ctx context.Context, b string) (bool, error) {
 			var n int
@@ -222,9 +209,40 @@ func buyer(ctx context.Context, pool *pgxpool.Pool, mode, key string) (func(cont
 				return false, err
 			}
 			time.Sleep(time.Millisecond) // the seed's think time between read and write
-			return true, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return sale(ctx, tx, n, b) })
+			return true, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return sale(ctx, tx, key, n, b) })
 		}, func() {}, nil
 	}
+	return lockBuyer(pool, mode, key)
+}
+
+// rowBuyer buys in WithRowLock. An application retries a transaction that
+// failed (the faults fail every transaction in flight); bounded: 5
+// attempts.
+func rowBuyer(pool *pgxpool.Pool, key string) buyFunc {
+	return func(ctx context.Context, b string) (sold bool, err error) {
+		for attempt := 1; attempt <= 5; attempt++ {
+			sold = false
+			err = pgstore.WithRowLock(ctx, pool, key, pgstore.RowLockOptions{IdleTimeout: 2 * time.Second}, func(tx pgx.Tx) error {
+				var n int
+				if err := tx.QueryRow(ctx, `SELECT n FROM stock WHERE k = $1`, key).Scan(&n); err != nil || n <= 0 {
+					return err
+				}
+				sold = true
+				return sale(ctx, tx, key, n, b)
+			})
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond) // the retry's backoff
+		}
+		return sold && err == nil, err
+	}
+}
+
+// lockBuyer buys under a dlock Client on the lease or session store, with
+// the resource fenced: the read claims the lease's fence (a holder with an
+// older one can no longer write), the write needs it.
+func lockBuyer(pool *pgxpool.Pool, mode, key string) (buyFunc, func(), error) {
 	var store driver.Mutex
 	var err error
 	if mode == "session" {
@@ -255,8 +273,6 @@ func buyer(ctx context.Context, pool *pgxpool.Pool, mode, key string) (func(cont
 		defer func() { _ = l.Release(context.WithoutCancel(ctx)) }()
 		f := int64(l.Fence())
 		var n int
-		// The read claims the fence: a holder with an older one can no
-		// longer write.
 		err = pool.QueryRow(ctx, `UPDATE stock SET fence = $2 WHERE k = $1 AND fence <= $2 RETURNING n`, key, f).Scan(&n)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, errStale

@@ -22,7 +22,7 @@ import (
 func TestRowLock(t *testing.T) {
 	srv := sessServer(t)
 	pool := sessPool(t, srv.URL(), 10)
-	if _, err := pool.Exec(tctx(t), `CREATE TABLE IF NOT EXISTS rl_data (k text PRIMARY KEY, v int NOT NULL)`); err != nil {
+	if _, err := pool.Exec(tctx(t), `CREATE TABLE IF NOT EXISTS rl_data (k text PRIMARY KEY, v int NOT NULL); DELETE FROM rl_data`); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("LockAndWriteCommitOrRollBackTogether", func(t *testing.T) { rowCommitTogether(t, pool) })

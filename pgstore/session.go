@@ -55,9 +55,11 @@ type SessionOptions struct {
 	// 1. It must be below the pool's MaxConns so that the application keeps
 	// a connection.
 	MaxConns int
-	// ConnWait bounds how long the store waits for the pool to give it a
-	// connection before it fails with ErrPoolExhausted (default
-	// DefaultConnWait).
+	// ConnWait bounds how long the store waits for a connection when every
+	// connection of the pool is in use before it fails with
+	// ErrPoolExhausted (default DefaultConnWait). When the pool has room,
+	// opening a new connection may take up to 10 s (then the error matches
+	// no sentinel: the server is slow or unreachable).
 	ConnWait time.Duration
 }
 
@@ -77,6 +79,8 @@ type SessionStore struct {
 	max     int
 	maxWait int // pinned connections that may wait at once
 	wait    time.Duration
+
+	done chan struct{} // closed by Close: queued waits end
 
 	mu     sync.Mutex
 	pins   []*pinned
@@ -130,7 +134,7 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	return &SessionStore{
 		pool: pool, table: table, ident: ident(pool, table), seq: pgx.Identifier{nm.fence}.Sanitize(),
 		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
-		keys: map[string]*entry{},
+		keys: map[string]*entry{}, done: make(chan struct{}),
 	}, nil
 }
 
@@ -169,7 +173,8 @@ var errSessionClosed = fmt.Errorf("%w: pgstore: session store closed", driver.Er
 // Close gives every pinned connection back to the pool after unlocking its
 // advisory locks (pg_advisory_unlock_all), which frees every key the store
 // holds; a connection that cannot be unlocked is closed instead, which frees
-// them too once the server sees it. Later calls fail with an error matching
+// them too once the server sees it. Queued waits end as if their context
+// had (their connections are closed). Later calls fail with an error matching
 // driver.ErrInvalid. It does not close the pool.
 func (s *SessionStore) Close(ctx context.Context) error {
 	s.mu.Lock()
@@ -178,9 +183,10 @@ func (s *SessionStore) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
 	var pins []*pinned
 	for _, p := range s.pins {
-		if p.c != nil && !p.gone {
+		if p.c != nil && !p.gone && !p.waiting { // a queued wait ends itself (s.done)
 			p.gone = true
 			pins = append(pins, p)
 		}

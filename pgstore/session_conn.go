@@ -54,6 +54,10 @@ type holding struct {
 	closed bool // forgotten: counted out of p.locks
 }
 
+// connectWait bounds how long the store waits for the pool to open a new
+// connection when it has room for one.
+const connectWait = 10 * time.Second
+
 // errConnDead is what a statement on a dead pinned connection returns.
 var errConnDead = errors.New("pgstore: the pinned connection is closed")
 
@@ -144,7 +148,13 @@ func (s *SessionStore) pin(ctx context.Context, waiting bool) (*pinned, error) {
 	p := &pinned{sem: make(chan struct{}, 1), users: 1, waiting: waiting}
 	s.pins = append(s.pins, p) // reserves the slot
 	s.mu.Unlock()
-	actx, cancel := context.WithTimeout(ctx, s.wait)
+	// ConnWait bounds the wait for a free slot; a slot the pool has free
+	// may take longer to connect (up to connectWait).
+	limit := s.wait
+	if st := s.pool.Stat(); st.AcquiredConns() < st.MaxConns() {
+		limit = max(limit, connectWait)
+	}
+	actx, cancel := context.WithTimeout(ctx, limit)
 	c, err := s.pool.Acquire(actx)
 	cancel()
 	if err == nil {
@@ -164,9 +174,8 @@ func (s *SessionStore) pin(ctx context.Context, waiting bool) (*pinned, error) {
 	if errors.Is(err, errSessionClosed) {
 		return nil, err
 	}
-	if ctx.Err() == nil && actx.Err() != nil {
-		st := s.pool.Stat()
-		return nil, fmt.Errorf("%w: no connection within %v (pool MaxConns %d, %d in use)", ErrPoolExhausted, s.wait, st.MaxConns(), st.AcquiredConns())
+	if st := s.pool.Stat(); ctx.Err() == nil && actx.Err() != nil && st.AcquiredConns() >= st.MaxConns() {
+		return nil, fmt.Errorf("%w: no connection within %v (pool MaxConns %d, %d in use)", ErrPoolExhausted, limit, st.MaxConns(), st.AcquiredConns())
 	}
 	return nil, fmt.Errorf("pgstore: take a connection from the pool: %w", err)
 }
@@ -272,52 +281,62 @@ func (s *SessionStore) run(ctx context.Context, p *pinned, fn stmt, late func(co
 		s.unuse(p)
 		return nil, errConnDead
 	}
-	type result struct {
-		v   any
-		err error
-	}
-	var (
-		mu        sync.Mutex
-		abandoned bool
-		ch        = make(chan result, 1)
-	)
-	go func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
-		defer cancel()
-		v, err := fn(sctx, p.c.Conn())
-		if err != nil && p.c.Conn().IsClosed() {
-			s.markDead(p)
-			err = fmt.Errorf("%w: %w", errConnDead, err)
-		}
-		mu.Lock()
-		if abandoned {
-			mu.Unlock()
-			if err == nil && late != nil {
-				late(sctx, p.c.Conn(), v)
-			}
-			<-p.sem
-			s.unuse(p)
-			return
-		}
-		// Done with p before the caller goes on, so that a caller that
-		// finds p idle can give it back at once.
-		<-p.sem
-		s.unuse(p)
-		ch <- result{v, err}
-		mu.Unlock()
-	}()
+	c := &call{ch: make(chan result, 1)}
+	go s.exec(ctx, p, fn, late, c)
 	select {
-	case r := <-ch:
+	case r := <-c.ch:
 		return r.v, r.err
 	case <-ctx.Done():
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	select {
-	case r := <-ch:
+	case r := <-c.ch:
 		return r.v, r.err
 	default:
 	}
-	abandoned = true
+	c.abandoned = true
 	return nil, fmt.Errorf("pgstore: %w (the statement may still be applied)", ctx.Err())
+}
+
+// result is a statement's outcome.
+type result struct {
+	v   any
+	err error
+}
+
+// call is one statement run by run: its outcome goes to ch unless the
+// caller abandoned it first.
+type call struct {
+	mu        sync.Mutex
+	abandoned bool
+	ch        chan result
+}
+
+// exec runs fn on p for run (p.sem held and p in use; exec gives both
+// back) and hands the outcome to c, or runs late if the caller gave up.
+func (s *SessionStore) exec(ctx context.Context, p *pinned, fn stmt, late func(context.Context, *pgx.Conn, any), c *call) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
+	defer cancel()
+	v, err := fn(sctx, p.c.Conn())
+	if err != nil && p.c.Conn().IsClosed() {
+		s.markDead(p)
+		err = fmt.Errorf("%w: %w", errConnDead, err)
+	}
+	c.mu.Lock()
+	if c.abandoned {
+		c.mu.Unlock()
+		if err == nil && late != nil {
+			late(sctx, p.c.Conn(), v)
+		}
+		<-p.sem
+		s.unuse(p)
+		return
+	}
+	// Done with p before the caller goes on, so that a caller that finds
+	// p idle can give it back at once.
+	<-p.sem
+	s.unuse(p)
+	c.ch <- result{v, err}
+	c.mu.Unlock()
 }

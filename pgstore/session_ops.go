@@ -170,6 +170,9 @@ func (s *SessionStore) forgetLocked(e *entry, h *holding) {
 	if e.h == h {
 		e.h = nil
 		registry.CompareAndDelete(s.regKey(h.key), s)
+		if e.refs == 0 && s.keys[h.key] == e { // forgotten after its call returned
+			delete(s.keys, h.key)
+		}
 	}
 	if !h.closed {
 		h.closed = true

@@ -83,6 +83,7 @@ func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (uint
 		}
 		return uint64(r.fence), nil
 	case <-ctx.Done():
+	case <-s.done:
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
 	_ = p.c.Conn().PgConn().CancelRequest(cctx)
@@ -94,5 +95,8 @@ func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (uint
 	}
 	cancel()
 	s.discard(p)
+	if ctx.Err() == nil {
+		return 0, errSessionClosed
+	}
 	return 0, ctx.Err()
 }

@@ -24,6 +24,45 @@ func TestSession(t *testing.T) {
 	t.Run("TerminatedBackendIsLostSignal", func(t *testing.T) { sessTerminated(t, url) })
 	t.Run("CancelledWaitRacingAGrantLeavesNothing", func(t *testing.T) { sessCancelRace(t, url) })
 	t.Run("ForeignAdvisoryLockExcludes", func(t *testing.T) { sessForeign(t, url) })
+	t.Run("CloseEndsQueuedWaitsAndGivesConnectionsBack", func(t *testing.T) { sessCloseWaits(t, url) })
+}
+
+func sessCloseWaits(t *testing.T, url string) {
+	holder := newSession(t, sessPool(t, url, 4), pgstore.SessionOptions{})
+	pool := sessPool(t, url, 8)
+	s, err := pgstore.NewSession(pool, pgstore.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := t.Name()
+	if _, err := holder.Acquire(tctx(t), key, "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(tctx(t), key+"/mine", "m", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := s.AcquireQueued(tctx(t), key, "w", time.Minute); done <- err }()
+	if !within(10*time.Second, func() bool { n, _ := holder.Waiters(tctx(t), key); return n == 1 }) {
+		t.Fatal("the waiter never queued")
+	}
+	if err := s.Close(tctx(t)); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, driver.ErrInvalid) {
+			t.Fatalf("a queued wait ended by Close: %v, want ErrInvalid (closed)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close left a queued wait running")
+	}
+	if !within(5*time.Second, func() bool { return pool.Stat().AcquiredConns() == 0 }) {
+		t.Fatalf("%d connections still out of the pool after Close", pool.Stat().AcquiredConns())
+	}
+	if _, err := holder.Acquire(tctx(t), key+"/mine", "x", time.Minute); err != nil {
+		t.Fatalf("a key of the closed store is still held: %v", err)
+	}
 }
 
 func sessMultiplex(t *testing.T, url string) {
@@ -161,7 +200,7 @@ func sessKilled(t *testing.T, url string) {
 // the Client's renewal (Extend); another owner then gets a greater fence.
 func sessTerminated(t *testing.T, url string) {
 	pool := sessPool(t, url, 4)
-	s := newSession(t, pool, pgstore.SessionOptions{CheckInterval: time.Second})
+	s := newSession(t, pool, pgstore.SessionOptions{CheckInterval: 3 * time.Second}) // not less: a loaded machine must answer a check within it
 	c, err := dlock.New(s)
 	if err != nil {
 		t.Fatal(err)
