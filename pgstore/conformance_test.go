@@ -30,7 +30,7 @@ func conformance(t *testing.T, viaSQL bool) {
 	admin := newPool(t)
 	table := uniqTable(t, admin)
 	var mu sync.Mutex
-	pools := map[driver.Mutex]*pgxpool.Pool{}
+	kills := map[driver.Mutex]func(){}
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t *testing.T) driver.Mutex {
 			pool, err := pgxpool.New(context.Background(), srv.URL())
@@ -39,24 +39,38 @@ func conformance(t *testing.T, viaSQL bool) {
 			}
 			opts := pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond}
 			s, err := pgstore.New(pool, opts)
+			closeDB := func() {}
 			if viaSQL {
 				db := stdlib.OpenDBFromPool(pool)
-				t.Cleanup(func() { db.Close() })
+				// database/sql keeps 2 idle connections by default: the
+				// rest are closed and re-made (and the statements
+				// re-prepared), which under -race can outlast the suite's
+				// 150 ms leases between two calls.
+				db.SetMaxIdleConns(16)
+				closeDB = func() { db.Close() }
 				s, err = pgstore.NewDB(db, opts)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
+			// kill closes the store, then the *sql.DB (which holds pool
+			// connections: the pool's Close waits for them), then the
+			// pool. It releases nothing: the leases end with their TTL.
+			var once sync.Once
+			kill := func() {
+				once.Do(func() {
+					c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					_ = s.Close(c)
+					closeDB()
+					pool.Close()
+				})
+			}
 			r := reporting{s, admin, table}
 			mu.Lock()
-			pools[r] = pool
+			kills[r] = kill
 			mu.Unlock()
-			t.Cleanup(func() {
-				c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = s.Close(c)
-				pool.Close()
-			})
+			t.Cleanup(kill)
 			return r
 		},
 		Pause: func(t *testing.T) func() {
@@ -71,12 +85,9 @@ func conformance(t *testing.T, viaSQL bool) {
 		},
 		Kill: func(t *testing.T, s driver.Mutex) {
 			mu.Lock()
-			pool := pools[s]
+			kill := kills[s]
 			mu.Unlock()
-			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = s.(reporting).Close(c) // stops the listener and sweep; releases nothing
-			pool.Close()
+			kill()
 		},
 		Slack: time.Second,
 	})
