@@ -190,3 +190,55 @@ func onePool(t *testing.T, p *faultproxy.Proxy) *sql.DB {
 	db.SetMaxOpenConns(1)
 	return db
 }
+
+// TestFaultStaleHolderFencedWrite: a holder stops renewing (a paused
+// process) and its 300 ms lease ends on the database clock; another owner
+// takes the key with a greater fence and writes. Invariant: the stale
+// holder's fenced write (UPDATE ... WHERE fence < its fence) changes no
+// row. Negative control: the same stale write without the fence check
+// overwrites the new owner's value.
+func TestFaultStaleHolderFencedWrite(t *testing.T) {
+	db, opts := migrated(t, mysqlstore.Options{})
+	s, _ := mysqlstore.New(db, opts)
+	res := opts.Table + "_res"
+	if _, err := db.Exec("CREATE TABLE " + res + " (id INT PRIMARY KEY, v VARCHAR(20), fence BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO " + res + " VALUES (1, 'init', 0)"); err != nil {
+		t.Fatal(err)
+	}
+	fencedWrite := func(v string, fence uint64) int64 {
+		r, err := db.Exec("UPDATE "+res+" SET v = ?, fence = ? WHERE id = 1 AND fence < ?", v, fence, fence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := r.RowsAffected()
+		return n
+	}
+	c := ctxT(t)
+	stale, err := s.Acquire(c, "k", "stale", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh driver.Grant
+	if err := eventuallyOK(5*time.Second, func() error { fresh, err = s.Acquire(c, "k", "fresh", time.Minute); return err }); err != nil {
+		t.Fatalf("the key was not free after the stale holder's 300 ms lease: %v", err)
+	}
+	if fresh.Fence <= stale.Fence || fencedWrite("fresh", fresh.Fence) != 1 {
+		t.Fatalf("new owner: fence %d (stale %d), or its write was refused", fresh.Fence, stale.Fence)
+	}
+	if n := fencedWrite("stale", stale.Fence); n != 0 {
+		t.Fatalf("the stale holder's fenced write changed %d rows", n)
+	}
+	if _, err := s.Extend(c, "k", "stale", time.Minute); !errors.Is(err, driver.ErrTaken) {
+		t.Fatalf("stale holder's Extend: %v, want ErrTaken", err)
+	}
+	// Control: without the fence check the stale write lands.
+	if _, err := db.Exec("UPDATE "+res+" SET v = ? WHERE id = 1", "stale"); err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := db.QueryRow("SELECT v FROM " + res).Scan(&v); err != nil || v != "stale" {
+		t.Fatalf("control: %q, %v", v, err)
+	}
+}

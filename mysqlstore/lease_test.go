@@ -129,3 +129,77 @@ func TestLeaseNoDeadlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseTableBounded: 3000 distinct keys, each acquired and released
+// once (about 2 s), with Retention 200 ms and a sweep due every 100
+// ms. The table stays bounded by the keys freed in the last Retention +
+// SweepEvery (plus the sweep batch), not by the keys ever locked: the
+// largest row count seen is printed and must stay below the keys locked in 0.4 s plus 150, and half of 3000; once
+// the keys are older than Retention, the next calls sweep them all.
+// Control: a store whose retention is an hour adds a row per key.
+func TestLeaseTableBounded(t *testing.T) {
+	db, opts := migrated(t, mysqlstore.Options{Retention: 200 * time.Millisecond, SweepEvery: 100 * time.Millisecond})
+	s, err := mysqlstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ctxT(t)
+	rows := func() int {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM " + opts.Table + "_locks").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const keys = 3000
+	peak := 0
+	start := time.Now()
+	for i := range keys {
+		k := fmt.Sprint("key-", i)
+		if _, err := s.Acquire(c, k, "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(c, k, "t"); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			peak = max(peak, rows())
+		}
+	}
+	el := time.Since(start)
+	perSec := float64(keys) / el.Seconds()
+	limit := min(int(perSec*0.4)+150, keys/2) // Retention + SweepEvery of keys, plus slack
+	t.Logf("%d keys in %v (%.0f/s): peak %d rows (limit %d)", keys, el.Round(time.Millisecond), perSec, peak, limit)
+	if peak > limit {
+		t.Fatalf("peak %d rows for %d keys at %.0f/s: the sweep does not bound the table (limit %d)", peak, keys, perSec, limit)
+	}
+	// Control: with a retention of an hour nothing is swept and the table
+	// grows with every key (300 more rows).
+	long, _ := mysqlstore.New(db, mysqlstore.Options{Table: opts.Table, Retention: time.Hour, SweepEvery: time.Millisecond})
+	before := rows()
+	for i := range 300 {
+		k := fmt.Sprint("ctl-", i)
+		if _, err := long.Acquire(c, k, "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := long.Release(c, k, "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rows() - before; n != 300 {
+		t.Fatalf("control: %d rows added by 300 keys without a sweep, want 300", n)
+	}
+	if _, err := db.Exec("DELETE FROM " + opts.Table + "_locks WHERE name LIKE 'ctl-%'"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rows() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows left 5 s after the last release", rows())
+		}
+		if _, err := s.Sweep(c); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling until Retention passes, bounded
+	}
+}

@@ -70,20 +70,21 @@ func (n names) ddl() []string {
 	}
 }
 
-// Schema returns the DDL Migrate runs for opts, as a script for a DBA (each
-// statement ends with ";"). It returns an error matching driver.ErrInvalid
-// for a bad Options.Table.
-func Schema(opts Options) (string, error) {
+// Schema returns the DDL Migrate runs for opts, as a script for a DBA to
+// read or run by hand (each statement ends with ";"). If opts.Table is not
+// a valid prefix it returns the DDL for DefaultTable (New and Migrate
+// reject the prefix with driver.ErrInvalid).
+func Schema(opts Options) string {
 	n, err := tableNames(opts.Table)
 	if err != nil {
-		return "", err
+		n, _ = tableNames(DefaultTable)
 	}
 	var b strings.Builder
-	b.WriteString("-- dlock schema for MariaDB 10.3+ (tested on 10.11), prefix " + strings.TrimSuffix(n.locks, "_locks") + "\n")
+	b.WriteString("-- dlock schema for MariaDB 10.5+ (tested on 10.11), prefix " + strings.TrimSuffix(n.locks, "_locks") + "\n")
 	for _, s := range n.ddl() {
 		b.WriteString(s + ";\n")
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // Migrate creates the schema for opts if it is missing; it is idempotent and

@@ -134,6 +134,8 @@ func (s *Session) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	var fence uint64
 	late := func(err error) {
 		if err == nil && fence > 0 { // granted after the caller left: undo
+			pc.sem <- struct{}{}
+			defer func() { <-pc.sem }()
 			c, cancel := detached(context.Background())
 			defer cancel()
 			_, _ = pc.conn.ExecContext(c, "DO RELEASE_LOCK(?)", name)

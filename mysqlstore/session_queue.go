@@ -7,10 +7,11 @@ import (
 	"example.com/dlock/driver"
 )
 
-// AcquireQueued behaves as Acquire, but when another connection holds key
-// it waits in the server's own queue: a blocking GET_LOCK(name, timeout) on
-// a connection pinned for the wait (counted against MaxConns), the timeout
-// being ctx's deadline rounded up to seconds or "infinite". When ctx ends
+// AcquireQueued behaves as Acquire (and first tries it), but when another
+// connection holds key it waits in the server's own queue: a blocking
+// GET_LOCK(name, timeout) on a connection pinned for the wait (counted
+// against MaxConns), the timeout being ctx's deadline rounded up to
+// seconds or "infinite". When ctx ends
 // first, the wait is killed (KILL QUERY from another connection) and, if
 // the server granted the lock anyway, it is released: nothing is left
 // held. MariaDB grants a freed named lock to one of its waiters; the order
@@ -19,8 +20,11 @@ func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return driver.Grant{}, err
+	// A free key is taken on a connection already pinned, if any has
+	// room: only a real wait pins a connection of its own.
+	g, err := s.Acquire(ctx, key, token, ttl)
+	if _, contended := err.(*driver.ContendedError); !contended {
+		return g, err
 	}
 	s.mu.Lock()
 	if s.closed {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/mysqlstore"
 )
@@ -132,5 +133,44 @@ func TestLockName(t *testing.T) {
 	long := mysqlstore.LockName("dlock", strings.Repeat("x", 100))
 	if up == low || len(long) != 53 || len(up) > 64 || !strings.HasPrefix(long, "#") || strings.ToLower(up) != up {
 		t.Fatalf("names: %q %q %q", up, low, long)
+	}
+}
+
+// TestSessionLostSignalThroughClient: a dlock Client on the session lock
+// (CheckEvery 1 s) holds a key; the server ends the holding connection.
+// The lease's Done closes with an error matching dlock.ErrLost within
+// CheckEvery plus slack. Control: another Client's lease, whose connection
+// lives, stays held past the same bound.
+func TestSessionLostSignalThroughClient(t *testing.T) {
+	db, opts := migrated(t, mysqlstore.Options{})
+	s := newSession(t, opts.Table, mysqlstore.SessionOptions{CheckEvery: time.Second})
+	ctl, err := client(t, newSession(t, opts.Table, mysqlstore.SessionOptions{CheckEvery: time.Second})).Lock(ctxT(t), "control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := client(t, s).Lock(ctxT(t), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound = time.Second + 3*time.Second // CheckEvery + slack
+	start := time.Now()
+	for _, id := range s.ConnIDs() {
+		if _, err := db.Exec("KILL CONNECTION ?", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-l.Done():
+		if !errors.Is(l.Err(), dlock.ErrLost) {
+			t.Fatalf("lease ended with %v, want ErrLost", l.Err())
+		}
+		t.Logf("loss reported %v after the kill", time.Since(start).Round(time.Millisecond))
+	case <-time.After(bound):
+		t.Fatalf("no loss reported %v after the connection was killed", bound)
+	}
+	select {
+	case <-ctl.Done():
+		t.Fatalf("control lease (its connection alive) ended: %v", ctl.Err())
+	case <-time.After(bound - time.Since(start)):
 	}
 }

@@ -29,13 +29,13 @@ type Server struct {
 // buffers and no durability (fsync is not what the tests are about; a kill
 // -9 still loses nothing committed to the OS page cache).
 func (s *Server) args() []string {
-	return []string{
+	// --no-defaults must come first.
+	return append([]string{
 		"--no-defaults",
 		"--datadir=" + s.dataDir(),
 		"--port=" + strconv.Itoa(s.port),
 		"--socket=" + s.Socket(),
 		"--bind-address=127.0.0.1",
-		"--user=root",
 		"--pid-file=" + s.dir + "/mysqld.pid",
 		"--init-file=" + s.initFile(),
 		"--skip-name-resolve",
@@ -45,7 +45,7 @@ func (s *Server) args() []string {
 		"--innodb-flush-log-at-trx-commit=2",
 		"--max-connections=300",
 		"--log-error=", // stderr, into Log
-	}
+	}, userArgs()...)
 }
 
 func (s *Server) start() error {
