@@ -98,3 +98,19 @@ func TestSchemaOfStoreWithoutSchemaExits64(t *testing.T) {
 		t.Errorf("an argument: code %d", code)
 	}
 }
+
+// The SQL adapters print the DDL of the URL's table prefix without a
+// network call (nothing listens on port 1) and refuse a prefix their store
+// refuses with a usage error, before any I/O.
+func TestSchemaOfSQLURLsWithoutNetwork(t *testing.T) {
+	for _, base := range []string{"postgres://u:secret@127.0.0.1:1/app?sslmode=disable", "mysql://u:secret@127.0.0.1:1/app"} {
+		code, out, stderr := runCLI(t, "schema", "--store", withQuery(base, "table=billing"))
+		if code != 0 || !strings.Contains(out, "billing_locks") || !strings.Contains(out, "billing_fence") || !strings.Contains(out, "billing_rows") {
+			t.Errorf("%s: code %d, stdout %q, stderr %q", base, code, out, stderr)
+		}
+		code, out, stderr = runCLI(t, "schema", "--store", withQuery(base, "table=Bad-Name"))
+		if code != ExitUsage || out != "" || strings.Contains(stderr, "secret") {
+			t.Errorf("%s with a bad prefix: code %d, stdout %q, stderr %q", base, code, out, stderr)
+		}
+	}
+}

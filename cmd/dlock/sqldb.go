@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -102,7 +103,7 @@ func openRowLocker(ctx context.Context, rawURL string) (inventory.RowLocker, fun
 	}
 	if err != nil {
 		_ = d.close()
-		return nil, func() {}, exitWith(ExitUnavailable, fmt.Errorf("row lock connections to %s: %w", d.desc, plain(redact(rawURL, err))))
+		return nil, func() {}, exitWith(ExitUnavailable, fmt.Errorf("row lock connections to %s failed: %w", d.desc, plain(redact(rawURL, err))))
 	}
 	return d, func() { _ = d.close() }, nil
 }
@@ -147,6 +148,20 @@ func (d *sqlDB) warm(ctx context.Context, n int) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// checkTable returns the store's error (matching driver.ErrInvalid) for a
+// table prefix it does not accept. It asks migrate with a cancelled
+// context: both SQL stores check the prefix before any I/O, and a valid
+// one then fails on the context without dialling. (Schema alone cannot
+// tell: it prints the default prefix's DDL for an invalid one.)
+func (d *sqlDB) checkTable() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.migrate(ctx); errors.Is(err, driver.ErrInvalid) {
+		return err
+	}
+	return nil
 }
 
 // storeParams takes the store's own query parameters out of u: it returns

@@ -27,10 +27,6 @@ func openMySQLDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 		return nil, err
 	}
 	opts := mysqlstore.Options{Table: table}
-	ddl, err := mysqlstore.Schema(opts)
-	if err != nil {
-		return nil, err
-	}
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = "3306"
@@ -54,13 +50,18 @@ func openMySQLDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 	db.SetMaxOpenConns(sqlRowLockConns)
 	db.SetMaxIdleConns(sqlRowLockConns) // database/sql keeps 2 by default: each row lock would dial
 	rl := mysqlstore.RowLockOptions{Table: table, NoWait: true}
-	return &sqlDB{
+	d := &sqlDB{
 		desc: "mysql " + cfg.Addr + "/" + cfg.DBName,
 		rowLock: func(ctx context.Context, key string, fn func(context.Context) error) error {
 			return mysqlstore.WithRowLock(ctx, db, key, rl, func(*sql.Tx) error { return fn(ctx) })
 		},
-		schema:  func() string { return ddl },
+		schema:  func() string { return mysqlstore.Schema(opts) },
 		migrate: func(ctx context.Context) error { return mysqlstore.Migrate(ctx, db, opts) },
 		close:   db.Close,
-	}, nil
+	}
+	if err := d.checkTable(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return d, nil
 }

@@ -44,7 +44,7 @@ func openPostgresDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 	}
 	opts := pgstore.Options{Table: table}
 	rl := pgstore.RowLockOptions{Table: table, NoWait: true}
-	return &sqlDB{
+	d := &sqlDB{
 		desc: fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
 		rowLock: func(ctx context.Context, key string, fn func(context.Context) error) error {
 			return pgstore.WithRowLock(ctx, pool, key, rl, func(pgx.Tx) error { return fn(ctx) })
@@ -52,5 +52,10 @@ func openPostgresDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 		schema:  func() string { return pgstore.Schema(opts) },
 		migrate: func(ctx context.Context) error { return pgstore.Migrate(ctx, pool, opts) },
 		close:   func() error { pool.Close(); return nil },
-	}, nil
+	}
+	if err := d.checkTable(); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return d, nil
 }

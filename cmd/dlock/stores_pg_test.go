@@ -47,6 +47,9 @@ func checkSchema(t *testing.T, store string, want ...string) {
 	if r := runDlock(t, nil, "status", "--store", store, "k"); r.code == 0 {
 		t.Errorf("printing the schema must not apply it: %s", r)
 	}
+	if r := runDlock(t, nil, "schema", "--store", withQuery(store, "table=Bad-Name"), "--apply"); r.code != ExitUsage || r.stdout != "" {
+		t.Errorf("schema with an invalid table prefix: %s", r)
+	}
 	for i := 0; i < 2; i++ {
 		if r := runDlock(t, nil, "schema", "--store", store, "--apply"); r.code != 0 || !strings.Contains(r.stdout, "schema applied on ") {
 			t.Fatalf("schema --apply (%d): %s", i+1, r)
