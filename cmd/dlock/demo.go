@@ -61,7 +61,8 @@ fence, so that a stale holder's write is refused:
              (?session-timeout=)
   sql-lease  --store postgres://USER:PASS@HOST:PORT/DB (or postgresql://)
              or mysql://USER:PASS@HOST:PORT/DB: the lease table, waiting
-             in dlock; fence from the database's sequence
+             in dlock; fence from the database's sequence (the demo
+             applies the schema if missing, as dlock schema --apply)
 and on an SQL --store also the seed's rung:
   sql-for-update  each sale in a transaction holding SELECT ... FOR UPDATE
              NOWAIT on the lock's row: requests that find it locked are

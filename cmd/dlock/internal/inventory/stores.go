@@ -23,7 +23,7 @@ const (
 	// lock node.
 	ZooKeeperStrategy = "zookeeper"
 	// SQLLeaseStrategy locks over a postgres://, postgresql:// or mysql://
-	// store (its lease table, or its session lock with ?mode=session);
+	// store (the lease table; on mysql:// with ?mode=session, GET_LOCK);
 	// its fence comes from the database's sequence.
 	SQLLeaseStrategy = "sql-lease"
 	// SQLForUpdateStrategy is the seed's rung: the sale runs inside a
