@@ -86,7 +86,7 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 		return st, nil
 	case errors.Is(err, driver.ErrRefused) || refusedByServer(err):
 		_ = st.Close()
-		return nil, exitWith(ExitRefused, fmt.Errorf("%s refused the connection's user: %w", st.Desc, plain(err)))
+		return nil, exitWith(ExitRefused, fmt.Errorf("%s refused: %w", st.Desc, plain(err)))
 	}
 	_ = st.Close()
 	return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, plain(err)))

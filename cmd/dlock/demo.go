@@ -47,13 +47,28 @@ The strategies are the articles' Redis ones, so the stock is in Redis:
 --store redis:// or rediss://, --redis, --redis-cluster or --redis-sentinel
 (and --redlock for the redlock rung).
 
-With --store etcd://HOST:PORT[,HOST:PORT...]/PREFIX the demo adds the etcd
-strategy: the lock is dlock's over that etcd (where etcdctl lock
-PREFIX/DistributedLock_10000 queues with it), and the stock stays in Redis
+With --store naming another lock store the demo adds that store's
+strategy: the lock is dlock's over that store, and the stock stays in Redis
 (the embedded one, unless --redis names one), written with the lock's
-fence, the key's etcd CreateRevision, so that a stale holder's write is
-refused. A crashed holder's lock is freed when its etcd session expires
-(?session-ttl=, default 10s): the crash scenario waits that long.
+fence, so that a stale holder's write is refused:
+  etcd       --store etcd://HOST:PORT[,HOST:PORT...]/PREFIX (etcdctl lock
+             PREFIX/DistributedLock_10000 queues with it); fence: the key's
+             CreateRevision; a crashed holder's lock is freed when its
+             session expires (?session-ttl=, default 10s)
+  zookeeper  --store zk://HOST:PORT[,HOST:PORT...]/PATH (Curator's
+             InterProcessMutex on PATH/DistributedLock_10000 queues with
+             it); a crashed holder's node goes with its session
+             (?session-timeout=)
+  sql-lease  --store postgres://USER:PASS@HOST:PORT/DB (or postgresql://)
+             or mysql://USER:PASS@HOST:PORT/DB: the lease table, waiting
+             in dlock; fence from the database's sequence (the demo
+             applies the schema if missing, as dlock schema --apply)
+and on an SQL --store also the seed's rung:
+  sql-for-update  each sale in a transaction holding SELECT ... FOR UPDATE
+             NOWAIT on the lock's row: requests that find it locked are
+             refused at once (the table counts them), where sql-lease waits
+             and sells them all
+The crash scenario waits for the store to free the dead holder's lock.
 
 Strategies, in the order of the articles' ladder:
   nolock   read, write stock-1                 lost updates
@@ -82,6 +97,9 @@ For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
   dlock demo --scenario crash --strategies v1,v2,dlock
   dlock demo --redis redis://127.0.0.1:6379 --json
   dlock demo --store 'etcd://127.0.0.1:2379/locks?session-ttl=2s' --strategies nolock,dlock,etcd
+  dlock demo --store zk://127.0.0.1:2181/locks --strategies nolock,zookeeper
+  dlock demo --store postgres://dlock:secret@127.0.0.1:5432/app --strategies sql-lease,sql-for-update
+  dlock demo --store mysql://dlock:secret@127.0.0.1:3306/app --strategies sql-lease,sql-for-update
   dlock demo --report demo.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, &f) },
@@ -119,24 +137,38 @@ func (f *demoFlags) validate() (inventory.Scenario, error) {
 	case f.work < 0 || f.work > time.Minute:
 		return sc, fmt.Errorf("--work %v: want 0-1m", f.work)
 	}
-	known := inventory.Strategies
-	if f.store.etcdLockURL() != "" {
-		known = append(slices.Clip(known), inventory.EtcdStrategy)
-	}
+	known := append(slices.Clip(inventory.Strategies), f.store.demoStoreStrategies()...)
 	for _, s := range f.strategies {
 		switch {
-		case s == inventory.EtcdStrategy && !slices.Contains(known, s):
-			return sc, fmt.Errorf("--strategies: %s needs an etcd store: --store etcd://HOST:PORT/PREFIX", s)
-		case !slices.Contains(known, s):
+		case slices.Contains(known, s):
+		case s == inventory.SQLForUpdateStrategy && inventory.IsSQLScheme(schemeOf(f.store.storeURL)):
+			return sc, fmt.Errorf("--strategies: %s: this build has no row lock for %s:// stores", s, schemeOf(f.store.storeURL))
+		case inventory.NeedsStore(s) != "":
+			return sc, fmt.Errorf("--strategies: %s needs %s", s, inventory.NeedsStore(s))
+		default:
 			return sc, fmt.Errorf("--strategies: unknown %q (want some of %s)", s, strings.Join(known, ","))
 		}
 	}
 	return sc, nil
 }
 
+// demoStoreStrategies lists the store strategies that f's --store makes
+// available: the strategy of its kind (etcd, zookeeper, sql-lease), and
+// sql-for-update on an SQL database whose row lock this build has.
+func (f *storeFlags) demoStoreStrategies() []string {
+	var out []string
+	if s := f.lockStoreStrategy(); s != "" {
+		out = append(out, s)
+	}
+	if inventory.IsSQLScheme(schemeOf(f.storeURL)) && hasRowLocker(f.storeURL) {
+		out = append(out, inventory.SQLForUpdateStrategy)
+	}
+	return out
+}
+
 func runDemo(cmd *cobra.Command, f *demoFlags) error {
-	if f.store.etcdLockURL() != "" && !cmd.Flags().Changed("strategies") {
-		f.strategies = append(slices.Clip(inventory.Strategies), inventory.EtcdStrategy)
+	if !cmd.Flags().Changed("strategies") {
+		f.strategies = append(slices.Clip(inventory.Strategies), f.store.demoStoreStrategies()...)
 	}
 	sc, err := f.validate()
 	if err != nil {
@@ -144,7 +176,7 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	env, server, embedded, cleanup, err := demoStore(ctx, &f.store)
+	env, server, embedded, cleanup, err := demoStore(ctx, &f.store, stderr)
 	if err != nil {
 		return err
 	}
@@ -210,12 +242,14 @@ func demoWriteReport(path, scenario, server string, rs []inventory.Result) error
 }
 
 // demoStore picks the Redis the instances use: the flags', or embedded
-// servers, and the etcd store of the etcd strategy when --store is an
-// etcd:// URL (checked to answer; the stock stays in that Redis). It
-// returns the environment that passes the choice to the instances (never
-// on their command line, where passwords would show).
-func demoStore(ctx context.Context, f *storeFlags) (env []string, server string, embedded bool, cleanup func(), err error) {
-	rf := f.withoutEtcd()
+// servers, and the lock store of the store strategies when --store names
+// one (etcd://, zk://, postgres://, mysql://; checked to answer; the stock
+// stays in that Redis). It returns the environment that passes the choice
+// to the instances (never on their command line, where passwords would
+// show). A lock store with a schema (the SQL stores) gets it applied
+// (idempotent, as `dlock schema --apply`), said on log.
+func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string, server string, embedded bool, cleanup func(), err error) {
+	rf := f.withoutLockStore()
 	if rf.storeURL != "" || rf.redisURL != "" || rf.clusterURL != "" || rf.sentinelURL != "" {
 		cleanup = func() {}
 		env, server, err = demoRedis(ctx, rf)
@@ -226,16 +260,45 @@ func demoStore(ctx context.Context, f *storeFlags) (env []string, server string,
 	if err != nil {
 		return nil, "", false, cleanup, err
 	}
-	if u := f.etcdLockURL(); u != "" {
-		est, err := openEtcd(ctx, f)
+	if u := f.lockStoreURL(); u != "" {
+		if err := demoMigrate(ctx, u, log); err != nil {
+			return nil, "", false, cleanup, err
+		}
+		lst, err := openLockStore(ctx, f)
 		if err != nil {
 			return nil, "", false, cleanup, err
 		}
-		server += "; etcd strategy's lock on " + est.Desc
-		_ = est.Close()
+		names, what := f.demoStoreStrategies(), " strategy's lock on "
+		if len(names) > 1 {
+			what = " strategies' locks on "
+		}
+		server += "; " + strings.Join(names, " and ") + what + lst.Desc
+		_ = lst.Close()
 		env = setEnv(env, "DLOCK_STORE", u)
 	}
 	return env, server, embedded, cleanup, nil
+}
+
+// demoMigrate applies the schema of a store that has one (driver.Schemer:
+// the SQL stores), so that the demo needs no step before it; it is
+// idempotent and changes nothing on a database that has it. Stores without
+// a schema are left alone.
+func demoMigrate(ctx context.Context, rawURL string, log io.Writer) error {
+	if !hasRowLocker(rawURL) { // only the SQL stores have a schema
+		return nil
+	}
+	sc, desc, closeSc, err := schemerFor(ctx, &storeFlags{storeURL: rawURL})
+	if err != nil {
+		return err
+	}
+	defer closeSc()
+	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := sc.Migrate(mctx); err != nil {
+		return exitFor(fmt.Errorf("applying the schema of %s: %w", desc, err))
+	}
+	fmt.Fprintln(log, "dlock demo: the schema of", desc, "is in place (applied if missing; dlock schema --store URL prints it)")
+	return nil
 }
 
 // setEnv returns env with name=value, replacing an earlier setting of name.

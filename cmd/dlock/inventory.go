@@ -47,8 +47,11 @@ them:
   POST /buy/{strategy}   nolock local v1 v2 v3 v4 v5 redlock dlock
                          dlock-commit (dlock, with the stock read with the
                          grant and written by the release)
-                         etcd (dlock over the etcd store given by --store
-                         etcd://HOST:PORT/PREFIX; the stock stays in Redis)
+                         etcd, zookeeper, sql-lease (dlock over the lock
+                         store given by --store etcd://, zk://, postgres://
+                         or mysql://; the stock stays in Redis)
+                         sql-for-update (--store postgres:// or mysql://:
+                         SELECT ... FOR UPDATE NOWAIT, refuses when locked)
                          query: work=D (pause between read and write),
                          lease=D (v2-v5, redlock, dlock, dlock-commit),
                          stall=D (pause before release; v3: between its
@@ -59,10 +62,14 @@ them:
 
 The stock is ProductStock_10000; v1-v5 lock DistributedLock_10000, redlock
 locks redlock:10000 on the --redlock nodes (default: the --redis server).
-With --store etcd://HOST:PORT/PREFIX the etcd strategy locks
-DistributedLock_10000 in etcd (where etcdctl lock PREFIX/DistributedLock_10000
-queues too) and writes the stock in Redis (--redis, default
-127.0.0.1:6379) with the lock's fence, the key's etcd CreateRevision.
+With --store naming a lock store, that store's strategy (etcd for
+etcd://, zookeeper for zk://, sql-lease for postgres://, postgresql:// and
+mysql://) locks DistributedLock_10000 there with dlock (on etcd, where
+etcdctl lock PREFIX/DistributedLock_10000 queues too) and writes the stock
+in Redis (--redis, default 127.0.0.1:6379) with the lock's fence. On an SQL
+--store, sql-for-update sells inside a transaction holding the row
+DistributedLock_10000 of the store's rows table with SELECT ... FOR UPDATE
+NOWAIT: a request that finds it locked gets 423 at once.
 
 ` + storeFlagsHelp,
 		Example: `  dlock inventory serve --port 5000 --redis redis://127.0.0.1:6379 &
@@ -85,20 +92,25 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 	if f.port < 0 || f.port > 65535 {
 		return exitWith(ExitUsage, fmt.Errorf("--port %d: want 0-65535", f.port))
 	}
-	primary, nodes, _, err := inventoryClients(f.store.withoutEtcd())
+	primary, nodes, _, err := inventoryClients(f.store.withoutLockStore())
 	if err != nil {
 		return err
 	}
 	defer closeClients(append(nodes, primary))
-	est, err := openEtcd(cmd.Context(), &f.store)
+	lst, err := openLockStore(cmd.Context(), &f.store)
 	if err != nil {
 		return err
 	}
-	var etcd driver.Mutex
-	if est != nil {
-		defer est.Close()
-		etcd = est.Store
+	var lockStore driver.Mutex
+	if lst != nil {
+		defer lst.Close()
+		lockStore = lst.Store
 	}
+	rl, closeRL, err := openRowLocker(cmd.Context(), f.store.lockStoreURL())
+	if err != nil {
+		return err
+	}
+	defer closeRL()
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return exitWith(ExitUsage, err)
@@ -108,7 +120,7 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 		name = ln.Addr().String()
 	}
 	svc, err := inventory.New(inventory.Config{Redis: primary, RedlockNodes: nodes, Prefix: f.store.prefix,
-		Name: name, AllowCrash: f.allowCrash, Etcd: etcd})
+		Name: name, AllowCrash: f.allowCrash, LockStore: lockStore, LockStoreStrategy: f.store.lockStoreStrategy(), RowLocker: rl})
 	if err != nil {
 		return err
 	}
@@ -119,30 +131,36 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 	return inventory.Serve(cmd.Context(), ln, svc.Handler(), cmd.OutOrStdout())
 }
 
-// etcdLockURL returns --store when it is an etcd:// URL (the lock store of
-// the inventory's etcd strategy), else "".
-func (f *storeFlags) etcdLockURL() string {
-	if schemeOf(f.storeURL) == "etcd" {
+// lockStoreURL returns --store when it names a store of a store strategy
+// (etcd://, zk://, postgres://, postgresql://, mysql://: the lock store of
+// the inventory's strategy of that name), else "".
+func (f *storeFlags) lockStoreURL() string {
+	if inventory.StoreStrategy(schemeOf(f.storeURL)) != "" {
 		return f.storeURL
 	}
 	return ""
 }
 
-// withoutEtcd is f without an etcd --store: the flags that choose the Redis
-// the inventory keeps its stock in.
-func (f *storeFlags) withoutEtcd() *storeFlags {
+// lockStoreStrategy is the name of the store strategy of f's --store, or "".
+func (f *storeFlags) lockStoreStrategy() string {
+	return inventory.StoreStrategy(schemeOf(f.lockStoreURL()))
+}
+
+// withoutLockStore is f without a lock store's --store: the flags that
+// choose the Redis the inventory keeps its stock in.
+func (f *storeFlags) withoutLockStore() *storeFlags {
 	c := *f
-	if c.etcdLockURL() != "" {
+	if c.lockStoreURL() != "" {
 		c.storeURL = ""
 	}
 	return &c
 }
 
-// openEtcd opens the etcd store of f's etcd --store and checks that it
-// answers (see connect); nil, nil when --store is not an etcd URL. The
+// openLockStore opens the store of f's lock store --store and checks that
+// it answers (see connect); nil, nil when --store names no such store. The
 // caller closes it.
-func openEtcd(ctx context.Context, f *storeFlags) (*openedStore, error) {
-	u := f.etcdLockURL()
+func openLockStore(ctx context.Context, f *storeFlags) (*openedStore, error) {
+	u := f.lockStoreURL()
 	if u == "" {
 		return nil, nil
 	}
@@ -204,7 +222,7 @@ func (f *storeFlags) redisClient() (redis.UniversalClient, string, error) {
 	if f.storeURL != "" {
 		u, flag = f.storeURL, "--store"
 		if s := schemeOf(u); s != "redis" && s != "rediss" {
-			return nil, "", fmt.Errorf("--store %s://...: the inventory service runs the articles' Redis strategies and needs a redis:// or rediss:// URL (or --redis-cluster, --redis-sentinel), or an etcd:// URL for its etcd strategy", s)
+			return nil, "", fmt.Errorf("--store %s://...: the inventory service runs the articles' Redis strategies and needs a redis:// or rediss:// URL (or --redis-cluster, --redis-sentinel), or the URL of a lock store for its store strategies (etcd://, zk://, postgres://, postgresql://, mysql://)", s)
 		}
 	}
 	if u == "" {

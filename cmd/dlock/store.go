@@ -14,8 +14,11 @@ import (
 	"example.com/dlock/driver"
 	// The stores the CLI can open by URL register their schemes here.
 	_ "example.com/dlock/etcdstore"
+	_ "example.com/dlock/mysqlstore"
+	_ "example.com/dlock/pgstore"
 	_ "example.com/dlock/redisstore"
 	_ "example.com/dlock/redlock"
+	_ "example.com/dlock/zkstore"
 )
 
 // storeFlags selects the lock store. Every subcommand that talks to a store
@@ -36,7 +39,12 @@ const storeFlagsHelp = `Store selection (one of; flags override the environment)
                            redis+sentinel://[user:pass@]host:port,host:port/MASTER[?db=N]
                            redlock://[user:pass@]host:port,host:port,host:port
                            etcd://[user:pass@]host:port[,host:port...][/PREFIX][?session-ttl=10s]
-                         query: ?prefix=P (key prefix of lock keys; etcd: the path)
+                           zk://host:port[,host:port...][/PATH][?session-timeout=4s]
+                           postgres://user:pass@host:port/DB[?table=dlock&sslmode=disable]
+                             (or postgresql://; apply the schema first: dlock schema --apply)
+                           mysql://user:pass@host:port/DB[?table=dlock&mode=lease|session]
+                         query: ?prefix=P (key prefix of lock keys; etcd: the path;
+                         SQL: none, ?table=T names the tables)
   Aliases, kept for existing scripts (each builds the equivalent --store URL):
   --redis URL            redis://[user:pass@]host:port/db, rediss:// for TLS;
                          a bare host:port means redis://host:port          (DLOCK_REDIS)
@@ -51,7 +59,7 @@ const defaultStore = "redis://127.0.0.1:6379"
 
 func (f *storeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.storeURL, "store", os.Getenv("DLOCK_STORE"), "store URL (redis://, rediss://, redis+cluster://, redis+sentinel://, redlock://, ...)")
+	fl.StringVar(&f.storeURL, "store", os.Getenv("DLOCK_STORE"), "store URL (redis://, rediss://, redis+cluster://, redis+sentinel://, redlock://, etcd://, zk://, postgres://, mysql://)")
 	fl.StringVar(&f.redisURL, "redis", os.Getenv("DLOCK_REDIS"), "Redis URL (redis:// or rediss://); alias of --store")
 	fl.StringVar(&f.clusterURL, "redis-cluster", os.Getenv("DLOCK_REDIS_CLUSTER"), "Redis Cluster URL; alias of --store redis+cluster://")
 	fl.StringVar(&f.sentinelURL, "redis-sentinel", os.Getenv("DLOCK_REDIS_SENTINEL"), "Redis Sentinel URL with master_name; alias of --store redis+sentinel://")
@@ -60,7 +68,7 @@ func (f *storeFlags) register(cmd *cobra.Command) {
 		redlock = strings.Split(env, ",")
 	}
 	fl.StringSliceVar(&f.redlockURLs, "redlock", redlock, "Redis URLs of independent primaries for Redlock (repeat or comma-separate); alias of --store redlock://")
-	fl.StringVar(&f.prefix, "prefix", os.Getenv("DLOCK_PREFIX"), "key prefix of lock keys (default: the store's; dlock: on Redis)")
+	fl.StringVar(&f.prefix, "prefix", os.Getenv("DLOCK_PREFIX"), "key prefix of lock keys (default: the store's; dlock: on Redis; the path on etcd; not on SQL: ?table=)")
 }
 
 // openedStore is a store opened from a URL, which the CLI owns.
@@ -112,7 +120,9 @@ func (f *storeFlags) url() (string, error) {
 
 // withPrefix adds ?prefix=P to u unless P is empty or u names a prefix
 // already (then the two must agree). On etcd:// URLs, whose prefix is the
-// path, it sets the path to /P instead.
+// path, it sets the path to /P instead; on the SQL URLs
+// (postgres://, postgresql://, mysql://), whose path is the database, a
+// prefix is a usage error (their ?table= names the tables).
 func withPrefix(raw, prefix string) (string, error) {
 	if prefix == "" {
 		return raw, nil
@@ -121,16 +131,19 @@ func withPrefix(raw, prefix string) (string, error) {
 	if err != nil {
 		return "", exitWith(ExitUsage, fmt.Errorf("store URL: %v", redact(raw, err)))
 	}
-	if u.Scheme == "etcd" { // etcd takes its prefix as the URL's path
+	switch strings.ToLower(u.Scheme) {
+	case "etcd": // etcd takes its prefix as the URL's path
 		have := strings.Trim(u.Path, "/")
 		switch {
 		case have == "":
 			u.Path = "/" + strings.Trim(prefix, "/")
 			return u.String(), nil
 		case have != strings.Trim(prefix, "/"):
-			return "", exitWith(ExitUsage, fmt.Errorf("--prefix %q disagrees with the etcd URL's path /%s", prefix, have))
+			return "", exitWith(ExitUsage, fmt.Errorf("--prefix %q disagrees with the %s URL's path /%s", prefix, u.Scheme, have))
 		}
 		return raw, nil
+	case "postgres", "postgresql", "mysql": // the path is the database; names are rows of a table
+		return "", exitWith(ExitUsage, fmt.Errorf("--prefix: the %s store keeps lock names as rows of one table; choose the table's prefix with ?table=NAME in the URL", u.Scheme))
 	}
 	q := u.Query()
 	if have, ok := q["prefix"]; ok {

@@ -291,3 +291,18 @@ func TestStoreURLOnRedis(t *testing.T) {
 		t.Fatalf("doctor --store %s: %s", store, r)
 	}
 }
+
+// TestPrefixOnZooKeeperAndSQLURLs: --prefix is ?prefix= on a zk:// URL
+// (zkstore puts it in front of every lock name, under the path); on an SQL
+// URL, whose path is the database, it is a usage error pointing at ?table=.
+func TestPrefixOnZooKeeperAndSQLURLs(t *testing.T) {
+	if got, err := withPrefix("zk://h:2181,h2:2181/locks?session-timeout=4s", "app/"); err != nil || got != "zk://h:2181,h2:2181/locks?prefix=app%2F&session-timeout=4s" {
+		t.Errorf("zk: %q %v", got, err)
+	}
+	for _, u := range []string{"postgres://u:p@h:5432/app", "postgresql://h/app", "mysql://u:p@h:3306/app"} {
+		_, err := withPrefix(u, "locks")
+		if usageCode(err) != ExitUsage || !strings.Contains(err.Error(), "?table=") || strings.Contains(err.Error(), ":p@") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+}

@@ -18,7 +18,15 @@ var forbidden = []string{
 	"github.com/schollz/progressbar",
 	"go.etcd.io/",
 	"google.golang.org/grpc",
+	"github.com/go-zookeeper/zk",
+	"github.com/jackc/pgx",
+	"github.com/go-sql-driver/mysql",
 }
+
+// storeModules are the repository's store modules the CLI's module
+// requires: a user module that requires the CLI must replace each (a
+// replace in a dependency's go.mod does not apply).
+var storeModules = []string{"etcdstore", "zkstore", "pgstore", "mysqlstore"}
 
 // userMain is a Redis-only user's program: the library and its Redis store.
 const userMain = `package main
@@ -59,17 +67,21 @@ func moduleGraph(t *testing.T, extraPath, extraDir string) string {
 		mod += "\t" + extraPath + " v0.0.0\n"
 	}
 	mod += ")\n\nreplace example.com/dlock => " + root + "\n"
-	// The CLI's module requires the etcd store's: a replace in a dependency's
-	// go.mod does not apply, so the user's module names it too (a replace of
-	// a module nothing requires changes nothing).
-	mod += "replace example.com/dlock/etcdstore => " + filepath.Join(root, "etcdstore") + "\n"
+	// The CLI's module requires the store modules: a replace in a
+	// dependency's go.mod does not apply, so the user's module names them
+	// too (a replace of a module nothing requires changes nothing).
+	for _, m := range storeModules {
+		mod += "replace example.com/dlock/" + m + " => " + filepath.Join(root, m) + "\n"
+	}
 	if extraPath != "" {
 		mod += "replace " + extraPath + " => " + filepath.Join(root, extraDir) + "\n"
 	}
 	sum := readFile(t, filepath.Join(root, "go.sum"))
 	if extraDir != "" {
 		sum += readFile(t, filepath.Join(root, extraDir, "go.sum"))
-		sum += readFile(t, filepath.Join(root, "etcdstore", "go.sum"))
+		for _, m := range storeModules {
+			sum += readFile(t, filepath.Join(root, m, "go.sum"))
+		}
 	}
 	writeFile(t, filepath.Join(dir, "go.mod"), mod)
 	writeFile(t, filepath.Join(dir, "go.sum"), sum)
@@ -137,15 +149,16 @@ func TestRedisUserGraphIsLean(t *testing.T) {
 }
 
 // TestGraphCheckSeesTheCLI is the negative control: the same user module
-// requiring the CLI's module shows cobra, miniredis, etcd and gRPC, so the
-// check above can fail.
+// requiring the CLI's module shows cobra, miniredis, etcd, gRPC and the
+// ZooKeeper, PostgreSQL and MySQL drivers, so the check above can fail.
 func TestGraphCheckSeesTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module with the go command")
 	}
 	graph := moduleGraph(t, "example.com/dlock/cmd/dlock", "cmd/dlock")
 	hits := strings.Join(found(graph), " ")
-	for _, want := range []string{"github.com/spf13/cobra", "github.com/alicebob/miniredis", "go.etcd.io", "google.golang.org/grpc"} {
+	for _, want := range []string{"github.com/spf13/cobra", "github.com/alicebob/miniredis", "go.etcd.io", "google.golang.org/grpc",
+		"github.com/go-zookeeper/zk", "github.com/jackc/pgx", "github.com/go-sql-driver/mysql"} {
 		if !strings.Contains(hits, want) {
 			t.Errorf("with the CLI's module required, the check found %q, not %s:\n%s", hits, want, graph)
 		}

@@ -33,9 +33,6 @@ const (
 	RedlockKey   = "redlock:10000"
 	occupancyKey = "ProductStock_10000:inside" // instrumentation: requests inside the critical section
 	fenceKey     = "ProductStock_10000:fence"  // last fence that wrote the stock (dlock strategy)
-	// etcdFenceKey is the etcd strategy's: fences of different lock
-	// services are not comparable (etcd revisions against Redis counters).
-	etcdFenceKey = "ProductStock_10000:etcd-fence"
 	InitialStock = 100
 )
 
@@ -44,11 +41,6 @@ const ArticleLease = 30 * time.Second
 
 // Strategies lists every endpoint, in the order of the articles' ladder.
 var Strategies = []string{"nolock", "local", "v1", "v2", "v3", "v4", "v5", "redlock", "dlock", "dlock-commit"}
-
-// EtcdStrategy is the endpoint whose lock is a dlock Client over an etcd
-// store (Config.Etcd). It is not in Strategies: it runs only when an etcd
-// store is given.
-const EtcdStrategy = "etcd"
 
 // Outcomes of one request.
 const (
@@ -93,11 +85,16 @@ type Config struct {
 	Prefix       string                  // key prefix of the dlock strategy's lock; default redisstore's
 	Name         string                  // instance name put in answers
 	AllowCrash   bool                    // honour crash=1 (the demo's crash scenario)
-	// Etcd is the lock store of the etcd strategy (an etcdstore.Store, or
-	// any driver.Mutex); nil: that strategy answers an error. The stock
-	// stays in Redis, written with the etcd lock's fence (its
-	// CreateRevision) by the same fenced write as the dlock strategy.
-	Etcd driver.Mutex
+	// LockStore is the lock store of the store strategy named
+	// LockStoreStrategy (etcd, zookeeper or sql-lease: see StoreStrategy),
+	// any driver.Mutex; nil: the store strategies answer an error. The
+	// stock stays in Redis, written with the lock's fence by the same
+	// fenced write as the dlock strategy.
+	LockStore         driver.Mutex
+	LockStoreStrategy string
+	// RowLocker runs the sql-for-update strategy; nil: that strategy
+	// answers an error.
+	RowLocker RowLocker
 }
 
 // Service is one instance of the stock service. It owns none of the clients.
@@ -105,13 +102,16 @@ type Service struct {
 	cfg   Config
 	store *redisstore.Store
 	locks *dlock.Client
-	etcd  *dlock.Client // nil without Config.Etcd
-	local sync.Mutex    // the "local" strategy's in-process lock
-	rl    *redlock
+	// lockStore is the store strategy's Client; nil without
+	// Config.LockStore.
+	lockStore *dlock.Client
+	local     sync.Mutex // the "local" strategy's in-process lock
+	rl        *redlock
 }
 
 // New returns a service over cfg. It fails with dlock.ErrInvalid if
-// cfg.Redis is nil. It makes no network call.
+// cfg.Redis is nil, or cfg.LockStore is set and cfg.LockStoreStrategy is
+// not a lock store strategy. It makes no network call.
 func New(cfg Config) (*Service, error) {
 	if cfg.Redis == nil {
 		return nil, fmt.Errorf("%w: inventory: nil redis client", dlock.ErrInvalid)
@@ -129,8 +129,12 @@ func New(cfg Config) (*Service, error) {
 		nodes = []redis.UniversalClient{cfg.Redis}
 	}
 	svc := &Service{cfg: cfg, store: store, locks: locks, rl: &redlock{nodes: nodes}}
-	if cfg.Etcd != nil {
-		if svc.etcd, err = dlock.New(cfg.Etcd); err != nil {
+	if cfg.LockStore != nil {
+		if !isLockStoreStrategy(cfg.LockStoreStrategy) {
+			return nil, fmt.Errorf("%w: inventory: lock store strategy %q (want %s, %s or %s)", dlock.ErrInvalid,
+				cfg.LockStoreStrategy, EtcdStrategy, ZooKeeperStrategy, SQLLeaseStrategy)
+		}
+		if svc.lockStore, err = dlock.New(cfg.LockStore); err != nil {
 			return nil, err
 		}
 	}
@@ -230,14 +234,18 @@ func (s *Service) serveStock(w http.ResponseWriter, r *http.Request) {
 }
 
 // Reset sets the stock and deletes every lock of every strategy (this is
-// the "someone intervenes" that a v1 deadlock needs), except the etcd
-// strategy's lock in etcd, which its session frees. The dlock fence
+// the "someone intervenes" that a v1 deadlock needs), except the store
+// strategies' locks in their stores, which their sessions or leases free. The dlock fence
 // counter is kept (fences only grow); the stock's last-writer fences are
 // cleared with the stock they guarded. On a Redis error some locks may
 // already be deleted; the stock is written last.
 func (s *Service) Reset(ctx context.Context, stock int64) error {
 	lock, _ := s.store.Keys(LockKey)
-	if err := s.cfg.Redis.Del(ctx, LockKey, lock, occupancyKey, fenceKey, etcdFenceKey).Err(); err != nil {
+	keys := []string{LockKey, lock, occupancyKey, fenceKey}
+	for _, st := range StoreStrategies() {
+		keys = append(keys, storeFenceKey(st))
+	}
+	if err := s.cfg.Redis.Del(ctx, keys...).Err(); err != nil {
 		return fmt.Errorf("inventory: reset: %w", err)
 	}
 	for _, n := range s.rl.nodes {

@@ -38,8 +38,10 @@ func (s *Service) strategy(name string) strategyFunc {
 		return s.buyDlock
 	case "dlock-commit":
 		return s.buyDlockCommit
-	case EtcdStrategy:
-		return s.buyEtcd
+	case EtcdStrategy, ZooKeeperStrategy, SQLLeaseStrategy:
+		return s.buyStore(name)
+	case SQLForUpdateStrategy:
+		return s.buyForUpdate
 	}
 	return nil
 }
@@ -257,17 +259,6 @@ func leaseLost(err error) bool {
 // lease, and a fenced write of the stock.
 func (s *Service) buyDlock(ctx context.Context, p Params) Answer {
 	return s.buyFenced(ctx, p, s.locks, fenceKey)
-}
-
-// buyEtcd is buyDlock with the lock taken from etcd (Config.Etcd): the
-// lock's fence is its etcd CreateRevision, which only grows, so the same
-// fenced write rejects a stale holder. It answers an error when the
-// service has no etcd store.
-func (s *Service) buyEtcd(ctx context.Context, p Params) Answer {
-	if s.etcd == nil {
-		return failed(errors.New("the etcd strategy needs an etcd store (--store etcd://HOST:PORT/PREFIX)"))
-	}
-	return s.buyFenced(ctx, p, s.etcd, etcdFenceKey)
 }
 
 // buyFenced takes the lock from c (blocking, renewed by the watchdog) and
