@@ -31,11 +31,20 @@
 //
 // # Fence
 //
-// The fence is the lock node's czxid (after a Transfer, the zxid of the
-// transfer's write, kept in the node's data): the zxid of the transaction
-// that created it, which the ensemble orders across every path and every leader
-// epoch (the epoch is its high 32 bits), so each holding of a name gets a
-// greater fence than all before it. The sequence number is not used: it is
+// A holding's fence is a zxid, which the ensemble orders across every path
+// and every leader epoch (the epoch is its high 32 bits): the later of the
+// lock node's czxid (the zxid of the transaction that created it) and the
+// lock path's pzxid in the listing that found the node first (the zxid of
+// the last creation or deletion of a child, so at least that of the
+// predecessor's deletion). After a Transfer it is the zxid of the
+// transfer's write, kept in the node's data. Each holding of a name thus
+// gets a greater fence than all before it, also a waiter whose node was
+// queued before its predecessor handed the lock on locally (its czxid alone
+// would be smaller: TestQueuedHolderFenceAboveEarlierTransfer). When the
+// fence is the pzxid, only the holder's own Store knows it until the next
+// write to the node (a re-entry writes it into the data): Inspect from
+// another Store reports the node's czxid, a smaller number, meanwhile.
+// The sequence number is not used: it is
 // per lock path, restarts when the container is deleted and recreated, and
 // wraps at 2^31.
 //

@@ -40,7 +40,7 @@ func (s *Store) info(path string, data []byte, st *zk.Stat) driver.Info {
 	defer s.mu.Unlock()
 	for _, h := range s.held {
 		if h.path == path && digest(h.token) == dig && h.sid == s.sess.id {
-			info.Token = h.token
+			info.Token, info.Fence = h.token, uint64(h.fence)
 			info.Remaining = max(time.Until(s.sess.certain), 0)
 		}
 	}

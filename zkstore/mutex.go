@@ -33,20 +33,38 @@ func lockNodes(children []string) []string {
 // children reads the lock nodes of lp in Curator's order, without this
 // store's orphans (which it deletes); none if lp does not exist.
 func (s *Store) children(ctx context.Context, key, lp string) ([]string, error) {
+	nodes, _, err := s.childrenZ(ctx, key, lp)
+	return nodes, err
+}
+
+// childrenZ is children with the lock path's pzxid as of the listing: the
+// zxid of the last creation or deletion of one of its children, so at
+// least the zxid of every deletion the listing reflects.
+func (s *Store) childrenZ(ctx context.Context, key, lp string) ([]string, int64, error) {
 	var kids []string
+	var st *zk.Stat
 	err := s.read(ctx, func() error {
 		var e error
-		kids, _, e = s.conn.Children(lp)
+		kids, st, e = s.conn.Children(lp)
 		return e
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, wrapErr("list", key, err)
+		return nil, 0, wrapErr("list", key, err)
 	}
-	return lockNodes(s.sweep(ctx, lp, kids)), nil
+	return lockNodes(s.sweep(ctx, lp, kids)), st.Pzxid, nil
 }
+
+// grantFence is the fence of a holding whose node was created at czxid and
+// found first by a listing at pzxid. Every earlier holding of the key ended
+// by the deletion of its node, which the listing reflects, and its fence
+// (its czxid, a transfer's zxid, or this same rule) came before that
+// deletion: so the later of czxid and pzxid is greater than every earlier
+// fence, also when a holder handed the lock on (Transfer) while our node
+// was already queued, which czxid alone would not be.
+func grantFence(czxid, pzxid int64) int64 { return max(czxid, pzxid) }
 
 // Acquire implements driver.Mutex. A first acquisition lists the lock path:
 // if it has lock nodes (a holder, or waiters ahead) it returns a
@@ -84,12 +102,12 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	if err != nil {
 		return driver.Grant{}, err
 	}
-	nodes, err := s.listAndStat(ctx, key, lp, &c)
+	nodes, pz, err := s.listAndStat(ctx, key, lp, &c)
 	if err != nil {
 		return driver.Grant{}, err
 	}
 	if len(nodes) > 0 && nodes[0] == c.name && !wrapped(nodes) {
-		h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
+		h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: grantFence(c.stat.Czxid, pz), version: c.stat.Version, holds: 1, token: token}
 		s.remember(key, h)
 		return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
 	}
@@ -103,10 +121,11 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	return driver.Grant{}, &driver.ContendedError{Remaining: -1}
 }
 
-// listAndStat lists lp's lock nodes and, if c has no stat yet, reads it,
+// listAndStat lists lp's lock nodes (with lp's pzxid) and, if c has no
+// stat yet, reads it,
 // both requests at once (one round trip). On error our node is recorded as
 // an orphan, deleted by the next call on lp.
-func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]string, error) {
+func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]string, int64, error) {
 	var serr error
 	done := make(chan struct{})
 	if c.stat == nil {
@@ -119,16 +138,16 @@ func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]
 	} else {
 		close(done)
 	}
-	nodes, err := s.children(ctx, key, lp)
+	nodes, pz, err := s.childrenZ(ctx, key, lp)
 	<-done
 	if err == nil {
 		err = serr
 	}
 	if err != nil {
 		s.addOrphan(lp, uuidOf(c.name))
-		return nil, err
+		return nil, 0, err
 	}
-	return nodes, nil
+	return nodes, pz, nil
 }
 
 // reenter adds a hold if the store holds key for token in the conn's

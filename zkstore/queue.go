@@ -21,7 +21,7 @@ const cleanupTimeout = 5 * time.Second
 // ours (its predecessor: FIFO, no herd) with exists+watch, listing again
 // (after a sync) when that watch fires or the predecessor is already gone. Curator's
 // waiters queue in the same order. When ours is first the call returns the
-// grant. If our node disappears (the session expired) it returns an error
+// grant, with the fence grantFence gives. If our node disappears (the session expired) it returns an error
 // matching driver.ErrNotAcquired. When it returns any error it deletes its
 // node (if that fails, the node goes with the session and is recorded for
 // deletion by the next call on the lock).
@@ -35,21 +35,21 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 	if err != nil {
 		return driver.Grant{}, err
 	}
-	nodes, err := s.listAndStat(ctx, key, lp, &c)
+	nodes, pz, err := s.listAndStat(ctx, key, lp, &c)
 	for err == nil {
 		var pred string
 		if pred, err = s.predecessor(key, lp, c, nodes); err != nil || pred == "" {
 			break
 		}
 		if err = s.awaitGone(ctx, key, lp+"/"+pred); err == nil {
-			nodes, err = s.syncedChildren(ctx, key, lp)
+			nodes, pz, err = s.syncedChildren(ctx, key, lp)
 		}
 	}
 	if err != nil {
 		s.withdraw(ctx, lp, c)
 		return driver.Grant{}, err
 	}
-	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: c.stat.Czxid, version: c.stat.Version, holds: 1, token: token}
+	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: grantFence(c.stat.Czxid, pz), version: c.stat.Version, holds: 1, token: token}
 	s.remember(key, h)
 	return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
 }
@@ -57,11 +57,11 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 // syncedChildren is children after a sync: the listing is at least as new
 // as the leader's state when the sync reached it, and the sync's reply
 // confirms the session, so a grant after a wait counts from it.
-func (s *Store) syncedChildren(ctx context.Context, key, lp string) ([]string, error) {
+func (s *Store) syncedChildren(ctx context.Context, key, lp string) ([]string, int64, error) {
 	if err := s.sync(ctx, lp); err != nil {
-		return nil, wrapErr("sync", key, err)
+		return nil, 0, wrapErr("sync", key, err)
 	}
-	return s.children(ctx, key, lp)
+	return s.childrenZ(ctx, key, lp)
 }
 
 // predecessor returns the node just before ours in nodes ("" if ours is

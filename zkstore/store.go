@@ -88,7 +88,7 @@ type holding struct {
 	path    string
 	sid     int64
 	czxid   int64 // identifies the node (a transfer keeps it)
-	fence   int64 // czxid, or the mzxid of the transfer that made the holding
+	fence   int64 // grantFence's, or the mzxid of the transfer that made the holding
 	version int32
 	holds   int
 	token   string // for Inspect of our own holdings

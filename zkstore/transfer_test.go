@@ -3,6 +3,8 @@ package zkstore_test
 import (
 	"testing"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // TestTransferFenceSurvivesReentry: a transfer's fence (the zxid of its
@@ -60,5 +62,61 @@ func TestTransferFenceSurvivesReentry(t *testing.T) {
 	}
 	if err := <-waited; err != nil {
 		t.Fatalf("waiter after the release: %v", err)
+	}
+}
+
+// TestQueuedHolderFenceAboveEarlierTransfer: a waiter queued (node created)
+// before the holder handed the lock on locally gets, once it holds, a fence
+// above the transfer's, though its node's czxid is below it. Control: the
+// waiter's czxid, the fence the store gave before grantFence, is not above
+// the transfer's fence (fences would go back: the CLI demo's fenced writes
+// were refused).
+func TestQueuedHolderFenceAboveEarlierTransfer(t *testing.T) {
+	e := server(t)
+	root := uniq(t)
+	s := dial(t, root, 4*time.Second, e.Addrs()...)
+	other := dial(t, root, 4*time.Second, e.Addrs()...)
+	ctx := ctxT(t, 20*time.Second)
+	a, b := tok(), tok()
+	g1, err := s.Acquire(ctx, "k", a, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		g   driver.Grant
+		err error
+	}
+	waited := make(chan result, 1)
+	go func() { g, err := other.AcquireQueued(ctx, "k", tok(), 0); waited <- result{g, err} }()
+	waitWaiters(t, other, "k", 1)
+	g2, err := s.Transfer(ctx, "k", a, b, 0)
+	if err != nil || g2.Fence <= g1.Fence {
+		t.Fatalf("Transfer = %+v, %v; want a fence above %d", g2, err, g1.Fence)
+	}
+	if err := s.Release(ctx, "k", b); err != nil {
+		t.Fatal(err)
+	}
+	r := <-waited
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	if r.g.Fence <= g2.Fence {
+		t.Fatalf("waiter's fence %d is not above the transfer's %d: fences went back", r.g.Fence, g2.Fence)
+	}
+	now, _, err := admin(t).Children(root + "/k")
+	if err != nil || len(now) != 1 {
+		t.Fatalf("children after the grant %v, %v; want the waiter's node only", now, err)
+	}
+	_, st, err := admin(t).Get(root + "/k/" + now[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiterCzxid := st.Czxid
+	if waiterCzxid == 0 || uint64(waiterCzxid) > g2.Fence {
+		t.Fatalf("control: the waiter's czxid %d should be below the transfer's fence %d (else this test shows nothing)", waiterCzxid, g2.Fence)
+	}
+	info, err := other.Inspect(ctx, "k")
+	if err != nil || info.Fence != r.g.Fence {
+		t.Fatalf("the holder's own Inspect = %+v, %v; want its grant's fence %d", info, err, r.g.Fence)
 	}
 }
