@@ -72,7 +72,8 @@ stopping them if it is lost; shows who holds a lock; checks a store for lock
 safety; and runs the inventory demo from the articles that inspired it.
 
 The store is chosen by URL with --store or DLOCK_STORE: redis://, rediss://,
-redis+cluster://, redis+sentinel://, redlock:// (see any subcommand's --help).`,
+redis+cluster://, redis+sentinel://, redlock://, etcd://, zk://, postgres://
+(postgresql://) and mysql:// (see any subcommand's --help).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),

@@ -40,7 +40,7 @@ const storeFlagsHelp = `Store selection (one of; flags override the environment)
                            redlock://[user:pass@]host:port,host:port,host:port
                            etcd://[user:pass@]host:port[,host:port...][/PREFIX][?session-ttl=10s]
                            zk://host:port[,host:port...][/PATH][?session-timeout=4s]
-                           postgres://user:pass@host:port/DB[?table=dlock&sslmode=disable]
+                           postgres://user:pass@host:port/DB[?table=dlock&mode=lease|session&sslmode=disable]
                              (or postgresql://; apply the schema first: dlock schema --apply)
                            mysql://user:pass@host:port/DB[?table=dlock&mode=lease|session]
                          query: ?prefix=P (key prefix of lock keys; etcd: the path;
