@@ -46,3 +46,23 @@ func BenchmarkAcquireStrategy(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueuedFree is an uncontended AcquireQueued + Release (the
+// store's part of a Client's Lock on a free key): create, list + stat,
+// delete. Run with -benchmem for the client's allocations per section.
+//
+//	go test -run XXX -bench QueuedFree -benchmem ./zkstore
+func BenchmarkQueuedFree(b *testing.B) {
+	e := server(b)
+	s := dial(b, uniq(b), 10*time.Second, e.Addrs()...)
+	ctx := ctxT(b, time.Hour)
+	for b.Loop() {
+		t := tok()
+		if _, err := s.AcquireQueued(ctx, "free", t, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Release(ctx, "free", t); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -105,7 +105,10 @@
 // conn's session owns it, deleted if not; a node whose fate stays unknown is
 // deleted by the next call on that lock path. Extend is a sync then an
 // exists on the node, no write (concurrent ones share them; ExtendBatch
-// sends them together); a waiter's listing after a wake-up is synced too. Release
+// sends them together); a waiter's listing after a wake-up has a sync
+// beside it unless a recent leader-confirmed reply already makes the
+// session certain for half its timeout (a stale listing cannot hide a
+// deletion before our node, only our own session's expiry). Release
 // is one setData or delete guarded by the node's data version; if the
 // connection fails the holding is kept and the error says the outcome is
 // unknown, so a retried Release finishes it (CURATOR-678). Transfer

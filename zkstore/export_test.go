@@ -8,3 +8,7 @@ func SetUnprotected(s *Store, on bool) { s.unprotected = on }
 // SetCreateFirst makes s's Acquire create its node without listing the
 // lock path first (the variant measured by BenchmarkAcquireStrategy).
 func SetCreateFirst(s *Store, on bool) { s.createFirst = on }
+
+// Syncs returns how many syncs s has sent for its calls (KeepAlive's not
+// counted).
+func Syncs(s *Store) int64 { return s.syncs.Load() }

@@ -19,8 +19,9 @@ const cleanupTimeout = 5 * time.Second
 // our node (protected create), lists the lock path and, while another
 // node is before ours in Curator's order, watches only the node just before
 // ours (its predecessor: FIFO, no herd) with exists+watch, listing again
-// (after a sync) when that watch fires or the predecessor is already gone. Curator's
-// waiters queue in the same order. When ours is first the call returns the
+// when that watch fires or the predecessor is already gone (with a sync
+// beside the listing when the session needs confirming, see wokenChildren).
+// Curator's waiters queue in the same order. When ours is first the call returns the
 // grant, with the fence grantFence gives. If our node disappears (the session expired) it returns an error
 // matching driver.ErrNotAcquired. When it returns any error it deletes its
 // node (if that fails, the node goes with the session and is recorded for
@@ -42,7 +43,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 			break
 		}
 		if err = s.awaitGone(ctx, key, lp+"/"+pred); err == nil {
-			nodes, pz, err = s.syncedChildren(ctx, key, lp)
+			nodes, pz, err = s.wokenChildren(ctx, key, lp)
 		}
 	}
 	if err != nil {
@@ -54,14 +55,36 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 	return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
 }
 
-// syncedChildren is children after a sync: the listing is at least as new
-// as the leader's state when the sync reached it, and the sync's reply
-// confirms the session, so a grant after a wait counts from it.
-func (s *Store) syncedChildren(ctx context.Context, key, lp string) ([]string, int64, error) {
-	if err := s.sync(ctx, lp); err != nil {
-		return nil, 0, wrapErr("sync", key, err)
+// wokenChildren lists lp again (with its pzxid, see grantFence) after the
+// predecessor's watch fired (or it was gone already): the server that sent
+// the event applied the deletion, so the listing's pzxid is at least its
+// zxid. The listing needs no sync to be fresh enough: the
+// watch event reached us before any read that could miss the deletion, and
+// a lagging server can only show more nodes before ours, never fewer (a
+// node sorting before ours is never created later). What a stale listing
+// cannot tell is that our own session still lives (a server cut off from
+// the leader goes on answering reads while the leader may expire the
+// session and delete our node). So a grant needs a leader-confirmed reply:
+// if the session is already certain for at least half its timeout from now
+// (a recent write of this store, such as our create, confirmed it), the
+// listing alone is enough; otherwise a sync, which goes through the leader,
+// is sent beside the listing, in the same round trip, and must succeed.
+func (s *Store) wokenChildren(ctx context.Context, key, lp string) ([]string, int64, error) {
+	if s.certainTTL(s.conn.SessionID(), time.Now()) >= s.currentTimeout()/2 {
+		return s.childrenZ(ctx, key, lp)
 	}
-	return s.childrenZ(ctx, key, lp)
+	var serr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serr = s.sync(ctx, lp)
+	}()
+	nodes, pz, err := s.childrenZ(ctx, key, lp)
+	<-done
+	if serr != nil {
+		return nil, 0, wrapErr("sync", key, serr)
+	}
+	return nodes, pz, err
 }
 
 // predecessor returns the node just before ours in nodes ("" if ours is

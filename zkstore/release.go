@@ -208,6 +208,7 @@ func (s *Store) fly(ctx context.Context, path string, f *flight) {
 // confirms the session: see write); the reads after it see at least the
 // leader's state at that point.
 func (s *Store) sync(ctx context.Context, path string) error {
+	s.syncs.Add(1)
 	return s.write(ctx, func() error {
 		_, e := s.conn.Sync(path)
 		return e

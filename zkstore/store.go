@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"example.com/dlock/driver"
@@ -72,8 +73,9 @@ type Store struct {
 	ext    map[string]*flight         // Extends under way, by node path
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
 
-	createFirst bool // tests only: Acquire creates without listing first (the variant measured against)
-	unprotected bool // tests only: retry a create that lost its connection without looking (naive)
+	createFirst bool         // tests only: Acquire creates without listing first (the variant measured against)
+	unprotected bool         // tests only: retry a create that lost its connection without looking (naive)
+	syncs       atomic.Int64 // syncs sent (tests count them)
 }
 
 // session is the ZooKeeper session the store last saw confirmed.
