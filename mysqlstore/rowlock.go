@@ -72,19 +72,57 @@ func WithRowLock(ctx context.Context, db *sql.DB, key string, opts RowLockOption
 	if opts.IdleTimeout > 0 {
 		return withIdleTimeout(ctx, db, n.rows, key, opts, fn)
 	}
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return wrap("row lock: begin", err)
-	}
-	return runLocked(ctx, db, tx, n.rows, key, opts.NoWait, fn)
+	return runLocked(ctx, db, n.rows, key, opts.NoWait, fn)
 }
 
-// runLocked locks key's row in tx, runs fn and commits (or rolls back).
-func runLocked(ctx context.Context, db *sql.DB, tx *sql.Tx, table, key string, noWait bool, fn func(*sql.Tx) error) error {
-	if err := lockRow(ctx, db, tx, table, key, noWait); err != nil {
-		_ = tx.Rollback()
-		return err
+// txStarter is what runLocked needs of a *sql.DB or a *sql.Conn.
+type txStarter interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// errNoRow is lockRow's answer when key has no row yet.
+var errNoRow = errors.New("no row")
+
+// runLocked begins a READ COMMITTED transaction on c, locks key's row in
+// it, runs fn and commits (or rolls back). A missing row is created by an
+// autocommit INSERT IGNORE after that transaction was rolled back, and a
+// new one begins: a first use never needs a second connection while its
+// transaction holds one, so N first uses on a pool of N connections do not
+// wait for each other until their contexts end.
+func runLocked(ctx context.Context, c txStarter, table, key string, noWait bool, fn func(*sql.Tx) error) error {
+	for try := 0; ; try++ {
+		tx, err := c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			return wrap("row lock: begin", err)
+		}
+		err = lockRow(ctx, tx, table, key, noWait)
+		if errors.Is(err, errNoRow) && try == 0 {
+			_ = tx.Rollback()
+			if _, err := c.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (name) VALUES (?)", []byte(key)); err != nil {
+				return wrap("row lock: create row", err)
+			}
+			continue
+		}
+		if errors.Is(err, errNoRow) {
+			err = fmt.Errorf("mysqlstore: row lock %q: row vanished after creation (deleted by someone else?)", key)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return finish(tx, fn)
 	}
+}
+
+// finish runs fn in tx and commits, or rolls back if fn fails or panics.
+func finish(tx *sql.Tx, fn func(*sql.Tx) error) error {
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback() // before the panic goes on: the row is not kept locked
+			panic(p)
+		}
+	}()
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
@@ -116,35 +154,24 @@ func withIdleTimeout(ctx context.Context, db *sql.DB, table, key string, opts Ro
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION idle_transaction_timeout = %d", secs)); err != nil {
 		return wrap("row lock: idle timeout", err)
 	}
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return wrap("row lock: begin", err)
-	}
-	return runLocked(ctx, db, tx, table, key, opts.NoWait, fn)
+	return runLocked(ctx, conn, table, key, opts.NoWait, fn)
 }
 
-// lockRow takes key's row in tx, creating it (outside tx) if missing.
-func lockRow(ctx context.Context, db *sql.DB, tx *sql.Tx, table, key string, noWait bool) error {
+// lockRow takes key's row in tx; errNoRow if it has none.
+func lockRow(ctx context.Context, tx *sql.Tx, table, key string, noWait bool) error {
 	q := "SELECT 1 FROM " + table + " WHERE name = ? FOR UPDATE" + waitClause(ctx, noWait)
-	for try := 0; try < 2; try++ {
-		var one int
-		err := tx.QueryRowContext(ctx, q, []byte(key)).Scan(&one)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, sql.ErrNoRows) && try == 0:
-			// Under READ COMMITTED the next SELECT sees the row once
-			// this autocommit INSERT (or a concurrent one) committed.
-			if _, err := db.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (name) VALUES (?)", []byte(key)); err != nil {
-				return wrap("row lock: create row", err)
-			}
-		case errNumber(err) == erLockWait || errNumber(err) == erNoWait:
-			return fmt.Errorf("mysqlstore: row lock %q: %w", key, &driver.ContendedError{Remaining: -1})
-		default:
-			return wrap("row lock", err)
-		}
+	var one int
+	err := tx.QueryRowContext(ctx, q, []byte(key)).Scan(&one)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return errNoRow
+	case errNumber(err) == erLockWait || errNumber(err) == erNoWait:
+		return fmt.Errorf("mysqlstore: row lock %q: %w", key, &driver.ContendedError{Remaining: -1})
+	default:
+		return wrap("row lock", err)
 	}
-	return fmt.Errorf("mysqlstore: row lock %q: row vanished after creation (deleted by someone else?)", key)
 }
 
 // waitClause is NOWAIT, WAIT n for ctx's deadline, or nothing.

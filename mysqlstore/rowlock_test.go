@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -208,4 +209,32 @@ func lostHolderWrites(t *testing.T, viaTx bool) (int, error) {
 		t.Fatal(err)
 	}
 	return v, herr
+}
+
+// TestRowLockFirstUsesOnAFullPool: as many first uses (rows not yet
+// created) as the pool has connections, at once, all finish: creating a
+// row never needs a second connection while a transaction holds one. The
+// old code (INSERT on the pool from inside the transaction) had every
+// caller wait for a connection until its context ended.
+func TestRowLockFirstUsesOnAFullPool(t *testing.T) {
+	db, opts := migrated(t, mysqlstore.Options{})
+	const n = 3
+	db.SetMaxOpenConns(n)
+	ctx, cancel := context.WithTimeout(ctxT(t), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			errs <- mysqlstore.WithRowLock(ctx, db, fmt.Sprintf("first-%d", i), mysqlstore.RowLockOptions{Table: opts.Table}, func(tx *sql.Tx) error { return nil })
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("WithRowLock on a pool of %d: %v", n, err)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("%d first uses on a pool of %d took %v", n, n, d)
+	}
 }
