@@ -64,8 +64,13 @@ CREATE TABLE IF NOT EXISTS %[1]s (
     owner      text        NOT NULL,
     holds      integer     NOT NULL CHECK (holds > 0),
     fence      bigint      NOT NULL CHECK (fence > 0),
-    expires_at timestamptz NOT NULL
+    expires_at timestamptz NOT NULL,
+    waited     boolean     NOT NULL DEFAULT false
 );
+-- waited: someone waits for this holding (a contended acquire or a
+-- subscriber marked it), so its release sends NOTIFY. Added to tables
+-- created before it (a metadata-only change).
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS waited boolean NOT NULL DEFAULT false;
 
 -- Fences: one sequence for every key, so a fence is greater than every
 -- fence issued before it, also after the key's row was deleted.

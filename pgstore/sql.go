@@ -19,6 +19,7 @@ import "fmt"
 type statements struct {
 	acquire, extend, release, transfer string
 	inspect, list, sweep               string
+	mark                               string
 }
 
 // ttl is the lease length parameter: microseconds as bigint.
@@ -48,6 +49,12 @@ func newStatements(n names) statements {
 		// Releases, extensions and sweeps do not take it (no lock cycle),
 		// and the two-int form of the lock does not share the key space of
 		// the one-bigint form that session locks use.
+		//
+		// A contended attempt (another owner's live row) sets waited, so
+		// that the release of that holding sends NOTIFY (see release);
+		// waited survives re-entries, transfers and a takeover of the
+		// expired row (at most one needless NOTIFY), and a new row starts
+		// without it.
 		acquire: fmt.Sprintf(`WITH lk AS MATERIALIZED (
   SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
 )
@@ -60,7 +67,8 @@ ON CONFLICT (name) DO UPDATE SET
   fence = CASE WHEN l.expires_at <= now() THEN excluded.fence ELSE l.fence END,
   expires_at = CASE WHEN l.expires_at <= now() THEN excluded.expires_at
                     WHEN l.owner = excluded.owner THEN greatest(l.expires_at, excluded.expires_at)
-                    ELSE l.expires_at END
+                    ELSE l.expires_at END,
+  waited = l.waited OR (l.expires_at > now() AND l.owner <> excluded.owner)
 RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
 
 		// extend moves a live holding's expiry to ttl from now; it never
@@ -77,17 +85,20 @@ FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
 
 		// release locks the owner's live row (FOR UPDATE returns its latest
 		// version under READ COMMITTED), then deletes it if this was the
-		// last hold, sending NOTIFY in the same transaction (delivered at
-		// commit), or takes one hold off.
+		// last hold, or takes one hold off. A deleted row that a contended
+		// Acquire or a Subscribe marked (waited) sends NOTIFY in the same
+		// transaction (delivered at commit); an unmarked one sends nothing,
+		// which spares the commit the notification queue's global lock and
+		// write when nobody waits.
 		release: fmt.Sprintf(`WITH cur AS (
   SELECT holds FROM %[1]s WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
 ), d AS (
-  DELETE FROM %[1]s WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING name
+  DELETE FROM %[1]s WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING name, waited
 ), u AS (
   UPDATE %[1]s SET holds = holds - 1 WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) > 1 RETURNING holds
 )
 SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),
-  (SELECT count(*) FROM (SELECT pg_notify($3, d.name) FROM d) AS n),
+  (SELECT count(*) FROM (SELECT pg_notify($3, d.name) FROM d WHERE d.waited) AS n),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
 
 		// transfer gives a live single-hold holding of $2 to $3 with a new
@@ -106,6 +117,11 @@ SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),
 )
 SELECT coalesce((SELECT fence FROM u), 0), coalesce((SELECT holds FROM cur), 0),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks, n.fence),
+
+		// mark sets waited on key's live row, for Subscribe: the release
+		// of the holding it finds then sends NOTIFY. A row already marked
+		// is not written again.
+		mark: fmt.Sprintf(`UPDATE %[1]s SET waited = true WHERE name = $1 AND expires_at > now() AND NOT waited`, n.locks),
 
 		inspect: fmt.Sprintf(`SELECT owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
