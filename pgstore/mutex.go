@@ -59,21 +59,22 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 }
 
 // Release implements driver.Mutex in one statement: it takes one hold off
-// a live holding of token, and on the last one deletes the row and sends
-// NOTIFY on the store's channel with the key (delivered to listeners when
-// the statement commits). A key that is free, expired or held by another
+// a live holding of token, and on the last one frees the row (kept for the
+// key's next Acquire, deleted by the sweep) and, if someone waited for the
+// holding (see Subscribe), sends NOTIFY on the store's channel with the key
+// (delivered to listeners when the statement commits). A key that is free, expired or held by another
 // token is left as it is: driver.NotHeld(taken). Errors as Acquire.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := s.check(key, time.Millisecond); err != nil {
 		return err
 	}
-	var deleted, decremented, notified int64
+	var freed, decremented, notified int64
 	var taken bool
-	err := s.db.queryRow(ctx, s.sql.release, []any{key, digest(token), s.names.channel()}, &deleted, &decremented, &notified, &taken)
+	err := s.db.queryRow(ctx, s.sql.release, []any{key, digest(token), s.names.channel()}, &freed, &decremented, &notified, &taken)
 	if err != nil {
 		return wrap("release", err)
 	}
-	if deleted == 0 && decremented == 0 {
+	if freed == 0 && decremented == 0 {
 		return driver.NotHeld(taken)
 	}
 	return nil

@@ -25,51 +25,67 @@ type statements struct {
 // ttl is the lease length parameter: microseconds as bigint.
 const ttlExpr = `now() + $3::bigint * interval '1 microsecond'`
 
+// acquireSet is the acquire's SET list, for the UPDATE of an existing row
+// and for the ON CONFLICT branch of an insert ($2 the owner, $3 the ttl):
+// a free row (expires_at <= now()) gets a new holding with a fence drawn
+// here, under the row lock; the owner's live row one more hold; another
+// owner's live row is written back with waited set.
+const acquireSet = `owner = CASE WHEN l.expires_at <= now() THEN $2 ELSE l.owner END,
+    holds = CASE WHEN l.expires_at <= now() THEN 1 WHEN l.owner = $2 THEN l.holds + 1 ELSE l.holds END,
+    fence = CASE WHEN l.expires_at <= now() THEN nextval('%[2]s') ELSE l.fence END,
+    expires_at = CASE WHEN l.expires_at <= now() THEN ` + ttlExpr + `
+                      WHEN l.owner = $2 THEN greatest(l.expires_at, ` + ttlExpr + `)
+                      ELSE l.expires_at END,
+    waited = l.waited OR (l.expires_at > now() AND l.owner <> $2)`
+
 // remaining is the row's remaining time in microseconds (negative once
 // expired).
 const remainingExpr = `(extract(epoch FROM expires_at - now()) * 1000000)::bigint`
 
 func newStatements(n names) statements {
 	return statements{
-		// acquire inserts a row for a free key; on a row that exists it
-		// re-creates the holding if the row has expired, adds a hold for
-		// the same owner (fence kept, expiry never shortened), and
-		// otherwise writes the row back unchanged, so that RETURNING
-		// reports the holder's remaining time in the same statement. The
-		// fence is drawn from the sequence on every call, used only for a
-		// new holding (gaps are harmless: fences only need to increase).
+		// acquire updates the key's row in place when there is one (a
+		// released or expired row is free): a free row gets a new holding
+		// with a fence from the sequence, the holder's token re-enters
+		// (fence kept, expiry never shortened), and another holder's row is
+		// written back with waited set (a contended attempt: the release of
+		// that holding then sends NOTIFY, see release) so that RETURNING
+		// reports the holder's remaining time in the same statement.
+		// waited survives re-entries, transfers and the takeover of an
+		// expired row (at most one needless NOTIFY); a release clears it.
 		//
-		// The fence is drawn before the row is written, and an insert can
-		// wait (for a release deleting the row) between the two: two
-		// acquires waiting there could insert in the other order than they
-		// drew, and the later holding would get the smaller fence. So every
-		// acquire of a key first takes a transaction-scoped advisory lock
-		// on (hash of the table, hash of the key), released at commit:
-		// acquires of one key draw and write one at a time, in order.
-		// Releases, extensions and sweeps do not take it (no lock cycle),
-		// and the two-int form of the lock does not share the key space of
-		// the one-bigint form that session locks use.
+		// Fences follow the holding order without any other lock: the
+		// UPDATE computes the new row after it holds the row lock (a
+		// statement that waited for the lock re-evaluates its SET on the
+		// latest version, nextval included), so a fence is drawn by the
+		// holding's creator while it alone can change the row.
 		//
-		// A contended attempt (another owner's live row) sets waited, so
-		// that the release of that holding sends NOTIFY (see release);
-		// waited survives re-entries, transfers and a takeover of the
-		// expired row (at most one needless NOTIFY), and a new row starts
-		// without it.
-		acquire: fmt.Sprintf(`WITH lk AS MATERIALIZED (
-  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
+		// Only a key without a row (never locked, or swept) takes the
+		// INSERT branch, under a transaction-scoped advisory lock on (hash
+		// of the table, hash of the key) taken before the fence is drawn:
+		// an insert draws before it may wait on a conflicting row, so
+		// without the lock a later holding could be created and its row
+		// deleted while it waits, and the insert would then land with the
+		// smaller fence. Rows are deleted only by the sweep, which deletes
+		// a row only under the same advisory lock (try-lock: it never
+		// waits), so no row can vanish between an insert's draw and its
+		// write. A conflict (a row inserted meanwhile) takes the ON
+		// CONFLICT branch, which draws under the row lock. The two-int form
+		// of the advisory lock does not share the key space of the
+		// one-bigint form that session locks use.
+		acquire: fmt.Sprintf(`WITH u AS (
+  UPDATE %[1]s AS l SET `+acquireSet+`
+  WHERE l.name = $1
+  RETURNING owner = $2, fence, holds, `+remainingExpr+`
+), lk AS MATERIALIZED (
+  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1)) WHERE NOT EXISTS (SELECT 1 FROM u)
+), i AS (
+  INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
+  SELECT $1, $2, 1, nextval('%[2]s'), `+ttlExpr+` FROM lk
+  ON CONFLICT (name) DO UPDATE SET `+acquireSet+`
+  RETURNING owner = $2, fence, holds, `+remainingExpr+`
 )
-INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
-SELECT $1, $2, 1, nextval('%[2]s'), `+ttlExpr+` FROM lk
-ON CONFLICT (name) DO UPDATE SET
-  owner = CASE WHEN l.expires_at <= now() THEN excluded.owner ELSE l.owner END,
-  holds = CASE WHEN l.expires_at <= now() THEN 1
-               WHEN l.owner = excluded.owner THEN l.holds + 1 ELSE l.holds END,
-  fence = CASE WHEN l.expires_at <= now() THEN excluded.fence ELSE l.fence END,
-  expires_at = CASE WHEN l.expires_at <= now() THEN excluded.expires_at
-                    WHEN l.owner = excluded.owner THEN greatest(l.expires_at, excluded.expires_at)
-                    ELSE l.expires_at END,
-  waited = l.waited OR (l.expires_at > now() AND l.owner <> excluded.owner)
-RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
+SELECT * FROM u UNION ALL SELECT * FROM i`, n.locks, n.fence),
 
 		// extend moves a live holding's expiry to ttl from now; it never
 		// re-creates a row. The second column tells a key held by another
@@ -84,33 +100,38 @@ SELECT coalesce(u.fence, 0), coalesce(u.holds, 0),
 FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
 
 		// release locks the owner's live row (FOR UPDATE returns its latest
-		// version under READ COMMITTED), then deletes it if this was the
-		// last hold, or takes one hold off. A deleted row that a contended
-		// Acquire or a Subscribe marked (waited) sends NOTIFY in the same
-		// transaction (delivered at commit); an unmarked one sends nothing,
-		// which spares the commit the notification queue's global lock and
-		// write when nobody waits.
+		// version under READ COMMITTED), then takes one hold off, or on the
+		// last hold frees the row: its expiry set to the epoch (long past)
+		// and waited cleared. The row stays, so that the next acquire of
+		// the key updates it in place (no insert, no new index entry, no
+		// advisory lock); the sweep deletes free rows. A freed holding that
+		// a contended Acquire or a Subscribe marked (waited) sends NOTIFY in
+		// the same transaction (delivered at commit); an unmarked one sends
+		// nothing, which spares the commit the notification queue's global
+		// lock and write when nobody waits. It reports the holdings freed
+		// and decremented (0 or 1 each), NOTIFYs sent, and whether another
+		// owner holds the key.
 		release: fmt.Sprintf(`WITH cur AS (
-  SELECT holds FROM %[1]s WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
-), d AS (
-  DELETE FROM %[1]s WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING name, waited
+  SELECT holds, waited FROM %[1]s WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
 ), u AS (
-  UPDATE %[1]s SET holds = holds - 1 WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) > 1 RETURNING holds
+  UPDATE %[1]s SET holds = greatest(holds - 1, 1),
+    expires_at = CASE WHEN holds = 1 THEN timestamptz 'epoch' ELSE expires_at END,
+    waited = waited AND holds > 1
+  WHERE name = $1 AND owner = $2 AND EXISTS (SELECT 1 FROM cur) RETURNING holds
 )
-SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),
-  (SELECT count(*) FROM (SELECT pg_notify($3, d.name) FROM d WHERE d.waited) AS n),
+SELECT (SELECT count(*) FROM cur WHERE holds = 1), (SELECT count(*) FROM cur WHERE holds > 1),
+  (SELECT count(*) FROM (SELECT pg_notify($3, $1) FROM cur WHERE holds = 1 AND waited AND EXISTS (SELECT 1 FROM u)) AS n),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
 
 		// transfer gives a live single-hold holding of $2 to $3 with a new
-		// fence, under the acquire's advisory lock (taken before the row
-		// lock, as acquire does, so no lock cycle), without NOTIFY: the key
-		// is never free. It reports the new fence (0 if nothing changed),
-		// the holds $2 had, and whether another owner holds the key.
-		transfer: fmt.Sprintf(`WITH lk AS MATERIALIZED (
-  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
-), cur AS (
+		// fence drawn under the row lock (cur locks the row before the
+		// UPDATE computes it), without NOTIFY: the key is never free. The
+		// row's waited mark stays (the waiters of other processes still
+		// wait). It reports the new fence (0 if nothing changed), the holds
+		// $2 had, and whether another owner holds the key.
+		transfer: fmt.Sprintf(`WITH cur AS (
   SELECT holds FROM %[1]s
-  WHERE name = $1 AND owner = $2 AND expires_at > now() AND EXISTS (SELECT 1 FROM lk) FOR UPDATE
+  WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
 ), u AS (
   UPDATE %[1]s SET owner = $3, holds = 1, fence = nextval('%[2]s'), expires_at = now() + $4::bigint * interval '1 microsecond'
   WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING fence
@@ -131,10 +152,17 @@ FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
 		list: fmt.Sprintf(`SELECT name, owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE left(name, length($1)) = $1 AND expires_at > now()`, n.locks),
 
-		// sweep deletes up to $1 rows that expired, skipping rows another
-		// statement has locked (a concurrent sweep, an acquire re-taking
-		// the key).
-		sweep: fmt.Sprintf(`DELETE FROM %[1]s WHERE name IN (
-  SELECT name FROM %[1]s WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)`, n.locks),
+		// sweep deletes up to $1 free rows (released, or expired), skipping
+		// rows another statement has locked (a concurrent sweep, an acquire
+		// re-taking the key) and keys whose advisory lock an inserting
+		// acquire holds (see acquire: a row is deleted only under that
+		// lock, taken with a try-lock on the candidates only, so the sweep
+		// never waits for it).
+		sweep: fmt.Sprintf(`WITH c AS MATERIALIZED (
+  SELECT name FROM %[1]s WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED
+), k AS MATERIALIZED (
+  SELECT name FROM c WHERE pg_try_advisory_xact_lock(hashtext('%[1]s'), hashtext(name))
+)
+DELETE FROM %[1]s WHERE name IN (SELECT name FROM k)`, n.locks),
 	}
 }

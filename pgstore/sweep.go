@@ -43,9 +43,9 @@ func (s *Store) sweepLoop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// Sweep deletes the rows of leases that ended without a release, in
+// Sweep deletes free rows (of keys released, or whose lease ended), in
 // batches of at most 1000 rows, skipping rows other statements hold
-// locked, and returns how many it deleted. The store calls it every
+// locked and keys an Acquire is inserting, and returns how many it deleted. The store calls it every
 // Options.SweepInterval; call it yourself when the store does not sweep
 // (a negative interval). Safe to run from many stores at once. An error
 // matching no sentinel means the database did not answer; the rows
