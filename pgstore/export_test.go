@@ -8,7 +8,7 @@ import "strings"
 // control of the fence-order test.
 func WithEarlyFence(s *Store) {
 	draw := "nextval('" + s.names.fence + "')"
-	q := strings.Replace(s.sql.acquire, "WITH u AS (", "WITH f AS MATERIALIZED (SELECT "+draw+" AS v), u AS (", 1)
+	q := "WITH f AS MATERIALIZED (SELECT " + draw + " AS v) " + s.sql.acquire
 	s.sql.acquire = strings.ReplaceAll(q, "THEN "+draw+" ELSE", "THEN (SELECT v FROM f) ELSE")
 }
 
@@ -16,5 +16,5 @@ func WithEarlyFence(s *Store) {
 // marked or not (the behaviour before the waited column), for the negative
 // control of the notify-only-when-waited test.
 func WithNotifyAlways(s *Store) {
-	s.sql.release = strings.Replace(s.sql.release, "WHERE holds = 1 AND waited AND", "WHERE holds = 1 AND", 1)
+	s.sql.release = strings.Replace(s.sql.release, " AND l.waited THEN", " THEN", 1)
 }

@@ -17,9 +17,9 @@ import "fmt"
 // set with the current time would, and a lease it tests is taken as expired
 // only if it had ended before the statement began.
 type statements struct {
-	acquire, extend, release, transfer string
-	inspect, list, sweep               string
-	mark                               string
+	acquire, insert, extend, release string
+	transfer, taken, mark            string
+	inspect, list, sweep             string
 }
 
 // ttl is the lease length parameter: microseconds as bigint.
@@ -28,15 +28,17 @@ const ttlExpr = `now() + $3::bigint * interval '1 microsecond'`
 // acquireSet is the acquire's SET list, for the UPDATE of an existing row
 // and for the ON CONFLICT branch of an insert ($2 the owner, $3 the ttl):
 // a free row (expires_at <= now()) gets a new holding with a fence drawn
-// here, under the row lock; the owner's live row one more hold; another
-// owner's live row is written back with waited set.
+// here, under the row lock, and waited cleared (the waiters of the ended
+// holding retry at its expiry or on its NOTIFY, and mark the new one); the
+// owner's live row one more hold; another owner's live row is written back
+// with waited set.
 const acquireSet = `owner = CASE WHEN l.expires_at <= now() THEN $2 ELSE l.owner END,
     holds = CASE WHEN l.expires_at <= now() THEN 1 WHEN l.owner = $2 THEN l.holds + 1 ELSE l.holds END,
     fence = CASE WHEN l.expires_at <= now() THEN nextval('%[2]s') ELSE l.fence END,
     expires_at = CASE WHEN l.expires_at <= now() THEN ` + ttlExpr + `
                       WHEN l.owner = $2 THEN greatest(l.expires_at, ` + ttlExpr + `)
                       ELSE l.expires_at END,
-    waited = l.waited OR (l.expires_at > now() AND l.owner <> $2)`
+    waited = l.expires_at > now() AND (l.waited OR l.owner <> $2)`
 
 // remaining is the row's remaining time in microseconds (negative once
 // expired).
@@ -44,48 +46,45 @@ const remainingExpr = `(extract(epoch FROM expires_at - now()) * 1000000)::bigin
 
 func newStatements(n names) statements {
 	return statements{
-		// acquire updates the key's row in place when there is one (a
-		// released or expired row is free): a free row gets a new holding
-		// with a fence from the sequence, the holder's token re-enters
-		// (fence kept, expiry never shortened), and another holder's row is
+		// acquire updates the key's row in place (a released or expired
+		// row is free): a free row gets a new holding with a fence from the
+		// sequence and waited cleared, the holder's token re-enters (fence
+		// kept, expiry never shortened), and another holder's row is
 		// written back with waited set (a contended attempt: the release of
-		// that holding then sends NOTIFY, see release) so that RETURNING
-		// reports the holder's remaining time in the same statement.
-		// waited survives re-entries, transfers and the takeover of an
-		// expired row (at most one needless NOTIFY); a release clears it.
+		// that holding then sends NOTIFY, see release), so that RETURNING
+		// reports the holder's remaining time in the same statement. A key
+		// without a row (never locked, or swept) returns no row: the store
+		// then runs insert.
 		//
 		// Fences follow the holding order without any other lock: the
 		// UPDATE computes the new row after it holds the row lock (a
 		// statement that waited for the lock re-evaluates its SET on the
 		// latest version, nextval included), so a fence is drawn by the
 		// holding's creator while it alone can change the row.
-		//
-		// Only a key without a row (never locked, or swept) takes the
-		// INSERT branch, under a transaction-scoped advisory lock on (hash
-		// of the table, hash of the key) taken before the fence is drawn:
-		// an insert draws before it may wait on a conflicting row, so
-		// without the lock a later holding could be created and its row
-		// deleted while it waits, and the insert would then land with the
-		// smaller fence. Rows are deleted only by the sweep, which deletes
-		// a row only under the same advisory lock (try-lock: it never
-		// waits), so no row can vanish between an insert's draw and its
-		// write. A conflict (a row inserted meanwhile) takes the ON
-		// CONFLICT branch, which draws under the row lock. The two-int form
-		// of the advisory lock does not share the key space of the
-		// one-bigint form that session locks use.
-		acquire: fmt.Sprintf(`WITH u AS (
-  UPDATE %[1]s AS l SET `+acquireSet+`
-  WHERE l.name = $1
-  RETURNING owner = $2, fence, holds, `+remainingExpr+`
-), lk AS MATERIALIZED (
-  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1)) WHERE NOT EXISTS (SELECT 1 FROM u)
-), i AS (
-  INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
-  SELECT $1, $2, 1, nextval('%[2]s'), `+ttlExpr+` FROM lk
-  ON CONFLICT (name) DO UPDATE SET `+acquireSet+`
-  RETURNING owner = $2, fence, holds, `+remainingExpr+`
+		acquire: fmt.Sprintf(`UPDATE %[1]s AS l SET `+acquireSet+`
+WHERE l.name = $1
+RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
+
+		// insert is acquire for a key without a row. An insert draws its
+		// fence before it may wait on a conflicting row, so without a lock
+		// a later holding could be created and its row deleted while it
+		// waits, and the insert would then land with the smaller fence. So
+		// it first takes a transaction-scoped advisory lock on (hash of the
+		// table, hash of the key), released at commit, and rows are deleted
+		// only by the sweep, which deletes a row only under the same lock
+		// (a try-lock: it never waits): no row can vanish between an
+		// insert's draw and its write. A conflict (a row inserted or freed
+		// meanwhile) takes the ON CONFLICT branch, acquire's SET, which
+		// draws under the row lock. The two-int form of the advisory lock
+		// does not share the key space of the one-bigint form that session
+		// locks use.
+		insert: fmt.Sprintf(`WITH lk AS MATERIALIZED (
+  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
 )
-SELECT * FROM u UNION ALL SELECT * FROM i`, n.locks, n.fence),
+INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
+SELECT $1, $2, 1, nextval('%[2]s'), `+ttlExpr+` FROM lk
+ON CONFLICT (name) DO UPDATE SET `+acquireSet+`
+RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
 
 		// extend moves a live holding's expiry to ttl from now; it never
 		// re-creates a row. The second column tells a key held by another
@@ -99,29 +98,27 @@ SELECT coalesce(u.fence, 0), coalesce(u.holds, 0),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())
 FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
 
-		// release locks the owner's live row (FOR UPDATE returns its latest
-		// version under READ COMMITTED), then takes one hold off, or on the
-		// last hold frees the row: its expiry set to the epoch (long past)
-		// and waited cleared. The row stays, so that the next acquire of
-		// the key updates it in place (no insert, no new index entry, no
-		// advisory lock); the sweep deletes free rows. A freed holding that
-		// a contended Acquire or a Subscribe marked (waited) sends NOTIFY in
-		// the same transaction (delivered at commit); an unmarked one sends
-		// nothing, which spares the commit the notification queue's global
-		// lock and write when nobody waits. It reports the holdings freed
-		// and decremented (0 or 1 each), NOTIFYs sent, and whether another
-		// owner holds the key.
-		release: fmt.Sprintf(`WITH cur AS (
-  SELECT holds, waited FROM %[1]s WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
-), u AS (
-  UPDATE %[1]s SET holds = greatest(holds - 1, 1),
-    expires_at = CASE WHEN holds = 1 THEN timestamptz 'epoch' ELSE expires_at END,
-    waited = waited AND holds > 1
-  WHERE name = $1 AND owner = $2 AND EXISTS (SELECT 1 FROM cur) RETURNING holds
-)
-SELECT (SELECT count(*) FROM cur WHERE holds = 1), (SELECT count(*) FROM cur WHERE holds > 1),
-  (SELECT count(*) FROM (SELECT pg_notify($3, $1) FROM cur WHERE holds = 1 AND waited AND EXISTS (SELECT 1 FROM u)) AS n),
-  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
+		// release takes one hold off the owner's live row, or on the last
+		// hold frees it: its expiry set to the epoch (long past). The row
+		// stays, so that the next acquire of the key updates it in place
+		// (no insert, no new index entry, no advisory lock); the sweep
+		// deletes free rows. A freed holding that a contended Acquire or a
+		// Subscribe marked (waited) sends NOTIFY in the same transaction
+		// (delivered at commit); an unmarked one sends nothing, which
+		// spares the commit the notification queue's global lock and write
+		// when nobody waits. waited stays on the free row (a takeover
+		// clears it). It returns whether the row was freed and the NOTIFYs
+		// sent, or no row if token holds nothing (the store then runs
+		// taken).
+		release: fmt.Sprintf(`UPDATE %[1]s AS l SET holds = greatest(l.holds - 1, 1),
+  expires_at = CASE WHEN l.holds = 1 THEN timestamptz 'epoch' ELSE l.expires_at END
+WHERE l.name = $1 AND l.owner = $2 AND l.expires_at > now()
+RETURNING l.expires_at = timestamptz 'epoch',
+  CASE WHEN l.expires_at = timestamptz 'epoch' AND l.waited THEN (SELECT count(*) FROM (SELECT pg_notify($3, l.name)) AS n) ELSE 0 END`, n.locks),
+
+		// taken tells, after a refused release, a key held by another
+		// owner from a free one, for NotHeld(taken).
+		taken: fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
 
 		// transfer gives a live single-hold holding of $2 to $3 with a new
 		// fence drawn under the row lock (cur locks the row before the
