@@ -52,11 +52,12 @@ func Schema(opts Options) string {
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.
-// No index on expires_at: the table holds only keys held now (released rows
-// are deleted, expired ones swept), so the sweep's scan is short, and
+// No index on expires_at: the table holds only keys held now or lately
+// (free and expired rows are swept), so the sweep's scan is short, and
 // without that index every update of a row (re-entry, extension, a
 // contended attempt) can be a HOT update that writes no index entry.
-const schemaTemplate = `-- dlock lease table: one row per key held now.
+const schemaTemplate = `-- dlock lease table: one row per key held now or lately (a released
+-- row stays, free, for the key's next acquire, until the sweep).
 -- owner is the hex SHA-256 of the holder's token, never the token.
 -- expires_at is on the database clock (now() of the statement that set it).
 CREATE TABLE IF NOT EXISTS %[1]s (

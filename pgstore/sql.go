@@ -4,10 +4,13 @@ import "fmt"
 
 // statements are the store's SQL for one set of names. Every lock
 // operation is one statement (one round trip once pgx has prepared it on a
-// connection), run in its own implicit transaction under READ COMMITTED,
-// and touches one row of the lease table: no serialization failures (those
-// need REPEATABLE READ or SERIALIZABLE) and no deadlocks (one row lock per
-// statement, NOTIFY's lock taken last, at commit).
+// connection; a key without a row takes insert after acquire, a refused
+// release taken after release), run in its own implicit transaction under
+// READ COMMITTED, and touches one row of the lease table: no serialization
+// failures (those need REPEATABLE READ or SERIALIZABLE) and no deadlocks
+// (one row lock per statement; insert takes its advisory lock before the
+// row lock, the sweep takes advisory locks only with a try-lock; NOTIFY's
+// lock taken last, at commit).
 //
 // Time is now(): the start of the statement's transaction on the database
 // clock, one value for the whole statement (clock_timestamp() would move
