@@ -1,5 +1,5 @@
 // Package pgstore is a dlock store on PostgreSQL: a lease table, one row per
-// key held now, with expiry decided on the database clock.
+// key locked lately, with expiry decided on the database clock.
 //
 // # Model
 //
@@ -7,30 +7,42 @@
 // Granularity: 1µs, ServerClock: true}). Acquire, Extend, Release and
 // Transfer are each one SQL statement, hence one round trip (once pgx has
 // prepared it on a connection) and one implicit transaction under READ
-// COMMITTED, PostgreSQL's default. Each touches one row of the lease table, so
-// contention causes neither serialization failures (SQLSTATE 40001) nor
-// deadlocks (40P01). The owner column holds the hex SHA-256 of the token,
-// never the token. Expiry is now() + ttl on the server, and a row counts as
-// expired once expires_at <= now(). Client clocks do not matter. A step of the
+// COMMITTED, PostgreSQL's default. Two cases take a second statement: the
+// Acquire of a key that has no row (never locked, or swept since) inserts
+// one, and a refused Release asks whether another owner holds the key. Each
+// statement touches one row of the lease table, so contention causes
+// neither serialization failures (SQLSTATE 40001) nor deadlocks (40P01).
+// The owner column holds the hex SHA-256 of the token, never the token.
+// Expiry is now() + ttl on the server, and a row counts as expired (free)
+// once expires_at <= now(). Client clocks do not matter. A step of the
 // server's clock moves every lease with it.
 //
 // Fences come from one sequence (<prefix>_fence), so a fence is greater than
 // every fence issued before it for any key, including keys whose rows were
-// deleted. Acquisitions of one key take a transaction-scoped advisory lock
-// (the two-int form, keyed by the table's and the key's hashes) before they
-// draw a fence. Without it, two acquires that waited for the same releasing
-// row could insert in the opposite order to their draws.
+// deleted. Acquire updates the key's row in place and draws the fence in
+// the UPDATE, under the row lock, so fences follow the holding order. Only
+// the insert of a key without a row draws before it may wait on a
+// conflicting row; it takes a transaction-scoped advisory lock first (the
+// two-int form, keyed by the table's and the key's hashes), and the sweep
+// deletes a row only under that lock (a try-lock), so no row can be created,
+// held and deleted between an insert's draw and its write.
 //
-// Released rows are deleted in the release's statement. Rows whose lease ended
-// without a release are deleted by the store's sweep every
-// Options.SweepInterval (default 1 minute; Store.Sweep runs it by hand), so
-// the table holds only the keys held now plus the expired ones not yet swept.
+// A release frees the row (its expiry set to the epoch) and keeps it, so
+// that the key's next Acquire is an update of one row, with no new index
+// entry. Free rows and rows whose lease ended without a release are deleted
+// by the store's sweep every Options.SweepInterval (default 1 minute;
+// Store.Sweep runs it by hand), so the table holds the keys held now plus
+// those whose holding ended less than about a sweep interval ago.
 //
 // # Waiting
 //
-// Store is a driver.Notifier. The release of a key's last hold sends
-// pg_notify(<prefix>_locks, key) in the same statement, and PostgreSQL
-// delivers it when the statement commits. The first Subscribe opens one
+// Store is a driver.Notifier. The release of a holding's last hold sends
+// pg_notify(<prefix>_locks, key) in the same statement when someone waited
+// for that holding: a contended Acquire marks the row (waited) in the same
+// statement, and so does Subscribe for the key's current holding. A release
+// nobody waited for sends nothing, which spares its commit PostgreSQL's
+// notification queue (a global lock and a write). PostgreSQL delivers a
+// NOTIFY when the statement commits. The first Subscribe opens one
 // connection of the Store's own, with the pool's settings but not taken from
 // the pool (with NewDB it is one pinned connection of the *sql.DB). That
 // connection runs LISTEN, and a goroutine hands each notification to the
@@ -41,7 +53,8 @@
 //
 // # Schema
 //
-// Migrate (or MigrateDB) creates the schema if it is missing. Schema returns
+// Migrate (or MigrateDB) creates the schema if it is missing, and adds the
+// waited column to a lease table made by an earlier version. Schema returns
 // the same DDL, for a DBA to review or run: the lease table <prefix>_locks,
 // the sequence <prefix>_fence, and the row-lock table <prefix>_rows, which
 // the lease mode does not use. The prefix is Options.Table (default "dlock"),

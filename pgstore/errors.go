@@ -11,7 +11,8 @@ import (
 
 // wrap adds the operation to err and classifies PostgreSQL's refusals,
 // which retrying cannot fix, as driver.ErrRefused: a missing table (run
-// Migrate), a read-only server (a replica, or default_transaction_read_only),
+// Migrate), a missing column (a table made before the column: run Migrate
+// again), a read-only server (a replica, or default_transaction_read_only),
 // missing privileges, failed authentication. Anything else (network errors,
 // a cancelled context, a server shutting down) matches no sentinel: the
 // outcome is unknown.
@@ -22,6 +23,8 @@ func wrap(op string, err error) error {
 		switch pe.Code {
 		case "42P01":
 			hint = " (run pgstore.Migrate, or `dlock schema` for the DDL)"
+		case "42703":
+			hint = " (a table made by an older pgstore: run pgstore.Migrate again, or `dlock schema` for the DDL)"
 		case "25006":
 			hint = " (a read-only server: a replica? point the store at the primary)"
 		}
@@ -34,6 +37,7 @@ func wrap(op string, err error) error {
 func refused(code string) bool {
 	switch {
 	case code == "42P01", // undefined_table
+		code == "42703",               // undefined_column
 		code == "42501",               // insufficient_privilege
 		code == "25006",               // read_only_sql_transaction
 		code == "42883",               // undefined_function

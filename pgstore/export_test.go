@@ -2,12 +2,19 @@ package pgstore
 
 import "strings"
 
-// WithoutFenceLock removes the advisory lock from s's acquire statement,
-// for the negative control of the fence-order test.
-func WithoutFenceLock(s *Store) {
-	q := s.sql.acquire
-	start := strings.Index(q, "WITH lk AS MATERIALIZED")
-	end := strings.Index(q, "INSERT INTO")
-	q = q[:start] + q[end:]
-	s.sql.acquire = strings.Replace(q, " FROM lk", "", 1)
+// WithEarlyFence makes s's acquire draw its fence once, at the start of
+// the statement, before it holds the row lock (a statement that waits for
+// the row then writes the fence it drew before the wait), for the negative
+// control of the fence-order test.
+func WithEarlyFence(s *Store) {
+	draw := "nextval('" + s.names.fence + "')"
+	q := "WITH f AS MATERIALIZED (SELECT " + draw + " AS v) " + s.sql.acquire
+	s.sql.acquire = strings.ReplaceAll(q, "THEN "+draw+" ELSE", "THEN (SELECT v FROM f) ELSE")
+}
+
+// WithNotifyAlways makes s's release send NOTIFY for every freed holding,
+// marked or not (the behaviour before the waited column), for the negative
+// control of the notify-only-when-waited test.
+func WithNotifyAlways(s *Store) {
+	s.sql.release = strings.Replace(s.sql.release, " AND l.waited THEN", " THEN", 1)
 }

@@ -150,6 +150,14 @@ func TestFaultAmbiguousAcquire(t *testing.T) {
 	if _, err := st.Acquire(tctx(t), key+"/warm", tok, time.Second); err != nil { // prepares it
 		t.Fatal(err)
 	}
+	// The key gets a free row first, so that the Acquire below is one
+	// statement (the update of a free row), the one whose reply is lost.
+	if _, err := other.Acquire(tctx(t), key, "before", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Release(tctx(t), key, "before"); err != nil {
+		t.Fatal(err)
+	}
 	ambiguous(t, p, func(ctx context.Context) error { _, err := st.Acquire(ctx, key, tok, 30*time.Second); return err },
 		func() bool { return remainingMicros(t, admin, key) > 0 })
 	g, err := st.Acquire(tctx(t), key, tok, 30*time.Second)

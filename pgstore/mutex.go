@@ -2,13 +2,16 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5"
 )
 
-// Acquire implements driver.Mutex in one statement (see statements): a free
+// Acquire implements driver.Mutex in one statement (see statements; a key
+// without a row, never locked or swept since, takes a second one): a free
 // or expired key gets a new holding with a fence from the sequence, the
 // holder's token re-enters (fence kept, expiry the later of the current one
 // and ttl from now), another holder's key is left as it is and Acquire
@@ -26,7 +29,11 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		fence, holds int64
 		remaining    int64
 	)
-	err := s.db.queryRow(ctx, s.sql.acquire, []any{key, digest(token), micros(ttl)}, &mine, &fence, &holds, &remaining)
+	args := []any{key, digest(token), micros(ttl)}
+	err := s.db.queryRow(ctx, s.sql.acquire, args, &mine, &fence, &holds, &remaining)
+	if errors.Is(err, pgx.ErrNoRows) { // no row for key: insert one
+		err = s.db.queryRow(ctx, s.sql.insert, args, &mine, &fence, &holds, &remaining)
+	}
 	if err != nil {
 		return driver.Grant{}, wrap("acquire", err)
 	}
@@ -58,23 +65,32 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	return driver.Grant{Fence: uint64(fence), Holds: int(holds), TTL: ttl}, nil
 }
 
-// Release implements driver.Mutex in one statement: it takes one hold off
-// a live holding of token, and on the last one deletes the row and sends
-// NOTIFY on the store's channel with the key (delivered to listeners when
-// the statement commits). A key that is free, expired or held by another
+// Release implements driver.Mutex in one statement (a refused release
+// takes a second one, to tell taken from free): it takes one hold off
+// a live holding of token, and on the last one frees the row (kept for the
+// key's next Acquire, deleted by the sweep) and, if someone waited for the
+// holding (see Subscribe), sends NOTIFY on the store's channel with the key
+// (delivered to listeners when the statement commits). A key that is free, expired or held by another
 // token is left as it is: driver.NotHeld(taken). Errors as Acquire.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := s.check(key, time.Millisecond); err != nil {
 		return err
 	}
-	var deleted, decremented, notified int64
-	var taken bool
-	err := s.db.queryRow(ctx, s.sql.release, []any{key, digest(token), s.names.channel()}, &deleted, &decremented, &notified, &taken)
+	var (
+		freed    bool
+		notified int64
+	)
+	owner := digest(token)
+	err := s.db.queryRow(ctx, s.sql.release, []any{key, owner, s.names.channel()}, &freed, &notified)
+	if errors.Is(err, pgx.ErrNoRows) { // token holds nothing: why?
+		var taken bool
+		if err := s.db.queryRow(ctx, s.sql.taken, []any{key, owner}, &taken); err != nil {
+			return wrap("release", err)
+		}
+		return driver.NotHeld(taken)
+	}
 	if err != nil {
 		return wrap("release", err)
-	}
-	if deleted == 0 && decremented == 0 {
-		return driver.NotHeld(taken)
 	}
 	return nil
 }

@@ -71,21 +71,38 @@ func newListener(b backend, channel string) *listener {
 // store's listener: one connection of its own (not taken from the pool;
 // with NewDB, one pinned connection of the *sql.DB) that runs LISTEN on the
 // store's channel and hands each release's NOTIFY to the key's subscribers.
-// Subscribe returns once LISTEN is active, so every release that commits
-// afterwards arrives. Only releases of the last hold send NOTIFY:
-// acquisitions, extensions, partial and refused releases send nothing. A
-// lease that ends without a release sends nothing either (waiters learn its
+// Subscribe returns once LISTEN is active and it has marked the key's
+// current holding (if any) as waited for, one more statement: every release
+// of that holding that commits afterwards arrives. Only the release of the
+// last hold of a holding that someone waited for sends NOTIFY: one that
+// Subscribe marked, or that an Acquire met contended (the attempt marks it
+// in the same statement). A holding that began after Subscribe and that no
+// Acquire met contended ends without NOTIFY: a waiter tries again after it
+// subscribes (the Client does), and that attempt marks the holding it
+// meets. So a release nobody waits for spares its commit the notification
+// queue. Acquisitions, extensions, partial and refused releases send
+// nothing. A lease that ends without a release sends nothing either (waiters learn its
 // end from ContendedError.Remaining). When the listener's connection dies it
 // reconnects, and once it listens again it wakes every subscriber, since a
 // release in between was not heard. It returns an error matching no
-// sentinel if the listener cannot connect (the client then backs off), one
+// sentinel if the listener cannot connect or the mark gets no answer (the
+// client then backs off), one matching driver.ErrRefused if the mark is
+// refused (a table without the waited column: run Migrate), one
 // matching errors.ErrUnsupported for a *sql.DB whose driver is not pgx's,
 // and one matching driver.ErrInvalid after Close.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
-	return s.lis.subscribe(ctx, key)
+	ch, cancel, err := s.lis.subscribe(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := s.db.exec(ctx, s.sql.mark, key); err != nil {
+		cancel()
+		return nil, nil, wrap("subscribe: mark the holding", err)
+	}
+	return ch, cancel, nil
 }
 
 func (l *listener) subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {

@@ -2,10 +2,12 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"example.com/dlock/driver"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -36,6 +38,7 @@ func TestWakeLatency(t *testing.T) {
 			t.Fatalf("round %d: woken by an acquisition", i)
 		default:
 		}
+		waitFor(t, waiter, "k") // marks the holding: its release notifies
 		start := time.Now()
 		if err := holder.Release(ctx(t), "k", tk); err != nil {
 			t.Fatal(err)
@@ -109,6 +112,7 @@ func TestListenerReconnects(t *testing.T) {
 	if _, err := holder.Acquire(ctx(t), "k", tk, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, waiter, "k")
 	if err := holder.Release(ctx(t), "k", tk); err != nil {
 		t.Fatal(err)
 	}
@@ -144,4 +148,15 @@ func TestSubscribeFailsWhenDown(t *testing.T) {
 		}
 	}
 	t.Fatalf("Subscribe after the restart: %v", err)
+}
+
+// waitFor makes a contended Acquire of key on s, as a waiting Client does
+// after it subscribes: the attempt marks the holding, so its release sends
+// NOTIFY.
+func waitFor(t *testing.T, s *pgstore.Store, key string) {
+	t.Helper()
+	var ce *driver.ContendedError
+	if _, err := s.Acquire(ctx(t), key, tok(), time.Minute); !errors.As(err, &ce) {
+		t.Fatalf("a waiter's Acquire of %q = %v; want ContendedError", key, err)
+	}
 }

@@ -52,11 +52,12 @@ func Schema(opts Options) string {
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.
-// No index on expires_at: the table holds only keys held now (released rows
-// are deleted, expired ones swept), so the sweep's scan is short, and
+// No index on expires_at: the table holds only keys held now or lately
+// (free and expired rows are swept), so the sweep's scan is short, and
 // without that index every update of a row (re-entry, extension, a
 // contended attempt) can be a HOT update that writes no index entry.
-const schemaTemplate = `-- dlock lease table: one row per key held now.
+const schemaTemplate = `-- dlock lease table: one row per key held now or lately (a released
+-- row stays, free, for the key's next acquire, until the sweep).
 -- owner is the hex SHA-256 of the holder's token, never the token.
 -- expires_at is on the database clock (now() of the statement that set it).
 CREATE TABLE IF NOT EXISTS %[1]s (
@@ -64,8 +65,13 @@ CREATE TABLE IF NOT EXISTS %[1]s (
     owner      text        NOT NULL,
     holds      integer     NOT NULL CHECK (holds > 0),
     fence      bigint      NOT NULL CHECK (fence > 0),
-    expires_at timestamptz NOT NULL
+    expires_at timestamptz NOT NULL,
+    waited     boolean     NOT NULL DEFAULT false
 );
+-- waited: someone waits for this holding (a contended acquire or a
+-- subscriber marked it), so its release sends NOTIFY. Added to tables
+-- created before it (a metadata-only change).
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS waited boolean NOT NULL DEFAULT false;
 
 -- Fences: one sequence for every key, so a fence is greater than every
 -- fence issued before it, also after the key's row was deleted.

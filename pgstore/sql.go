@@ -4,10 +4,13 @@ import "fmt"
 
 // statements are the store's SQL for one set of names. Every lock
 // operation is one statement (one round trip once pgx has prepared it on a
-// connection), run in its own implicit transaction under READ COMMITTED,
-// and touches one row of the lease table: no serialization failures (those
-// need REPEATABLE READ or SERIALIZABLE) and no deadlocks (one row lock per
-// statement, NOTIFY's lock taken last, at commit).
+// connection; a key without a row takes insert after acquire, a refused
+// release taken after release), run in its own implicit transaction under
+// READ COMMITTED, and touches one row of the lease table: no serialization
+// failures (those need REPEATABLE READ or SERIALIZABLE) and no deadlocks
+// (one row lock per statement; insert takes its advisory lock before the
+// row lock, the sweep takes advisory locks only with a try-lock; NOTIFY's
+// lock taken last, at commit).
 //
 // Time is now(): the start of the statement's transaction on the database
 // clock, one value for the whole statement (clock_timestamp() would move
@@ -17,12 +20,28 @@ import "fmt"
 // set with the current time would, and a lease it tests is taken as expired
 // only if it had ended before the statement began.
 type statements struct {
-	acquire, extend, release, transfer string
-	inspect, list, sweep               string
+	acquire, insert, extend, release string
+	transfer, taken, mark            string
+	inspect, list, sweep             string
 }
 
 // ttl is the lease length parameter: microseconds as bigint.
 const ttlExpr = `now() + $3::bigint * interval '1 microsecond'`
+
+// acquireSet is the acquire's SET list, for the UPDATE of an existing row
+// and for the ON CONFLICT branch of an insert ($2 the owner, $3 the ttl):
+// a free row (expires_at <= now()) gets a new holding with a fence drawn
+// here, under the row lock, and waited cleared (the waiters of the ended
+// holding retry at its expiry or on its NOTIFY, and mark the new one); the
+// owner's live row one more hold; another owner's live row is written back
+// with waited set.
+const acquireSet = `owner = CASE WHEN l.expires_at <= now() THEN $2 ELSE l.owner END,
+    holds = CASE WHEN l.expires_at <= now() THEN 1 WHEN l.owner = $2 THEN l.holds + 1 ELSE l.holds END,
+    fence = CASE WHEN l.expires_at <= now() THEN nextval('%[2]s') ELSE l.fence END,
+    expires_at = CASE WHEN l.expires_at <= now() THEN ` + ttlExpr + `
+                      WHEN l.owner = $2 THEN greatest(l.expires_at, ` + ttlExpr + `)
+                      ELSE l.expires_at END,
+    waited = l.expires_at > now() AND (l.waited OR l.owner <> $2)`
 
 // remaining is the row's remaining time in microseconds (negative once
 // expired).
@@ -30,37 +49,44 @@ const remainingExpr = `(extract(epoch FROM expires_at - now()) * 1000000)::bigin
 
 func newStatements(n names) statements {
 	return statements{
-		// acquire inserts a row for a free key; on a row that exists it
-		// re-creates the holding if the row has expired, adds a hold for
-		// the same owner (fence kept, expiry never shortened), and
-		// otherwise writes the row back unchanged, so that RETURNING
-		// reports the holder's remaining time in the same statement. The
-		// fence is drawn from the sequence on every call, used only for a
-		// new holding (gaps are harmless: fences only need to increase).
+		// acquire updates the key's row in place (a released or expired
+		// row is free): a free row gets a new holding with a fence from the
+		// sequence and waited cleared, the holder's token re-enters (fence
+		// kept, expiry never shortened), and another holder's row is
+		// written back with waited set (a contended attempt: the release of
+		// that holding then sends NOTIFY, see release), so that RETURNING
+		// reports the holder's remaining time in the same statement. A key
+		// without a row (never locked, or swept) returns no row: the store
+		// then runs insert.
 		//
-		// The fence is drawn before the row is written, and an insert can
-		// wait (for a release deleting the row) between the two: two
-		// acquires waiting there could insert in the other order than they
-		// drew, and the later holding would get the smaller fence. So every
-		// acquire of a key first takes a transaction-scoped advisory lock
-		// on (hash of the table, hash of the key), released at commit:
-		// acquires of one key draw and write one at a time, in order.
-		// Releases, extensions and sweeps do not take it (no lock cycle),
-		// and the two-int form of the lock does not share the key space of
-		// the one-bigint form that session locks use.
-		acquire: fmt.Sprintf(`WITH lk AS MATERIALIZED (
+		// Fences follow the holding order without any other lock: the
+		// UPDATE computes the new row after it holds the row lock (a
+		// statement that waited for the lock re-evaluates its SET on the
+		// latest version, nextval included), so a fence is drawn by the
+		// holding's creator while it alone can change the row.
+		acquire: fmt.Sprintf(`UPDATE %[1]s AS l SET `+acquireSet+`
+WHERE l.name = $1
+RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
+
+		// insert is acquire for a key without a row. An insert draws its
+		// fence before it may wait on a conflicting row, so without a lock
+		// a later holding could be created and its row deleted while it
+		// waits, and the insert would then land with the smaller fence. So
+		// it first takes a transaction-scoped advisory lock on (hash of the
+		// table, hash of the key), released at commit, and rows are deleted
+		// only by the sweep, which deletes a row only under the same lock
+		// (a try-lock: it never waits): no row can vanish between an
+		// insert's draw and its write. A conflict (a row inserted or freed
+		// meanwhile) takes the ON CONFLICT branch, acquire's SET, which
+		// draws under the row lock. The two-int form of the advisory lock
+		// does not share the key space of the one-bigint form that session
+		// locks use.
+		insert: fmt.Sprintf(`WITH lk AS MATERIALIZED (
   SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
 )
 INSERT INTO %[1]s AS l (name, owner, holds, fence, expires_at)
 SELECT $1, $2, 1, nextval('%[2]s'), `+ttlExpr+` FROM lk
-ON CONFLICT (name) DO UPDATE SET
-  owner = CASE WHEN l.expires_at <= now() THEN excluded.owner ELSE l.owner END,
-  holds = CASE WHEN l.expires_at <= now() THEN 1
-               WHEN l.owner = excluded.owner THEN l.holds + 1 ELSE l.holds END,
-  fence = CASE WHEN l.expires_at <= now() THEN excluded.fence ELSE l.fence END,
-  expires_at = CASE WHEN l.expires_at <= now() THEN excluded.expires_at
-                    WHEN l.owner = excluded.owner THEN greatest(l.expires_at, excluded.expires_at)
-                    ELSE l.expires_at END
+ON CONFLICT (name) DO UPDATE SET `+acquireSet+`
 RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
 
 		// extend moves a live holding's expiry to ttl from now; it never
@@ -75,37 +101,48 @@ SELECT coalesce(u.fence, 0), coalesce(u.holds, 0),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())
 FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
 
-		// release locks the owner's live row (FOR UPDATE returns its latest
-		// version under READ COMMITTED), then deletes it if this was the
-		// last hold, sending NOTIFY in the same transaction (delivered at
-		// commit), or takes one hold off.
-		release: fmt.Sprintf(`WITH cur AS (
-  SELECT holds FROM %[1]s WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
-), d AS (
-  DELETE FROM %[1]s WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING name
-), u AS (
-  UPDATE %[1]s SET holds = holds - 1 WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) > 1 RETURNING holds
-)
-SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u),
-  (SELECT count(*) FROM (SELECT pg_notify($3, d.name) FROM d) AS n),
-  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
+		// release takes one hold off the owner's live row, or on the last
+		// hold frees it: its expiry set to the epoch (long past). The row
+		// stays, so that the next acquire of the key updates it in place
+		// (no insert, no new index entry, no advisory lock); the sweep
+		// deletes free rows. A freed holding that a contended Acquire or a
+		// Subscribe marked (waited) sends NOTIFY in the same transaction
+		// (delivered at commit); an unmarked one sends nothing, which
+		// spares the commit the notification queue's global lock and write
+		// when nobody waits. waited stays on the free row (a takeover
+		// clears it). It returns whether the row was freed and the NOTIFYs
+		// sent, or no row if token holds nothing (the store then runs
+		// taken).
+		release: fmt.Sprintf(`UPDATE %[1]s AS l SET holds = greatest(l.holds - 1, 1),
+  expires_at = CASE WHEN l.holds = 1 THEN timestamptz 'epoch' ELSE l.expires_at END
+WHERE l.name = $1 AND l.owner = $2 AND l.expires_at > now()
+RETURNING l.expires_at = timestamptz 'epoch',
+  CASE WHEN l.expires_at = timestamptz 'epoch' AND l.waited THEN (SELECT count(*) FROM (SELECT pg_notify($3, l.name)) AS n) ELSE 0 END`, n.locks),
+
+		// taken tells, after a refused release, a key held by another
+		// owner from a free one, for NotHeld(taken).
+		taken: fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
 
 		// transfer gives a live single-hold holding of $2 to $3 with a new
-		// fence, under the acquire's advisory lock (taken before the row
-		// lock, as acquire does, so no lock cycle), without NOTIFY: the key
-		// is never free. It reports the new fence (0 if nothing changed),
-		// the holds $2 had, and whether another owner holds the key.
-		transfer: fmt.Sprintf(`WITH lk AS MATERIALIZED (
-  SELECT pg_advisory_xact_lock(hashtext('%[1]s'), hashtext($1))
-), cur AS (
+		// fence drawn under the row lock (cur locks the row before the
+		// UPDATE computes it), without NOTIFY: the key is never free. The
+		// row's waited mark stays (the waiters of other processes still
+		// wait). It reports the new fence (0 if nothing changed), the holds
+		// $2 had, and whether another owner holds the key.
+		transfer: fmt.Sprintf(`WITH cur AS (
   SELECT holds FROM %[1]s
-  WHERE name = $1 AND owner = $2 AND expires_at > now() AND EXISTS (SELECT 1 FROM lk) FOR UPDATE
+  WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
 ), u AS (
   UPDATE %[1]s SET owner = $3, holds = 1, fence = nextval('%[2]s'), expires_at = now() + $4::bigint * interval '1 microsecond'
   WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING fence
 )
 SELECT coalesce((SELECT fence FROM u), 0), coalesce((SELECT holds FROM cur), 0),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks, n.fence),
+
+		// mark sets waited on key's live row, for Subscribe: the release
+		// of the holding it finds then sends NOTIFY. A row already marked
+		// is not written again.
+		mark: fmt.Sprintf(`UPDATE %[1]s SET waited = true WHERE name = $1 AND expires_at > now() AND NOT waited`, n.locks),
 
 		inspect: fmt.Sprintf(`SELECT owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
@@ -115,10 +152,17 @@ FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
 		list: fmt.Sprintf(`SELECT name, owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE left(name, length($1)) = $1 AND expires_at > now()`, n.locks),
 
-		// sweep deletes up to $1 rows that expired, skipping rows another
-		// statement has locked (a concurrent sweep, an acquire re-taking
-		// the key).
-		sweep: fmt.Sprintf(`DELETE FROM %[1]s WHERE name IN (
-  SELECT name FROM %[1]s WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)`, n.locks),
+		// sweep deletes up to $1 free rows (released, or expired), skipping
+		// rows another statement has locked (a concurrent sweep, an acquire
+		// re-taking the key) and keys whose advisory lock an inserting
+		// acquire holds (see acquire: a row is deleted only under that
+		// lock, taken with a try-lock on the candidates only, so the sweep
+		// never waits for it).
+		sweep: fmt.Sprintf(`WITH c AS MATERIALIZED (
+  SELECT name FROM %[1]s WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED
+), k AS MATERIALIZED (
+  SELECT name FROM c WHERE pg_try_advisory_xact_lock(hashtext('%[1]s'), hashtext(name))
+)
+DELETE FROM %[1]s WHERE name IN (SELECT name FROM k)`, n.locks),
 	}
 }

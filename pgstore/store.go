@@ -27,8 +27,10 @@ type Options struct {
 	Table string
 	// SweepInterval is how often the store deletes expired rows (0:
 	// DefaultSweepInterval; negative: never, for a deployment that sweeps
-	// otherwise). Released rows are deleted at once; only a lease that
-	// ended without a release leaves a row, for at most about this long.
+	// otherwise). A released key keeps its row, free, so that its next
+	// Acquire updates it in place; free and expired rows are deleted by
+	// the sweep, so a key keeps a row for at most about this long after
+	// its last holding ended.
 	SweepInterval time.Duration
 }
 
@@ -103,9 +105,9 @@ func (s *Store) Model() driver.Model {
 	return driver.Model{MinTTL: time.Millisecond, Granularity: time.Microsecond, ServerClock: true}
 }
 
-// Retention is how long a key whose lease ended without a release may keep
-// its row: the sweep interval (a released key keeps nothing). Negative when
-// the store does not sweep.
+// Retention is how long a key whose last holding ended (released or
+// expired) may keep its row: the sweep interval. Negative when the store
+// does not sweep.
 func (s *Store) Retention() time.Duration {
 	if s.sweep < 0 {
 		return -1

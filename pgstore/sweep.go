@@ -6,9 +6,11 @@ import (
 )
 
 // sweepBatch bounds the rows one sweep statement deletes, so that a sweep
-// never holds many row locks or runs long; a sweep repeats it up to
-// sweepRounds times while batches come back full.
-const sweepBatch, sweepRounds = 1000, 100
+// never holds many row locks or advisory locks (one per row: they share the
+// server's lock table, max_locks_per_transaction × connections) or runs
+// long; a sweep repeats it up to sweepRounds times while batches come back
+// full.
+const sweepBatch, sweepRounds = 100, 1000
 
 // startSweep starts the store's sweep goroutine on the first Acquire (New
 // does no I/O and starts nothing). It runs until Close.
@@ -43,9 +45,9 @@ func (s *Store) sweepLoop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// Sweep deletes the rows of leases that ended without a release, in
-// batches of at most 1000 rows, skipping rows other statements hold
-// locked, and returns how many it deleted. The store calls it every
+// Sweep deletes free rows (of keys released, or whose lease ended), in
+// batches of at most 100 rows, skipping rows other statements hold
+// locked and keys an Acquire is inserting, and returns how many it deleted. The store calls it every
 // Options.SweepInterval; call it yourself when the store does not sweep
 // (a negative interval). Safe to run from many stores at once. An error
 // matching no sentinel means the database did not answer; the rows
