@@ -1,5 +1,17 @@
-// Package pgstore is a dlock store on PostgreSQL: a lease table, one row per
-// key locked lately, with expiry decided on the database clock.
+// Package pgstore is a dlock store on PostgreSQL, in three modes over one
+// schema (Migrate creates it, Schema prints it):
+//
+//   - the lease table (New, NewDB): one row per key locked lately, with
+//     expiry decided on the database clock; the default, described below;
+//   - the session lock (NewSession): pg_advisory_lock on connections pinned
+//     from your pool, no TTL, a lock lives as long as its connection, fences
+//     from the same sequence (docs/postgres-modes.md);
+//   - the row lock (WithRowLock, WithRowLockDB): SELECT ... FOR UPDATE
+//     [NOWAIT] in a transaction that runs your function, so the lock and
+//     your writes commit or roll back together (docs/postgres-modes.md).
+//
+// The URL opener (postgres://, postgresql://) opens the lease table, or the
+// session lock with mode=session.
 //
 // # Model
 //
