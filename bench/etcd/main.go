@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/dlock/bench/internal/cmp"
 	"go.etcd.io/etcd/api/v3/version"
 )
 
@@ -46,9 +47,7 @@ var scenarios = []scenario{
 }
 
 func main() {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(child(spec))
-	}
+	cmp.ServeChild(childEnv, runProcess)
 	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
 	quick := flag.Bool("quick", false, "1 s scenarios")
 	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
@@ -83,21 +82,24 @@ func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, 
 	var rows []row
 	bad := false
 	for _, sc := range scenarios {
-		if only != "all" && !strings.Contains(","+only+",", ","+sc.Name+",") {
+		if !cmp.Selected(only, sc.Name) {
 			continue
 		}
 		for round := range rounds {
-			var pair [2]row
-			for k := range libNames {
-				i := (k + round) % len(libNames) // who goes first alternates
-				r, err := runScenario(srv.Endpoint, sc, libNames[i], dur)
+			pair, err := cmp.Alternate(libNames, round, func(lib string) (row, error) {
+				r, err := runScenario(srv.Endpoint, sc, lib, dur)
 				if err != nil {
-					return fmt.Errorf("%s/%s: %w", sc.Name, libNames[i], err)
+					return r, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
 				}
-				pair[i] = r
+				return r, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, r := range pair {
 				bad = bad || r.res.Overlaps > 0 || r.oversold
 			}
-			rows = append(rows, pair[:]...)
+			rows = append(rows, pair...)
 		}
 	}
 	report(out, rows)
@@ -131,9 +133,7 @@ func runScenario(endpoint string, sc scenario, lib string, dur time.Duration) (r
 	}
 	var res *result
 	if sc.Procs == 1 {
-		gate := make(chan struct{})
-		close(gate)
-		res, err = runProcess(j, func() {}, gate)
+		res, err = runProcess(j, func() {}, cmp.Open)
 	} else {
 		res, err = runProcs(j, sc.Procs)
 	}
@@ -191,20 +191,5 @@ func describe(endpoint, bin string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s; %s; etcd server %s (%s, single node, data in a temp dir); client go.etcd.io/etcd/client/v3 %s",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), st.Version, bin, version.Version), nil
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if _, v, ok := strings.Cut(l, ":"); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return "unknown CPU"
+		cmp.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), st.Version, bin, version.Version), nil
 }
