@@ -27,6 +27,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"example.com/dlock/bench/internal/cmp"
 )
 
 // scenario is one workload.
@@ -47,9 +49,7 @@ var scenarios = []scenario{
 }
 
 func main() {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(child(spec))
-	}
+	cmp.ServeChild(childEnv, runProcess)
 	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
 	quick := flag.Bool("quick", false, "1 s scenarios")
 	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
@@ -90,21 +90,24 @@ func run(out io.Writer, cfg config) error {
 	var rows []row
 	bad := false
 	for _, sc := range scenarios {
-		if cfg.only != "all" && !strings.Contains(","+cfg.only+",", ","+sc.Name+",") {
+		if !cmp.Selected(cfg.only, sc.Name) {
 			continue
 		}
 		for round := range cfg.rounds {
-			var pair [2]row
-			for k := range libNames {
-				i := (k + round) % len(libNames) // who goes first alternates
-				r, err := runScenario(srv, sc, libNames[i], cfg)
+			pair, err := cmp.Alternate(libNames, round, func(lib string) (row, error) {
+				r, err := runScenario(srv, sc, lib, cfg)
 				if err != nil {
-					return fmt.Errorf("%s/%s: %w", sc.Name, libNames[i], err)
+					return r, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
 				}
-				pair[i] = r
+				return r, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, r := range pair {
 				bad = bad || r.res.Overlaps > 0 || r.oversold
 			}
-			rows = append(rows, pair[:]...)
+			rows = append(rows, pair...)
 		}
 	}
 	report(out, rows)
@@ -129,22 +132,7 @@ func describe(srv *server) string {
 		where = "given with -server " + srv.Addr
 	}
 	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s, load %s; %s; ZooKeeper server %s (%s); client github.com/go-zookeeper/zk %s",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg(), runtime.Version(), srv.version(), where, client)
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if _, v, ok := strings.Cut(l, ":"); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return "unknown CPU"
+		cmp.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg(), runtime.Version(), srv.version(), where, client)
 }
 
 func loadAvg() string {
