@@ -79,28 +79,14 @@ func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, 
 		return err
 	}
 	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./etcd %s\n\n", env, dur, args)
-	var rows []row
+	rows, err := cmp.Play(scenarios, func(sc scenario) string { return sc.Name }, only, rounds, libNames,
+		func(sc scenario, lib string) (row, error) { return runScenario(srv.Endpoint, sc, lib, dur) })
+	if err != nil {
+		return err
+	}
 	bad := false
-	for _, sc := range scenarios {
-		if !cmp.Selected(only, sc.Name) {
-			continue
-		}
-		for round := range rounds {
-			pair, err := cmp.Alternate(libNames, round, func(lib string) (row, error) {
-				r, err := runScenario(srv.Endpoint, sc, lib, dur)
-				if err != nil {
-					return r, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
-				}
-				return r, nil
-			})
-			if err != nil {
-				return err
-			}
-			for _, r := range pair {
-				bad = bad || r.res.Overlaps > 0 || r.oversold
-			}
-			rows = append(rows, pair...)
-		}
+	for _, r := range rows {
+		bad = bad || r.res.Overlaps > 0 || r.oversold
 	}
 	report(out, rows)
 	if bad {

@@ -118,18 +118,7 @@ func (w *worker) critical(context.Context) error {
 // together once every one is ready (ready is called then, before they
 // start), and merges their results.
 func runProcs(j job, procs int, ready func()) (*result, error) {
-	jobs := make([]job, procs)
-	for i := range jobs {
-		jobs[i] = j
-		jobs[i].Proc = i
-	}
-	rs, err := cmp.RunProcs[job, result](childEnv, jobs, ready)
-	if err != nil {
-		return nil, err
-	}
 	total := &result{}
-	for i := range rs {
-		total.merge(&rs[i])
-	}
-	return total, nil
+	err := cmp.RunProcs(childEnv, procs, func(i int) job { j.Proc = i; return j }, ready, total.merge)
+	return total, err
 }

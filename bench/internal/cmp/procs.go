@@ -48,12 +48,12 @@ func Child[J, R any](spec string, run RunFn[J, R]) int {
 	return 0
 }
 
-// RunProcs runs each job in a child process (this program again, the job
-// in $env), starts them together once every one is ready (ready, if not
-// nil, is called then, before they start), and returns their results in
-// order. Every child is killed and waited for on return; a child that does
-// not get ready or gives no result is an error.
-func RunProcs[J, R any](env string, jobs []J, ready func()) ([]R, error) {
+// RunProcs runs job(i) for i in [0, procs) each in a child process (this
+// program again, the job in $env), starts them together once every one is
+// ready (ready, if not nil, is called then, before they start), and hands
+// their results to merge in order. Every child is killed and waited for on
+// return; a child that does not get ready or gives no result is an error.
+func RunProcs[J, R any](env string, procs int, job func(i int) J, ready func(), merge func(*R)) error {
 	type proc struct {
 		cmd *exec.Cmd
 		in  io.Writer
@@ -66,10 +66,10 @@ func RunProcs[J, R any](env string, jobs []J, ready func()) ([]R, error) {
 			_ = p.cmd.Wait()
 		}
 	}()
-	for _, j := range jobs {
-		spec, err := json.Marshal(j)
+	for i := range procs {
+		spec, err := json.Marshal(job(i))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), env+"="+string(spec))
@@ -77,14 +77,14 @@ func RunProcs[J, R any](env string, jobs []J, ready func()) ([]R, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		in, err := cmd.StdinPipe()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := cmd.Start(); err != nil {
-			return nil, err
+			return err
 		}
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -92,7 +92,7 @@ func RunProcs[J, R any](env string, jobs []J, ready func()) ([]R, error) {
 	}
 	for i, p := range ps {
 		if !p.out.Scan() || p.out.Text() != "READY" {
-			return nil, fmt.Errorf("process %d did not get ready: %q %v", i, p.out.Text(), p.out.Err())
+			return fmt.Errorf("process %d did not get ready: %q %v", i, p.out.Text(), p.out.Err())
 		}
 	}
 	if ready != nil {
@@ -100,17 +100,18 @@ func RunProcs[J, R any](env string, jobs []J, ready func()) ([]R, error) {
 	}
 	for _, p := range ps {
 		if _, err := p.in.Write([]byte("GO\n")); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	results := make([]R, len(ps))
 	for i, p := range ps {
 		if !p.out.Scan() {
-			return nil, fmt.Errorf("process %d: no result: %v", i, p.out.Err())
+			return fmt.Errorf("process %d: no result: %v", i, p.out.Err())
 		}
-		if err := json.Unmarshal(p.out.Bytes(), &results[i]); err != nil {
-			return nil, fmt.Errorf("process %d: %w", i, err)
+		var r R
+		if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
+			return fmt.Errorf("process %d: %w", i, err)
 		}
+		merge(&r)
 	}
-	return results, nil
+	return nil
 }
