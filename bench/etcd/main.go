@@ -48,16 +48,12 @@ var scenarios = []scenario{
 
 func main() {
 	cmp.ServeChild(childEnv, runProcess)
-	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
-	quick := flag.Bool("quick", false, "1 s scenarios")
-	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
+	var f cmp.Flags
+	f.Register(flag.CommandLine)
 	bin := flag.String("etcd", "/usr/bin/etcd", "etcd binary")
-	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
 	flag.Parse()
-	if *quick {
-		*dur = time.Second
-	}
-	if err := run(os.Stdout, *bin, *dur, *only, max(*rounds, 1), strings.Join(os.Args[1:], " ")); err != nil {
+	f.Settle()
+	if err := run(os.Stdout, *bin, f.Dur, f.Only, f.Rounds, strings.Join(os.Args[1:], " ")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/etcd:", err)
 		os.Exit(1)
 	}

@@ -50,17 +50,13 @@ var scenarios = []scenario{
 
 func main() {
 	cmp.ServeChild(childEnv, runProcess)
-	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
-	quick := flag.Bool("quick", false, "1 s scenarios")
-	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
-	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
+	var f cmp.Flags
+	f.Register(flag.CommandLine)
 	wakes := flag.Int("wakes", 100, "wake-ups measured per library and round in the wakeup scenario")
 	addr := flag.String("server", "", "host:port of a running standalone ZooKeeper to use instead of starting one (it must allow the mntr four-letter word)")
 	flag.Parse()
-	if *quick {
-		*dur = time.Second
-	}
-	cfg := config{dur: *dur, only: *only, rounds: max(*rounds, 1), wakes: max(*wakes, 1), server: *addr, args: strings.Join(os.Args[1:], " ")}
+	f.Settle()
+	cfg := config{dur: f.Dur, only: f.Only, rounds: f.Rounds, wakes: max(*wakes, 1), server: *addr, args: strings.Join(os.Args[1:], " ")}
 	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/zk:", err)
 		os.Exit(1)
