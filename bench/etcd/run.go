@@ -75,14 +75,11 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	}
 	defer stop()
 	u0, s0 := ctr.unary.Load(), ctr.sends.Load()
-	res.Wall, res.CPU = cmp.Timed(len(fns), func(g int) *result {
+	cmp.Workers(res, len(fns), func(g int) *result {
 		w := &worker{j: j, cli: cli}
 		w.res.Loop(ctx, cmp.Cycle{Lock: fns[g], Key: lockKey, Critical: w.critical, Once: j.Duration == 0})
 		return &w.res
-	}, func(r *result) {
-		res.merge(r)
-		res.PerWorker = append(res.PerWorker, r.Ops)
-	})
+	}, res.merge)
 	res.Unary, res.Sends = ctr.unary.Load()-u0, ctr.sends.Load()-s0
 	return res, nil
 }

@@ -76,14 +76,11 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	rctx, stop := context.WithTimeout(context.Background(), limit)
 	defer stop()
 	trips0, dials0, stmts0 := ctr.trips.Load(), ctr.dials.Load(), ctr.stmts.Load()
-	res.Wall, res.CPU = cmp.Timed(j.Goroutines, func(int) *result {
+	cmp.Workers(res, j.Goroutines, func(int) *result {
 		w := &worker{j: j, data: data}
 		w.res.Loop(rctx, cmp.Cycle{Lock: lk.lock, Key: lockKey, Critical: w.critical, Once: j.Seed, Cut: w.cut})
 		return &w.res
-	}, func(r *result) {
-		res.merge(r)
-		res.PerWorker = append(res.PerWorker, r.Ops)
-	})
+	}, res.merge)
 	res.Trips, res.Dials, res.Stmts = ctr.trips.Load()-trips0, ctr.dials.Load()-dials0, ctr.stmts.Load()-stmts0
 	return res, nil
 }

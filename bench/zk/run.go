@@ -69,14 +69,11 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 		ctx, stop = context.WithTimeout(context.Background(), 2*time.Minute)
 	}
 	defer stop()
-	res.Wall, res.CPU = cmp.Timed(len(fns), func(g int) *result {
+	cmp.Workers(res, len(fns), func(g int) *result {
 		w := &worker{j: j, conn: conn}
 		w.res.Loop(ctx, cmp.Cycle{Lock: fns[g], Key: lockKey, Critical: w.critical, Once: j.Duration == 0})
 		return &w.res
-	}, func(r *result) {
-		res.merge(r)
-		res.PerWorker = append(res.PerWorker, r.Ops)
-	})
+	}, res.merge)
 	return res, nil
 }
 

@@ -51,19 +51,16 @@ func loopOn(t *testing.T, lock LockFn) Tally {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	var total Tally
-	total.Wall, total.CPU = Timed(4, func(int) *Tally {
+	total := &Tally{}
+	Workers(total, 4, func(int) *Tally {
 		var w Tally
 		w.Loop(ctx, Cycle{Lock: lock, Key: "k", Critical: func(ctx context.Context) error {
 			defer w.Enter(dir)()
 			return spin(ctx)
 		}})
 		return &w
-	}, func(w *Tally) {
-		total.Merge(w)
-		total.PerWorker = append(total.PerWorker, w.Ops)
-	})
-	return total
+	}, total.Merge)
+	return *total
 }
 
 // TestLoopOverlaps: with a mutex the marker sees no overlap; with no lock

@@ -131,9 +131,13 @@ func CPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// Timed runs work(g) for g in [0, n) at once, hands each result to merge
-// (one at a time), and returns the wall and CPU time the whole took.
-func Timed[R any](n int, work func(g int) R, merge func(R)) (wall, cpu time.Duration) {
+// Base is t itself: through embedding, a program's result gives its Tally.
+func (t *Tally) Base() *Tally { return t }
+
+// Workers runs work(g) for g in [0, n) at once and merges each worker's
+// result into total (merge, one at a time), adding the worker's ops as its
+// share (PerWorker); total's Wall and CPU are the time the whole took.
+func Workers[R interface{ Base() *Tally }](total R, n int, work func(g int) R, merge func(R)) {
 	cpu0, t0 := CPUTime(), time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -143,10 +147,11 @@ func Timed[R any](n int, work func(g int) R, merge func(R)) (wall, cpu time.Dura
 			mu.Lock()
 			defer mu.Unlock()
 			merge(r)
+			total.Base().PerWorker = append(total.Base().PerWorker, r.Base().Ops)
 		})
 	}
 	wg.Wait()
-	return time.Since(t0), CPUTime() - cpu0
+	total.Base().Wall, total.Base().CPU = time.Since(t0), CPUTime()-cpu0
 }
 
 // WarmUp takes and releases lock on "warm-<proc>", so that connections and
