@@ -106,7 +106,7 @@ func runScenario(endpoint string, sc scenario, lib string, dur time.Duration) (r
 		return row{}, err
 	}
 	defer os.RemoveAll(dir)
-	j := job{Lib: lib, Endpoint: endpoint, Goroutines: sc.Goroutines, Duration: dur, Dir: dir}
+	j := job{Job: cmp.Job{Lib: lib, Goroutines: sc.Goroutines, Duration: dur, Dir: dir}, Endpoint: endpoint}
 	if sc.Seed {
 		j.Duration = 0
 		if err := putStock(endpoint, 100); err != nil {

@@ -18,12 +18,8 @@ const (
 
 // job is what one process runs.
 type job struct {
-	Lib        string        `json:"lib"`
-	Endpoint   string        `json:"endpoint"`
-	Goroutines int           `json:"goroutines"`
-	Duration   time.Duration `json:"duration"` // 0: one request per goroutine (seed)
-	Dir        string        `json:"dir"`      // overlap marker's directory, shared by the processes
-	Proc       int           `json:"proc"`
+	cmp.Job
+	Endpoint string `json:"endpoint"`
 }
 
 // result is what one process (or, merged, a whole run) measured.

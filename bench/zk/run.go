@@ -18,12 +18,8 @@ const (
 
 // job is what one process runs.
 type job struct {
-	Lib        string        `json:"lib"`
-	Addr       string        `json:"addr"`
-	Goroutines int           `json:"goroutines"`
-	Duration   time.Duration `json:"duration"` // 0: one request per goroutine (seed)
-	Dir        string        `json:"dir"`      // overlap marker's directory, shared by the processes
-	Proc       int           `json:"proc"`
+	cmp.Job
+	Addr string `json:"addr"`
 }
 
 // result is what one process (or, merged, a whole run) measured.

@@ -34,7 +34,7 @@ func runScenario(srv *server, sc scenario, lib string, cfg config) (row, error) 
 		return row{}, err
 	}
 	defer os.RemoveAll(dir)
-	j := job{Lib: lib, Addr: srv.Addr, Goroutines: sc.Goroutines, Duration: cfg.dur, Dir: dir}
+	j := job{Job: cmp.Job{Lib: lib, Goroutines: sc.Goroutines, Duration: cfg.dur, Dir: dir}, Addr: srv.Addr}
 	if sc.Seed {
 		j.Duration = 0
 		if err := setStock(srv.Addr, 100); err != nil {

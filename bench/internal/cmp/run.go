@@ -20,6 +20,17 @@ import (
 // LockFn takes the lock on key and returns its unlock.
 type LockFn func(ctx context.Context, key string) (unlock func(context.Context) error, err error)
 
+// Job is what one process of a timed or seed scenario runs, as the etcd
+// and ZooKeeper comparisons share it; they embed it with their server's
+// address, so its fields stand in their JSON.
+type Job struct {
+	Lib        string        `json:"lib"`
+	Goroutines int           `json:"goroutines"`
+	Duration   time.Duration `json:"duration"` // 0: one request per goroutine (seed)
+	Dir        string        `json:"dir"`      // overlap marker's directory, shared by the processes
+	Proc       int           `json:"proc"`
+}
+
 // Tally is what one worker, one process or (merged) a whole run measured.
 // Programs embed it in their result, so its fields stand in their JSON.
 type Tally struct {
