@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"example.com/dlock/bench/internal/cmp"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,25 +50,12 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 		return nil, err
 	}
 	defer lk.close()
-	fns := make([]cmp.LockFn, j.Goroutines)
-	for g := range fns {
-		if fns[g], err = lk.worker(context.Background()); err != nil {
-			return nil, err
-		}
-	}
-	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := cmp.WarmUp(wctx, fns[0], j.Proc); err != nil {
+	fns, ctx, stop, err := j.Start(func() (cmp.LockFn, error) { return lk.worker(context.Background()) }, ready, gate)
+	if err != nil {
 		return nil, err
 	}
-	ready()
-	<-gate
-	res := &result{}
-	ctx, stop := context.WithTimeout(context.Background(), j.Duration)
-	if j.Duration == 0 {
-		ctx, stop = context.WithTimeout(context.Background(), 2*time.Minute)
-	}
 	defer stop()
+	res := &result{}
 	u0, s0 := ctr.unary.Load(), ctr.sends.Load()
 	cmp.Workers(res, len(fns), func(g int) *result {
 		w := &worker{j: j, cli: cli}

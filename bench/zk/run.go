@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"example.com/dlock/bench/internal/cmp"
 	"github.com/go-zookeeper/zk"
@@ -46,25 +45,12 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 		return nil, err
 	}
 	defer lk.close()
-	fns := make([]cmp.LockFn, j.Goroutines)
-	for g := range fns {
-		if fns[g], err = lk.worker(); err != nil {
-			return nil, err
-		}
-	}
-	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := cmp.WarmUp(wctx, fns[0], j.Proc); err != nil {
+	fns, ctx, stop, err := j.Start(func() (cmp.LockFn, error) { return lk.worker() }, ready, gate)
+	if err != nil {
 		return nil, err
 	}
-	ready()
-	<-gate
-	res := &result{}
-	ctx, stop := context.WithTimeout(context.Background(), j.Duration)
-	if j.Duration == 0 {
-		ctx, stop = context.WithTimeout(context.Background(), 2*time.Minute)
-	}
 	defer stop()
+	res := &result{}
 	cmp.Workers(res, len(fns), func(g int) *result {
 		w := &worker{j: j, conn: conn}
 		w.res.Loop(ctx, cmp.Cycle{Lock: fns[g], Key: lockKey, Critical: w.critical, Once: j.Duration == 0})

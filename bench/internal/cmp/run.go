@@ -31,6 +31,37 @@ type Job struct {
 	Proc       int           `json:"proc"`
 }
 
+// SeedLimit is the longest a seed scenario (Duration 0) may run.
+const SeedLimit = 2 * time.Minute
+
+// Start sets up j's goroutines' lock functions with worker (before the
+// clock starts), warms up with the first (10 s at most), calls ready, waits
+// for gate to close, and returns them with the run's context: it ends
+// after j.Duration, or SeedLimit for a seed. On error nothing is returned
+// to stop.
+func (j Job) Start(worker func() (LockFn, error), ready func(), gate <-chan struct{}) ([]LockFn, context.Context, context.CancelFunc, error) {
+	fns := make([]LockFn, j.Goroutines)
+	for g := range fns {
+		var err error
+		if fns[g], err = worker(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := WarmUp(wctx, fns[0], j.Proc); err != nil {
+		return nil, nil, nil, err
+	}
+	ready()
+	<-gate
+	limit := j.Duration
+	if limit == 0 {
+		limit = SeedLimit
+	}
+	ctx, stop := context.WithTimeout(context.Background(), limit)
+	return fns, ctx, stop, nil
+}
+
 // Tally is what one worker, one process or (merged) a whole run measured.
 // Programs embed it in their result, so its fields stand in their JSON.
 type Tally struct {
