@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/dlock/bench/internal/cmp"
 )
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(child(spec)) // a process of the 2x25 and seed scenarios
-	}
+	cmp.ServeChild(childEnv, runProcess) // a process of the 2x25 and seed scenarios
 	os.Exit(m.Run())
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/bench/internal/cmp"
 	"example.com/dlock/etcdstore"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -15,14 +16,11 @@ import (
 // sessionTTL is both libraries' session TTL (etcdstore's default).
 const sessionTTL = 10 * time.Second
 
-// lockFn takes the lock on key and returns its unlock.
-type lockFn func(ctx context.Context, key string) (unlock func(context.Context) error, err error)
-
 // locker is one library in one process.
 type locker interface {
 	// worker returns one goroutine's lock function, set up before the clock
 	// starts (the peer's session is created here).
-	worker(ctx context.Context) (lockFn, error)
+	worker(ctx context.Context) (cmp.LockFn, error)
 	close()
 }
 
@@ -53,7 +51,7 @@ type dlockLib struct {
 	dc *dlock.Client
 }
 
-func (d *dlockLib) worker(context.Context) (lockFn, error) {
+func (d *dlockLib) worker(context.Context) (cmp.LockFn, error) {
 	return func(ctx context.Context, key string) (func(context.Context) error, error) {
 		l, err := d.dc.Lock(ctx, key)
 		if err != nil {
@@ -80,7 +78,7 @@ type peerLib struct {
 	sessions []*concurrency.Session
 }
 
-func (p *peerLib) worker(ctx context.Context) (lockFn, error) {
+func (p *peerLib) worker(ctx context.Context) (cmp.LockFn, error) {
 	sess, err := concurrency.NewSession(p.cli, concurrency.WithTTL(int(sessionTTL/time.Second)), concurrency.WithContext(ctx))
 	if err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/dlock/bench/internal/cmp"
 	"go.etcd.io/etcd/api/v3/version"
 )
 
@@ -46,19 +47,13 @@ var scenarios = []scenario{
 }
 
 func main() {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(child(spec))
-	}
-	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
-	quick := flag.Bool("quick", false, "1 s scenarios")
-	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
+	cmp.ServeChild(childEnv, runProcess)
+	var f cmp.Flags
+	f.Register(flag.CommandLine)
 	bin := flag.String("etcd", "/usr/bin/etcd", "etcd binary")
-	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
 	flag.Parse()
-	if *quick {
-		*dur = time.Second
-	}
-	if err := run(os.Stdout, *bin, *dur, *only, max(*rounds, 1), strings.Join(os.Args[1:], " ")); err != nil {
+	f.Settle()
+	if err := run(os.Stdout, *bin, f.Dur, f.Only, f.Rounds, strings.Join(os.Args[1:], " ")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/etcd:", err)
 		os.Exit(1)
 	}
@@ -80,25 +75,14 @@ func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, 
 		return err
 	}
 	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./etcd %s\n\n", env, dur, args)
-	var rows []row
+	rows, err := cmp.Play(scenarios, func(sc scenario) string { return sc.Name }, only, rounds, libNames,
+		func(sc scenario, lib string) (row, error) { return runScenario(srv.Endpoint, sc, lib, dur) })
+	if err != nil {
+		return err
+	}
 	bad := false
-	for _, sc := range scenarios {
-		if only != "all" && !strings.Contains(","+only+",", ","+sc.Name+",") {
-			continue
-		}
-		for round := range rounds {
-			var pair [2]row
-			for k := range libNames {
-				i := (k + round) % len(libNames) // who goes first alternates
-				r, err := runScenario(srv.Endpoint, sc, libNames[i], dur)
-				if err != nil {
-					return fmt.Errorf("%s/%s: %w", sc.Name, libNames[i], err)
-				}
-				pair[i] = r
-				bad = bad || r.res.Overlaps > 0 || r.oversold
-			}
-			rows = append(rows, pair[:]...)
-		}
+	for _, r := range rows {
+		bad = bad || r.res.Overlaps > 0 || r.oversold
 	}
 	report(out, rows)
 	if bad {
@@ -122,7 +106,7 @@ func runScenario(endpoint string, sc scenario, lib string, dur time.Duration) (r
 		return row{}, err
 	}
 	defer os.RemoveAll(dir)
-	j := job{Lib: lib, Endpoint: endpoint, Goroutines: sc.Goroutines, Duration: dur, Dir: dir}
+	j := job{Job: cmp.Job{Lib: lib, Goroutines: sc.Goroutines, Duration: dur, Dir: dir}, Endpoint: endpoint}
 	if sc.Seed {
 		j.Duration = 0
 		if err := putStock(endpoint, 100); err != nil {
@@ -131,9 +115,7 @@ func runScenario(endpoint string, sc scenario, lib string, dur time.Duration) (r
 	}
 	var res *result
 	if sc.Procs == 1 {
-		gate := make(chan struct{})
-		close(gate)
-		res, err = runProcess(j, func() {}, gate)
+		res, err = runProcess(j, func() {}, cmp.Open)
 	} else {
 		res, err = runProcs(j, sc.Procs)
 	}
@@ -191,20 +173,5 @@ func describe(endpoint, bin string) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s; %s; etcd server %s (%s, single node, data in a temp dir); client go.etcd.io/etcd/client/v3 %s",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), st.Version, bin, version.Version), nil
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if _, v, ok := strings.Cut(l, ":"); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return "unknown CPU"
+		cmp.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), st.Version, bin, version.Version), nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"example.com/dlock/bench/internal/cmp"
 )
 
 // interleaveBlocks is how many blocks each library's share of an
@@ -75,17 +77,17 @@ func runInterleaved(c conf, libs []string, dur time.Duration, round int) ([]row,
 func runBlock(j job, lk locker, ctr *counter, into *result) {
 	ctx := context.Background()
 	trips0, stmts0, dials0 := ctr.trips.Load(), ctr.stmts.Load(), ctr.dials.Load()
-	cpu0, t0 := cpuTime(), time.Now()
-	w := &worker{j: j, lock: lk.lock}
+	cpu0, t0 := cmp.CPUTime(), time.Now()
+	w := &worker{j: j}
 	for end := t0.Add(j.Duration); time.Now().Before(end); {
 		c0 := time.Now()
 		unlock, err := lk.lock(ctx, lockKey)
 		if err != nil {
-			w.fail(err)
+			w.res.Fail(err)
 			break
 		}
 		if err := errors.Join(w.critical(ctx), unlock(ctx)); err != nil {
-			w.fail(err)
+			w.res.Fail(err)
 			break
 		}
 		w.res.Ops++
@@ -93,7 +95,7 @@ func runBlock(j job, lk locker, ctr *counter, into *result) {
 	}
 	wall := time.Since(t0)
 	w.res.Trips, w.res.Stmts, w.res.Dials = ctr.trips.Load()-trips0, ctr.stmts.Load()-stmts0, ctr.dials.Load()-dials0
-	w.res.CPU = cpuTime() - cpu0
+	w.res.CPU = cmp.CPUTime() - cpu0
 	into.merge(&w.res) // w.res.Wall is 0: merge keeps into's
 	into.Wall += wall
 }

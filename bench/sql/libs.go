@@ -28,9 +28,6 @@ const (
 	pglockTable     = "pglock_locks"
 )
 
-// lockFn takes the lock on key and returns its unlock.
-type lockFn func(ctx context.Context, key string) (unlock func(context.Context) error, err error)
-
 // locker is one library in one process (one client, shared by the
 // process's goroutines).
 type locker interface {

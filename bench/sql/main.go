@@ -32,6 +32,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"example.com/dlock/bench/internal/cmp"
 )
 
 // scenario is one workload.
@@ -67,9 +69,7 @@ type options struct {
 }
 
 func main() {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(child(spec))
-	}
+	cmp.ServeChild(childEnv, runProcess)
 	var o options
 	dbs := flag.String("db", "pg,mysql", "databases: pg, mysql or both")
 	flag.DurationVar(&o.dur, "duration", 5*time.Second, "length of each timed scenario and of the wake-up scenario")
@@ -109,8 +109,4 @@ func run(out io.Writer, o options) error {
 		return fmt.Errorf("a critical section overlapped another, or the stock was oversold")
 	}
 	return nil
-}
-
-func selected(list, name string) bool {
-	return list == "all" || strings.Contains(","+list+",", ","+name+",")
 }

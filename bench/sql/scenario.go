@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"example.com/dlock/bench/internal/cmp"
 )
 
 // row is one scenario run with one library.
@@ -37,18 +39,18 @@ func runDB(out io.Writer, db string, o options) (bad bool, err error) {
 	defer func() { fmt.Fprintf(out, "load average at the end: %s\n\n", loadAvg()) }()
 	var libs []string
 	for _, l := range libsOf[db] {
-		if selected(o.libs, l) {
+		if cmp.Selected(o.libs, l) {
 			libs = append(libs, l)
 		}
 	}
 	for _, l := range optionalLibs[db] {
-		if o.libs != "all" && selected(o.libs, l) {
+		if o.libs != "all" && cmp.Selected(o.libs, l) {
 			libs = append(libs, l)
 		}
 	}
 	var rows []row
 	for _, sc := range scenarios {
-		if !selected(o.only, sc.Name) {
+		if !cmp.Selected(o.only, sc.Name) {
 			continue
 		}
 		for round := range o.rounds {
@@ -64,15 +66,18 @@ func runDB(out io.Writer, db string, o options) (bad bool, err error) {
 				rows = append(rows, pair...)
 				continue
 			}
-			pair := make([]row, len(libs))
-			for k := range libs {
-				i := (k + round) % len(libs) // who goes first alternates
-				r, err := runScenario(c, sc, libs[i], o, round)
+			pair, err := cmp.Alternate(libs, round, func(lib string) (row, error) {
+				r, err := runScenario(c, sc, lib, o, round)
 				if err != nil {
-					return bad, fmt.Errorf("%s/%s: %w", sc.Name, libs[i], err)
+					return r, fmt.Errorf("%s/%s: %w", sc.Name, lib, err)
 				}
-				pair[i] = r
-				fmt.Fprintf(os.Stderr, "%s %s round %d %s: %d ops in %v, %d failures\n", db, sc.Name, round+1, libs[i], r.res.Ops, r.res.Wall.Round(time.Millisecond), r.res.Failures)
+				fmt.Fprintf(os.Stderr, "%s %s round %d %s: %d ops in %v, %d failures\n", db, sc.Name, round+1, lib, r.res.Ops, r.res.Wall.Round(time.Millisecond), r.res.Failures)
+				return r, nil
+			})
+			if err != nil {
+				return bad, err
+			}
+			for _, r := range pair {
 				bad = bad || r.res.Overlaps > 0 || r.oversold
 			}
 			rows = append(rows, pair...)
@@ -104,9 +109,7 @@ func runScenario(c conf, sc scenario, lib string, o options, round int) (row, er
 		return r, err
 	}
 	if sc.Procs == 1 {
-		gate := make(chan struct{})
-		close(gate)
-		r.res, err = runProcess(j, func() {}, gate)
+		r.res, err = runProcess(j, func() {}, cmp.Open)
 	} else {
 		r.res, err = runProcs(j, sc.Procs)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"example.com/dlock/bench/internal/cmp"
+
 	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/internal/pgserver"
 )
@@ -86,22 +88,7 @@ func deps() string {
 
 // machine names the machine and Go.
 func machine() string {
-	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s; %s", cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if _, v, ok := strings.Cut(l, ":"); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return "unknown CPU"
+	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s; %s", cmp.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
 // startPG starts a PostgreSQL server (internal/pgserver: initdb in a

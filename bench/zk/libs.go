@@ -6,18 +6,16 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/bench/internal/cmp"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
 )
-
-// lockFn takes the lock on key and returns its unlock.
-type lockFn func(ctx context.Context, key string) (unlock func(context.Context) error, err error)
 
 // locker is one library in one process, on the process's connection.
 type locker interface {
 	// worker returns one goroutine's lock function, set up before the clock
 	// starts.
-	worker() (lockFn, error)
+	worker() (cmp.LockFn, error)
 	close()
 }
 
@@ -55,7 +53,7 @@ type dlockLib struct {
 	dc *dlock.Client
 }
 
-func (d *dlockLib) worker() (lockFn, error) {
+func (d *dlockLib) worker() (cmp.LockFn, error) {
 	return func(ctx context.Context, key string) (func(context.Context) error, error) {
 		l, err := d.dc.Lock(ctx, key)
 		if err != nil {
@@ -77,7 +75,7 @@ func (d *dlockLib) close() {
 // connection. It takes no context: a Lock call waits until it is granted.
 type peerLib struct{ conn *zk.Conn }
 
-func (p *peerLib) worker() (lockFn, error) {
+func (p *peerLib) worker() (cmp.LockFn, error) {
 	locks := map[string]*zk.Lock{}
 	return func(_ context.Context, key string) (func(context.Context) error, error) {
 		l := locks[key]

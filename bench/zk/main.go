@@ -27,6 +27,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"example.com/dlock/bench/internal/cmp"
 )
 
 // scenario is one workload.
@@ -47,20 +49,14 @@ var scenarios = []scenario{
 }
 
 func main() {
-	if spec := os.Getenv(childEnv); spec != "" {
-		os.Exit(child(spec))
-	}
-	dur := flag.Duration("duration", 5*time.Second, "length of each timed scenario")
-	quick := flag.Bool("quick", false, "1 s scenarios")
-	only := flag.String("scenarios", "all", "comma-separated scenarios, or all")
-	rounds := flag.Int("rounds", 1, "run every scenario this many times, the libraries taking turns to go first")
+	cmp.ServeChild(childEnv, runProcess)
+	var f cmp.Flags
+	f.Register(flag.CommandLine)
 	wakes := flag.Int("wakes", 100, "wake-ups measured per library and round in the wakeup scenario")
 	addr := flag.String("server", "", "host:port of a running standalone ZooKeeper to use instead of starting one (it must allow the mntr four-letter word)")
 	flag.Parse()
-	if *quick {
-		*dur = time.Second
-	}
-	cfg := config{dur: *dur, only: *only, rounds: max(*rounds, 1), wakes: max(*wakes, 1), server: *addr, args: strings.Join(os.Args[1:], " ")}
+	f.Settle()
+	cfg := config{dur: f.Dur, only: f.Only, rounds: f.Rounds, wakes: max(*wakes, 1), server: *addr, args: strings.Join(os.Args[1:], " ")}
 	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/zk:", err)
 		os.Exit(1)
@@ -87,25 +83,14 @@ func run(out io.Writer, cfg config) error {
 		defer srv.stop()
 	}
 	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./zk %s\n\n", describe(srv), cfg.dur, cfg.args)
-	var rows []row
+	rows, err := cmp.Play(scenarios, func(sc scenario) string { return sc.Name }, cfg.only, cfg.rounds, libNames,
+		func(sc scenario, lib string) (row, error) { return runScenario(srv, sc, lib, cfg) })
+	if err != nil {
+		return err
+	}
 	bad := false
-	for _, sc := range scenarios {
-		if cfg.only != "all" && !strings.Contains(","+cfg.only+",", ","+sc.Name+",") {
-			continue
-		}
-		for round := range cfg.rounds {
-			var pair [2]row
-			for k := range libNames {
-				i := (k + round) % len(libNames) // who goes first alternates
-				r, err := runScenario(srv, sc, libNames[i], cfg)
-				if err != nil {
-					return fmt.Errorf("%s/%s: %w", sc.Name, libNames[i], err)
-				}
-				pair[i] = r
-				bad = bad || r.res.Overlaps > 0 || r.oversold
-			}
-			rows = append(rows, pair[:]...)
-		}
+	for _, r := range rows {
+		bad = bad || r.res.Overlaps > 0 || r.oversold
 	}
 	report(out, rows)
 	if bad {
@@ -129,22 +114,7 @@ func describe(srv *server) string {
 		where = "given with -server " + srv.Addr
 	}
 	return fmt.Sprintf("machine: %s, %d CPUs, %s/%s, load %s; %s; ZooKeeper server %s (%s); client github.com/go-zookeeper/zk %s",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg(), runtime.Version(), srv.version(), where, client)
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "model name") {
-			if _, v, ok := strings.Cut(l, ":"); ok {
-				return strings.TrimSpace(v)
-			}
-		}
-	}
-	return "unknown CPU"
+		cmp.CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, loadAvg(), runtime.Version(), srv.version(), where, client)
 }
 
 func loadAvg() string {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"example.com/dlock/bench/internal/cmp"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -33,7 +34,7 @@ func runScenario(srv *server, sc scenario, lib string, cfg config) (row, error) 
 		return row{}, err
 	}
 	defer os.RemoveAll(dir)
-	j := job{Lib: lib, Addr: srv.Addr, Goroutines: sc.Goroutines, Duration: cfg.dur, Dir: dir}
+	j := job{Job: cmp.Job{Lib: lib, Goroutines: sc.Goroutines, Duration: cfg.dur, Dir: dir}, Addr: srv.Addr}
 	if sc.Seed {
 		j.Duration = 0
 		if err := setStock(srv.Addr, 100); err != nil {
@@ -45,9 +46,7 @@ func runScenario(srv *server, sc scenario, lib string, cfg config) (row, error) 
 	ready := func() { p0, perr = srv.packets() }
 	var res *result
 	if sc.Procs == 1 {
-		gate := make(chan struct{})
-		close(gate)
-		res, err = runProcess(j, ready, gate)
+		res, err = runProcess(j, ready, cmp.Open)
 	} else {
 		res, err = runProcs(j, sc.Procs, ready)
 	}
@@ -104,7 +103,7 @@ func getStock(addr string) (int, error) {
 // wake-ups.
 func runWake(srv *server, sc scenario, lib string, n int) (row, error) {
 	var conns [2]*zk.Conn
-	var fns [2]lockFn
+	var fns [2]cmp.LockFn
 	for i := range conns {
 		c, err := dial(srv.Addr)
 		if err != nil {
@@ -151,7 +150,7 @@ func runWake(srv *server, sc scenario, lib string, n int) (row, error) {
 // wakeOnce: holder locks, the waiter queues (seen as a second node in
 // path), holder unlocks; it returns the time from the unlock call to the
 // waiter's grant, and how many reads the observer made.
-func wakeOnce(ctx context.Context, observer *zk.Conn, path string, holder, waiter lockFn) (lat time.Duration, polls int64, err error) {
+func wakeOnce(ctx context.Context, observer *zk.Conn, path string, holder, waiter cmp.LockFn) (lat time.Duration, polls int64, err error) {
 	unlock, err := holder(ctx, "wake")
 	if err != nil {
 		return 0, 0, err
