@@ -48,6 +48,13 @@ type Harness struct {
 	// DefaultSlack.
 	Slack time.Duration
 
+	// ShortTTL, if above the default (150 ms, or the store's MinTTL), is the
+	// lease of the expiry cases. A store whose per-call timeouts derive from
+	// the lease (Redlock bounds each node's answer by a third of it) needs a
+	// longer one to answer at all on a loaded machine, where -race and
+	// other test processes stretch every round trip.
+	ShortTTL time.Duration
+
 	// InspectFenceMayBeLater declares that Inspect reports, for a held key,
 	// a fence at least the holding's rather than exactly it (Redlock: the
 	// largest fence any node issued). The Inspect case then checks Fence >=
@@ -103,7 +110,7 @@ func newSuite(h Harness, m driver.Model) *suite {
 	if s.slack <= 0 {
 		s.slack = DefaultSlack
 	}
-	s.ttl = roundUp(max(baseTTL, m.MinTTL), m.Granularity)
+	s.ttl = roundUp(max(baseTTL, m.MinTTL, h.ShortTTL), m.Granularity)
 	s.long = roundUp(max(s.long, 20*s.ttl), m.Granularity)
 	if m.MaxTTL > 0 && s.long > m.MaxTTL {
 		s.long = m.MaxTTL
