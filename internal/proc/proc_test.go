@@ -1,0 +1,223 @@
+package proc
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestFreePorts(t *testing.T) {
+	ports, err := FreePorts(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p <= 0 || seen[p] {
+			t.Fatalf("ports %v: bad or repeated %d", ports, p)
+		}
+		seen[p] = true
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("port %d is not free: %v", p, err)
+		}
+		l.Close()
+	}
+}
+
+// startWithChild starts sh in mode, which starts a child (with setsid when
+// asked) and prints its pid; it returns the process and the child's pid.
+func startWithChild(t *testing.T, mode Mode, setsid bool) (*Process, int) {
+	t.Helper()
+	child := "sleep 60"
+	if setsid {
+		if _, err := exec.LookPath("setsid"); err != nil {
+			t.Skip("setsid not installed")
+		}
+		child = "setsid sleep 60"
+	}
+	cmd := exec.Command("sh", "-c", child+" & echo $!; wait")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cmd, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if setsid { // wait until the child leads its own session
+		err = Poll(time.Now().Add(5*time.Second), 5*time.Millisecond, func() error {
+			if f := statFields(pid); len(f) >= 4 && f[3] == strconv.Itoa(pid) {
+				return nil
+			}
+			return errors.New("child not in its own session yet")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p, pid
+}
+
+// gone reports whether pid has exited (or is a zombie) within 2 s.
+func gone(pid int) bool {
+	err := Poll(time.Now().Add(2*time.Second), 5*time.Millisecond, func() error {
+		if f := statFields(pid); len(f) == 0 || f[0] == "Z" {
+			return nil
+		}
+		return errors.New("alive")
+	})
+	return err == nil
+}
+
+// TestKillReaches checks which children Kill reaches in each mode; Single,
+// and Group for a setsid child, are the negative controls.
+func TestKillReaches(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mode   Mode
+		setsid bool
+		want   bool
+	}{
+		{"group", Group, false, true},
+		{"single", Single, false, false},
+		{"group-setsid", Group, true, false},
+		{"tree-setsid", Tree, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, child := startWithChild(t, c.mode, c.setsid)
+			if c.mode == Tree && !containsInt(Children(p.Pid()), child) {
+				t.Fatalf("Children(%d) = %v, no %d", p.Pid(), Children(p.Pid()), child)
+			}
+			p.Kill()
+			if !p.Exited() {
+				t.Fatal("Kill returned before the exit")
+			}
+			if got := gone(child); got != c.want {
+				t.Fatalf("child gone = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStop(t *testing.T) {
+	p, err := Start(exec.Command("sleep", "60"), Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop(syscall.SIGTERM, 30*time.Second)
+	if err := p.Err(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Fatalf("Err = %v, want terminated", err)
+	}
+	// A process ignoring SIGTERM is killed after the timeout.
+	cmd := exec.Command("sh", "-c", `trap "" TERM; echo ready; sleep 60`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = Start(cmd, Group); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	p.Stop(syscall.SIGTERM, 200*time.Millisecond)
+	if err := p.Err(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("Err = %v (after %v), want killed", err, time.Since(start))
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	p, err := Start(exec.Command("sleep", "60"), Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	WaitStopped(p.Pid(), 5*time.Second)
+	if f := statFields(p.Pid()); len(f) == 0 || f[0] != "T" {
+		t.Fatalf("state %v after SIGSTOP, want T", f)
+	}
+	if err := p.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	err = Poll(time.Now().Add(5*time.Second), 5*time.Millisecond, func() error {
+		if f := statFields(p.Pid()); len(f) > 0 && f[0] != "T" {
+			return nil
+		}
+		return errors.New("still stopped")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPoll(t *testing.T) {
+	stop := errors.New("died")
+	calls := 0
+	err := Poll(time.Now().Add(time.Minute), time.Millisecond, func() error {
+		calls++
+		return Final(stop)
+	})
+	if err != stop || calls != 1 {
+		t.Fatalf("Poll = %v after %d calls, want %v after 1", err, calls, stop)
+	}
+	late := errors.New("not yet")
+	if err := Poll(time.Now(), time.Millisecond, func() error { return late }); err != late {
+		t.Fatalf("Poll past the deadline = %v, want %v", err, late)
+	}
+	n := 0
+	if err := Poll(time.Now().Add(time.Minute), time.Millisecond, func() error {
+		if n++; n < 3 {
+			return late
+		}
+		return nil
+	}); err != nil || n != 3 {
+		t.Fatalf("Poll = %v after %d calls, want nil after 3", err, n)
+	}
+}
+
+func TestLogBounded(t *testing.T) {
+	var l Log
+	chunk := []byte(strings.Repeat("x", 1<<20-1) + "\n")
+	for range 6 {
+		_, _ = l.Write(chunk)
+	}
+	_, _ = l.Write([]byte("last"))
+	s := l.String()
+	if len(s) > logMax+len(chunk) || !strings.HasSuffix(s, "last") {
+		t.Fatalf("log of %d bytes, suffix %q", len(s), Tail(s, 8))
+	}
+	var nilLog *Log
+	if nilLog.String() != "" {
+		t.Fatal("nil Log not empty")
+	}
+}
