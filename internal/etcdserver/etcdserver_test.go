@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // healthyWithin asks m's /health with a bound of d.
@@ -20,7 +22,7 @@ func TestLifecycle(t *testing.T) {
 	c := Start(t)
 	m := c.Members[0]
 	if !healthyWithin(m, 5*time.Second) {
-		t.Fatalf("started member is not healthy; log:\n%s", tail(m.Log(), 2000))
+		t.Fatalf("started member is not healthy; log:\n%s", proc.Tail(m.Log(), 2000))
 	}
 	if err := m.Pause(); err != nil {
 		t.Fatal(err)

@@ -10,9 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // Addr returns the member's client address, host:port.
@@ -36,30 +37,31 @@ func (m *Member) start() error {
 		"--initial-cluster-token", m.token,
 		"--logger", "zap",
 	)
-	m.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &m.mu, buf: m.log}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	m.log = &proc.Log{}
+	cmd.Stdout, cmd.Stderr = m.log, m.log
+	p, err := proc.Start(cmd, proc.Single)
+	if err != nil {
 		return fmt.Errorf("start %s: %w", m.Name, err)
 	}
-	m.cmd = cmd
+	m.p = p
 	return nil
+}
+
+// take detaches the running process, or returns nil.
+func (m *Member) take() *proc.Process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.p
+	m.p = nil
+	return p
 }
 
 // Kill kills the member (SIGKILL) and waits for it to exit. Harmless if it is
 // not running.
 func (m *Member) Kill() {
-	m.mu.Lock()
-	cmd := m.cmd
-	m.cmd = nil
-	m.mu.Unlock()
-	if cmd == nil {
-		return
+	if p := m.take(); p != nil {
+		p.Kill()
 	}
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
 }
 
 // Restart starts a killed member again on its data directory and ports, and
@@ -76,22 +78,8 @@ func (m *Member) Restart() error {
 // to exit, then kills it (SIGKILL). Harmless if it is not running. Restart
 // starts it again on the same data.
 func (m *Member) Stop(timeout time.Duration) {
-	m.mu.Lock()
-	cmd := m.cmd
-	m.cmd = nil
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-done
+	if p := m.take(); p != nil {
+		p.Stop(syscall.SIGTERM, timeout)
 	}
 }
 
@@ -100,7 +88,7 @@ func (m *Member) Stop(timeout time.Duration) {
 func (m *Member) Running() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.cmd != nil
+	return m.p != nil
 }
 
 // Pause stops the member with SIGSTOP; Resume continues it.
@@ -112,19 +100,17 @@ func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
 func (m *Member) signal(sig syscall.Signal) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd == nil {
+	if m.p == nil {
 		return fmt.Errorf("etcdserver: %s is not running", m.Name)
 	}
-	return m.cmd.Process.Signal(sig)
+	return m.p.Signal(sig)
 }
 
-// Log returns what the member has written so far.
+// Log returns what the member has written so far (its latest part when it
+// grew large).
 func (m *Member) Log() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.log == nil {
-		return ""
-	}
 	return m.log.String()
 }
 
@@ -152,30 +138,12 @@ func (m *Member) Healthy(ctx context.Context) bool {
 }
 
 func (m *Member) waitHealthy(deadline time.Time) error {
-	for {
+	return proc.Poll(deadline, 50*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		ok := m.Healthy(ctx)
-		cancel()
-		if ok {
+		defer cancel()
+		if m.Healthy(ctx) {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not healthy by the deadline", m.Name)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
-	}
-}
-
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 4<<20 { // keep the log bounded
-		return len(p), nil
-	}
-	return w.buf.Write(p)
+		return fmt.Errorf("%s not healthy by the deadline", m.Name)
+	})
 }
