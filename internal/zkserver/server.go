@@ -1,7 +1,6 @@
 package zkserver
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // Server is one ZooKeeper server process.
@@ -24,10 +25,9 @@ type Server struct {
 	dir                                  string
 	java                                 string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited (and was waited for)
-	log  *bytes.Buffer
+	mu  sync.Mutex
+	p   *proc.Process
+	log *proc.Log
 }
 
 // Addr returns the server's client address, host:port.
@@ -68,7 +68,7 @@ func (s *Server) cfgPath() string { return filepath.Join(s.dir, "zoo.cfg") }
 // and slf4j-simple when it is installed.
 func (s *Server) classpath() string {
 	cp := []string{s.dir, Jar}
-	if fileExists(slf4jSimple) {
+	if proc.FileExists(slf4jSimple) {
 		cp = append(cp, slf4jSimple)
 	}
 	return strings.Join(cp, ":")
@@ -91,55 +91,38 @@ func (s *Server) start() error {
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath(),
 	)
 	cmd.Dir = s.dir
-	s.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &s.mu, buf: s.log}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	s.log = &proc.Log{}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	p, err := proc.Start(cmd, proc.Group)
+	if err != nil {
 		return fmt.Errorf("start server %d: %w", s.ID, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	s.cmd, s.done = cmd, done
+	s.p = p
 	return nil
 }
 
 // take detaches the running process, or returns nil.
-func (s *Server) take() (*exec.Cmd, chan struct{}) {
+func (s *Server) take() *proc.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	return cmd, done
+	p := s.p
+	s.p = nil
+	return p
 }
 
 // exited reports whether the process started last has exited by itself.
 func (s *Server) exited() bool {
 	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return true
-	default:
-		return false
-	}
+	defer s.mu.Unlock()
+	return s.p != nil && s.p.Exited()
 }
 
 // Kill kills the server's process group (SIGKILL) and waits for it to exit.
 // Harmless if it is not running.
 func (s *Server) Kill() {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
+	if p := s.take(); p != nil {
+		p.Kill()
 	}
-	pg := -cmd.Process.Pid
-	_ = syscall.Kill(pg, syscall.SIGCONT)
-	_ = syscall.Kill(pg, syscall.SIGKILL)
-	<-done
 }
 
 // Restart starts a killed or stopped server again on its data directory and
@@ -150,7 +133,7 @@ func (s *Server) Restart() error {
 		return err
 	}
 	if err := s.waitServing(time.Now().Add(startTimeout)); err != nil {
-		return fmt.Errorf("%w\n--- log:\n%s", err, tail(s.Log(), 4000))
+		return fmt.Errorf("%w\n--- log:\n%s", err, proc.Tail(s.Log(), 4000))
 	}
 	return nil
 }
@@ -159,18 +142,8 @@ func (s *Server) Restart() error {
 // to exit, then kills its process group. Harmless if it is not running.
 // Restart starts it again on the same data.
 func (s *Server) Stop(timeout time.Duration) {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
-	}
-	pg := -cmd.Process.Pid
-	_ = syscall.Kill(pg, syscall.SIGCONT)
-	_ = syscall.Kill(pg, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = syscall.Kill(pg, syscall.SIGKILL)
-		<-done
+	if p := s.take(); p != nil {
+		p.Stop(syscall.SIGTERM, timeout)
 	}
 }
 
@@ -179,7 +152,7 @@ func (s *Server) Stop(timeout time.Duration) {
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cmd != nil
+	return s.p != nil
 }
 
 // Pause stops the server with SIGSTOP; Resume continues it.
@@ -191,19 +164,16 @@ func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 func (s *Server) signal(sig syscall.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.p == nil {
 		return fmt.Errorf("zkserver: server %d is not running", s.ID)
 	}
-	return syscall.Kill(-s.cmd.Process.Pid, sig)
+	return s.p.Signal(sig)
 }
 
 // Log returns the server's log (its latest part when it grew large).
 func (s *Server) Log() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.log == nil {
-		return ""
-	}
 	return s.log.String()
 }
 
@@ -245,32 +215,13 @@ func (s *Server) Mode(timeout time.Duration) string {
 }
 
 func (s *Server) waitServing(deadline time.Time) error {
-	for {
+	return proc.Poll(deadline, 50*time.Millisecond, func() error {
 		if s.Mode(time.Second) != "" {
 			return nil
 		}
 		if !s.Running() || s.exited() {
-			return fmt.Errorf("server %d is not running", s.ID)
+			return proc.Final(fmt.Errorf("server %d is not running", s.ID))
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("server %d not serving by the deadline", s.ID)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
-	}
-}
-
-// lockedWriter appends to a buffer under the server's lock, keeping the
-// latest 2 MiB.
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 4<<20 {
-		w.buf.Next(w.buf.Len() - 2<<20) // drop the oldest part
-	}
-	return w.buf.Write(p)
+		return fmt.Errorf("server %d not serving by the deadline", s.ID)
+	})
 }
