@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // readyWithin asks pg_isready with a bound of d.
@@ -22,7 +24,7 @@ func readyWithin(s *Server, d time.Duration) bool {
 func TestLifecycle(t *testing.T) {
 	s := Start(t)
 	if !readyWithin(s, 5*time.Second) {
-		t.Fatalf("started server is not ready; log:\n%s", tail(s.Log(), 2000))
+		t.Fatalf("started server is not ready; log:\n%s", proc.Tail(s.Log(), 2000))
 	}
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)
@@ -100,11 +102,11 @@ func state(pid int) byte {
 func TestSignalsReachBackends(t *testing.T) {
 	s := Start(t)
 	s.mu.Lock()
-	pid := s.cmd.Process.Pid
+	pid := s.p.Pid()
 	s.mu.Unlock()
-	kids := children(pid)
+	kids := proc.Children(pid)
 	if len(kids) == 0 {
-		t.Fatal("the postmaster has no children (checkpointer, walwriter...): children() is blind")
+		t.Fatal("the postmaster has no children (checkpointer, walwriter...): proc.Children is blind")
 	}
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"example.com/dlock/internal/proc"
 )
 
 // StartReplica starts a streaming replica of s (a hot standby: it answers
@@ -50,16 +52,16 @@ func (s *Server) LaunchReplica(bb string) (*Server, error) {
 	out, err := r.command("pg_basebackup", "-h", "127.0.0.1", "-p", fmt.Sprint(s.Port), "-U", "postgres",
 		"-D", r.dataDir(), "-R", "-X", "stream", "--no-sync", "-c", "fast").CombinedOutput()
 	if err != nil {
-		return r, fmt.Errorf("pg_basebackup: %w\n%s", err, tail(string(out), 4000))
+		return r, fmt.Errorf("pg_basebackup: %w\n%s", err, proc.Tail(string(out), 4000))
 	}
-	if r.Port, err = freePort(); err != nil {
+	if r.Port, err = proc.FreePort(); err != nil {
 		return r, err
 	}
 	if err := r.start(); err != nil {
 		return r, err
 	}
 	if err := r.WaitReady(startTimeout); err != nil {
-		return r, fmt.Errorf("%w\n--- replica log:\n%s", err, tail(r.Log(), 4000))
+		return r, fmt.Errorf("%w\n--- replica log:\n%s", err, proc.Tail(r.Log(), 4000))
 	}
 	return r, nil
 }
