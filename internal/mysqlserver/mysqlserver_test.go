@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // readyWithin asks s for its greeting with a bound of d.
@@ -39,7 +41,7 @@ func query(t *testing.T, s *Server, sql string) (string, error) {
 func TestLifecycle(t *testing.T) {
 	s := Start(t)
 	if !readyWithin(s, 5*time.Second) {
-		t.Fatalf("started server does not greet; log:\n%s", tail(s.Log(), 2000))
+		t.Fatalf("started server does not greet; log:\n%s", proc.Tail(s.Log(), 2000))
 	}
 	if out, err := query(t, s, "CREATE TABLE k (v INT) ENGINE=InnoDB; INSERT INTO k VALUES (42)"); err != nil {
 		t.Fatalf("as %s on %s: %v: %s", User, Database, err, out)

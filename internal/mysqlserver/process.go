@@ -1,7 +1,6 @@
 package mysqlserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // Server is one mariadbd process on its own data directory and port.
@@ -19,10 +20,9 @@ type Server struct {
 	port int
 	bin  string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	log  *bytes.Buffer
+	mu  sync.Mutex
+	p   *proc.Process
+	log *proc.Log
 }
 
 // args are mariadbd's arguments: no option files, loopback only, small
@@ -52,18 +52,14 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cmd := exec.Command(s.bin, s.args()...) //nolint:gosec // test binary
-	s.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &s.mu, buf: s.log}
-	cmd.Stdout, cmd.Stderr = w, w
+	s.log = &proc.Log{}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
 	// Its own process group, and killed if the test binary dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := proc.Start(cmd, proc.Group)
+	if err != nil {
 		return fmt.Errorf("mysqlserver: start mariadbd: %w", err)
 	}
-	s.cmd = cmd
-	done := make(chan struct{})
-	s.done = done
-	go func() { _ = cmd.Wait(); close(done) }()
+	s.p = p
 	return nil
 }
 
@@ -71,22 +67,18 @@ func (s *Server) start() error {
 // Harmless if it is not running. Restart starts it again on the same data
 // (InnoDB recovers).
 func (s *Server) Kill() {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
+	if p := s.take(); p != nil {
+		p.Kill()
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done
 }
 
 // take forgets the running process and returns it.
-func (s *Server) take() (*exec.Cmd, chan struct{}) {
+func (s *Server) take() *proc.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	return cmd, done
+	p := s.p
+	s.p = nil
+	return p
 }
 
 // Restart kills the server if it runs, starts it again on its data directory
@@ -97,7 +89,7 @@ func (s *Server) Restart() error {
 		return err
 	}
 	if err := s.waitReady(time.Now().Add(startTimeout)); err != nil {
-		return fmt.Errorf("%w\n--- log:\n%s", err, tail(s.Log(), 4000))
+		return fmt.Errorf("%w\n--- log:\n%s", err, proc.Tail(s.Log(), 4000))
 	}
 	return nil
 }
@@ -106,17 +98,8 @@ func (s *Server) Restart() error {
 // for it to exit, then kills it. Harmless if it is not running. Restart
 // starts it again on the same data.
 func (s *Server) Stop(timeout time.Duration) {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+	if p := s.take(); p != nil {
+		p.Stop(syscall.SIGTERM, timeout)
 	}
 }
 
@@ -125,7 +108,7 @@ func (s *Server) Stop(timeout time.Duration) {
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cmd != nil
+	return s.p != nil
 }
 
 // Pause stops the server with SIGSTOP: connections stay open and every
@@ -138,19 +121,16 @@ func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 func (s *Server) signal(sig syscall.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.p == nil {
 		return fmt.Errorf("mysqlserver: the server is not running")
 	}
-	return s.cmd.Process.Signal(sig)
+	return s.p.Signal(sig)
 }
 
 // Log returns what the server has written so far (its error log).
 func (s *Server) Log() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.log == nil {
-		return ""
-	}
 	return s.log.String()
 }
 
@@ -178,41 +158,21 @@ func (s *Server) Ready(ctx context.Context) bool {
 }
 
 func (s *Server) waitReady(deadline time.Time) error {
-	for {
+	return proc.Poll(deadline, 50*time.Millisecond, func() error {
 		s.mu.Lock()
-		done := s.done
+		p := s.p
 		s.mu.Unlock()
-		if done == nil {
-			return fmt.Errorf("mysqlserver: mariadbd is not running")
+		if p == nil {
+			return proc.Final(fmt.Errorf("mysqlserver: mariadbd is not running"))
 		}
-		select {
-		case <-done:
-			return fmt.Errorf("mysqlserver: mariadbd exited during start")
-		default:
+		if p.Exited() {
+			return proc.Final(fmt.Errorf("mysqlserver: mariadbd exited during start"))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		ok := s.Ready(ctx)
-		cancel()
-		if ok {
+		defer cancel()
+		if s.Ready(ctx) {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("mysqlserver: mariadbd on %s not ready by the deadline", s.Addr())
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
-	}
-}
-
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 4<<20 { // keep the log bounded
-		return len(p), nil
-	}
-	return w.buf.Write(p)
+		return fmt.Errorf("mysqlserver: mariadbd on %s not ready by the deadline", s.Addr())
+	})
 }
