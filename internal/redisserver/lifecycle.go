@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 const (
@@ -26,7 +28,7 @@ func (s *Server) Kill() {
 	s.life.Lock()
 	defer s.life.Unlock()
 	if p := s.current(); p != nil {
-		p.kill()
+		p.Kill()
 	}
 }
 
@@ -38,19 +40,10 @@ func (s *Server) Stop() {
 	s.life.Lock()
 	defer s.life.Unlock()
 	p := s.current()
-	if p == nil || !p.alive() {
+	if p == nil || p.Exited() {
 		return
 	}
-	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	_ = syscall.Kill(-pid, syscall.SIGCONT)
-	timer := time.NewTimer(stopTimeout)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-	case <-timer.C:
-		p.kill()
-	}
+	p.Stop(syscall.SIGTERM, stopTimeout)
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open and the
@@ -59,22 +52,21 @@ func (s *Server) Stop() {
 // It is a no-op if the server is not running.
 func (s *Server) Pause() {
 	p := s.current()
-	if p == nil || !p.alive() {
+	if p == nil || p.Exited() {
 		return
 	}
-	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGSTOP)
-	waitStopped(pid, pauseTimeout)
+	_ = p.Signal(syscall.SIGSTOP)
+	proc.WaitStopped(p.Pid(), pauseTimeout)
 }
 
 // Resume continues a paused server with SIGCONT. It is a no-op if the server
 // is not running or not paused.
 func (s *Server) Resume() {
 	p := s.current()
-	if p == nil || !p.alive() {
+	if p == nil || p.Exited() {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+	_ = p.Signal(syscall.SIGCONT)
 }
 
 // Restart kills the server if it is running (SIGKILL, like Kill) and starts
@@ -102,7 +94,7 @@ func (s *Server) RestartProcess() error {
 		return errClosed
 	}
 	if p := s.current(); p != nil {
-		p.kill()
+		p.Kill()
 	}
 	if err := s.bootSamePort(); err != nil {
 		return fmt.Errorf("redisserver: restart %s: %w", s.Addr(), err)
@@ -126,7 +118,7 @@ func (s *Server) Close() error {
 	p := s.p
 	s.mu.Unlock()
 	if p != nil {
-		p.kill()
+		p.Kill()
 	}
 	releasePorts(s.port, s.busPort)
 	if s.ownDir {
