@@ -221,3 +221,43 @@ func TestLogBounded(t *testing.T) {
 		t.Fatal("nil Log not empty")
 	}
 }
+
+func TestHandle(t *testing.T) {
+	var h Handle
+	if h.Held() || h.Exited() || h.Log() != "" || h.Take() != nil {
+		t.Fatal("zero Handle holds something")
+	}
+	if err := h.Signal(syscall.SIGCONT); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Signal on an empty Handle = %v, want ErrNotRunning", err)
+	}
+	h.Kill() // harmless
+	if err := h.Start(exec.Command("sh", "-c", "echo hello; exec sleep 60"), Group); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Kill)
+	if err := Poll(time.Now().Add(5*time.Second), 5*time.Millisecond, func() error {
+		if strings.Contains(h.Log(), "hello") {
+			return nil
+		}
+		return errors.New("no hello in the log: " + h.Log())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.Current()
+	if !h.Held() || h.Exited() || p == nil {
+		t.Fatal("started process not held")
+	}
+	if err := h.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	h.Stop(syscall.SIGTERM, 30*time.Second) // continues the paused process first
+	if h.Held() || !p.Exited() || !strings.Contains(p.Err().Error(), "terminated") {
+		t.Fatalf("after Stop: held %v, exited %v, err %v", h.Held(), p.Exited(), p.Err())
+	}
+	if !strings.Contains(h.Log(), "hello") {
+		t.Fatal("the log went with the process")
+	}
+	if err := h.Start(exec.Command("/nonexistent/binary"), Single); err == nil || h.Held() {
+		t.Fatalf("Start of a missing binary = %v, held %v", err, h.Held())
+	}
+}
