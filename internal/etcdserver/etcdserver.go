@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -83,9 +82,7 @@ type Member struct {
 	initial   string // --initial-cluster
 	token     string
 
-	mu  sync.Mutex
-	p   *proc.Process
-	log *proc.Log
+	run proc.Handle // the running process and its log
 }
 
 // Start starts a single-node etcd.

@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,8 +21,6 @@ import (
 func (m *Member) Addr() string { return strings.TrimPrefix(m.ClientURL, "http://") }
 
 func (m *Member) start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return err
 	}
@@ -37,32 +36,15 @@ func (m *Member) start() error {
 		"--initial-cluster-token", m.token,
 		"--logger", "zap",
 	)
-	m.log = &proc.Log{}
-	cmd.Stdout, cmd.Stderr = m.log, m.log
-	p, err := proc.Start(cmd, proc.Single)
-	if err != nil {
+	if err := m.run.Start(cmd, proc.Single); err != nil {
 		return fmt.Errorf("start %s: %w", m.Name, err)
 	}
-	m.p = p
 	return nil
-}
-
-// take detaches the running process, or returns nil.
-func (m *Member) take() *proc.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.p
-	m.p = nil
-	return p
 }
 
 // Kill kills the member (SIGKILL) and waits for it to exit. Harmless if it is
 // not running.
-func (m *Member) Kill() {
-	if p := m.take(); p != nil {
-		p.Kill()
-	}
-}
+func (m *Member) Kill() { m.run.Kill() }
 
 // Restart starts a killed member again on its data directory and ports, and
 // waits until it answers /health.
@@ -77,19 +59,11 @@ func (m *Member) Restart() error {
 // Stop stops the member gracefully (SIGTERM) and waits up to timeout for it
 // to exit, then kills it (SIGKILL). Harmless if it is not running. Restart
 // starts it again on the same data.
-func (m *Member) Stop(timeout time.Duration) {
-	if p := m.take(); p != nil {
-		p.Stop(syscall.SIGTERM, timeout)
-	}
-}
+func (m *Member) Stop(timeout time.Duration) { m.run.Stop(syscall.SIGTERM, timeout) }
 
 // Running reports whether the member's process was started and not stopped
 // or killed since.
-func (m *Member) Running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.p != nil
-}
+func (m *Member) Running() bool { return m.run.Held() }
 
 // Pause stops the member with SIGSTOP; Resume continues it.
 func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
@@ -98,21 +72,16 @@ func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
 func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
 
 func (m *Member) signal(sig syscall.Signal) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.p == nil {
+	err := m.run.Signal(sig)
+	if errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("etcdserver: %s is not running", m.Name)
 	}
-	return m.p.Signal(sig)
+	return err
 }
 
 // Log returns what the member has written so far (its latest part when it
 // grew large).
-func (m *Member) Log() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.log.String()
-}
+func (m *Member) Log() string { return m.run.Log() }
 
 // Healthy reports whether the member accepts a TCP connection on its client
 // port and its /health says so; false on any error or when ctx ends first.

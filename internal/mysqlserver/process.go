@@ -2,12 +2,12 @@ package mysqlserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -20,9 +20,7 @@ type Server struct {
 	port int
 	bin  string
 
-	mu  sync.Mutex
-	p   *proc.Process
-	log *proc.Log
+	run proc.Handle // the running process and its log
 }
 
 // args are mariadbd's arguments: no option files, loopback only, small
@@ -49,37 +47,18 @@ func (s *Server) args() []string {
 }
 
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := exec.Command(s.bin, s.args()...) //nolint:gosec // test binary
-	s.log = &proc.Log{}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
 	// Its own process group, and killed if the test binary dies.
-	p, err := proc.Start(cmd, proc.Group)
-	if err != nil {
+	if err := s.run.Start(cmd, proc.Group); err != nil {
 		return fmt.Errorf("mysqlserver: start mariadbd: %w", err)
 	}
-	s.p = p
 	return nil
 }
 
 // Kill kills the server's process group (SIGKILL) and waits for it to exit.
 // Harmless if it is not running. Restart starts it again on the same data
 // (InnoDB recovers).
-func (s *Server) Kill() {
-	if p := s.take(); p != nil {
-		p.Kill()
-	}
-}
-
-// take forgets the running process and returns it.
-func (s *Server) take() *proc.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.p
-	s.p = nil
-	return p
-}
+func (s *Server) Kill() { s.run.Kill() }
 
 // Restart kills the server if it runs, starts it again on its data directory
 // and port, and waits until it greets.
@@ -97,19 +76,11 @@ func (s *Server) Restart() error {
 // Stop shuts the server down gracefully (SIGTERM) and waits up to timeout
 // for it to exit, then kills it. Harmless if it is not running. Restart
 // starts it again on the same data.
-func (s *Server) Stop(timeout time.Duration) {
-	if p := s.take(); p != nil {
-		p.Stop(syscall.SIGTERM, timeout)
-	}
-}
+func (s *Server) Stop(timeout time.Duration) { s.run.Stop(syscall.SIGTERM, timeout) }
 
 // Running reports whether the server was started and not stopped or killed
 // since.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p != nil
-}
+func (s *Server) Running() bool { return s.run.Held() }
 
 // Pause stops the server with SIGSTOP: connections stay open and every
 // statement hangs. Resume continues it.
@@ -119,20 +90,15 @@ func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
+	err := s.run.Signal(sig)
+	if errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("mysqlserver: the server is not running")
 	}
-	return s.p.Signal(sig)
+	return err
 }
 
 // Log returns what the server has written so far (its error log).
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
-}
+func (s *Server) Log() string { return s.run.Log() }
 
 // Ready reports whether the server accepts a TCP connection and sends its
 // greeting (a MySQL protocol version 10 handshake) before ctx ends; false
@@ -159,9 +125,7 @@ func (s *Server) Ready(ctx context.Context) bool {
 
 func (s *Server) waitReady(deadline time.Time) error {
 	return proc.Poll(deadline, 50*time.Millisecond, func() error {
-		s.mu.Lock()
-		p := s.p
-		s.mu.Unlock()
+		p := s.run.Current()
 		if p == nil {
 			return proc.Final(fmt.Errorf("mysqlserver: mariadbd is not running"))
 		}

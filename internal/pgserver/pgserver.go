@@ -28,7 +28,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,9 +70,7 @@ type Server struct {
 	bins map[string]string
 	cred *syscall.Credential
 
-	mu  sync.Mutex
-	p   *proc.Process
-	log *proc.Log
+	run proc.Handle // the running process and its log
 }
 
 // Start starts a server for t, fails the test (with the server's log) if it

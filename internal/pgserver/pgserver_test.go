@@ -101,9 +101,7 @@ func state(pid int) byte {
 // shared memory and make Restart fail.
 func TestSignalsReachBackends(t *testing.T) {
 	s := Start(t)
-	s.mu.Lock()
-	pid := s.p.Pid()
-	s.mu.Unlock()
+	pid := s.run.Current().Pid()
 	kids := proc.Children(pid)
 	if len(kids) == 0 {
 		t.Fatal("the postmaster has no children (checkpointer, walwriter...): proc.Children is blind")

@@ -1,6 +1,7 @@
 package pgserver
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -14,8 +15,6 @@ import (
 // setsid(), so a signal to the group misses them), so that backends die or
 // freeze with it, as on a crashed or frozen machine.
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := s.command("postgres", "-D", s.dataDir(),
 		"-p", fmt.Sprint(s.Port),
 		"-k", s.SocketDir(),
@@ -27,42 +26,21 @@ func (s *Server) start() error {
 		"-c", "log_min_messages=warning",
 		"-c", "TimeZone=UTC",
 	)
-	s.log = &proc.Log{}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	p, err := proc.Start(cmd, proc.Tree)
-	if err != nil {
+	if err := s.run.Start(cmd, proc.Tree); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.p = p
 	return nil
-}
-
-// take detaches the running process, if any, from s.
-func (s *Server) take() *proc.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.p
-	s.p = nil
-	return p
 }
 
 // Kill kills the server and all its backends (SIGKILL to each) and waits
 // for the postmaster to exit: a crash. Harmless if it is not running.
 // Restart recovers it from its data directory.
-func (s *Server) Kill() {
-	if p := s.take(); p != nil {
-		p.Kill()
-	}
-}
+func (s *Server) Kill() { s.run.Kill() }
 
 // Stop shuts the server down fast (SIGINT: clients are disconnected, their
 // transactions rolled back) and waits up to timeout for it to exit, then
 // kills it. Harmless if it is not running. Restart starts it again.
-func (s *Server) Stop(timeout time.Duration) {
-	if p := s.take(); p != nil {
-		p.Stop(syscall.SIGINT, timeout)
-	}
-}
+func (s *Server) Stop(timeout time.Duration) { s.run.Stop(syscall.SIGINT, timeout) }
 
 // Restart kills the server if it runs, starts it again on the same data
 // directory and port, and waits until it accepts connections (after crash
@@ -86,11 +64,7 @@ func (s *Server) Remove() {
 
 // Running reports whether the postmaster was started and has neither exited
 // nor been stopped or killed since.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p != nil && !s.p.Exited()
-}
+func (s *Server) Running() bool { return s.run.Held() && !s.run.Exited() }
 
 // Pause freezes the server and every backend (SIGSTOP to each): connections
 // stay open, nothing answers. Resume continues it.
@@ -100,17 +74,12 @@ func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
+	err := s.run.Signal(sig)
+	if errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("pgserver: server on port %d is not running", s.Port)
 	}
-	return s.p.Signal(sig)
+	return err
 }
 
 // Log returns what the server has written so far (bounded).
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
-}
+func (s *Server) Log() string { return s.run.Log() }

@@ -1,6 +1,7 @@
 package zkserver
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,9 +25,7 @@ type Server struct {
 	dir                                  string
 	java                                 string
 
-	mu  sync.Mutex
-	p   *proc.Process
-	log *proc.Log
+	run proc.Handle // the running process and its log
 }
 
 // Addr returns the server's client address, host:port.
@@ -75,8 +73,6 @@ func (s *Server) classpath() string {
 }
 
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := exec.Command(s.java,
 		// Small, quick-starting JVM: the tests run on few cores.
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -91,39 +87,18 @@ func (s *Server) start() error {
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath(),
 	)
 	cmd.Dir = s.dir
-	s.log = &proc.Log{}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	p, err := proc.Start(cmd, proc.Group)
-	if err != nil {
+	if err := s.run.Start(cmd, proc.Group); err != nil {
 		return fmt.Errorf("start server %d: %w", s.ID, err)
 	}
-	s.p = p
 	return nil
 }
 
-// take detaches the running process, or returns nil.
-func (s *Server) take() *proc.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.p
-	s.p = nil
-	return p
-}
-
 // exited reports whether the process started last has exited by itself.
-func (s *Server) exited() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p != nil && s.p.Exited()
-}
+func (s *Server) exited() bool { return s.run.Exited() }
 
 // Kill kills the server's process group (SIGKILL) and waits for it to exit.
 // Harmless if it is not running.
-func (s *Server) Kill() {
-	if p := s.take(); p != nil {
-		p.Kill()
-	}
-}
+func (s *Server) Kill() { s.run.Kill() }
 
 // Restart starts a killed or stopped server again on its data directory and
 // ports (killing it first if it runs), and waits until it serves.
@@ -141,19 +116,11 @@ func (s *Server) Restart() error {
 // Stop stops the server gracefully (SIGTERM) and waits up to timeout for it
 // to exit, then kills its process group. Harmless if it is not running.
 // Restart starts it again on the same data.
-func (s *Server) Stop(timeout time.Duration) {
-	if p := s.take(); p != nil {
-		p.Stop(syscall.SIGTERM, timeout)
-	}
-}
+func (s *Server) Stop(timeout time.Duration) { s.run.Stop(syscall.SIGTERM, timeout) }
 
 // Running reports whether the server's process was started and not stopped
 // or killed since.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p != nil
-}
+func (s *Server) Running() bool { return s.run.Held() }
 
 // Pause stops the server with SIGSTOP; Resume continues it.
 func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
@@ -162,20 +129,15 @@ func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
+	err := s.run.Signal(sig)
+	if errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("zkserver: server %d is not running", s.ID)
 	}
-	return s.p.Signal(sig)
+	return err
 }
 
 // Log returns the server's log (its latest part when it grew large).
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
-}
+func (s *Server) Log() string { return s.run.Log() }
 
 // FourLetter sends a four-letter word (srvr, mntr, ruok) to the server and
 // returns its answer, within timeout.
