@@ -85,18 +85,29 @@ func (p *Process) Err() error {
 	return p.err
 }
 
+// stopWait bounds how long Signal(SIGSTOP) waits for the process to stop.
+const stopWait = time.Second
+
 // Signal sends sig to what the process's mode reaches: the process, its
-// group, or it and each child. It returns the error of the signal to the
-// process (or group) itself.
+// group, or it and each child. For SIGSTOP it then waits (up to 1 s; where
+// there is no /proc, not at all) until every thread of the process is
+// stopped, since a signal is delivered asynchronously: a paused server
+// answers nothing once Signal returns. It returns the error of the signal
+// to the process (or group) itself.
 func (p *Process) Signal(sig syscall.Signal) error {
+	var err error
 	switch p.mode {
 	case Group:
-		return syscall.Kill(-p.Pid(), sig)
+		err = syscall.Kill(-p.Pid(), sig)
 	case Tree:
-		return SignalTree(p.Pid(), sig)
+		err = SignalTree(p.Pid(), sig)
 	default:
-		return syscall.Kill(p.Pid(), sig)
+		err = syscall.Kill(p.Pid(), sig)
 	}
+	if err == nil && sig == syscall.SIGSTOP {
+		WaitStopped(p.Pid(), stopWait)
+	}
+	return err
 }
 
 // Kill sends SIGCONT then SIGKILL to what the mode reaches, unless the

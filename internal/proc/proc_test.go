@@ -162,9 +162,8 @@ func TestPauseResume(t *testing.T) {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	WaitStopped(p.Pid(), 5*time.Second)
 	if f := statFields(p.Pid()); len(f) == 0 || f[0] != "T" {
-		t.Fatalf("state %v after SIGSTOP, want T", f)
+		t.Fatalf("state %v once Signal(SIGSTOP) returned, want T", f)
 	}
 	if err := p.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -259,5 +258,35 @@ func TestHandle(t *testing.T) {
 	}
 	if err := h.Start(exec.Command("/nonexistent/binary"), Single); err == nil || h.Held() {
 		t.Fatalf("Start of a missing binary = %v, held %v", err, h.Held())
+	}
+}
+
+// fakeTB records what a test helper did to its test.
+type fakeTB struct {
+	testing.TB
+	cleanups int
+	fatal    string
+}
+
+func (f *fakeTB) Helper()               {}
+func (f *fakeTB) Cleanup(func())        { f.cleanups++ }
+func (f *fakeTB) Fatalf(string, ...any) { f.fatal = "fatal" }
+
+func TestLaunched(t *testing.T) {
+	v := 1
+	closed := 0
+	f := &fakeTB{}
+	if got := Launched(f, "x", &v, nil, func(*int) { closed++ }); got != &v || f.cleanups != 1 || f.fatal != "" {
+		t.Fatalf("ok launch: got %v, cleanups %d, fatal %q", got, f.cleanups, f.fatal)
+	}
+	f = &fakeTB{}
+	Launched(f, "x", &v, errors.New("boom"), func(*int) {})
+	if f.cleanups != 1 || f.fatal == "" {
+		t.Fatalf("half-started: cleanups %d, fatal %q; want the cleanup and a failure", f.cleanups, f.fatal)
+	}
+	f = &fakeTB{}
+	Launched[int](f, "x", nil, errors.New("boom"), func(*int) {})
+	if f.cleanups != 0 || f.fatal == "" {
+		t.Fatalf("not started: cleanups %d, fatal %q; want no cleanup and a failure", f.cleanups, f.fatal)
 	}
 }

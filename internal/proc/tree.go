@@ -79,14 +79,38 @@ func SignalTree(pid int, sig syscall.Signal) error {
 	return syscall.Kill(pid, sig)
 }
 
-// WaitStopped polls /proc until pid is stopped ('T'), a zombie, gone, or
-// timeout passes; where there is no /proc it returns at once.
+// WaitStopped polls /proc until every thread of pid is stopped ('T'), a
+// zombie or gone, or timeout passes; where there is no /proc it returns at
+// once.
 func WaitStopped(pid int, timeout time.Duration) {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
-		f := statFields(pid)
-		if len(f) == 0 || f[0] == "T" || f[0] == "Z" {
+		if stopped(pid) {
 			return
 		}
 		time.Sleep(2 * time.Millisecond) // polling /proc, with a deadline
 	}
+}
+
+// stopped reports whether every thread of pid is stopped, a zombie or gone
+// (also when pid or /proc is gone).
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/stat")
+		if err != nil {
+			continue // the thread ended
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) {
+			continue
+		}
+		if st := s[i+2]; st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+			return false
+		}
+	}
+	return true
 }
