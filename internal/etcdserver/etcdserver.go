@@ -45,10 +45,7 @@ func binary(t testing.TB, name string) string {
 	if p := Find(name); p != "" {
 		return p
 	}
-	if Required() {
-		t.Fatalf("etcdserver: %s not found (CI=true: install Debian's etcd-server and etcd-client)", name)
-	}
-	t.Skipf("etcdserver: %s not found; install Debian's etcd-server and etcd-client to run this test", name)
+	proc.Missing(t, "etcdserver: "+name+" not found", "Debian's etcd-server and etcd-client")
 	return ""
 }
 
@@ -95,13 +92,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	bin := Binary(t)
 	c, err := Launch(bin, t.TempDir(), n)
-	if c != nil {
-		t.Cleanup(c.Stop)
-	}
-	if err != nil {
-		t.Fatalf("etcdserver: %v", err)
-	}
-	return c
+	return proc.Launched(t, "etcdserver", c, err, (*Cluster).Stop)
 }
 
 // Launch starts n members of one cluster with the binary bin, their data

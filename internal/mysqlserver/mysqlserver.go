@@ -73,10 +73,7 @@ func requireBinaries(t testing.TB) {
 	if Available() {
 		return
 	}
-	if Required() {
-		t.Fatalf("mysqlserver: mariadbd or mariadb-install-db not found (CI=true: install Debian's mariadb-server)")
-	}
-	t.Skipf("mysqlserver: mariadbd or mariadb-install-db not found; install Debian's mariadb-server to run this test")
+	proc.Missing(t, "mysqlserver: mariadbd or mariadb-install-db not found", "Debian's mariadb-server")
 }
 
 // Start bootstraps and starts a server in a temporary directory of t and
@@ -86,13 +83,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	requireBinaries(t)
 	s, err := Launch(t.TempDir())
-	if s != nil {
-		t.Cleanup(s.Kill)
-	}
-	if err != nil {
-		t.Fatalf("mysqlserver: %v", err)
-	}
-	return s
+	return proc.Launched(t, "mysqlserver", s, err, (*Server).Kill)
 }
 
 // Launch bootstraps a data directory under dir and starts a server on it,

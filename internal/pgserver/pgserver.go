@@ -82,20 +82,11 @@ func Start(t testing.TB) *Server {
 	bins := map[string]string{}
 	for _, name := range []string{"postgres", "initdb", "pg_isready"} {
 		if bins[name] = Find(name); bins[name] == "" {
-			if Required() {
-				t.Fatalf("pgserver: %s not found (CI=true: install Debian's postgresql)", name)
-			}
-			t.Skipf("pgserver: %s not found; install Debian's postgresql to run this test", name)
+			proc.Missing(t, "pgserver: "+name+" not found", "Debian's postgresql")
 		}
 	}
 	s, err := Launch(bins)
-	if s != nil {
-		t.Cleanup(s.Remove)
-	}
-	if err != nil {
-		t.Fatalf("pgserver: %v", err)
-	}
-	return s
+	return proc.Launched(t, "pgserver", s, err, (*Server).Remove)
 }
 
 // Launch makes a cluster with initdb in a new temporary directory and

@@ -16,19 +16,10 @@ func (s *Server) StartReplica(t testing.TB) *Server {
 	t.Helper()
 	bb := Find("pg_basebackup")
 	if bb == "" {
-		if Required() {
-			t.Fatal("pgserver: pg_basebackup not found (CI=true: install Debian's postgresql)")
-		}
-		t.Skip("pgserver: pg_basebackup not found")
+		proc.Missing(t, "pgserver: pg_basebackup not found", "Debian's postgresql")
 	}
 	r, err := s.LaunchReplica(bb)
-	if r != nil {
-		t.Cleanup(r.Remove)
-	}
-	if err != nil {
-		t.Fatalf("pgserver: replica: %v", err)
-	}
-	return r
+	return proc.Launched(t, "pgserver: replica", r, err, (*Server).Remove)
 }
 
 // LaunchReplica is StartReplica without a test: bb is pg_basebackup's path.

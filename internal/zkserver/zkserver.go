@@ -70,10 +70,7 @@ func Java(t testing.TB) string {
 	if err == nil {
 		return java
 	}
-	if Required() {
-		t.Fatalf("zkserver: %v (CI=true: install Debian's zookeeper package)", err)
-	}
-	t.Skipf("zkserver: %v; install Debian's zookeeper package to run this test", err)
+	proc.Missing(t, "zkserver: "+err.Error(), "Debian's zookeeper package")
 	return ""
 }
 
@@ -112,13 +109,7 @@ func StartEnsemble(t testing.TB, n int) *Ensemble {
 	t.Helper()
 	java := Java(t)
 	e, err := Launch(java, t.TempDir(), n)
-	if e != nil {
-		t.Cleanup(e.Close)
-	}
-	if err != nil {
-		t.Fatalf("zkserver: %v", err)
-	}
-	return e
+	return proc.Launched(t, "zkserver", e, err, (*Ensemble).Close)
 }
 
 // Launch starts n servers (n = 1: standalone) with the java binary java,
