@@ -108,9 +108,7 @@ func (m *Member) Healthy(ctx context.Context) bool {
 
 func (m *Member) waitHealthy(deadline time.Time) error {
 	return proc.Poll(deadline, 50*time.Millisecond, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if m.Healthy(ctx) {
+		if proc.Within(time.Second, m.Healthy) {
 			return nil
 		}
 		return fmt.Errorf("%s not healthy by the deadline", m.Name)

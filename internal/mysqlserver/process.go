@@ -132,9 +132,7 @@ func (s *Server) waitReady(deadline time.Time) error {
 		if p.Exited() {
 			return proc.Final(fmt.Errorf("mysqlserver: mariadbd exited during start"))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if s.Ready(ctx) {
+		if proc.Within(time.Second, s.Ready) {
 			return nil
 		}
 		return fmt.Errorf("mysqlserver: mariadbd on %s not ready by the deadline", s.Addr())

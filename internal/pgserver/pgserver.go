@@ -191,9 +191,7 @@ func (s *Server) Ready(ctx context.Context) bool {
 // at once when the server is not running.
 func (s *Server) WaitReady(timeout time.Duration) error {
 	return proc.Poll(time.Now().Add(timeout), 50*time.Millisecond, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		if s.Ready(ctx) {
+		if proc.Within(3*time.Second, s.Ready) {
 			return nil
 		}
 		if !s.Running() {

@@ -10,6 +10,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -209,4 +210,12 @@ func Tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// Within calls probe (a readiness check) with a context that ends after d,
+// and returns its answer.
+func Within(d time.Duration, probe func(context.Context) bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return probe(ctx)
 }

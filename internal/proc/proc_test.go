@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net"
 	"os/exec"
@@ -288,5 +289,20 @@ func TestLaunched(t *testing.T) {
 	Launched[int](f, "x", nil, errors.New("boom"), func(*int) {})
 	if f.cleanups != 0 || f.fatal == "" {
 		t.Fatalf("not started: cleanups %d, fatal %q; want no cleanup and a failure", f.cleanups, f.fatal)
+	}
+}
+
+func TestWithin(t *testing.T) {
+	var left time.Duration
+	ok := Within(time.Minute, func(ctx context.Context) bool {
+		dl, has := ctx.Deadline()
+		left = time.Until(dl)
+		return has
+	})
+	if !ok || left <= 0 || left > time.Minute {
+		t.Fatalf("Within gave a context with %v left (deadline set: %v), want (0, 1m]", left, ok)
+	}
+	if Within(time.Millisecond, func(ctx context.Context) bool { <-ctx.Done(); return false }) {
+		t.Fatal("Within returned true for a false probe")
 	}
 }
