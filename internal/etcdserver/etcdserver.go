@@ -13,16 +13,14 @@
 package etcdserver
 
 import (
-	"bytes"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // startTimeout bounds how long a cluster may take to become healthy.
@@ -47,10 +45,7 @@ func binary(t testing.TB, name string) string {
 	if p := Find(name); p != "" {
 		return p
 	}
-	if Required() {
-		t.Fatalf("etcdserver: %s not found (CI=true: install Debian's etcd-server and etcd-client)", name)
-	}
-	t.Skipf("etcdserver: %s not found; install Debian's etcd-server and etcd-client to run this test", name)
+	proc.Missing(t, "etcdserver: "+name+" not found", "Debian's etcd-server and etcd-client")
 	return ""
 }
 
@@ -59,7 +54,7 @@ func Find(name string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	if p := "/usr/bin/" + name; fileExists(p) {
+	if p := "/usr/bin/" + name; proc.FileExists(p) {
 		return p
 	}
 	return ""
@@ -67,12 +62,7 @@ func Find(name string) string {
 
 // Required reports whether missing binaries fail tests (CI=true) rather
 // than skip them.
-func Required() bool { return os.Getenv("CI") == "true" }
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
+func Required() bool { return proc.Required() }
 
 // Cluster is a set of etcd members started together.
 type Cluster struct {
@@ -89,9 +79,7 @@ type Member struct {
 	initial   string // --initial-cluster
 	token     string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	log *bytes.Buffer
+	run proc.Handle // the running process and its log
 }
 
 // Start starts a single-node etcd.
@@ -104,13 +92,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	bin := Binary(t)
 	c, err := Launch(bin, t.TempDir(), n)
-	if c != nil {
-		t.Cleanup(c.Stop)
-	}
-	if err != nil {
-		t.Fatalf("etcdserver: %v", err)
-	}
-	return c
+	return proc.Launched(t, "etcdserver", c, err, (*Cluster).Stop)
 }
 
 // Launch starts n members of one cluster with the binary bin, their data
@@ -119,7 +101,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 // error, when the cluster is not nil).
 func Launch(bin, dir string, n int) (*Cluster, error) {
 	c := &Cluster{}
-	ports, err := freePorts(2 * n)
+	ports, err := proc.FreePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +127,7 @@ func Launch(bin, dir string, n int) (*Cluster, error) {
 	if err := c.WaitHealthy(startTimeout); err != nil {
 		var logs strings.Builder
 		for _, m := range c.Members {
-			fmt.Fprintf(&logs, "\n--- log of %s:\n%s", m.Name, tail(m.Log(), 4000))
+			fmt.Fprintf(&logs, "\n--- log of %s:\n%s", m.Name, proc.Tail(m.Log(), 4000))
 		}
 		return c, fmt.Errorf("%w%s", err, logs.String())
 	}
@@ -157,13 +139,6 @@ func (c *Cluster) Stop() {
 	for _, m := range c.Members {
 		m.Kill()
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // Endpoints returns the client URLs of every member, in order.
@@ -185,25 +160,4 @@ func (c *Cluster) WaitHealthy(timeout time.Duration) error {
 		}
 	}
 	return nil
-}
-
-// freePorts returns n distinct free loopback ports (free when asked: another
-// process may take one before etcd binds it; the start then fails loudly).
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
 }

@@ -1,17 +1,11 @@
 package etcdserver
 
 import (
-	"context"
 	"testing"
 	"time"
-)
 
-// healthyWithin asks m's /health with a bound of d.
-func healthyWithin(m *Member, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return m.Healthy(ctx)
-}
+	"example.com/dlock/internal/proc"
+)
 
 // TestLifecycle drives one member through every state the package offers and
 // checks what /health says in each: a check that always answered true (or
@@ -19,13 +13,13 @@ func healthyWithin(m *Member, d time.Duration) bool {
 func TestLifecycle(t *testing.T) {
 	c := Start(t)
 	m := c.Members[0]
-	if !healthyWithin(m, 5*time.Second) {
-		t.Fatalf("started member is not healthy; log:\n%s", tail(m.Log(), 2000))
+	if !proc.Within(5*time.Second, m.Healthy) {
+		t.Fatalf("started member is not healthy; log:\n%s", proc.Tail(m.Log(), 2000))
 	}
 	if err := m.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	if healthyWithin(m, 300*time.Millisecond) {
+	if proc.Within(300*time.Millisecond, m.Healthy) {
 		t.Fatal("a SIGSTOPped member answered /health")
 	}
 	if err := m.Resume(); err != nil {
@@ -35,7 +29,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("resumed member: %v", err)
 	}
 	m.Kill()
-	if m.Running() || healthyWithin(m, time.Second) {
+	if m.Running() || proc.Within(time.Second, m.Healthy) {
 		t.Fatal("a killed member still runs or answers")
 	}
 	if err := m.Pause(); err == nil {
@@ -45,7 +39,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("restart: %v", err)
 	}
 	m.Stop(10 * time.Second)
-	if m.Running() || healthyWithin(m, time.Second) {
+	if m.Running() || proc.Within(time.Second, m.Healthy) {
 		t.Fatal("a stopped member still runs or answers")
 	}
 }
@@ -62,7 +56,7 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("endpoints %v: want 3 distinct", c.Endpoints())
 	}
 	for _, m := range c.Members {
-		if !healthyWithin(m, 5*time.Second) {
+		if !proc.Within(5*time.Second, m.Healthy) {
 			t.Fatalf("%s not healthy", m.Name)
 		}
 	}

@@ -25,12 +25,13 @@ package mysqlserver
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // startTimeout bounds bootstrap and start.
@@ -51,7 +52,7 @@ func Find(name string) string {
 		return p
 	}
 	for _, dir := range []string{"/usr/sbin/", "/usr/bin/"} {
-		if p := dir + name; fileExists(p) {
+		if p := dir + name; proc.FileExists(p) {
 			return p
 		}
 	}
@@ -60,15 +61,10 @@ func Find(name string) string {
 
 // Required reports whether missing binaries fail tests (CI=true) rather than
 // skip them.
-func Required() bool { return os.Getenv("CI") == "true" }
+func Required() bool { return proc.Required() }
 
 // Available reports whether mariadbd and mariadb-install-db are installed.
 func Available() bool { return Find("mariadbd") != "" && Find("mariadb-install-db") != "" }
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
 
 // requireBinaries skips (fails under CI=true) the test when a binary is
 // missing.
@@ -77,10 +73,7 @@ func requireBinaries(t testing.TB) {
 	if Available() {
 		return
 	}
-	if Required() {
-		t.Fatalf("mysqlserver: mariadbd or mariadb-install-db not found (CI=true: install Debian's mariadb-server)")
-	}
-	t.Skipf("mysqlserver: mariadbd or mariadb-install-db not found; install Debian's mariadb-server to run this test")
+	proc.Missing(t, "mysqlserver: mariadbd or mariadb-install-db not found", "Debian's mariadb-server")
 }
 
 // Start bootstraps and starts a server in a temporary directory of t and
@@ -90,13 +83,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	requireBinaries(t)
 	s, err := Launch(t.TempDir())
-	if s != nil {
-		t.Cleanup(s.Kill)
-	}
-	if err != nil {
-		t.Fatalf("mysqlserver: %v", err)
-	}
-	return s
+	return proc.Launched(t, "mysqlserver", s, err, (*Server).Kill)
 }
 
 // Launch bootstraps a data directory under dir and starts a server on it,
@@ -107,7 +94,7 @@ func Launch(dir string) (*Server, error) {
 	if !Available() {
 		return nil, ErrMissing
 	}
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +110,7 @@ func Launch(dir string) (*Server, error) {
 		return s, err
 	}
 	if err := s.waitReady(time.Now().Add(startTimeout)); err != nil {
-		return s, fmt.Errorf("%w\n--- log:\n%s", err, tail(s.Log(), 4000))
+		return s, fmt.Errorf("%w\n--- log:\n%s", err, proc.Tail(s.Log(), 4000))
 	}
 	return s, nil
 }
@@ -148,7 +135,7 @@ func (s *Server) bootstrap() error {
 	args = append(args, userArgs()...)
 	out, err := exec.Command(Find("mariadb-install-db"), args...).CombinedOutput() //nolint:gosec // test binary
 	if err != nil {
-		return fmt.Errorf("mysqlserver: mariadb-install-db: %w\n%s", err, tail(string(out), 4000))
+		return fmt.Errorf("mysqlserver: mariadb-install-db: %w\n%s", err, proc.Tail(string(out), 4000))
 	}
 	init := fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s;\n"+
 		"CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s';\n"+
@@ -192,24 +179,6 @@ func DSNFor(addr, db string, params ...string) string {
 // URL returns the mysql:// URL of the database "dlock" as the user "dlock".
 func (s *Server) URL() string {
 	return fmt.Sprintf("mysql://%s:%s@%s/%s", User, Password, s.Addr(), Database)
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// freePort returns a free loopback port (free when asked: another process
-// may take it before mariadbd binds it; the start then fails loudly).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("mysqlserver: free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // userArgs runs the server as root when we are root (mariadbd refuses root

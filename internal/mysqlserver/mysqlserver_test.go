@@ -8,14 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// readyWithin asks s for its greeting with a bound of d.
-func readyWithin(s *Server, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return s.Ready(ctx)
-}
+	"example.com/dlock/internal/proc"
+)
 
 // query runs sql with the mariadb command-line client as the test user, if
 // the client is installed (mariadb-server depends on it), else skips.
@@ -38,8 +33,8 @@ func query(t *testing.T, s *Server, sql string) (string, error) {
 // restart.
 func TestLifecycle(t *testing.T) {
 	s := Start(t)
-	if !readyWithin(s, 5*time.Second) {
-		t.Fatalf("started server does not greet; log:\n%s", tail(s.Log(), 2000))
+	if !proc.Within(5*time.Second, s.Ready) {
+		t.Fatalf("started server does not greet; log:\n%s", proc.Tail(s.Log(), 2000))
 	}
 	if out, err := query(t, s, "CREATE TABLE k (v INT) ENGINE=InnoDB; INSERT INTO k VALUES (42)"); err != nil {
 		t.Fatalf("as %s on %s: %v: %s", User, Database, err, out)
@@ -47,17 +42,17 @@ func TestLifecycle(t *testing.T) {
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	if readyWithin(s, 300*time.Millisecond) {
+	if proc.Within(300*time.Millisecond, s.Ready) {
 		t.Fatal("a SIGSTOPped server greeted")
 	}
 	if err := s.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if !readyWithin(s, 10*time.Second) {
+	if !proc.Within(10*time.Second, s.Ready) {
 		t.Fatal("resumed server does not greet")
 	}
 	s.Kill()
-	if s.Running() || readyWithin(s, time.Second) {
+	if s.Running() || proc.Within(time.Second, s.Ready) {
 		t.Fatal("a killed server still runs or greets")
 	}
 	if err := s.Pause(); err == nil {
@@ -70,7 +65,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("after kill -9 and restart: %q, %v (want 42)", out, err)
 	}
 	s.Stop(20 * time.Second)
-	if s.Running() || readyWithin(s, time.Second) {
+	if s.Running() || proc.Within(time.Second, s.Ready) {
 		t.Fatal("a stopped server still runs or greets")
 	}
 }

@@ -1,16 +1,17 @@
 package mysqlserver
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // Server is one mariadbd process on its own data directory and port.
@@ -19,10 +20,7 @@ type Server struct {
 	port int
 	bin  string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	log  *bytes.Buffer
+	run proc.Handle // the running process and its log
 }
 
 // args are mariadbd's arguments: no option files, loopback only, small
@@ -49,45 +47,18 @@ func (s *Server) args() []string {
 }
 
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := exec.Command(s.bin, s.args()...) //nolint:gosec // test binary
-	s.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &s.mu, buf: s.log}
-	cmd.Stdout, cmd.Stderr = w, w
 	// Its own process group, and killed if the test binary dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := s.run.Start(cmd, proc.Group); err != nil {
 		return fmt.Errorf("mysqlserver: start mariadbd: %w", err)
 	}
-	s.cmd = cmd
-	done := make(chan struct{})
-	s.done = done
-	go func() { _ = cmd.Wait(); close(done) }()
 	return nil
 }
 
 // Kill kills the server's process group (SIGKILL) and waits for it to exit.
 // Harmless if it is not running. Restart starts it again on the same data
 // (InnoDB recovers).
-func (s *Server) Kill() {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done
-}
-
-// take forgets the running process and returns it.
-func (s *Server) take() (*exec.Cmd, chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	return cmd, done
-}
+func (s *Server) Kill() { s.run.Kill() }
 
 // Restart kills the server if it runs, starts it again on its data directory
 // and port, and waits until it greets.
@@ -97,7 +68,7 @@ func (s *Server) Restart() error {
 		return err
 	}
 	if err := s.waitReady(time.Now().Add(startTimeout)); err != nil {
-		return fmt.Errorf("%w\n--- log:\n%s", err, tail(s.Log(), 4000))
+		return fmt.Errorf("%w\n--- log:\n%s", err, proc.Tail(s.Log(), 4000))
 	}
 	return nil
 }
@@ -105,28 +76,11 @@ func (s *Server) Restart() error {
 // Stop shuts the server down gracefully (SIGTERM) and waits up to timeout
 // for it to exit, then kills it. Harmless if it is not running. Restart
 // starts it again on the same data.
-func (s *Server) Stop(timeout time.Duration) {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
-}
+func (s *Server) Stop(timeout time.Duration) { s.run.Stop(syscall.SIGTERM, timeout) }
 
 // Running reports whether the server was started and not stopped or killed
 // since.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
-}
+func (s *Server) Running() bool { return s.run.Held() }
 
 // Pause stops the server with SIGSTOP: connections stay open and every
 // statement hangs. Resume continues it.
@@ -136,23 +90,15 @@ func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
+	err := s.run.Signal(sig)
+	if errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("mysqlserver: the server is not running")
 	}
-	return s.cmd.Process.Signal(sig)
+	return err
 }
 
 // Log returns what the server has written so far (its error log).
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.log == nil {
-		return ""
-	}
-	return s.log.String()
-}
+func (s *Server) Log() string { return s.run.Log() }
 
 // Ready reports whether the server accepts a TCP connection and sends its
 // greeting (a MySQL protocol version 10 handshake) before ctx ends; false
@@ -178,41 +124,17 @@ func (s *Server) Ready(ctx context.Context) bool {
 }
 
 func (s *Server) waitReady(deadline time.Time) error {
-	for {
-		s.mu.Lock()
-		done := s.done
-		s.mu.Unlock()
-		if done == nil {
-			return fmt.Errorf("mysqlserver: mariadbd is not running")
+	return proc.Poll(deadline, 50*time.Millisecond, func() error {
+		p := s.run.Current()
+		if p == nil {
+			return proc.Final(fmt.Errorf("mysqlserver: mariadbd is not running"))
 		}
-		select {
-		case <-done:
-			return fmt.Errorf("mysqlserver: mariadbd exited during start")
-		default:
+		if p.Exited() {
+			return proc.Final(fmt.Errorf("mysqlserver: mariadbd exited during start"))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		ok := s.Ready(ctx)
-		cancel()
-		if ok {
+		if proc.Within(time.Second, s.Ready) {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("mysqlserver: mariadbd on %s not ready by the deadline", s.Addr())
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
-	}
-}
-
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 4<<20 { // keep the log bounded
-		return len(p), nil
-	}
-	return w.buf.Write(p)
+		return fmt.Errorf("mysqlserver: mariadbd on %s not ready by the deadline", s.Addr())
+	})
 }

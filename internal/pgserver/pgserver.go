@@ -20,7 +20,6 @@
 package pgserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -29,10 +28,11 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // startTimeout bounds how long a server may take to accept connections.
@@ -45,7 +45,7 @@ var binDirs = []string{"/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin
 // pg_isready), or "" if there is none.
 func Find(name string) string {
 	for _, d := range binDirs {
-		if p := filepath.Join(d, name); fileExists(p) {
+		if p := filepath.Join(d, name); proc.FileExists(p) {
 			return p
 		}
 	}
@@ -57,12 +57,7 @@ func Find(name string) string {
 
 // Required reports whether missing binaries fail tests (CI=true) rather
 // than skip them.
-func Required() bool { return os.Getenv("CI") == "true" }
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
+func Required() bool { return proc.Required() }
 
 // Server is one PostgreSQL server (the postmaster and its backends, one
 // process group).
@@ -75,10 +70,7 @@ type Server struct {
 	bins map[string]string
 	cred *syscall.Credential
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited
-	log    *bytes.Buffer
+	run proc.Handle // the running process and its log
 }
 
 // Start starts a server for t, fails the test (with the server's log) if it
@@ -90,20 +82,11 @@ func Start(t testing.TB) *Server {
 	bins := map[string]string{}
 	for _, name := range []string{"postgres", "initdb", "pg_isready"} {
 		if bins[name] = Find(name); bins[name] == "" {
-			if Required() {
-				t.Fatalf("pgserver: %s not found (CI=true: install Debian's postgresql)", name)
-			}
-			t.Skipf("pgserver: %s not found; install Debian's postgresql to run this test", name)
+			proc.Missing(t, "pgserver: "+name+" not found", "Debian's postgresql")
 		}
 	}
 	s, err := Launch(bins)
-	if s != nil {
-		t.Cleanup(s.Remove)
-	}
-	if err != nil {
-		t.Fatalf("pgserver: %v", err)
-	}
-	return s
+	return proc.Launched(t, "pgserver", s, err, (*Server).Remove)
 }
 
 // Launch makes a cluster with initdb in a new temporary directory and
@@ -127,7 +110,7 @@ func Launch(bins map[string]string) (*Server, error) {
 	if err := s.initdb(); err != nil {
 		return s, err
 	}
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return s, err
 	}
@@ -136,7 +119,7 @@ func Launch(bins map[string]string) (*Server, error) {
 		return s, err
 	}
 	if err := s.WaitReady(startTimeout); err != nil {
-		return s, fmt.Errorf("%w\n--- server log:\n%s", err, tail(s.Log(), 4000))
+		return s, fmt.Errorf("%w\n--- server log:\n%s", err, proc.Tail(s.Log(), 4000))
 	}
 	return s, nil
 }
@@ -166,7 +149,7 @@ func (s *Server) initdb() error {
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("initdb: %w\n%s", err, tail(string(out), 4000))
+		return fmt.Errorf("initdb: %w\n%s", err, proc.Tail(string(out), 4000))
 	}
 	return nil
 }
@@ -196,25 +179,6 @@ func (s *Server) DSN() string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable", s.Port)
 }
 
-// tail returns at most the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// freePort returns a free loopback port (free when asked: another process
-// may take it before the server binds it; the start then fails loudly).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Ready reports whether the server accepts connections (pg_isready), false
 // on any error or when ctx ends first.
 func (s *Server) Ready(ctx context.Context) bool {
@@ -223,22 +187,16 @@ func (s *Server) Ready(ctx context.Context) bool {
 	return cmd.Run() == nil
 }
 
-// WaitReady polls Ready until it reports true or timeout passes.
+// WaitReady polls Ready until it reports true or timeout passes; it fails
+// at once when the server is not running.
 func (s *Server) WaitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		ok := s.Ready(ctx)
-		cancel()
-		if ok {
+	return proc.Poll(time.Now().Add(timeout), 50*time.Millisecond, func() error {
+		if proc.Within(3*time.Second, s.Ready) {
 			return nil
 		}
 		if !s.Running() {
-			return fmt.Errorf("pgserver: server on port %d is not running", s.Port)
+			return proc.Final(fmt.Errorf("pgserver: server on port %d is not running", s.Port))
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pgserver: server on port %d not ready by the deadline", s.Port)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
-	}
+		return fmt.Errorf("pgserver: server on port %d not ready by the deadline", s.Port)
+	})
 }

@@ -1,33 +1,27 @@
 package pgserver
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
-)
 
-// readyWithin asks pg_isready with a bound of d.
-func readyWithin(s *Server, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return s.Ready(ctx)
-}
+	"example.com/dlock/internal/proc"
+)
 
 // TestLifecycle drives one server through every state the package offers
 // and checks what pg_isready says in each: a probe that always answered
 // true (or false) fails one of the steps.
 func TestLifecycle(t *testing.T) {
 	s := Start(t)
-	if !readyWithin(s, 5*time.Second) {
-		t.Fatalf("started server is not ready; log:\n%s", tail(s.Log(), 2000))
+	if !proc.Within(5*time.Second, s.Ready) {
+		t.Fatalf("started server is not ready; log:\n%s", proc.Tail(s.Log(), 2000))
 	}
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	if readyWithin(s, 500*time.Millisecond) {
+	if proc.Within(500*time.Millisecond, s.Ready) {
 		t.Fatal("a SIGSTOPped server answered")
 	}
 	if err := s.Resume(); err != nil {
@@ -37,7 +31,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("resumed server: %v", err)
 	}
 	s.Kill()
-	if s.Running() || readyWithin(s, time.Second) {
+	if s.Running() || proc.Within(time.Second, s.Ready) {
 		t.Fatal("a killed server still runs or answers")
 	}
 	if err := s.Pause(); err == nil {
@@ -47,7 +41,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("restart after kill: %v", err)
 	}
 	s.Stop(20 * time.Second)
-	if s.Running() || readyWithin(s, time.Second) {
+	if s.Running() || proc.Within(time.Second, s.Ready) {
 		t.Fatal("a stopped server still runs or answers")
 	}
 	if err := s.Restart(); err != nil {
@@ -67,7 +61,7 @@ func TestTwoServers(t *testing.T) {
 	if a.Port == b.Port || a.Dir == b.Dir {
 		t.Fatalf("servers share port or dir: %d %s / %d %s", a.Port, a.Dir, b.Port, b.Dir)
 	}
-	if !readyWithin(a, 5*time.Second) || !readyWithin(b, 5*time.Second) {
+	if !proc.Within(5*time.Second, a.Ready) || !proc.Within(5*time.Second, b.Ready) {
 		t.Fatal("a server does not answer")
 	}
 }
@@ -99,12 +93,10 @@ func state(pid int) byte {
 // shared memory and make Restart fail.
 func TestSignalsReachBackends(t *testing.T) {
 	s := Start(t)
-	s.mu.Lock()
-	pid := s.cmd.Process.Pid
-	s.mu.Unlock()
-	kids := children(pid)
+	pid := s.run.Current().Pid()
+	kids := proc.Children(pid)
 	if len(kids) == 0 {
-		t.Fatal("the postmaster has no children (checkpointer, walwriter...): children() is blind")
+		t.Fatal("the postmaster has no children (checkpointer, walwriter...): proc.Children is blind")
 	}
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)
@@ -142,7 +134,7 @@ func TestSignalsReachBackends(t *testing.T) {
 func TestReplica(t *testing.T) {
 	p := Start(t)
 	r := p.StartReplica(t)
-	if r.Port == p.Port || !readyWithin(r, 5*time.Second) {
+	if r.Port == p.Port || !proc.Within(5*time.Second, r.Ready) {
 		t.Fatalf("replica on port %d (primary %d) not ready", r.Port, p.Port)
 	}
 	if _, err := os.Stat(r.dataDir() + "/standby.signal"); err != nil {

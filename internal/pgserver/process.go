@@ -1,20 +1,20 @@
 package pgserver
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // start runs the postmaster in its own process group. Kill and Pause
-// signal it and every child (see signalServer), so that backends die or
+// signal it and every child (proc.Tree: PostgreSQL's children each call
+// setsid(), so a signal to the group misses them), so that backends die or
 // freeze with it, as on a crashed or frozen machine.
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := s.command("postgres", "-D", s.dataDir(),
 		"-p", fmt.Sprint(s.Port),
 		"-k", s.SocketDir(),
@@ -26,58 +26,21 @@ func (s *Server) start() error {
 		"-c", "log_min_messages=warning",
 		"-c", "TimeZone=UTC",
 	)
-	s.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &s.mu, buf: s.log}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
+	if err := s.run.Start(cmd, proc.Tree); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.cmd = cmd
-	s.exited = make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.exited)
 	return nil
 }
 
-// take detaches the running process, if any, from s.
-func (s *Server) take() (*os.Process, chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return nil, nil
-	}
-	p, done := s.cmd.Process, s.exited
-	s.cmd, s.exited = nil, nil
-	return p, done
-}
-
-// Kill kills the server and all its backends (SIGKILL to each) and waits for the postmaster to exit: a crash. Harmless if it is
-// not running. Restart recovers it from its data directory.
-func (s *Server) Kill() {
-	p, done := s.take()
-	if p == nil {
-		return
-	}
-	_ = signalServer(p.Pid, syscall.SIGKILL)
-	<-done
-}
+// Kill kills the server and all its backends (SIGKILL to each) and waits
+// for the postmaster to exit: a crash. Harmless if it is not running.
+// Restart recovers it from its data directory.
+func (s *Server) Kill() { s.run.Kill() }
 
 // Stop shuts the server down fast (SIGINT: clients are disconnected, their
 // transactions rolled back) and waits up to timeout for it to exit, then
 // kills it. Harmless if it is not running. Restart starts it again.
-func (s *Server) Stop(timeout time.Duration) {
-	p, done := s.take()
-	if p == nil {
-		return
-	}
-	_ = signalServer(p.Pid, syscall.SIGCONT)
-	_ = p.Signal(syscall.SIGINT)
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = signalServer(p.Pid, syscall.SIGKILL)
-		<-done
-	}
-}
+func (s *Server) Stop(timeout time.Duration) { s.run.Stop(syscall.SIGINT, timeout) }
 
 // Restart kills the server if it runs, starts it again on the same data
 // directory and port, and waits until it accepts connections (after crash
@@ -88,7 +51,7 @@ func (s *Server) Restart() error {
 		return err
 	}
 	if err := s.WaitReady(startTimeout); err != nil {
-		return fmt.Errorf("%w\n--- server log:\n%s", err, tail(s.Log(), 4000))
+		return fmt.Errorf("%w\n--- server log:\n%s", err, proc.Tail(s.Log(), 4000))
 	}
 	return nil
 }
@@ -101,19 +64,7 @@ func (s *Server) Remove() {
 
 // Running reports whether the postmaster was started and has neither exited
 // nor been stopped or killed since.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return false
-	}
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (s *Server) Running() bool { return s.run.Held() && !s.run.Exited() }
 
 // Pause freezes the server and every backend (SIGSTOP to each): connections
 // stay open, nothing answers. Resume continues it.
@@ -123,34 +74,12 @@ func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
+	err := s.run.Signal(sig)
+	if errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("pgserver: server on port %d is not running", s.Port)
 	}
-	return signalServer(s.cmd.Process.Pid, sig)
+	return err
 }
 
 // Log returns what the server has written so far (bounded).
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.log == nil {
-		return ""
-	}
-	return s.log.String()
-}
-
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 4<<20 { // keep the log bounded
-		return len(p), nil
-	}
-	return w.buf.Write(p)
-}
+func (s *Server) Log() string { return s.run.Log() }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"example.com/dlock/internal/proc"
 )
 
 // StartReplica starts a streaming replica of s (a hot standby: it answers
@@ -14,19 +16,10 @@ func (s *Server) StartReplica(t testing.TB) *Server {
 	t.Helper()
 	bb := Find("pg_basebackup")
 	if bb == "" {
-		if Required() {
-			t.Fatal("pgserver: pg_basebackup not found (CI=true: install Debian's postgresql)")
-		}
-		t.Skip("pgserver: pg_basebackup not found")
+		proc.Missing(t, "pgserver: pg_basebackup not found", "Debian's postgresql")
 	}
 	r, err := s.LaunchReplica(bb)
-	if r != nil {
-		t.Cleanup(r.Remove)
-	}
-	if err != nil {
-		t.Fatalf("pgserver: replica: %v", err)
-	}
-	return r
+	return proc.Launched(t, "pgserver: replica", r, err, (*Server).Remove)
 }
 
 // LaunchReplica is StartReplica without a test: bb is pg_basebackup's path.
@@ -50,16 +43,16 @@ func (s *Server) LaunchReplica(bb string) (*Server, error) {
 	out, err := r.command("pg_basebackup", "-h", "127.0.0.1", "-p", fmt.Sprint(s.Port), "-U", "postgres",
 		"-D", r.dataDir(), "-R", "-X", "stream", "--no-sync", "-c", "fast").CombinedOutput()
 	if err != nil {
-		return r, fmt.Errorf("pg_basebackup: %w\n%s", err, tail(string(out), 4000))
+		return r, fmt.Errorf("pg_basebackup: %w\n%s", err, proc.Tail(string(out), 4000))
 	}
-	if r.Port, err = freePort(); err != nil {
+	if r.Port, err = proc.FreePort(); err != nil {
 		return r, err
 	}
 	if err := r.start(); err != nil {
 		return r, err
 	}
 	if err := r.WaitReady(startTimeout); err != nil {
-		return r, fmt.Errorf("%w\n--- replica log:\n%s", err, tail(r.Log(), 4000))
+		return r, fmt.Errorf("%w\n--- replica log:\n%s", err, proc.Tail(r.Log(), 4000))
 	}
 	return r, nil
 }

@@ -12,8 +12,6 @@ import (
 const (
 	// stopTimeout bounds a graceful Stop before it escalates to SIGKILL.
 	stopTimeout = 5 * time.Second
-	// pauseTimeout bounds how long Pause waits for the process to stop.
-	pauseTimeout = time.Second
 )
 
 // errClosed is returned by RestartProcess after Close.
@@ -26,7 +24,7 @@ func (s *Server) Kill() {
 	s.life.Lock()
 	defer s.life.Unlock()
 	if p := s.current(); p != nil {
-		p.kill()
+		p.Kill()
 	}
 }
 
@@ -38,19 +36,10 @@ func (s *Server) Stop() {
 	s.life.Lock()
 	defer s.life.Unlock()
 	p := s.current()
-	if p == nil || !p.alive() {
+	if p == nil || p.Exited() {
 		return
 	}
-	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	_ = syscall.Kill(-pid, syscall.SIGCONT)
-	timer := time.NewTimer(stopTimeout)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-	case <-timer.C:
-		p.kill()
-	}
+	p.Stop(syscall.SIGTERM, stopTimeout)
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open and the
@@ -59,22 +48,20 @@ func (s *Server) Stop() {
 // It is a no-op if the server is not running.
 func (s *Server) Pause() {
 	p := s.current()
-	if p == nil || !p.alive() {
+	if p == nil || p.Exited() {
 		return
 	}
-	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGSTOP)
-	waitStopped(pid, pauseTimeout)
+	_ = p.Signal(syscall.SIGSTOP) // returns once stopped, bounded by 1 s
 }
 
 // Resume continues a paused server with SIGCONT. It is a no-op if the server
 // is not running or not paused.
 func (s *Server) Resume() {
 	p := s.current()
-	if p == nil || !p.alive() {
+	if p == nil || p.Exited() {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+	_ = p.Signal(syscall.SIGCONT)
 }
 
 // Restart kills the server if it is running (SIGKILL, like Kill) and starts
@@ -102,7 +89,7 @@ func (s *Server) RestartProcess() error {
 		return errClosed
 	}
 	if p := s.current(); p != nil {
-		p.kill()
+		p.Kill()
 	}
 	if err := s.bootSamePort(); err != nil {
 		return fmt.Errorf("redisserver: restart %s: %w", s.Addr(), err)
@@ -126,7 +113,7 @@ func (s *Server) Close() error {
 	p := s.p
 	s.mu.Unlock()
 	if p != nil {
-		p.kill()
+		p.Kill()
 	}
 	releasePorts(s.port, s.busPort)
 	if s.ownDir {

@@ -2,8 +2,9 @@ package redisserver
 
 import (
 	"fmt"
-	"net"
 	"sync"
+
+	"example.com/dlock/internal/proc"
 )
 
 // reserved holds the ports of live Servers of this process, so that a new
@@ -21,12 +22,8 @@ func reservePort() (int, error) {
 	reserved.Lock()
 	defer reserved.Unlock()
 	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := proc.FreePort()
 		if err != nil {
-			return 0, fmt.Errorf("redisserver: pick free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		if err := l.Close(); err != nil {
 			return 0, fmt.Errorf("redisserver: pick free port: %w", err)
 		}
 		if !reserved.ports[port] {

@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 const (
@@ -27,31 +28,6 @@ const (
 // errAddrInUse marks a start attempt that failed because the port was
 // taken, which is worth retrying.
 var errAddrInUse = errors.New("address already in use")
-
-// proc is one redis-server process; err is set before done is closed.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill SIGKILLs the process group (while the leader is not yet reaped, so
-// the group id cannot have been reused) and waits for the exit.
-func (p *proc) kill() {
-	if p.alive() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	<-p.done
-}
 
 // bootFresh starts the server on newly chosen ports, retrying on bind races.
 func (s *Server) bootFresh() error {
@@ -101,7 +77,7 @@ func (s *Server) bootOnce(writeConf bool) error {
 		return err
 	}
 	if err := s.waitReady(p); err != nil {
-		p.kill()
+		p.Kill()
 		tail := s.logTail(off)
 		if errors.Is(err, errAddrInUse) || strings.Contains(tail, "Address already in use") {
 			return fmt.Errorf("redisserver: %s: %w", s.Addr(), errAddrInUse)
@@ -114,7 +90,7 @@ func (s *Server) bootOnce(writeConf bool) error {
 
 // launch starts redis-server with stdout and stderr appended to stderr.log
 // (configuration errors are printed there before the log file is opened).
-func (s *Server) launch(args []string) (*proc, error) {
+func (s *Server) launch(args []string) (*proc.Process, error) {
 	path := filepath.Join(s.dir, stderrName)
 	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -124,34 +100,31 @@ func (s *Server) launch(args []string) (*proc, error) {
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	// Its own process group (so Kill reaches forked children and a
+	// terminal's Ctrl-C does not), killed if the test binary dies (Linux).
+	p, err := proc.Start(cmd, proc.Group)
+	if err != nil {
 		return nil, fmt.Errorf("redisserver: exec %s: %w", s.bin, err)
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	return p, nil
 }
 
 // waitReady polls PING until the process answers, exits, or startTimeout
 // passes. It then checks via INFO that the answer came from this process
 // and not from another server that holds the port (errAddrInUse).
-func (s *Server) waitReady(p *proc) error {
+func (s *Server) waitReady(p *proc.Process) error {
 	deadline := time.Now().Add(startTimeout)
 	var last error
 	for {
 		select {
-		case <-p.done:
-			return fmt.Errorf("redis-server exited early (%v)", p.err)
+		case <-p.Done():
+			return fmt.Errorf("redis-server exited early (%v)", p.Err())
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 		reply, err := do(ctx, s.Addr(), "PING")
 		if err == nil && reply == "PONG" {
-			err = checkPID(ctx, s.Addr(), p.cmd.Process.Pid)
+			err = checkPID(ctx, s.Addr(), p.Pid())
 			cancel()
 			return err
 		}
@@ -161,7 +134,7 @@ func (s *Server) waitReady(p *proc) error {
 			return fmt.Errorf("no PONG within %v: %w", startTimeout, last)
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(pollInterval):
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"example.com/dlock/internal/proc"
 )
 
 // ErrNotInstalled is returned (wrapped) by StartProcess when redis-server
@@ -27,7 +29,7 @@ type Server struct {
 
 	life   sync.Mutex // serialises Kill, Stop, Restart and Close
 	mu     sync.Mutex // guards p and closed
-	p      *proc
+	p      *proc.Process
 	closed bool
 }
 
@@ -148,26 +150,26 @@ func (s *Server) URL() string { return "redis://" + s.Addr() }
 // alive).
 func (s *Server) Running() bool {
 	p := s.current()
-	return p != nil && p.alive()
+	return p != nil && !p.Exited()
 }
 
 // PID returns the process id of the running server, or 0 if it is not
 // running.
 func (s *Server) PID() int {
 	p := s.current()
-	if p == nil || !p.alive() {
+	if p == nil || p.Exited() {
 		return 0
 	}
-	return p.cmd.Process.Pid
+	return p.Pid()
 }
 
-func (s *Server) current() *proc {
+func (s *Server) current() *proc.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.p
 }
 
-func (s *Server) setProc(p *proc) {
+func (s *Server) setProc(p *proc.Process) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.p = p

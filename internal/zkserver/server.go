@@ -1,7 +1,7 @@
 package zkserver
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // Server is one ZooKeeper server process.
@@ -24,10 +25,7 @@ type Server struct {
 	dir                                  string
 	java                                 string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited (and was waited for)
-	log  *bytes.Buffer
+	run proc.Handle // the running process and its log
 }
 
 // Addr returns the server's client address, host:port.
@@ -68,15 +66,13 @@ func (s *Server) cfgPath() string { return filepath.Join(s.dir, "zoo.cfg") }
 // and slf4j-simple when it is installed.
 func (s *Server) classpath() string {
 	cp := []string{s.dir, Jar}
-	if fileExists(slf4jSimple) {
+	if proc.FileExists(slf4jSimple) {
 		cp = append(cp, slf4jSimple)
 	}
 	return strings.Join(cp, ":")
 }
 
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := exec.Command(s.java,
 		// Small, quick-starting JVM: the tests run on few cores.
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -91,56 +87,18 @@ func (s *Server) start() error {
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath(),
 	)
 	cmd.Dir = s.dir
-	s.log = &bytes.Buffer{}
-	w := &lockedWriter{mu: &s.mu, buf: s.log}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := s.run.Start(cmd, proc.Group); err != nil {
 		return fmt.Errorf("start server %d: %w", s.ID, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	s.cmd, s.done = cmd, done
 	return nil
 }
 
-// take detaches the running process, or returns nil.
-func (s *Server) take() (*exec.Cmd, chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	return cmd, done
-}
-
 // exited reports whether the process started last has exited by itself.
-func (s *Server) exited() bool {
-	s.mu.Lock()
-	done := s.done
-	s.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Server) exited() bool { return s.run.Exited() }
 
 // Kill kills the server's process group (SIGKILL) and waits for it to exit.
 // Harmless if it is not running.
-func (s *Server) Kill() {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
-	}
-	pg := -cmd.Process.Pid
-	_ = syscall.Kill(pg, syscall.SIGCONT)
-	_ = syscall.Kill(pg, syscall.SIGKILL)
-	<-done
-}
+func (s *Server) Kill() { s.run.Kill() }
 
 // Restart starts a killed or stopped server again on its data directory and
 // ports (killing it first if it runs), and waits until it serves.
@@ -150,7 +108,7 @@ func (s *Server) Restart() error {
 		return err
 	}
 	if err := s.waitServing(time.Now().Add(startTimeout)); err != nil {
-		return fmt.Errorf("%w\n--- log:\n%s", err, tail(s.Log(), 4000))
+		return fmt.Errorf("%w\n--- log:\n%s", err, proc.Tail(s.Log(), 4000))
 	}
 	return nil
 }
@@ -158,29 +116,11 @@ func (s *Server) Restart() error {
 // Stop stops the server gracefully (SIGTERM) and waits up to timeout for it
 // to exit, then kills its process group. Harmless if it is not running.
 // Restart starts it again on the same data.
-func (s *Server) Stop(timeout time.Duration) {
-	cmd, done := s.take()
-	if cmd == nil {
-		return
-	}
-	pg := -cmd.Process.Pid
-	_ = syscall.Kill(pg, syscall.SIGCONT)
-	_ = syscall.Kill(pg, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		_ = syscall.Kill(pg, syscall.SIGKILL)
-		<-done
-	}
-}
+func (s *Server) Stop(timeout time.Duration) { s.run.Stop(syscall.SIGTERM, timeout) }
 
 // Running reports whether the server's process was started and not stopped
 // or killed since.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
-}
+func (s *Server) Running() bool { return s.run.Held() }
 
 // Pause stops the server with SIGSTOP; Resume continues it.
 func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
@@ -189,23 +129,15 @@ func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
+	err := s.run.Signal(sig)
+	if errors.Is(err, proc.ErrNotRunning) {
 		return fmt.Errorf("zkserver: server %d is not running", s.ID)
 	}
-	return syscall.Kill(-s.cmd.Process.Pid, sig)
+	return err
 }
 
 // Log returns the server's log (its latest part when it grew large).
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.log == nil {
-		return ""
-	}
-	return s.log.String()
-}
+func (s *Server) Log() string { return s.run.Log() }
 
 // FourLetter sends a four-letter word (srvr, mntr, ruok) to the server and
 // returns its answer, within timeout.
@@ -245,32 +177,13 @@ func (s *Server) Mode(timeout time.Duration) string {
 }
 
 func (s *Server) waitServing(deadline time.Time) error {
-	for {
+	return proc.Poll(deadline, 50*time.Millisecond, func() error {
 		if s.Mode(time.Second) != "" {
 			return nil
 		}
 		if !s.Running() || s.exited() {
-			return fmt.Errorf("server %d is not running", s.ID)
+			return proc.Final(fmt.Errorf("server %d is not running", s.ID))
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("server %d not serving by the deadline", s.ID)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we started, with a deadline
-	}
-}
-
-// lockedWriter appends to a buffer under the server's lock, keeping the
-// latest 2 MiB.
-type lockedWriter struct {
-	mu  *sync.Mutex
-	buf *bytes.Buffer
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 4<<20 {
-		w.buf.Next(w.buf.Len() - 2<<20) // drop the oldest part
-	}
-	return w.buf.Write(p)
+		return fmt.Errorf("server %d not serving by the deadline", s.ID)
+	})
 }

@@ -33,13 +33,13 @@ package zkserver
 import (
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 const (
@@ -70,23 +70,20 @@ func Java(t testing.TB) string {
 	if err == nil {
 		return java
 	}
-	if Required() {
-		t.Fatalf("zkserver: %v (CI=true: install Debian's zookeeper package)", err)
-	}
-	t.Skipf("zkserver: %v; install Debian's zookeeper package to run this test", err)
+	proc.Missing(t, "zkserver: "+err.Error(), "Debian's zookeeper package")
 	return ""
 }
 
 // Find returns the java binary to run the server with, or an error naming
 // what is missing (java, or the ZooKeeper jar).
 func Find() (string, error) {
-	if !fileExists(Jar) {
+	if !proc.FileExists(Jar) {
 		return "", fmt.Errorf("%s not found", Jar)
 	}
 	if p, err := exec.LookPath("java"); err == nil {
 		return p, nil
 	}
-	if p := "/usr/bin/java"; fileExists(p) {
+	if p := "/usr/bin/java"; proc.FileExists(p) {
 		return p, nil
 	}
 	return "", errors.New("java not found")
@@ -94,12 +91,7 @@ func Find() (string, error) {
 
 // Required reports whether a missing server fails tests (CI=true) rather
 // than skips them.
-func Required() bool { return os.Getenv("CI") == "true" }
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
+func Required() bool { return proc.Required() }
 
 // Ensemble is a set of ZooKeeper servers started together: one standalone
 // server, or the members of one quorum.
@@ -117,13 +109,7 @@ func StartEnsemble(t testing.TB, n int) *Ensemble {
 	t.Helper()
 	java := Java(t)
 	e, err := Launch(java, t.TempDir(), n)
-	if e != nil {
-		t.Cleanup(e.Close)
-	}
-	if err != nil {
-		t.Fatalf("zkserver: %v", err)
-	}
-	return e
+	return proc.Launched(t, "zkserver", e, err, (*Ensemble).Close)
 }
 
 // Launch starts n servers (n = 1: standalone) with the java binary java,
@@ -134,7 +120,7 @@ func Launch(java, dir string, n int) (*Ensemble, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("zkserver: %d servers", n)
 	}
-	ports, err := freePorts(3 * n)
+	ports, err := proc.FreePorts(3 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +158,7 @@ func Launch(java, dir string, n int) (*Ensemble, error) {
 func (e *Ensemble) logs() string {
 	var b strings.Builder
 	for _, s := range e.Servers {
-		fmt.Fprintf(&b, "\n--- log of server %d:\n%s", s.ID, tail(s.Log(), 4000))
+		fmt.Fprintf(&b, "\n--- log of server %d:\n%s", s.ID, proc.Tail(s.Log(), 4000))
 	}
 	return b.String()
 }
@@ -244,33 +230,4 @@ func (e *Ensemble) WaitServing(timeout time.Duration) error {
 		}
 	}
 	return nil
-}
-
-// freePorts returns n distinct free loopback ports (free when asked: another
-// process may take one before the server binds it; the start then fails
-// loudly).
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/proc"
 )
 
 // TestLifecycle drives one standalone server through every state the
@@ -15,7 +17,7 @@ func TestLifecycle(t *testing.T) {
 	t.Logf("standalone server serving after %v", time.Since(start).Round(time.Millisecond))
 	s := e.Servers[0]
 	if m := s.Mode(5 * time.Second); m != "standalone" {
-		t.Fatalf("mode %q, want standalone; log:\n%s", m, tail(s.Log(), 2000))
+		t.Fatalf("mode %q, want standalone; log:\n%s", m, proc.Tail(s.Log(), 2000))
 	}
 	if out, err := s.FourLetter("ruok", time.Second); err != nil || out != "imok" {
 		t.Fatalf("ruok = %q, %v", out, err)
