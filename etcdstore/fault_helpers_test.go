@@ -3,12 +3,11 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/overlap"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
@@ -26,62 +25,12 @@ import (
 // faultTTL is the session TTL of the fault tests.
 const faultTTL = 3 * time.Second
 
-// window is one holding as its holder saw it.
-type window struct {
-	who      string
-	from, to time.Time
-	fence    uint64
-	lost     bool // ended because Done closed
-	release  time.Duration
-	relErr   error
-}
-
-// windows collects windows from many goroutines.
-type windows struct {
-	mu   sync.Mutex
-	ws   []window
-	errs map[string]int // Lock errors by kind
-}
-
-func (w *windows) add(x window) {
-	w.mu.Lock()
-	w.ws = append(w.ws, x)
-	w.mu.Unlock()
-}
-
-func (w *windows) fail(err error) {
-	kind := "other"
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		kind = "ctx"
-	case errors.Is(err, dlock.ErrUnavailable):
-		kind = "unavailable"
-	case errors.Is(err, dlock.ErrNotAcquired):
-		kind = "not-acquired"
-	}
-	w.mu.Lock()
-	if w.errs == nil {
-		w.errs = map[string]int{}
-	}
-	w.errs[kind]++
-	w.mu.Unlock()
-}
-
-// overlaps returns the pairs of windows that intersect, described.
-func (w *windows) overlaps() []string {
-	w.mu.Lock()
-	ws := slices.Clone(w.ws)
-	w.mu.Unlock()
-	slices.SortFunc(ws, func(a, b window) int { return a.from.Compare(b.from) })
-	var out []string
-	for i := range ws {
-		for j := i + 1; j < len(ws) && ws[j].from.Before(ws[i].to); j++ {
-			out = append(out, fmt.Sprintf("%s [fence %d, lost %v] and %s [fence %d] overlap by %v",
-				ws[i].who, ws[i].fence, ws[i].lost, ws[j].who, ws[j].fence, ws[i].to.Sub(ws[j].from)))
-		}
-	}
-	return out
-}
+// window is one holding as its holder saw it; windows collects them and
+// finds the overlaps (shared with the other stores' fault tests).
+type (
+	window  = overlap.Window
+	windows = overlap.Recorder
+)
 
 // hold acts as the holder of l for d: until d has passed or, if heed, until
 // l reports its loss. It records the window (from the call) and releases l.
@@ -91,24 +40,24 @@ func hold(l *dlock.Lease, who string, d time.Duration, heed bool, rec *windows) 
 
 // holdFrom is hold for a lease acquired at from.
 func holdFrom(l *dlock.Lease, from time.Time, who string, d time.Duration, heed bool, rec *windows) window {
-	x := window{who: who, from: from, fence: l.Fence()}
+	x := window{Who: who, From: from, Fence: l.Fence()}
 	work := time.NewTimer(d) // the critical section's work
 	defer work.Stop()
 	if heed {
 		select {
 		case <-work.C:
 		case <-l.Done():
-			x.lost = true
+			x.Lost = true
 		}
 	} else {
 		<-work.C
 	}
-	x.to = time.Now()
+	x.To = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	x.relErr = l.Release(ctx) // a lost lease's release may fail: nothing to undo
-	x.release = time.Since(x.to)
-	rec.add(x)
+	x.RelErr = l.Release(ctx) // a lost lease's release may fail: nothing to undo
+	x.Release = time.Since(x.To)
+	rec.Add(x)
 	return x
 }
 
@@ -134,7 +83,7 @@ func contend(c *dlock.Client, who, key string, wait time.Duration, seed uint64, 
 		l, err := c.Lock(ctx, key, dlock.WithWait(wait))
 		if err != nil {
 			cancel()
-			rec.fail(err)
+			rec.Fail(err)
 			continue
 		}
 		hold(l, who, time.Duration(5+rng.IntN(25))*time.Millisecond, true, rec)

@@ -66,13 +66,13 @@ func leaderKilled(t *testing.T, broken bool) {
 	killedAt := time.Now()
 	leader.Kill()
 	x := holdFrom(long, from, "c0/long", 2*faultTTL, true, rec) // across the election
-	waitFor(t, 10*time.Second, "grants after the kill", func() bool { return countAfter(rec, x.to) >= 20 })
+	waitFor(t, 10*time.Second, "grants after the kill", func() bool { return rec.StartedAfter(x.To) >= 20 })
 	close(stop)
 	wg.Wait()
 
-	bad := rec.overlaps()
+	bad := rec.Overlaps()
 	t.Logf("RESULT leader %s killed; long holder lost=%v (held %v after the kill); %d holdings, %d after the long one; lock errors %v; %d overlaps",
-		leader.Name, x.lost, x.to.Sub(killedAt).Round(time.Millisecond), len(rec.ws), countAfter(rec, x.to), rec.errs, len(bad))
+		leader.Name, x.Lost, x.To.Sub(killedAt).Round(time.Millisecond), len(rec.Windows()), rec.StartedAfter(x.To), rec.Errs(), len(bad))
 	if broken {
 		if len(bad) == 0 {
 			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
@@ -107,26 +107,13 @@ func waitAndHold(ctx context.Context, oc *dlock.Client, rec *windows) (got <-cha
 		l, err := oc.Lock(ctx, "k", dlock.WithWait(6*faultTTL),
 			dlock.WithOnRetry(func(int, error) { once.Do(func() { close(w) }) }))
 		if err != nil {
-			rec.fail(err)
+			rec.Fail(err)
 			g <- window{}
 			return
 		}
 		g <- hold(l, "other", 50*time.Millisecond, true, rec)
 	}()
 	return g, w
-}
-
-// countAfter counts the holdings that started after t.
-func countAfter(rec *windows, t time.Time) int {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	n := 0
-	for _, w := range rec.ws {
-		if w.from.After(t) {
-			n++
-		}
-	}
-	return n
 }
 
 // The holder's etcd client reaches the cluster through a fault proxy to one
@@ -192,10 +179,10 @@ func partitioned(t *testing.T, failover, heed bool) {
 	y := <-got
 	p.Clear()
 
-	bad := rec.overlaps()
+	bad := rec.Overlaps()
 	t.Logf("RESULT endpoints %d, heed %v: holder lost=%v %v after the cut, its release took %v (%v); other granted %v after the cut (%v after the holder stopped); lock errors %v; %d overlaps",
-		len(eps), heed, x.lost, x.to.Sub(cutAt).Round(time.Millisecond), x.release.Round(time.Millisecond), x.relErr,
-		y.from.Sub(cutAt).Round(time.Millisecond), y.from.Sub(x.to).Round(time.Millisecond), rec.errs, len(bad))
+		len(eps), heed, x.Lost, x.To.Sub(cutAt).Round(time.Millisecond), x.Release.Round(time.Millisecond), x.RelErr,
+		y.From.Sub(cutAt).Round(time.Millisecond), y.From.Sub(x.To).Round(time.Millisecond), rec.Errs(), len(bad))
 	if !heed {
 		if len(bad) == 0 {
 			t.Fatal("negative control: a holder ignoring its loss did not overlap the next one")
@@ -205,10 +192,10 @@ func partitioned(t *testing.T, failover, heed bool) {
 	if len(bad) > 0 {
 		t.Fatalf("%d overlaps: %s", len(bad), strings.Join(bad, "; "))
 	}
-	if y.who == "" {
-		t.Fatalf("the other Client never got the key: %v", rec.errs)
+	if y.Who == "" {
+		t.Fatalf("the other Client never got the key: %v", rec.Errs())
 	}
-	if !failover && !x.lost {
+	if !failover && !x.Lost {
 		t.Fatal("a holder cut off from every member kept its lease for two session TTLs")
 	}
 }

@@ -61,10 +61,10 @@ func holderOnLeader(t *testing.T, heed bool) {
 	x := holdFrom(l, from, "on-leader", 3*faultTTL, heed, rec)
 	y := <-got
 
-	bad := rec.overlaps()
+	bad := rec.Overlaps()
 	t.Logf("RESULT leader %s killed, heed %v: holder lost=%v %v after the kill; other granted %v after the kill (%v after the holder stopped); lock errors %v; %d overlaps",
-		leader.Name, heed, x.lost, x.to.Sub(killedAt).Round(time.Millisecond), y.from.Sub(killedAt).Round(time.Millisecond),
-		y.from.Sub(x.to).Round(time.Millisecond), rec.errs, len(bad))
+		leader.Name, heed, x.Lost, x.To.Sub(killedAt).Round(time.Millisecond), y.From.Sub(killedAt).Round(time.Millisecond),
+		y.From.Sub(x.To).Round(time.Millisecond), rec.Errs(), len(bad))
 	if !heed {
 		if len(bad) == 0 {
 			t.Fatal("negative control: a holder ignoring its loss did not overlap the next one")
@@ -74,10 +74,10 @@ func holderOnLeader(t *testing.T, heed bool) {
 	if len(bad) > 0 {
 		t.Fatalf("%d overlaps: %s", len(bad), strings.Join(bad, "; "))
 	}
-	if y.who == "" {
-		t.Fatalf("the other Client never got the key: %v", rec.errs)
+	if y.Who == "" {
+		t.Fatalf("the other Client never got the key: %v", rec.Errs())
 	}
-	if !x.lost {
+	if !x.Lost {
 		t.Fatal("a holder whose only member died kept its lease for three session TTLs")
 	}
 }

@@ -69,15 +69,15 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 	t.Cleanup(func() { restart(t, e, leader) })
 	x := holdFrom(long, from, "c0/long", 2*faultTimeout, true, rec) // across the election
 	deadline := time.Now().Add(20 * time.Second)
-	for rec.after(x.to) < 20 && time.Now().Before(deadline) {
+	for rec.StartedAfter(x.To) < 20 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond) // polling the recorder, with a deadline
 	}
 	close(stop)
 	wg.Wait()
 
-	bad := rec.overlaps()
+	bad := rec.Overlaps()
 	t.Logf("RESULT leader %d killed; long holder lost=%v (held %v after the kill), its session survived %v; %d holdings, %d after the long one; lock errors %v; %d overlaps",
-		leader, x.lost, x.to.Sub(killedAt).Round(time.Millisecond), conns[0].SessionID() == sid, len(rec.ws), rec.after(x.to), rec.errs, len(bad))
+		leader, x.Lost, x.To.Sub(killedAt).Round(time.Millisecond), conns[0].SessionID() == sid, len(rec.Windows()), rec.StartedAfter(x.To), rec.Errs(), len(bad))
 	if broken {
 		if len(bad) == 0 {
 			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
@@ -87,7 +87,7 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 	if len(bad) > 0 {
 		t.Fatalf("%d overlaps, first: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
 	}
-	if n := rec.after(x.to); n < 20 {
+	if n := rec.StartedAfter(x.To); n < 20 {
 		t.Fatalf("only %d holdings in 20 s after the long one: the ensemble did not serve after the kill", n)
 	}
 }
@@ -111,7 +111,7 @@ func waitAndHold(ctx context.Context, dc *dlock.Client, rec *windows) <-chan win
 	go func() {
 		l, err := dc.Lock(ctx, "k", dlock.WithWait(6*faultTimeout))
 		if err != nil {
-			rec.fail(err)
+			rec.Fail(err)
 			got <- window{}
 			return
 		}
@@ -189,8 +189,8 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	x := holdFrom(l, from, "cut", 3*faultTimeout, tc.heed, rec)
 	y := <-got
 	var newWrite bool
-	if y.who != "" {
-		newWrite, err = fencedWrite(oconn, res, y.fence, "next holder", false)
+	if y.Who != "" {
+		newWrite, err = fencedWrite(oconn, res, y.Fence, "next holder", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	p.Clear()
 	p.ResetAll() // the connections left silent by the cut: the client redials at once
 	healedAt := time.Now()
-	stale, err := retryWrite(hconn, res, x.fence, "stale holder", tc.unfenced)
+	stale, err := retryWrite(hconn, res, x.Fence, "stale holder", tc.unfenced)
 	if err != nil {
 		t.Fatalf("the stale holder's write: %v", err)
 	}
@@ -220,17 +220,17 @@ type cutOutcome struct {
 // cutChecks logs o and checks it against tc's expectation.
 func cutChecks(t *testing.T, tc cutCase, o cutOutcome) {
 	x, y, rec := o.x, o.y, o.rec
-	bad := rec.overlaps()
+	bad := rec.Overlaps()
 	t.Logf("RESULT heed %v, unfenced %v: holder (fence %d) lost=%v %v after the cut; other (fence %d) granted %v after the cut, %v after the holder stopped; next holder's write landed %v, stale write landed %v; resource %q; lock errors %v; %d overlaps",
-		tc.heed, tc.unfenced, x.fence, x.lost, x.to.Sub(o.cutAt).Round(time.Millisecond), y.fence,
-		y.from.Sub(o.cutAt).Round(time.Millisecond), y.from.Sub(x.to).Round(time.Millisecond), o.newWrite, o.stale, o.value, rec.errs, len(bad))
+		tc.heed, tc.unfenced, x.Fence, x.Lost, x.To.Sub(o.cutAt).Round(time.Millisecond), y.Fence,
+		y.From.Sub(o.cutAt).Round(time.Millisecond), y.From.Sub(x.To).Round(time.Millisecond), o.newWrite, o.stale, o.value, rec.Errs(), len(bad))
 	switch {
 	case !tc.heed:
 		if len(bad) == 0 {
 			t.Fatal("negative control: a holder ignoring its loss did not overlap the next one")
 		}
 	case tc.overclaim:
-		if y.who != "" && x.to.Before(y.from) {
+		if y.Who != "" && x.To.Before(y.From) {
 			t.Fatal("negative control: the overclaiming store reported the loss before the next holder got the key")
 		}
 	case tc.unfenced:
@@ -239,14 +239,14 @@ func cutChecks(t *testing.T, tc cutCase, o cutOutcome) {
 		}
 	case len(bad) > 0:
 		t.Fatalf("%d overlaps: %s", len(bad), strings.Join(bad, "; "))
-	case y.who == "":
-		t.Fatalf("the other Client never got the key: %v", rec.errs)
-	case !x.lost:
+	case y.Who == "":
+		t.Fatalf("the other Client never got the key: %v", rec.Errs())
+	case !x.Lost:
 		t.Fatal("a holder cut off for three session timeouts kept its lease")
-	case !x.to.Before(y.from):
-		t.Fatalf("the loss was reported %v after the other Client got the key", x.to.Sub(y.from))
-	case y.fence <= x.fence:
-		t.Fatalf("next holder's fence %d not greater than the cut holder's %d", y.fence, x.fence)
+	case !x.To.Before(y.From):
+		t.Fatalf("the loss was reported %v after the other Client got the key", x.To.Sub(y.From))
+	case y.Fence <= x.Fence:
+		t.Fatalf("next holder's fence %d not greater than the cut holder's %d", y.Fence, x.Fence)
 	case !o.newWrite:
 		t.Fatal("the next holder's fenced write was rejected")
 	case o.stale || o.value != "next holder":
