@@ -12,3 +12,6 @@ func SetCreateFirst(s *Store, on bool) { s.createFirst = on }
 // Syncs returns how many syncs s has sent for its calls (KeepAlive's not
 // counted).
 func Syncs(s *Store) int64 { return s.syncs.Load() }
+
+// ConnLoss is connLoss: a raw transport error marked as a connection loss.
+var ConnLoss = connLoss

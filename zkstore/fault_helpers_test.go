@@ -236,6 +236,7 @@ func retryWrite(conn *zk.Conn, path string, fence uint64, value string, unfenced
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ok, err := fencedWrite(conn, path, fence, value, unfenced)
+		err = zkstore.ConnLoss(err) // a write on the socket the server closed while we were stopped
 		if err == nil || time.Now().After(deadline) ||
 			!(errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrNoServer)) {
 			return ok, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -56,7 +58,7 @@ func (s *Store) call(ctx context.Context, confirms bool, f func() error, undo fu
 	done := make(chan error, 1)
 	var state atomic.Int32 // 0 pending, 1 answered, 2 abandoned by the caller
 	go func() {
-		err := f()
+		err := connLoss(f())
 		if confirms && replied(err) {
 			if after := s.conn.SessionID(); after != 0 && (before == 0 || before == after) {
 				s.confirm(after, sent)
@@ -77,6 +79,19 @@ func (s *Store) call(ctx context.Context, confirms bool, f func() error, undo fu
 		}
 		return fmt.Errorf("outcome unknown: %w", context.Cause(ctx))
 	}
+}
+
+// connLoss returns err, with a raw transport error (go-zookeeper passes on
+// the socket's own error when a write to a dead connection fails: "broken
+// pipe", "connection reset") marked as zk.ErrConnectionClosed, which is
+// what it is: the request's outcome is unknown and the conn reconnects.
+func connLoss(err error) error {
+	var ne net.Error
+	if err != nil && !errors.Is(err, zk.ErrConnectionClosed) &&
+		(errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+	}
+	return err
 }
 
 // replied reports whether err (nil included) is the server's answer rather
