@@ -94,6 +94,9 @@ func schemerFor(ctx context.Context, sf *storeFlags) (sc driver.Schemer, desc st
 	if d != nil {
 		return d, d.desc, func() { _ = d.close() }, nil
 	}
+	if scheme := strings.ToLower(schemeOf(raw)); schemaless[scheme] {
+		return nil, "", nil, noSchema(scheme + " store") // known without dialing it
+	}
 	st, err := sf.open(ctx)
 	if err != nil {
 		return nil, "", nil, err
@@ -102,5 +105,19 @@ func schemerFor(ctx context.Context, sf *storeFlags) (sc driver.Schemer, desc st
 		return sc, st.Desc, func() { _ = st.Close() }, nil
 	}
 	_ = st.Close()
-	return nil, "", nil, exitWith(ExitUsage, errors.New(st.Desc+" has no schema: it creates what it uses as it goes (dlock schema is for the SQL stores: --store postgres://... or mysql://...)"))
+	return nil, "", nil, noSchema(st.Desc)
+}
+
+// schemaless are the schemes of this binary's stores that create what they
+// use as they go: schema answers for them without opening the store (etcd
+// and ZooKeeper stores dial when opened, and printing promises no network
+// call). Other schemes are opened and asked for a driver.Schemer.
+var schemaless = map[string]bool{
+	"redis": true, "rediss": true, "redis+cluster": true, "rediss+cluster": true,
+	"redis+sentinel": true, "rediss+sentinel": true, "redlock": true, "etcd": true, "zk": true,
+}
+
+// noSchema is schema's answer for a store without one (ExitUsage).
+func noSchema(desc string) error {
+	return exitWith(ExitUsage, errors.New(desc+" has no schema: it creates what it uses as it goes (dlock schema is for the SQL stores: --store postgres://... or mysql://...)"))
 }

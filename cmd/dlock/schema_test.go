@@ -85,7 +85,10 @@ func TestSchemaPrintsAndApplies(t *testing.T) {
 // usage error, 64, with a message saying so, for printing and applying.
 func TestSchemaOfStoreWithoutSchemaExits64(t *testing.T) {
 	for _, args := range [][]string{{"schema", "--store", "mem://bare"}, {"schema", "--store", "mem://full", "--apply"},
-		{"schema", "--redis", "redis://127.0.0.1:1"}} {
+		{"schema", "--redis", "redis://127.0.0.1:1"},
+		// stores that dial when opened answer without a network call (nothing listens on port 1)
+		{"schema", "--store", "etcd://127.0.0.1:1/p"}, {"schema", "--store", "zk://127.0.0.1:1/p"},
+		{"schema", "--store", "ZK://127.0.0.1:1/p", "--apply"}} {
 		code, out, stderr := runCLI(t, args...)
 		if code != ExitUsage || out != "" || !strings.Contains(stderr, "has no schema") || !strings.Contains(stderr, "postgres://") {
 			t.Errorf("%v: code %d, stdout %q, stderr %q", args, code, out, stderr)
