@@ -74,17 +74,50 @@ if (($#)); then
 	go test -race -count=1 -timeout 20m "$@"
 	exit
 fi
-for mod in $modules; do
-	name=${mod%%=*} dir=${mod#*=}
+
+# test_module vets and tests one module from its directory (bench without
+# -race: its quick run measures).
+test_module() {
+	local name=${1%%=*} dir=${1#*=}
 	echo "test.sh: module $name"
 	if [ "$name" = example.com/dlock/bench ]; then
-		# bench/ depends on the peer libraries it compares against; its quick
-		# run checks every scenario's counter for dlock and the floor.
 		(cd "$dir" && go vet ./... && go test -count=1 -timeout 5m ./...)
-		continue
-	fi
-	(cd "$dir" && go vet ./... && go test -race -count=1 -timeout 20m ./...) || {
+	else
+		(cd "$dir" && go vet ./... && go test -race -count=1 -timeout 20m ./...)
+	fi || {
 		echo "test.sh: module $name failed" >&2
-		exit 1
+		return 1
 	}
+}
+
+# The modules run in two lanes at once, each printed when it ends: the store
+# modules that start their own servers (most of their time is spent waiting
+# on them), and the rest. Every module runs even when one fails; the exit
+# status is 1 if any failed.
+lane() {
+	local failed=0
+	for mod in "$@"; do
+		test_module "$mod" || failed=1
+	done
+	return $failed
+}
+stores=() others=()
+for mod in $modules; do
+	case ${mod%%=*} in
+	*/etcdstore | */zkstore | */pgstore | */mysqlstore) stores+=("$mod") ;;
+	*) others+=("$mod") ;;
+	esac
 done
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+lane "${stores[@]}" >"$logs/stores" 2>&1 &
+stores_pid=$!
+status=0
+lane "${others[@]}" 2>&1 || status=1
+wait "$stores_pid" || status=1
+cat "$logs/stores"
+if ((status)); then
+	grep -h "^test.sh: module .* failed" "$logs/stores" >&2 || true
+	echo "test.sh: FAILED" >&2
+fi
+exit $status
