@@ -19,8 +19,12 @@ import (
 // however late its request arrives, writes nothing. The read is a get in
 // the same transaction, after the write: for Acquire the value right after
 // the grant. A contended, not-held or refused step reads and writes
-// nothing, and returns the error its lock part would. A resource write
-// carries no lease: it stays after the lock ends.
+// nothing, and returns the error its lock part would; the one exception is
+// Transfer's: a holding of the token through another Store's session whose
+// session is found ended by the keepalive after the rewrite returns
+// driver.NotHeld although its write was made (while the token held the
+// key). A resource write carries no lease: it stays after the lock ends.
+// An error matching no sentinel leaves the outcome unknown.
 //
 // Resource keys are named verbatim (no prefix). A resource inside the
 // store's lock prefix (Options.Prefix when it is not empty, and in any case
