@@ -36,29 +36,28 @@ func (s *Store) Apply(ctx context.Context, step driver.Step) (driver.Grant, driv
 	if err := s.checkStep(step); err != nil {
 		return driver.Grant{}, driver.Value{}, err
 	}
-	switch step.Action {
-	case driver.Acquire:
+	if step.Action == driver.Acquire {
 		return s.acquire(ctx, step.Key, step.Token, step.Read)
-	case driver.Transfer:
-		read, v := step.Read, driver.Value{}
-		if step.Write != nil && read == step.Write.Resource {
-			read, v = "", driver.Value{Data: step.Write.Value, Found: true} // read what we write
-		}
-		g, got, err := s.transfer(ctx, step.Key, step.Token, step.To, step.Write, read)
-		if read != "" {
-			v = got
-		}
-		if err != nil {
-			return driver.Grant{}, driver.Value{}, err
-		}
-		return g, v, nil
-	default: // driver.Release, checked
-		v, err := s.release(ctx, step.Key, step.Token, step.Write, step.Read)
-		if err != nil {
-			return driver.Grant{}, driver.Value{}, err
-		}
-		return driver.Grant{}, v, nil
 	}
+	read, v := step.Read, driver.Value{}
+	if step.Write != nil && read == step.Write.Resource {
+		read, v = "", driver.Value{Data: step.Write.Value, Found: true} // read what we write
+	}
+	var g driver.Grant
+	var got driver.Value
+	var err error
+	if step.Action == driver.Transfer {
+		g, got, err = s.transfer(ctx, step.Key, step.Token, step.To, step.Write, read)
+	} else { // driver.Release, checked
+		got, err = s.release(ctx, step.Key, step.Token, step.Write, read)
+	}
+	if err != nil {
+		return driver.Grant{}, driver.Value{}, err
+	}
+	if read != "" {
+		v = got
+	}
+	return g, v, nil
 }
 
 // checkStep refuses what Apply cannot do, before any I/O.

@@ -195,3 +195,36 @@ func TestWithReadLockWaitsInQueue(t *testing.T) {
 		t.Fatalf("after two commits the resource is %q, want 98", got)
 	}
 }
+
+// A step's Read returns the value right after its Write: the written value
+// when both name one key, else the other key's value, read in the same
+// transaction; a Transfer's read is the recipient's.
+func TestApplyReadsAfterWrite(t *testing.T) {
+	c := node(t)
+	pfx := uniq(t)
+	s, cli := newStore(t, c, pfx, 0)
+	ctx := ctxT(t, 30*time.Second)
+	res, other := resourceOf(pfx), resourceOf(pfx)+"-other"
+	if _, err := cli.Put(ctx, other, "o"); err != nil {
+		t.Fatal(err)
+	}
+	a, b := tok(), tok()
+	steps := []struct {
+		step driver.Step
+		want driver.Value
+	}{
+		{driver.Step{Action: driver.Acquire, Key: "k", Token: a, TTL: time.Second, Read: res}, driver.Value{}},
+		{driver.Step{Action: driver.Transfer, Key: "k", Token: a, To: b, TTL: time.Second, Write: &driver.Write{Resource: res, Value: "1"}, Read: other}, driver.Value{Data: "o", Found: true}},
+		{driver.Step{Action: driver.Release, Key: "k", Token: b, Write: &driver.Write{Resource: res, Value: "2"}, Read: res}, driver.Value{Data: "2", Found: true}},
+		{driver.Step{Action: driver.Acquire, Key: "k", Token: a, TTL: time.Second, Read: res}, driver.Value{Data: "2", Found: true}},
+		{driver.Step{Action: driver.Release, Key: "k", Token: a, Write: &driver.Write{Resource: other, Value: "3"}, Read: res}, driver.Value{Data: "2", Found: true}},
+	}
+	for i, st := range steps {
+		if _, v, err := s.Apply(ctx, st.step); err != nil || v != st.want {
+			t.Fatalf("step %d (action %d): %+v, %v; want %+v", i, st.step.Action, v, err, st.want)
+		}
+	}
+	if got := getValue(t, cli, other); got != "3" {
+		t.Fatalf("other = %q, want 3", got)
+	}
+}
