@@ -12,6 +12,7 @@ type caps struct {
 	batch    driver.BatchExtender
 	transfer driver.Transferer
 	atomic   driver.Atomic
+	qread    driver.QueueReader
 }
 
 func findCaps(s driver.Mutex) caps {
@@ -21,5 +22,6 @@ func findCaps(s driver.Mutex) caps {
 	c.batch, _ = driver.As[driver.BatchExtender](s)
 	c.transfer, _ = driver.As[driver.Transferer](s)
 	c.atomic, _ = driver.As[driver.Atomic](s)
+	c.qread, _ = driver.As[driver.QueueReader](s)
 	return c
 }

@@ -273,6 +273,9 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 	var rd *grantRead
 	var err error
 	switch qr := c.queuerFor(cfg); {
+	case qr != nil && cfg.read != nil && c.caps.atomic != nil:
+		rd = &grantRead{resource: *cfg.read}
+		g, rd.Value, err = c.acquireQueuedRead(ctx, key, token, cfg.ttl, rd.resource)
 	case qr != nil:
 		g, err = c.acquireQueued(ctx, qr, key, token, cfg.ttl)
 	case cfg.read != nil && c.caps.atomic != nil:
@@ -310,6 +313,16 @@ func (c *Client) acquireQueued(ctx context.Context, qr driver.Queuer, key, token
 	stop := context.AfterFunc(c.life.closeCtx, func() { cancel(errClosed) })
 	defer stop()
 	return qr.AcquireQueued(qctx, key, token, ttl)
+}
+
+// acquireQueuedRead is acquireQueued reading resource with the grant
+// (driver.QueueReader).
+func (c *Client) acquireQueuedRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (driver.Grant, driver.Value, error) {
+	qctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.life.closeCtx, func() { cancel(errClosed) })
+	defer stop()
+	return c.caps.qread.AcquireQueuedRead(qctx, key, token, ttl, resource)
 }
 
 // releaseHolds gives back n holds of token on key, best effort: if the store

@@ -127,8 +127,10 @@ func WithClock(clk Clock) Option {
 // are not reflected. Lease.Commit writes the resource back as the lock is
 // released, in the same step.
 //
-// Only stores that implement driver.Atomic can do this (redisstore and
-// memstore do; Redlock stores do not). With any other store the option
+// Only stores that implement driver.Atomic can do this (redisstore,
+// etcdstore and memstore do; Redlock stores do not); etcdstore also reads
+// it when a waiter's turn comes in etcd's queue, and refuses a resource
+// inside its lock prefix with ErrInvalid. With any other store the option
 // changes nothing: Lease.ValueRead reports false and the caller reads the
 // resource itself. With Redis Cluster the resource key must hash to the
 // lock's slot: give it the lock key as hash tag, e.g. "stock:{item-42}" for

@@ -90,10 +90,11 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 func (w *waiter) queued() bool { return w.c.queuerFor(w.cfg) != nil }
 
 // queuerFor returns the store's queue (driver.Queuer) if attempts made with
-// cfg wait in it: a Lock's (not a single try's) without a read with the
-// grant (which the queue cannot do), on a store that has one; else nil.
+// cfg wait in it: a Lock's (not a single try's), on a store that has one,
+// and for a read with the grant only if the queue can read it
+// (driver.QueueReader); else nil.
 func (c *Client) queuerFor(cfg config) driver.Queuer {
-	if cfg.wait == 0 || (cfg.read != nil && c.caps.atomic != nil) {
+	if cfg.wait == 0 || (cfg.read != nil && c.caps.atomic != nil && c.caps.qread == nil) {
 		return nil
 	}
 	return c.caps.queuer

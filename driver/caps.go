@@ -28,7 +28,8 @@ type Notifier interface {
 //
 // The client waits in it for Lock and Do with a wait bound other than zero;
 // TryLock (one Acquire) does not, nor does a WithRead on a store that is
-// also Atomic (the queue cannot read with the grant).
+// also Atomic, unless the store is a QueueReader too (a plain queue cannot
+// read with the grant).
 //
 // Absent: the client waits with Acquire, Notifier and backoff.
 type Queuer interface {
@@ -38,6 +39,24 @@ type Queuer interface {
 	// in the store: its queue entry is removed. An error matching no
 	// sentinel means the outcome is unknown, as for Acquire.
 	AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
+}
+
+// QueueReader is a Queuer that also reads a resource key with the grant, as
+// an Atomic Acquire step with a Read does: WithRead on a Lock that waits in
+// the store's queue. The client uses it only on a store that is also Atomic
+// (Lease.Commit writes with the Atomic Release or Transfer step).
+//
+// Absent: a WithRead Lock on an Atomic store does not wait in the queue; it
+// waits with Apply (Acquire with Read), Notifier and backoff.
+type QueueReader interface {
+	// AcquireQueuedRead behaves as AcquireQueued and, when it grants key,
+	// also returns the value resource has at the grant, read atomically
+	// with it (resource names a key verbatim, as Step.Read; empty reads
+	// nothing): what the previous holder wrote with its release, and no
+	// later write. When it returns an error it reads nothing and leaves
+	// nothing in the store, as AcquireQueued; a resource the store cannot
+	// honour is refused with an error matching ErrInvalid before any I/O.
+	AcquireQueuedRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (Grant, Value, error)
 }
 
 // ExtendRequest is one item of a batched renewal.

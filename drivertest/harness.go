@@ -212,6 +212,7 @@ func (s *suite) cases() []testCase {
 		testCase{"QueuerServesInOrder", s.testQueueFIFO},
 		testCase{"QueuerCancelledWaiterLeavesNothing", s.testQueueCancel},
 		testCase{"QueuerWaiterGetsKeyWhenHolderEnds", s.testQueueExpiry},
+		testCase{"QueueReaderReadsWhatTheHolderCommitted", s.testQueueRead},
 		testCase{"TransferIsANewHolding", s.testTransfer},
 		testCase{"AtomicStepsAreOwnerChecked", s.testReadAndCommit},
 		testCase{"AtomicTransferReadsAndWrites", s.testTransferReadAndWrite},

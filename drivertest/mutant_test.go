@@ -17,7 +17,8 @@ import (
 
 // mutantEnv names the store TestMutantChild runs the suite on: "memstore",
 // "reference" (refStore without a bug), "session" (refSession clients of
-// a refStore without a bug) or a mutation (session-based for the
+// a refStore without a bug), "atomic" (refAtomic without a bug) or a
+// mutation (session-based for the
 // session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
 
@@ -46,6 +47,14 @@ func TestMutantChild(t *testing.T) {
 		h.New = func(*testing.T) driver.Mutex { return newRefSession(r) }
 		h.Kill = func(_ *testing.T, c driver.Mutex) { c.(*refSession).kill() }
 		h.KeepAlive = func(ctx context.Context, c driver.Mutex) error { return c.(*refSession).keepAliveHook(ctx) }
+	case name == "atomic" || name == string(queueReadEarly):
+		m := mutation(name)
+		if name == "atomic" {
+			m = correct
+		}
+		r := newRefAtomic(m)
+		s = r
+		h.Pause = func(*testing.T) func() { return r.pause() }
 	case name == "reference":
 		name = string(correct)
 		fallthrough
@@ -114,6 +123,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{sessionNoRenew, []string{"SessionExtendRenews"}, ""},
 		{answersWhenDown, []string{"UnavailableIsNoAnswer"}, "no definite answer"},
 		{sessionOutlivesKill, []string{"KilledSessionFreesItsKeys", "QueuerWaiterGetsKeyWhenHolderEnds"}, ""},
+		{queueReadEarly, []string{"QueueReaderReadsWhatTheHolderCommitted"}, "want v2"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -141,7 +151,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 // its session-based clients, without a bug, pass the suite in the same
 // subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference", "session"} {
+	for _, store := range []string{"memstore", "reference", "session", "atomic"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
@@ -156,6 +166,8 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 					"ListerListsHeldKeysOnly", "WaiterCounterCountsWaiters", "QueuerServesInOrder",
 					"QueuerCancelledWaiterLeavesNothing", "QueuerWaiterGetsKeyWhenHolderEnds", "InspectMatchesTheState",
 					"UnavailableIsNoAnswer"}
+			case "atomic":
+				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			}
 			for _, c := range ran {
 				if !strings.Contains(out, "--- PASS: TestMutantChild/"+c+" ") {

@@ -65,11 +65,18 @@
 // session alive while it waits and stops with an error when the session
 // expires (etcd issue #19597).
 //
+// Apply (driver.Atomic: dlock.WithRead and Lease.Commit) folds a read or
+// write of one resource key, named verbatim, into the acquiring, releasing
+// or handing-off transaction, under the same ownership compare: a holder
+// that lost the lock writes nothing. AcquireQueuedRead (driver.QueueReader)
+// reads it in the transaction that finds a queued waiter at the head, so a
+// WithRead Lock still waits in etcd's queue. A resource inside the lock
+// prefix is refused with driver.ErrInvalid.
+//
 // # What it cannot do
 //
 // There is no Notifier (waiting is the Queuer's FIFO, or the client's
-// backoff) and no Atomic step (WithRead and Lease.Commit are
-// unavailable: use OwnerCmp in your own transaction instead). A contended
+// backoff). A contended
 // Acquire reports the holder's remaining time as unknown (-1); Inspect asks
 // the server for it. The session TTL is whole seconds and at least 2 s, so
 // a crashed holder's keys are freed only when its session expires. The

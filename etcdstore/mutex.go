@@ -43,10 +43,18 @@ func readState(rs []*pb.ResponseOp) state {
 // lasts as long as the session. A contended key returns a
 // *driver.ContendedError with Remaining -1 and changes nothing.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, _, err := s.acquire(ctx, key, token, "")
+	return g, err
+}
+
+// acquire is Acquire that also reads the resource key read (if not empty)
+// in the acquiring transaction, right after its put. A contended or failed
+// acquisition reads nothing.
+func (s *Store) acquire(ctx context.Context, key, token, read string) (driver.Grant, driver.Value, error) {
 	start := time.Now()
 	sess, err := s.session(ctx)
 	if err != nil {
-		return driver.Grant{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	dig := digest(token)
 	k, pfx := s.ownKey(sess, key, dig), s.pfx(key)
@@ -55,15 +63,15 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		var txn clientv3.Txn
 		if cached {
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod)).
-				Then(clientv3.OpPut(h.k, valueFenced(h.holds+1, dig, h.vfence), clientv3.WithLease(sess.id)))
+				Then(withRead(read, clientv3.OpPut(h.k, valueFenced(h.holds+1, dig, h.vfence), clientv3.WithLease(sess.id)))...)
 		} else {
 			h = holding{k: k, lease: sess.id, token: token}
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
-				Then(clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)))
+				Then(withRead(read, clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)))...)
 		}
 		resp, err := txn.Else(readOps(h.k, pfx)...).Commit()
 		if err != nil {
-			return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 		}
 		if resp.Succeeded {
 			rev := resp.Header.Revision
@@ -72,7 +80,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 			}
 			h.mod, h.holds = rev, h.holds+1
 			fence := s.remember(k, h)
-			return driver.Grant{Fence: uint64(fence), Holds: h.holds, TTL: s.certainTTL(sess, start)}, nil
+			return driver.Grant{Fence: uint64(fence), Holds: h.holds, TTL: s.certainTTL(sess, start)}, readValue(read, resp.Responses), nil
 		}
 		st := readState(resp.Responses)
 		holds, ok := mine(st.first, dig)
@@ -81,18 +89,18 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 			s.remember(k, holdingOf(st.first, holds, token))
 			continue // re-enter with what we read
 		case ok:
-			g, err := s.reenterForeign(ctx, st.first, holds, dig, start)
+			g, v, err := s.reenterForeign(ctx, st.first, holds, dig, start, read)
 			if errors.Is(err, errChanged) {
 				continue
 			}
-			return g, err
+			return g, v, err
 		}
 		s.forget(k)
 		if st.first != nil {
-			return driver.Grant{}, &driver.ContendedError{Remaining: -1}
+			return driver.Grant{}, driver.Value{}, &driver.ContendedError{Remaining: -1}
 		}
 	}
-	return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: the key kept changing", key)
+	return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: the key kept changing", key)
 }
 
 // errChanged reports a compare-and-set that found the key changed.
@@ -100,22 +108,22 @@ var errChanged = errors.New("etcdstore: key changed")
 
 // reenterForeign adds a hold to kv, the token's holding in another
 // session: a keepalive of that session (for the grant's TTL), then a
-// compare-and-set.
-func (s *Store) reenterForeign(ctx context.Context, kv *mvccpb.KeyValue, holds int, dig string, start time.Time) (driver.Grant, error) {
+// compare-and-set (that also reads the resource key read, if not empty).
+func (s *Store) reenterForeign(ctx context.Context, kv *mvccpb.KeyValue, holds int, dig string, start time.Time, read string) (driver.Grant, driver.Value, error) {
 	ttl, err := s.keepAliveLease(ctx, clientv3.LeaseID(kv.Lease), start)
 	if err != nil {
-		return driver.Grant{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	v, _ := parseValue(kv.Value)
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
-		Then(clientv3.OpPut(string(kv.Key), valueFenced(holds+1, dig, v.fence), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).Commit()
+		Then(withRead(read, clientv3.OpPut(string(kv.Key), valueFenced(holds+1, dig, v.fence), clientv3.WithLease(clientv3.LeaseID(kv.Lease))))...).Commit()
 	if err != nil {
-		return driver.Grant{}, fmt.Errorf("etcdstore: acquire: %w", err)
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire: %w", err)
 	}
 	if !resp.Succeeded {
-		return driver.Grant{}, errChanged
+		return driver.Grant{}, driver.Value{}, errChanged
 	}
-	return driver.Grant{Fence: uint64(fenceOf(kv)), Holds: holds + 1, TTL: ttl}, nil
+	return driver.Grant{Fence: uint64(fenceOf(kv)), Holds: holds + 1, TTL: ttl}, readValue(read, resp.Responses), nil
 }
 
 // keepAliveLease renews a lease that is not the store's session (a holding
@@ -159,6 +167,14 @@ func (s *Store) holder(ctx context.Context, pfx string) (*mvccpb.KeyValue, error
 // holdings are released in one round trip; a holding of the token through
 // another session is read first.
 func (s *Store) Release(ctx context.Context, key, token string) error {
+	_, err := s.release(ctx, key, token, nil, "")
+	return err
+}
+
+// release is Release that also puts w (if not nil) and then reads the
+// resource key read (if not empty) in the releasing transaction, under the
+// same ownership compare: a refused release reads and writes nothing.
+func (s *Store) release(ctx context.Context, key, token string, w *driver.Write, read string) (driver.Value, error) {
 	dig, pfx := digest(token), s.pfx(key)
 	var k string
 	if sess := s.live(); sess != nil {
@@ -170,23 +186,19 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		if !cached || reread {
 			first, err := s.holder(ctx, pfx)
 			if err != nil {
-				return fmt.Errorf("etcdstore: release %q: %w", key, err)
+				return driver.Value{}, fmt.Errorf("etcdstore: release %q: %w", key, err)
 			}
 			holds, ok := mine(first, dig)
 			if !ok {
 				s.forget(k)
-				return driver.NotHeld(first != nil)
+				return driver.Value{}, driver.NotHeld(first != nil)
 			}
 			h = holdingOf(first, holds, token)
 			h.fence = s.remember(k, h) // keeps a queued holding's fence
 		}
-		op := clientv3.OpDelete(h.k)
-		if h.holds > 1 {
-			op = clientv3.OpPut(h.k, valueFenced(h.holds-1, dig, h.vfence), clientv3.WithLease(h.lease))
-		}
-		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod)).Then(op).Commit()
+		resp, err := s.cli.Txn(ctx).If(ownerGuard(h)).Then(releaseOps(h, dig, w, read)...).Commit()
 		if err != nil {
-			return fmt.Errorf("etcdstore: release %q: %w", key, err)
+			return driver.Value{}, fmt.Errorf("etcdstore: release %q: %w", key, err)
 		}
 		if !resp.Succeeded {
 			reread = true
@@ -198,9 +210,9 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		} else {
 			s.forget(k)
 		}
-		return nil
+		return readValue(read, resp.Responses), nil
 	}
-	return fmt.Errorf("etcdstore: release %q: the key kept changing", key)
+	return driver.Value{}, fmt.Errorf("etcdstore: release %q: the key kept changing", key)
 }
 
 // Extend implements driver.Mutex: one keepalive of the session (shared with

@@ -30,21 +30,45 @@ const putDropTimeout = 300 * time.Millisecond
 // key with its one hold, bounded by 300 ms). If that delete cannot be done,
 // the key goes with the session.
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, _, err := s.acquireQueued(ctx, key, token, "")
+	return g, err
+}
+
+// AcquireQueuedRead implements driver.QueueReader: AcquireQueued that also
+// reads the resource key resource in the transaction that makes token the
+// holder (its put when the key is free, else the read that finds no
+// predecessor left), so the value is the one at the revision the holding
+// starts: what the previous holder committed with its release (Apply), and
+// nothing later. A resource inside the lock prefix is refused as by Apply,
+// before any I/O. On error it reads nothing and leaves nothing, as
+// AcquireQueued.
+func (s *Store) AcquireQueuedRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (driver.Grant, driver.Value, error) {
+	if resource != "" {
+		if err := s.checkResource(key, resource); err != nil {
+			return driver.Grant{}, driver.Value{}, err
+		}
+	}
+	return s.acquireQueued(ctx, key, token, resource)
+}
+
+// acquireQueued is AcquireQueued reading the resource key read (if not
+// empty) with the grant.
+func (s *Store) acquireQueued(ctx context.Context, key, token, read string) (driver.Grant, driver.Value, error) {
 	start := time.Now()
 	sess, err := s.session(ctx)
 	if err != nil {
-		return driver.Grant{}, err
+		return driver.Grant{}, driver.Value{}, err
 	}
 	k, pfx := s.ownKey(sess, key, digest(token)), s.pfx(key)
 	if _, ok := s.lookup(k); ok {
-		return s.Acquire(ctx, key, token, ttl) // re-entry (of a transferred holding too, whose etcd key is not k)
+		return s.acquire(ctx, key, token, read) // re-entry (of a transferred holding too, whose etcd key is not k)
 	}
 	// Our put is the newest creation under pfx, so the two last-created keys
 	// after it are ours and our predecessor (if any): the first round trip
 	// both queues us and tells whether we hold the lock already.
 	lastTwo := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)}
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...)).
+		Then(withRead(read, clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...))...).
 		Else(readOps(k, pfx)...).Commit()
 	if err != nil {
 		// The put may have been applied (ctx ended with it in flight): take
@@ -54,27 +78,27 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		// Bounded by putDropTimeout: when the server is unreachable the put
 		// was not applied either, and the caller's wait bound is not held up.
 		s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", value(1, digest(token))), putDropTimeout)
-		return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 	}
 	if !resp.Succeeded {
 		if _, ok := mine(readState(resp.Responses).first, digest(token)); ok {
-			return s.Acquire(ctx, key, token, ttl) // re-entry
+			return s.acquire(ctx, key, token, read) // re-entry
 		}
-		return driver.Grant{}, fmt.Errorf("%w: etcdstore: token is already waiting for %q", driver.ErrInvalid, key)
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: etcdstore: token is already waiting for %q", driver.ErrInvalid, key)
 	}
-	w := &waiter{s: s, sess: sess, key: key, token: token, k: k, pfx: pfx, rev: resp.Header.Revision}
+	w := &waiter{s: s, sess: sess, key: key, token: token, k: k, pfx: pfx, rev: resp.Header.Revision, read: read}
 	var pred string
 	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 2 && kvs[0].CreateRevision == w.rev {
 		pred = string(kvs[1].Key)
 	} else if len(kvs) == 1 && kvs[0].CreateRevision == w.rev {
 		w.s.remember(k, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token})
-		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, nil
+		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, readValue(read, resp.Responses), nil
 	}
-	g, err := w.wait(ctx, start, pred)
+	g, v, err := w.wait(ctx, start, pred)
 	if err != nil {
 		w.cleanup(ctx)
 	}
-	return g, err
+	return g, v, err
 }
 
 // waiter is one AcquireQueued call's key in the queue.
@@ -84,42 +108,43 @@ type waiter struct {
 	key    string
 	token  string
 	k, pfx string
-	rev    int64 // our key's CreateRevision
+	rev    int64  // our key's CreateRevision
+	read   string // the resource key read with the grant, if any
 }
 
 // wait loops: watch the predecessor pred (and our own key) for deletion, if
-// pred is known; then read our key and our predecessor; none → ours is the
-// lock. Its fence is the revision of that read, not our key's
+// pred is known; then read our key and our predecessor (and the resource
+// w.read, in the same read); none → ours is the lock. Its fence is the revision of that read, not our key's
 // CreateRevision: a holder of this Store's may have handed the lock on
 // (Transfer) while we were queued, with a fence greater than our
 // CreateRevision but below the revision at which its key was deleted.
-func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver.Grant, error) {
+func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver.Grant, driver.Value, error) {
 	if pred != "" {
 		if err := w.await(ctx, pred); err != nil {
-			return driver.Grant{}, err
+			return driver.Grant{}, driver.Value{}, err
 		}
 	}
 	for {
-		resp, err := w.s.cli.Txn(ctx).Then(clientv3.OpGet(w.k),
-			clientv3.OpGet(w.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1))...)).Commit()
+		resp, err := w.s.cli.Txn(ctx).Then(withRead(w.read, clientv3.OpGet(w.k),
+			clientv3.OpGet(w.pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(w.rev-1))...))...).Commit()
 		if err != nil {
-			return driver.Grant{}, fmt.Errorf("etcdstore: acquire %q: %w", w.key, err)
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", w.key, err)
 		}
 		own, pred := resp.Responses[0].GetResponseRange().GetKvs(), resp.Responses[1].GetResponseRange().GetKvs()
 		if len(own) == 0 || own[0].CreateRevision != w.rev {
-			return driver.Grant{}, w.gone()
+			return driver.Grant{}, driver.Value{}, w.gone()
 		}
 		if len(pred) == 0 {
 			v, err := parseValue(own[0].Value)
 			if err != nil {
-				return driver.Grant{}, err
+				return driver.Grant{}, driver.Value{}, err
 			}
 			h := holding{k: w.k, lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: v.holds, fence: resp.Header.Revision, vfence: v.fence, token: w.token}
 			fence := w.s.remember(w.k, h)
-			return driver.Grant{Fence: uint64(fence), Holds: v.holds, TTL: w.s.certainTTL(w.sess, start)}, nil
+			return driver.Grant{Fence: uint64(fence), Holds: v.holds, TTL: w.s.certainTTL(w.sess, start)}, readValue(w.read, resp.Responses), nil
 		}
 		if err := w.await(ctx, string(pred[0].Key)); err != nil {
-			return driver.Grant{}, err
+			return driver.Grant{}, driver.Value{}, err
 		}
 	}
 }

@@ -82,6 +82,8 @@ var (
 	_ driver.BatchExtender = (*Store)(nil)
 	_ driver.Queuer        = (*Store)(nil)
 	_ driver.Transferer    = (*Store)(nil)
+	_ driver.Atomic        = (*Store)(nil)
+	_ driver.QueueReader   = (*Store)(nil)
 	_ driver.Inspector     = (*Store)(nil)
 	_ driver.Lister        = (*Store)(nil)
 	_ driver.WaiterCounter = (*Store)(nil)

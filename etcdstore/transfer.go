@@ -33,6 +33,14 @@ import (
 // driver.ErrInvalid. An error matching no sentinel leaves the outcome
 // unknown.
 func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
+	g, _, err := s.transfer(ctx, key, from, to, nil, "")
+	return g, err
+}
+
+// transfer is Transfer that also puts w (if not nil) and then reads the
+// resource key read (if not empty) in the rewriting transaction, under the
+// same ownership compare: a refused transfer reads and writes nothing.
+func (s *Store) transfer(ctx context.Context, key, from, to string, w *driver.Write, read string) (driver.Grant, driver.Value, error) {
 	start := time.Now()
 	digFrom, digTo, pfx := digest(from), digest(to), s.pfx(key)
 	sess := s.live()
@@ -46,40 +54,40 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 		if !cached {
 			var err error
 			if h, fence, err = s.readHolding(ctx, pfx, digFrom, from); err != nil {
-				return driver.Grant{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
+				return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
 			}
 		}
 		if h.holds > 1 {
-			return driver.Grant{}, fmt.Errorf("%w: etcdstore: transfer %q: the holding is re-entered (%d holds)", driver.ErrInvalid, key, h.holds)
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: etcdstore: transfer %q: the holding is re-entered (%d holds)", driver.ErrInvalid, key, h.holds)
 		}
 		if err := s.renewFor(ctx, sess, h.lease); err != nil {
-			return driver.Grant{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
 		}
-		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod)).
-			Then(clientv3.OpPut(h.k, valueFenced(1, digTo, fence), clientv3.WithLease(h.lease))).Commit()
+		resp, err := s.cli.Txn(ctx).If(ownerGuard(h)).Then(transferOps(h, digTo, fence, w, read)...).Commit()
 		if err != nil {
-			return driver.Grant{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
 		}
 		s.forget(k)
 		if !resp.Succeeded {
 			continue // the key changed: read it again
 		}
+		v := readValue(read, resp.Responses)
 		next := holding{k: h.k, lease: h.lease, create: h.create, mod: resp.Header.Revision, holds: 1, fence: fence, vfence: fence, token: to}
 		if sess != nil && h.lease == sess.id {
 			s.remember(s.ownKey(sess, key, digTo), next)
-			return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: s.certainTTL(sess, start)}, nil
+			return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: s.certainTTL(sess, start)}, v, nil
 		}
 		// A holding of from through another Store's session stays in it.
 		left, err := s.keepAliveLease(ctx, h.lease, start)
 		if errors.Is(err, errChanged) {
-			return driver.Grant{}, fmt.Errorf("etcdstore: transfer %q: the holding's session ended: %w", key, driver.NotHeld(false))
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: transfer %q: the holding's session ended: %w", key, driver.NotHeld(false))
 		}
 		if err != nil {
-			return driver.Grant{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: transfer %q: %w", key, err)
 		}
-		return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: left}, nil
+		return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: left}, v, nil
 	}
-	return driver.Grant{}, fmt.Errorf("etcdstore: transfer %q: the key kept changing", key)
+	return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: transfer %q: the key kept changing", key)
 }
 
 // readHolding reads the holder of the lock prefix pfx and returns it as the

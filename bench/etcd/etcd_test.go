@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,20 +28,24 @@ func TestQuick(t *testing.T) {
 		}
 		t.Skipf("no %s (install Debian's etcd-server)", bin)
 	}
+	libs := append(slices.Clone(libNames), extraLibs...)
 	var out strings.Builder
 	start := time.Now()
-	if err := run(&out, bin, 300*time.Millisecond, "all", 1, "(go test ./etcd: TestQuick)"); err != nil {
+	if err := run(&out, bin, 300*time.Millisecond, "all", 1, libs, "(go test ./etcd: TestQuick)"); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("%v\n%s", time.Since(start), out.String())
 	for _, sc := range scenarios {
-		for _, lib := range libNames {
+		for _, lib := range libs {
 			if !strings.Contains(out.String(), "| "+sc.Name+" | "+lib+" |") {
 				t.Errorf("no row for %s/%s", sc.Name, lib)
 			}
 		}
 	}
-	if strings.Count(out.String(), "sold 100/100") != len(libNames) {
-		t.Error("the seed scenario did not sell its whole stock with both libraries")
+	if strings.Count(out.String(), "sold 100/100") != len(libs) {
+		t.Error("the seed scenario did not sell its whole stock with every library")
+	}
+	if n := strings.Count(out.String(), "x faster ("); n != len(libs)-1 {
+		t.Errorf("%d seed ratio rows, want one per library but the peer", n)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,11 +25,26 @@ type locker interface {
 	close()
 }
 
+// readLocker is a library that reads the stock with the grant and writes it
+// with the release, in the lock's own etcd transactions (dlock's WithRead
+// and Lease.Commit); the seed scenario uses it when the library is one.
+type readLocker interface {
+	lockRead(ctx context.Context, key, resource string) (*dlock.Lease, error)
+}
+
+// libNames are the libraries run by default, in report order; the ratios
+// are each library's to "concurrency", which must be run.
 var libNames = []string{"dlock", "concurrency"}
+
+// extraLibs can be named in -libs but are not run by default. dlock-noread
+// is dlock without WithRead and Commit: its seed requests read and write
+// the stock with their own Get and Put, as the peer's do (dlock's seed
+// before etcdstore was a driver.Atomic).
+var extraLibs = []string{"dlock-noread"}
 
 func newLocker(lib string, cli *clientv3.Client) (locker, error) {
 	switch lib {
-	case "dlock":
+	case "dlock", "dlock-noread":
 		st, err := etcdstore.New(cli, etcdstore.Options{Prefix: "bench/dlock/", SessionTTL: sessionTTL})
 		if err != nil {
 			return nil, err
@@ -37,11 +53,14 @@ func newLocker(lib string, cli *clientv3.Client) (locker, error) {
 		if err != nil {
 			return nil, err
 		}
+		if lib == "dlock-noread" {
+			return dlockNoRead{&dlockLib{st: st, dc: dc}}, nil
+		}
 		return &dlockLib{st: st, dc: dc}, nil
 	case "concurrency":
 		return &peerLib{cli: cli}, nil
 	}
-	return nil, fmt.Errorf("unknown library %q (known: dlock, concurrency)", lib)
+	return nil, fmt.Errorf("unknown library %q (known: dlock, concurrency, dlock-noread)", lib)
 }
 
 // dlockLib is one dlock Client on one etcdstore.Store (one session) per
@@ -61,12 +80,36 @@ func (d *dlockLib) worker(context.Context) (cmp.LockFn, error) {
 	}, nil
 }
 
+// lockRead takes the lock with dlock.WithRead(resource): the value comes
+// back with the grant (the acquiring transaction, the one that finds the
+// waiter at the head of etcd's queue, or the local handoff), and
+// Lease.Commit writes it in the releasing (or handing-off) transaction.
+func (d *dlockLib) lockRead(ctx context.Context, key, resource string) (*dlock.Lease, error) {
+	l, err := d.dc.Lock(ctx, key, dlock.WithRead(resource))
+	if err != nil {
+		return nil, err
+	}
+	if !l.ValueRead() {
+		_ = l.Release(ctx)
+		return nil, errors.New("dlock: WithRead did not read")
+	}
+	return l, nil
+}
+
 func (d *dlockLib) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = d.dc.Close(ctx)
 	_ = d.st.Close(ctx)
 }
+
+// dlockNoRead is dlock without WithRead (a named field, not an embedding,
+// so that it is no readLocker).
+type dlockNoRead struct{ d *dlockLib }
+
+func (n dlockNoRead) worker(ctx context.Context) (cmp.LockFn, error) { return n.d.worker(ctx) }
+
+func (n dlockNoRead) close() { n.d.close() }
 
 // peerLib is concurrency.Mutex with one Session per goroutine: Mutexes of
 // one Session on one name share a key and do not exclude each other, so a

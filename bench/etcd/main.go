@@ -6,12 +6,15 @@
 //	cd bench && go run ./etcd                  # every scenario, 5 s each
 //	cd bench && go run ./etcd -quick           # 1 s each
 //	cd bench && go run ./etcd -scenarios onekey-50 -duration 10s
+//	cd bench && go run ./etcd -scenarios seed-2x50 -rounds 3 -libs dlock,concurrency,dlock-noread
 //
 // It prints a Markdown table: throughput, latency of a whole cycle (lock,
 // critical section, unlock), each goroutine's share of the critical
 // sections, etcd requests per critical section (gRPC unary calls plus
 // messages sent on streams, counted by interceptors), and dlock's ratios to
-// the peer against the targets of issue 14. It exits 1 if a critical
+// the peer against the targets of issue 14. In the seed scenario dlock reads
+// the stock with the grant (WithRead) and writes it with the release
+// (Lease.Commit); dlock-noread (-libs) does not. It exits 1 if a critical
 // section overlapped another or the seed scenario oversold.
 package main
 
@@ -23,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,17 +55,44 @@ func main() {
 	var f cmp.Flags
 	f.Register(flag.CommandLine)
 	bin := flag.String("etcd", "/usr/bin/etcd", "etcd binary")
+	libList := flag.String("libs", strings.Join(libNames, ","), "comma-separated libraries, in report order (also: "+strings.Join(extraLibs, ", ")+"); concurrency must be one")
 	flag.Parse()
 	f.Settle()
-	if err := run(os.Stdout, *bin, f.Dur, f.Only, f.Rounds, strings.Join(os.Args[1:], " ")); err != nil {
+	libs, err := parseLibs(*libList)
+	if err == nil {
+		err = run(os.Stdout, *bin, f.Dur, f.Only, f.Rounds, libs, strings.Join(os.Args[1:], " "))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/etcd:", err)
 		os.Exit(1)
 	}
 }
 
-// run starts the server, runs the scenarios and writes the report; args is
-// the command line shown in it.
-func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, args string) error {
+// parseLibs reads -libs: known libraries, no repeats, "concurrency" among
+// them (every ratio is to it).
+func parseLibs(list string) ([]string, error) {
+	known := append(slices.Clone(libNames), extraLibs...)
+	var libs []string
+	for _, l := range strings.Split(list, ",") {
+		if !slices.Contains(known, l) || slices.Contains(libs, l) {
+			return nil, fmt.Errorf("-libs %q: unknown or repeated library %q (known: %s)", list, l, strings.Join(known, ", "))
+		}
+		libs = append(libs, l)
+	}
+	if !slices.Contains(libs, "concurrency") {
+		return nil, fmt.Errorf("-libs %q: concurrency (the peer every ratio is to) must be one", list)
+	}
+	return libs, nil
+}
+
+// settings is the report's line on how each library runs the seed.
+const settings = "seed requests: dlock takes the lock with WithRead(stock) and writes stock-1 with Lease.Commit (the read in the " +
+	"granting etcd transaction, the write in the releasing or handing-off one, guarded by ownership); dlock-noread and " +
+	"concurrency read and write the stock with their own Get and Put between lock and unlock"
+
+// run starts the server, runs the scenarios with libs and writes the
+// report; args is the command line shown in it.
+func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, libs []string, args string) error {
 	if _, err := exec.LookPath(bin); err != nil {
 		return fmt.Errorf("no etcd binary at %s (install Debian's etcd-server): %w", bin, err)
 	}
@@ -74,8 +105,8 @@ func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s\nduration %v per timed scenario; command: cd bench && go run ./etcd %s\n\n", env, dur, args)
-	rows, err := cmp.Play(scenarios, func(sc scenario) string { return sc.Name }, only, rounds, libNames,
+	fmt.Fprintf(out, "%s\nduration %v per timed scenario; %s; command: cd bench && go run ./etcd %s\n\n", env, dur, settings, args)
+	rows, err := cmp.Play(scenarios, func(sc scenario) string { return sc.Name }, only, rounds, libs,
 		func(sc scenario, lib string) (row, error) { return runScenario(srv.Endpoint, sc, lib, dur) })
 	if err != nil {
 		return err
@@ -84,7 +115,7 @@ func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, 
 	for _, r := range rows {
 		bad = bad || r.res.Overlaps > 0 || r.oversold
 	}
-	report(out, rows)
+	report(out, rows, len(libs))
 	if bad {
 		return fmt.Errorf("a critical section overlapped another, or the stock was oversold")
 	}
