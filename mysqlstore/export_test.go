@@ -11,16 +11,13 @@ func (s *Session) ConnIDs() []int64 {
 	return ids
 }
 
-// WithEarlyFence makes s's Transfer draw its fence in the VALUES row of its
-// INSERT, which MariaDB evaluates before it meets the duplicate key and
-// waits for its row lock: the wrong statement that TestTransferFenceOrder's
-// control must catch. The arguments are Transfer's.
+// WithEarlyFence makes s's Transfer take a fence drawn by a statement of its
+// own before the UPDATE (which then waits for the row lock): the wrong
+// design that TestTransferFenceOrder's control must catch. It keeps
+// Transfer's arguments and its one statement: the early draw is a
+// subquery on the sequence, evaluated once before the row is read.
 func WithEarlyFence(s *Store) {
-	held := "owner = ? AND holds = 1 AND expires_at > " + now
-	s.transferSQL = "INSERT INTO " + s.n.locks + " (name, owner, holds, fence, expires_at) VALUES (?, ?, 0, NEXTVAL(" + s.n.fence + "), '1970-01-01')" +
-		" ON DUPLICATE KEY UPDATE" +
-		" fence = IF(" + held + ", VALUES(fence), fence)," +
-		" expires_at = IF(" + held + ", " + now + " + INTERVAL ? MICROSECOND, expires_at)," +
-		" owner = IF(" + held + ", ?, owner)" +
-		" RETURNING owner, holds, fence, " + remaining
+	s.transferSQL = "UPDATE " + s.n.locks + " AS l, (SELECT NEXTVAL(" + s.n.fence + ") AS f) AS early" +
+		" SET l.fence = LAST_INSERT_ID(early.f), l.expires_at = " + now + " + INTERVAL ? MICROSECOND, l.owner = ?" +
+		" WHERE l.name = ? AND l.owner = ? AND l.holds = 1 AND l.expires_at > " + now
 }

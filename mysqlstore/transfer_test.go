@@ -14,10 +14,10 @@ import (
 	"example.com/dlock/mysqlstore"
 )
 
-// TestTransferBasics walks Transfer's answers under both of MariaDB's
-// assignment orders for ON DUPLICATE KEY UPDATE (left to right, and all at
-// once under sql_mode SIMULTANEOUS_ASSIGNMENT): the statement must mean the
-// same under each.
+// TestTransferBasics walks Transfer's answers (a missing, held, re-entered,
+// released and expired key) under both of MariaDB's assignment orders
+// (left to right, and all at once under sql_mode SIMULTANEOUS_ASSIGNMENT),
+// which the other statements of the store are written to survive.
 func TestTransferBasics(t *testing.T) {
 	for _, mode := range []string{"", "sql_mode=%27SIMULTANEOUS_ASSIGNMENT%27"} {
 		t.Run("mode="+mode, func(t *testing.T) {
