@@ -19,8 +19,8 @@ import (
 // RETURNING, but the statement's OK packet carries the value given to
 // LAST_INSERT_ID(expr) and the affected row count, which go-sql-driver
 // reports (Result.LastInsertId, RowsAffected): the new fence comes back
-// in the same round trip. Measured (one goroutine, hand-over chains on one
-// key, the variants alternating in blocks, 30 s, load average 8): 173 µs
+// in the same round trip. Measured (TestMeasureTransferStatement: one
+// goroutine, hand-over chains on one key, 30 s, load average 8): 173 µs
 // per transfer against 312 µs for the INSERT form; the sequence's NEXTVAL
 // costs nothing measurable (a per-key fence + 1 gave 172 µs).
 //
