@@ -1,6 +1,7 @@
 package mysqlstore_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
@@ -34,6 +35,9 @@ func TestMeasureTransferStatement(t *testing.T) {
 	if _, err := s.Acquire(ctxT(t), "hot", "t0", time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	// One context for every form (ctxT per call would add its own cost).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	cur, n := "t0", 0
 	next := func() string { n++; return fmt.Sprint("t", n) }
 	held := "owner = ? AND holds = 1 AND expires_at > " + now
@@ -49,7 +53,7 @@ func TestMeasureTransferStatement(t *testing.T) {
 			var owner []byte
 			var holds, us int64
 			var fence uint64
-			err := db.QueryRow(odku, []byte("hot"), make([]byte, 32), sum(cur), sum(cur), time.Hour.Microseconds(), sum(cur), sum(to)).Scan(&owner, &holds, &fence, &us)
+			err := db.QueryRowContext(ctx, odku, []byte("hot"), make([]byte, 32), sum(cur), sum(cur), time.Hour.Microseconds(), sum(cur), sum(to)).Scan(&owner, &holds, &fence, &us)
 			if err == nil && string(owner) != string(sum(to)) {
 				err = fmt.Errorf("not applied")
 			}
@@ -58,17 +62,17 @@ func TestMeasureTransferStatement(t *testing.T) {
 		},
 		"UPDATE, fence in the OK packet": func() error {
 			to := next()
-			_, err := s.Transfer(ctxT(t), "hot", cur, to, time.Hour)
+			_, err := s.Transfer(ctx, "hot", cur, to, time.Hour)
 			cur = to
 			return err
 		},
 		"the same, fence + 1": func() error {
 			to := next()
-			r, err := db.Exec(plus1, time.Hour.Microseconds(), sum(to), []byte("hot"), sum(cur))
+			r, err := db.ExecContext(ctx, plus1, time.Hour.Microseconds(), sum(to), []byte("hot"), sum(cur))
 			cur = to
 			return applied(r, err)
 		},
-		"SELECT 1": func() error { var x int; return db.QueryRow("SELECT 1").Scan(&x) },
+		"SELECT 1": func() error { var x int; return db.QueryRowContext(ctx, "SELECT 1").Scan(&x) },
 	}
 	names := []string{"INSERT ... ODKU ... RETURNING", "UPDATE, fence in the OK packet", "the same, fence + 1", "SELECT 1"}
 	tot, cnt := map[string]time.Duration{}, map[string]int{}

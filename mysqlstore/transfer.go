@@ -20,9 +20,10 @@ import (
 // LAST_INSERT_ID(expr) and the affected row count, which go-sql-driver
 // reports (Result.LastInsertId, RowsAffected): the new fence comes back
 // in the same round trip. Measured (TestMeasureTransferStatement: one
-// goroutine, hand-over chains on one key, 30 s, load average 8): 173 µs
-// per transfer against 312 µs for the INSERT form; the sequence's NEXTVAL
-// costs nothing measurable (a per-key fence + 1 gave 172 µs).
+// goroutine, hand-over chains on one key, 30 s, two runs, load average
+// 16-20): 237 and 214 µs per transfer against 288 and 250 µs for the
+// INSERT form; the sequence's NEXTVAL costs little (a per-key fence + 1
+// gave 225 and 208 µs).
 //
 // InnoDB locks the row before it evaluates the WHERE on its latest version
 // and then the SET: NEXTVAL is drawn under the row lock, after every
