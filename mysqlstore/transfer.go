@@ -32,6 +32,11 @@ import (
 // TestTransferFenceOrder's control.) The WHERE decides everything, so
 // MariaDB's assignment order (left to right, or SIMULTANEOUS_ASSIGNMENT)
 // does not matter.
+//
+// Side effect: the pooled connection's session value of LAST_INSERT_ID()
+// becomes the fence. Code that reads LAST_INSERT_ID() does so on its own
+// sql.Conn or sql.Tx (on a bare *sql.DB the next statement may run on any
+// connection), which the store never uses.
 func transferStmt(n names) string {
 	return "UPDATE " + n.locks + " SET fence = LAST_INSERT_ID(NEXTVAL(" + n.fence + "))," +
 		" expires_at = " + now + " + INTERVAL ? MICROSECOND, owner = ?" +
