@@ -5,8 +5,10 @@
 //
 //   - New: the lease table, a driver.Mutex with per-key leases on the
 //     database clock (UTC_TIMESTAMP(6)), one INSERT ... ON DUPLICATE KEY
-//     UPDATE ... RETURNING per Acquire, Extend or Release, fences from a
-//     sequence, free rows swept after Options.Retention. MariaDB 10.5+.
+//     UPDATE ... RETURNING per Acquire, Extend or Release, one UPDATE per
+//     Transfer (driver.Transferer: the Client hands a key to its own next
+//     waiter without freeing it), fences from a sequence, free rows swept
+//     after Options.Retention. MariaDB 10.5+.
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the

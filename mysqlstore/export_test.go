@@ -10,3 +10,14 @@ func (s *Session) ConnIDs() []int64 {
 	}
 	return ids
 }
+
+// WithEarlyFence makes s's Transfer take a fence drawn by a statement of its
+// own before the UPDATE (which then waits for the row lock): the wrong
+// design that TestTransferFenceOrder's control must catch. It keeps
+// Transfer's arguments and its one statement: the early draw is a
+// subquery on the sequence, evaluated once before the row is read.
+func WithEarlyFence(s *Store) {
+	s.transferSQL = "UPDATE " + s.n.locks + " AS l, (SELECT NEXTVAL(" + s.n.fence + ") AS f) AS early" +
+		" SET l.fence = LAST_INSERT_ID(early.f), l.expires_at = " + now + " + INTERVAL ? MICROSECOND, l.owner = ?" +
+		" WHERE l.name = ? AND l.owner = ? AND l.holds = 1 AND l.expires_at > " + now
+}

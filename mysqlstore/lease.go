@@ -38,8 +38,9 @@ const DefaultRetention = 5 * time.Second
 const MinTTL = 10 * time.Millisecond
 
 // Store is the lease table: a driver.Mutex whose holdings are rows with an
-// expiry on the database clock. Acquire, Extend and Release are each one
-// statement (INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING, MariaDB
+// expiry on the database clock. Acquire, Extend, Release and Transfer
+// (driver.Transferer: the Client's hand-over to a waiter of its own) are
+// each one statement (INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING, MariaDB
 // 10.5+) in autocommit, atomic and token-checked: one round trip when the
 // pool's DSN has interpolateParams=true (the URL opener sets it), two
 // (prepare, execute) with go-sql-driver's default server-side prepared
@@ -50,7 +51,7 @@ type Store struct {
 	n    names
 	opts Options
 
-	acquireSQL, extendSQL, releaseSQL string
+	acquireSQL, extendSQL, releaseSQL, transferSQL string
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
@@ -90,11 +91,12 @@ const now = "UTC_TIMESTAMP(6)"
 // remaining is the row's remaining lease in microseconds (negative: free).
 const remaining = "TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at)"
 
-// prepareSQL builds the three statements. The ON DUPLICATE KEY UPDATE
-// assignments are written so that no expression reads a column assigned
-// before it in a way that matters: MariaDB assigns left to right by
-// default (later expressions see the new values) and all at once under
-// sql_mode SIMULTANEOUS_ASSIGNMENT; both give the same result here.
+// prepareSQL builds the four statements (Transfer's: transferStmt). The
+// ON DUPLICATE KEY UPDATE assignments are written so that no expression
+// reads a column assigned before it in a way that matters: MariaDB assigns
+// left to right by default (later expressions see the new values) and all
+// at once under sql_mode SIMULTANEOUS_ASSIGNMENT; both give the same result
+// here.
 func (s *Store) prepareSQL() {
 	L, F := s.n.locks, s.n.fence
 	free := "expires_at <= " + now
@@ -128,6 +130,7 @@ func (s *Store) prepareSQL() {
 		" expires_at = IF(owner = ? AND expires_at > " + now + " AND holds <= 1, " + now + ", expires_at)," +
 		" holds = IF(owner = ? AND expires_at >= " + now + ", holds - 1, holds)" +
 		" RETURNING owner, holds, fence, " + remaining
+	s.transferSQL = transferStmt(s.n)
 }
 
 // Model: per-key leases on the database clock, kept in microseconds.

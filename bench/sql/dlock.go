@@ -75,22 +75,50 @@ func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly, viaSQL, sess
 		}
 		return newDlockClient(st, false, func(context.Context) { _ = st.Close(); db.Close() })
 	case c.DB == dbMySQL:
-		db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
-		if err != nil {
-			return nil, err
-		}
-		if err := warm(ctx, db, min(c.Goroutines+1, poolSize(c.Goroutines))); err != nil {
-			db.Close()
-			return nil, err
-		}
-		st, err := mysqlstore.New(db, mysqlstore.Options{Table: tableOf(storeOnly)})
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
-		return newDlockClient(st, storeOnly, func(context.Context) { db.Close() })
+		return newMySQLLease(ctx, c, ctr, storeOnly, false)
 	}
 	return nil, fmt.Errorf("unknown database %q", c.DB)
+}
+
+// newMySQLLease opens dlock (or with storeOnly the store alone) on
+// mysqlstore's lease table; with plain the Client sees only its
+// driver.Mutex methods ("dlock-notransfer": no driver.Transferer, so a
+// local hand-over is a release and an acquire, as before mysqlstore had
+// Transfer), for an A/B in one run.
+func newMySQLLease(ctx context.Context, c conf, ctr *counter, storeOnly, plain bool) (locker, error) {
+	db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
+	if err != nil {
+		return nil, err
+	}
+	if err := warm(ctx, db, min(c.Goroutines+1, poolSize(c.Goroutines))); err != nil {
+		db.Close()
+		return nil, err
+	}
+	st, err := mysqlstore.New(db, mysqlstore.Options{Table: tableOf(storeOnly)})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	var m driver.Mutex = st
+	if plain {
+		m = plainMutex{st}
+	}
+	return newDlockClient(m, storeOnly, func(context.Context) { db.Close() })
+}
+
+// plainMutex hides every capability of the store it wraps (it has no
+// Unwrap, so driver.As finds nothing behind it).
+type plainMutex struct{ m driver.Mutex }
+
+func (p plainMutex) Model() driver.Model { return p.m.Model() }
+func (p plainMutex) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	return p.m.Acquire(ctx, key, token, ttl)
+}
+func (p plainMutex) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	return p.m.Extend(ctx, key, token, ttl)
+}
+func (p plainMutex) Release(ctx context.Context, key, token string) error {
+	return p.m.Release(ctx, key, token)
 }
 
 func newDlockClient(st driver.Mutex, storeOnly bool, closeStore func(context.Context)) (locker, error) {

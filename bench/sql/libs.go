@@ -46,10 +46,11 @@ var libsOf = map[string][]string{
 // oversell checks (the tests run it and expect both to fail).
 // "store" is dlock's lease store without the Client (uncontended only);
 // "-sqldb": pgstore.NewDB on database/sql instead of a pgx pool;
-// "dlock-session": mysqlstore's session lock (GET_LOCK).
+// "dlock-session": mysqlstore's session lock (GET_LOCK); "dlock-notransfer":
+// the lease table with its driver.Transferer hidden from the Client.
 var optionalLibs = map[string][]string{
 	dbPG:    {"pglock-hb", "store", "dlock-sqldb", "store-sqldb", "none"},
-	dbMySQL: {"store", "dlock-session", "none"},
+	dbMySQL: {"store", "dlock-session", "dlock-notransfer", "none"},
 }
 
 // conf is what a process needs to open a library.
@@ -65,6 +66,10 @@ func newLocker(ctx context.Context, lib string, c conf, ctr *counter) (locker, e
 	switch lib {
 	case "dlock", "store", "dlock-sqldb", "store-sqldb", "dlock-session":
 		return newDlock(ctx, c, ctr, strings.HasPrefix(lib, "store"), strings.HasSuffix(lib, "-sqldb"), lib == "dlock-session")
+	case "dlock-notransfer":
+		if c.DB == dbMySQL {
+			return newMySQLLease(ctx, c, ctr, false, true)
+		}
 	case "none":
 		return noLock{}, nil
 	}
