@@ -50,9 +50,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		s.withdraw(ctx, lp, c)
 		return driver.Grant{}, err
 	}
-	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: grantFence(c.stat.Czxid, pz), version: c.stat.Version, holds: 1, token: token}
-	s.remember(key, h)
-	return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+	return s.grant(key, token, c, pz, start), nil
 }
 
 // wokenChildren lists lp again (with its pzxid, see grantFence) after the
