@@ -23,3 +23,8 @@ func Requests(s *Store) int64 { return s.reqs.Load() }
 // listing (what the store did before it took the owner session from the
 // conn): the control of the request-count test.
 func SetStatCreate(s *Store, on bool) { s.statCreate = on }
+
+// SetExistsWatch makes s's waiters watch their predecessor with exists (as
+// the store did before), whose watch setData fires too: the control of
+// TestWaiterNotWokenByTransfers.
+func SetExistsWatch(s *Store, on bool) { s.existsWatch = on }

@@ -18,7 +18,8 @@ const cleanupTimeout = 5 * time.Second
 // AcquireQueued implements driver.Queuer with Curator's queue: it creates
 // our node (protected create), lists the lock path and, while another
 // node is before ours in Curator's order, watches only the node just before
-// ours (its predecessor: FIFO, no herd) with exists+watch, listing again
+// ours (its predecessor: FIFO, no herd) with a watch that fires when it is
+// deleted (see awaitGone), listing again
 // when that watch fires or the predecessor is already gone (with a sync
 // beside the listing when the session needs confirming, see wokenChildren).
 // Curator's waiters queue in the same order. When ours is first the call returns the
@@ -101,20 +102,32 @@ func (s *Store) predecessor(key, lp string, c created, nodes []string) (string, 
 }
 
 // awaitGone returns when the node at path is gone (or its watch ended: the
-// caller lists again), or ctx's error.
+// caller lists again), or ctx's error. The watch is a children watch on
+// the node itself (getChildren with a watch, one request, as exists with a
+// watch would be): a lock node is ephemeral and has no children, so the
+// watch fires only on its deletion, whereas an exists watch also fires on
+// every setData of the node, which a holder's local handoff (Transfer) and
+// re-entry are: each would cost the waiter a wasted wake-up, a listing and
+// a new watch (TestWaiterNotWokenByTransfers).
 func (s *Store) awaitGone(ctx context.Context, key, path string) error {
-	var ok bool
 	var ch <-chan zk.Event
 	err := s.read(ctx, func() error {
 		var e error
-		ok, _, ch, e = s.conn.ExistsW(path)
+		if s.existsWatch {
+			var ok bool
+			if ok, _, ch, e = s.conn.ExistsW(path); e == nil && !ok {
+				e = zk.ErrNoNode
+			}
+			return e
+		}
+		_, _, ch, e = s.conn.ChildrenW(path)
 		return e
 	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil // gone already: list again at once
+	}
 	if err != nil {
 		return wrapErr("watch the predecessor for", key, err)
-	}
-	if !ok {
-		return nil // gone already: list again at once
 	}
 	select {
 	case <-ch:

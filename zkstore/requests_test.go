@@ -129,3 +129,86 @@ func TestGrantFenceIsTheListingsPzxid(t *testing.T) {
 		})
 	}
 }
+
+// TestWaiterNotWokenByTransfers: a waiter queued behind a holder that hands
+// the lock on locally (Transfer, a setData of the holder's node) five times
+// is not woken by those writes: it sends its create, listing and watch,
+// then nothing until the release, then one listing. Control: a waiter
+// watching its predecessor with exists (the store's former watch) is woken
+// by the transfers and lists again.
+func TestWaiterNotWokenByTransfers(t *testing.T) {
+	e := server(t)
+	for _, existsWatch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "children-watch", true: "control-exists-watch"}[existsWatch], func(t *testing.T) {
+			root := uniq(t)
+			h := dial(t, root, 10*time.Second, e.Addrs()...)
+			w := dial(t, root, 10*time.Second, e.Addrs()...)
+			zkstore.SetExistsWatch(w, existsWatch)
+			ctx := ctxT(t, 20*time.Second)
+			from := tok()
+			if _, err := h.Acquire(ctx, "k", from, 0); err != nil {
+				t.Fatal(err)
+			}
+			before := zkstore.Requests(w)
+			got := make(chan error, 1)
+			go func() { _, err := w.AcquireQueued(ctx, "k", tok(), 0); got <- err }()
+			waitRequests(t, w, before+3, 10*time.Second) // create, list, watch sent
+			// A read on the waiter's conn: the server answers a session's
+			// requests in order, so its watch is set once this returns.
+			if _, err := w.Waiters(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			for range 5 {
+				to := tok()
+				if _, err := h.Transfer(ctx, "k", from, to, 0); err != nil {
+					t.Fatal(err)
+				}
+				from = to
+			}
+			// ZooKeeper sends a watch event before the reply to any later
+			// read of that client: once this returns, every event the
+			// transfers fired has reached the waiter's conn.
+			if _, err := w.Waiters(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			quiet := before + 5 // the waiter's 3 and the 2 reads above
+			if existsWatch {
+				waitRequests(t, w, quiet+1, 10*time.Second) // woken: lists again
+			} else {
+				// Absence cannot be awaited: observe the waiter for a while.
+				deadline := time.Now().Add(300 * time.Millisecond)
+				for time.Now().Before(deadline) {
+					if n := zkstore.Requests(w); n != quiet {
+						t.Fatalf("the waiter sent %d requests after the transfers; want none", n-quiet)
+					}
+					time.Sleep(10 * time.Millisecond) // polling a counter, bounded
+				}
+			}
+			if err := h.Release(ctx, "k", from); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("waiter: %v", err)
+			}
+			n := zkstore.Requests(w) - quiet
+			if !existsWatch && n != 1 {
+				t.Fatalf("the waiter sent %d requests after the release; want 1 (the listing)", n)
+			}
+			if existsWatch && n < 2 {
+				t.Fatalf("control: the exists-watching waiter sent %d requests after the transfers; want a listing and a new watch at least", n)
+			}
+		})
+	}
+}
+
+// waitRequests polls until s has sent at least n requests.
+func waitRequests(t *testing.T, s *zkstore.Store, n int64, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for zkstore.Requests(s) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the store sent %d requests within %v; want %d", zkstore.Requests(s), d, n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter, with a deadline
+	}
+}

@@ -76,6 +76,7 @@ type Store struct {
 	createFirst bool         // tests only: Acquire creates without listing first (the variant measured against)
 	unprotected bool         // tests only: retry a create that lost its connection without looking (naive)
 	statCreate  bool         // tests only: stat every node after its create (the request the store no longer sends)
+	existsWatch bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
 	syncs       atomic.Int64 // syncs sent (tests count them)
 	reqs        atomic.Int64 // requests sent (tests count them)
 }
