@@ -16,17 +16,17 @@ import (
 const cleanupTimeout = 5 * time.Second
 
 // AcquireQueued implements driver.Queuer with Curator's queue: it creates
-// our node (protected create), lists the lock path and, while another
-// node is before ours in Curator's order, watches only the node just before
-// ours (its predecessor: FIFO, no herd) with a watch that fires when it is
-// deleted (see awaitGone), listing again
-// when that watch fires or the predecessor is already gone (with a sync
-// beside the listing when the session needs confirming, see wokenChildren).
-// Curator's waiters queue in the same order. When ours is first the call returns the
-// grant, with the fence grantFence gives. If our node disappears (the session expired) it returns an error
-// matching driver.ErrNotAcquired. When it returns any error it deletes its
-// node (if that fails, the node goes with the session and is recorded for
-// deletion by the next call on the lock).
+// our node (protected create), lists the lock path and, while another node
+// is before ours in Curator's order, watches only the node just before ours
+// (its predecessor: FIFO, no herd) with a watch that fires when it is
+// deleted (see awaitGone), listing again when that watch fires or the
+// predecessor is already gone (with a sync beside the listing when the
+// session needs confirming, see wokenChildren). Curator's waiters queue in
+// the same order. When ours is first the call returns the grant, with the
+// fence grantFence gives. If our node disappears (the session expired) it
+// returns an error matching driver.ErrNotAcquired. When it returns any
+// error it deletes its node (if that fails, the node goes with the session
+// and is recorded for deletion by the next call on the lock).
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	start := time.Now()
 	if g, ok, err := s.reenter(ctx, key, token, start); ok || err != nil {
