@@ -8,6 +8,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/zkstore"
+	"github.com/go-zookeeper/zk"
 )
 
 // BenchmarkAcquireStrategy compares the two ways to try a lock: create our
@@ -89,6 +90,25 @@ func BenchmarkClientLockFree(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPeerLockFree is go-zookeeper's own Lock + Unlock on a free path
+// (the bench's peer), for comparison with BenchmarkClientLockFree and
+// BenchmarkQueuedFree on the same server in the same run.
+//
+//	go test -run XXX -bench 'LockFree|QueuedFree' -count 3 ./zkstore
+func BenchmarkPeerLockFree(b *testing.B) {
+	e := server(b)
+	s := dial(b, uniq(b), 10*time.Second, e.Addrs()...)
+	l := zk.NewLock(s.Conn(), s.Root()+"/peer", zk.WorldACL(zk.PermAll))
+	for b.Loop() {
+		if err := l.Lock(); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
 			b.Fatal(err)
 		}
 	}
