@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/zkstore"
+	"github.com/go-zookeeper/zk"
 )
 
 // BenchmarkAcquireStrategy compares the two ways to try a lock: create our
@@ -62,6 +64,51 @@ func BenchmarkQueuedFree(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := s.Release(ctx, "free", t); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClientLockFree is a dlock Client's Lock + Release on a free key
+// through the store (what bench/zk's uncontended scenario runs): with
+// -benchmem and -cpuprofile, the client's cost per section over the
+// store's (BenchmarkQueuedFree).
+//
+//	go test -run XXX -bench ClientLockFree -benchmem ./zkstore
+func BenchmarkClientLockFree(b *testing.B) {
+	e := server(b)
+	s := dial(b, uniq(b), 10*time.Second, e.Addrs()...)
+	c, err := dlock.New(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := ctxT(b, time.Hour)
+	b.Cleanup(func() { _ = c.Close(ctx) })
+	for b.Loop() {
+		l, err := c.Lock(ctx, "free")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPeerLockFree is go-zookeeper's own Lock + Unlock on a free path
+// (the bench's peer), for comparison with BenchmarkClientLockFree and
+// BenchmarkQueuedFree on the same server in the same run.
+//
+//	go test -run XXX -bench 'LockFree|QueuedFree' -count 3 ./zkstore
+func BenchmarkPeerLockFree(b *testing.B) {
+	e := server(b)
+	s := dial(b, uniq(b), 10*time.Second, e.Addrs()...)
+	l := zk.NewLock(s.Conn(), s.Root()+"/peer", zk.WorldACL(zk.PermAll))
+	for b.Loop() {
+		if err := l.Lock(); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -17,11 +17,39 @@ var acl = zk.WorldACL(zk.PermAll)
 const createAttempts = 4
 
 // created is a lock node the store created (or adopted): its name, full
-// path and stat (nil when create returns it: the caller reads it, in
-// parallel with the listing).
+// path, and either its owner session (sid, when create could tell it: the
+// conn kept one session around the create) or its stat (read by
+// statCreated: protected-mode recovery, or a create across a session
+// change). A fresh node's data version is 0 and its czxid is not needed
+// (see grantFence), so the common path reads nothing after the create.
 type created struct {
 	name, path string
+	sid        int64
 	stat       *zk.Stat
+}
+
+// owner is the node's ephemeral owner (0 if unknown: stat it).
+func (c created) owner() int64 {
+	if c.stat != nil {
+		return c.stat.EphemeralOwner
+	}
+	return c.sid
+}
+
+// czxid is the node's czxid, 0 when it was not read.
+func (c created) czxid() int64 {
+	if c.stat != nil {
+		return c.stat.Czxid
+	}
+	return 0
+}
+
+// version is the node's data version: 0 for a node just created.
+func (c created) version() int32 {
+	if c.stat != nil {
+		return c.stat.Version
+	}
+	return 0
 }
 
 // create makes our EPHEMERAL_SEQUENTIAL node under lock path lp with data,
@@ -31,21 +59,29 @@ type created struct {
 // attempt's UUID is adopted if the conn's session still owns it, else
 // deleted. A node whose create may have happened but could not be found
 // (the listing failed too, or ctx ended) is recorded as an orphan, deleted
-// by the next call on lp.
+// by the next call on lp. The node's owner session is the conn's when the
+// conn had that same session just before and just after the create, which
+// the create's reply came in between (session ids are never reused); if
+// not, created.sid is 0 and the caller stats the node.
 func (s *Store) create(ctx context.Context, key, lp string, data []byte) (created, error) {
 	var last error
 	for range createAttempts {
 		uuid := newUUID()
 		var p string
+		var sid int64
 		err := s.call(ctx, true, func() error {
+			before := s.conn.SessionID()
 			var e error
 			p, e = s.conn.Create(lp+"/"+nodePrefix(uuid), data, zk.FlagEphemeralSequential, acl)
+			if after := s.conn.SessionID(); e == nil && before == after {
+				sid = before // 0 (unknown) if there was no session
+			}
 			return e
 		}, func() { _ = s.conn.Delete(p, -1) }) // created after the caller left
 		switch {
 		case err == nil:
 			name := p[strings.LastIndexByte(p, '/')+1:]
-			return created{name: name, path: p}, nil // stat read by the caller
+			return created{name: name, path: p, sid: sid}, nil // stat read by the caller if sid is 0
 		case errors.Is(err, zk.ErrNoNode):
 			if err := s.createParents(ctx, key, lp); err != nil {
 				return created{}, err
@@ -70,8 +106,8 @@ func (s *Store) create(ctx context.Context, key, lp string, data []byte) (create
 	return created{}, wrapErr("create lock node for", key, fmt.Errorf("%d attempts: %w", createAttempts, last))
 }
 
-// statCreated reads the stat of the node we just created (for its czxid
-// and owner session).
+// statCreated reads the stat of the node we just created (for its owner
+// session, when create could not tell it, and its version).
 func (s *Store) statCreated(ctx context.Context, key, p string) (created, error) {
 	var st *zk.Stat
 	var ok bool

@@ -36,14 +36,22 @@
 // lock node's czxid (the zxid of the transaction that created it) and the
 // lock path's pzxid in the listing that found the node first (the zxid of
 // the last creation or deletion of a child, so at least that of the
-// predecessor's deletion). After a Transfer it is the zxid of the
+// predecessor's deletion). A listing that shows our node reflects its
+// creation, so that is the pzxid, and the store does not spend a request
+// reading the czxid. After a Transfer it is the zxid of the
 // transfer's write, kept in the node's data. Each holding of a name thus
 // gets a greater fence than all before it, also a waiter whose node was
 // queued before its predecessor handed the lock on locally (its czxid alone
-// would be smaller: TestQueuedHolderFenceAboveEarlierTransfer). When the
-// fence is the pzxid, only the holder's own Store knows it until the next
-// write to the node (a re-entry writes it into the data): Inspect from
-// another Store reports the node's czxid, a smaller number, meanwhile.
+// would be smaller: TestQueuedHolderFenceAboveEarlierTransfer). The pzxid
+// is not in the node: only the holder's own Store knows it until its next
+// write to the node (a re-entry writes it into the data). Inspect from
+// another Store (dlock status in another process) reports the node's czxid
+// meanwhile. That equals the fence when no child of the lock path was
+// created or deleted between the holder's create and its granting listing
+// (a free lock taken with no one arriving), and is smaller otherwise (a
+// waiter's grant): a known inconsistency, kept because carrying the fence
+// in the node would cost every such grant a write
+// (TestGrantFenceIsTheListingsPzxid pins both readings).
 // The sequence number is not used: it is
 // per lock path, restarts when the container is deleted and recreated, and
 // wraps at 2^31.
@@ -96,9 +104,12 @@
 // Acquire lists the lock path; if it has lock nodes it returns a
 // *driver.ContendedError (Remaining -1: ZooKeeper keeps no expiry per lock)
 // without writing. Otherwise it creates its node, then lists the path and
-// reads its node's stat in one round trip; if another node got in first it
+// nothing else (its node's owner session is the conn's, its version 0, its
+// fence the listing's pzxid: see Fence); if another node got in first it
 // deletes its node. AcquireQueued (driver.Queuer) creates its node, then
-// watches only the node before it (exists with a watch) until it is first:
+// watches only the node before it until it is first (a children watch on
+// that node, which fires only on its deletion: an exists watch would also
+// fire on each setData of a holder's re-entry or local handoff):
 // FIFO, no herd, Curator's waiters in the same queue. A create that loses
 // its connection is recovered as Curator's protected mode does: the
 // children are listed and the node with the attempt's UUID adopted if the

@@ -15,3 +15,16 @@ func Syncs(s *Store) int64 { return s.syncs.Load() }
 
 // ConnLoss is connLoss: a raw transport error marked as a connection loss.
 var ConnLoss = connLoss
+
+// Requests returns how many ZooKeeper requests s has sent.
+func Requests(s *Store) int64 { return s.reqs.Load() }
+
+// SetStatCreate makes s read the stat of every node it creates, beside the
+// listing (what the store did before it took the owner session from the
+// conn): the control of the request-count test.
+func SetStatCreate(s *Store, on bool) { s.statCreate = on }
+
+// SetExistsWatch makes s's waiters watch their predecessor with exists (as
+// the store did before), whose watch setData fires too: the control of
+// TestWaiterNotWokenByTransfers.
+func SetExistsWatch(s *Store, on bool) { s.existsWatch = on }

@@ -16,7 +16,11 @@ import (
 // nodes carry the client's IP address) is reported held by a foreign
 // client, with one hold. Remaining is how long this store's session is
 // certain to last for its own holdings, else -1 (unknown). A free key
-// reports fence 0.
+// reports fence 0. The fence is exact for this store's own holdings and for
+// a node whose data carries its fence (after a transfer or a re-entry);
+// for another store's holding granted by a listing whose pzxid is above
+// the node's czxid (a waiter's grant), it is the czxid, smaller than the
+// holder's fence: the package doc's Fence section says why.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	lp := s.lockPath(key)
 	name, data, st, err := s.firstNode(ctx, key, lp)

@@ -63,7 +63,10 @@ func (s *Store) childrenZ(ctx context.Context, key, lp string) ([]string, int64,
 // (its czxid, a transfer's zxid, or this same rule) came before that
 // deletion: so the later of czxid and pzxid is greater than every earlier
 // fence, also when a holder handed the lock on (Transfer) while our node
-// was already queued, which czxid alone would not be.
+// was already queued, which czxid alone would not be. A listing that shows
+// our node reflects its creation, so pzxid >= czxid and the fence is the
+// pzxid: the callers pass czxid 0 when they did not read it (the usual
+// case: no request is spent on it; TestGrantFenceIsTheListingsPzxid).
 func grantFence(czxid, pzxid int64) int64 { return max(czxid, pzxid) }
 
 // Acquire implements driver.Mutex. A first acquisition lists the lock path:
@@ -71,9 +74,9 @@ func grantFence(czxid, pzxid int64) int64 { return max(czxid, pzxid) }
 // *driver.ContendedError with Remaining -1 (ZooKeeper has no per-key expiry
 // to report) after that one read, with nothing written. Otherwise it
 // creates our node (Curator's protected create, see create), then lists
-// the lock path and reads our node's stat, both at once: 3 round trips, one
-// write, when free. If another node got in first it deletes ours and
-// returns the same error. (Creating first saves that first read on a free
+// the lock path: 3 round trips, one write, when free (the node's stat is
+// not read: see create and grantFence). If another node got in first it
+// deletes ours and returns the same error. (Creating first saves that first read on a free
 // lock but costs two writes on a held one: BenchmarkAcquireStrategy
 // measured a contended try about 12 times slower that way, 6 ms against
 // 0.5 ms, while the extra read on a free lock was lost in the noise of the
@@ -107,11 +110,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return driver.Grant{}, err
 	}
 	if len(nodes) > 0 && nodes[0] == c.name && !wrapped(nodes) {
-		h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: grantFence(c.stat.Czxid, pz), version: c.stat.Version, holds: 1, token: token}
-		s.remember(key, h)
-		return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+		return s.grant(key, token, c, pz, start), nil
 	}
-	if err := s.deleteNode(ctx, c.path, c.stat.Version); err != nil {
+	if err := s.deleteNode(ctx, c.path, c.version()); err != nil {
 		s.addOrphan(lp, uuidOf(c.name))
 		return driver.Grant{}, wrapErr("withdraw from", key, err)
 	}
@@ -121,25 +122,26 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	return driver.Grant{}, &driver.ContendedError{Remaining: -1}
 }
 
-// listAndStat lists lp's lock nodes (with lp's pzxid) and, if c has no
-// stat yet, reads it,
-// both requests at once (one round trip). On error our node is recorded as
-// an orphan, deleted by the next call on lp.
+// listAndStat lists lp's lock nodes (with lp's pzxid) and, if c's owner
+// session is unknown (see create), reads its stat, both requests at once
+// (one round trip). On error our node is recorded as an orphan, deleted by
+// the next call on lp.
 func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]string, int64, error) {
 	var serr error
-	done := make(chan struct{})
-	if c.stat == nil {
+	var done chan struct{}
+	if c.owner() == 0 || s.statCreate {
+		done = make(chan struct{})
 		go func() {
 			defer close(done)
 			var c2 created
 			c2, serr = s.statCreated(ctx, key, c.path)
 			c.stat = c2.stat
 		}()
-	} else {
-		close(done)
 	}
 	nodes, pz, err := s.childrenZ(ctx, key, lp)
-	<-done
+	if done != nil {
+		<-done
+	}
 	if err == nil {
 		err = serr
 	}
@@ -148,6 +150,14 @@ func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]
 		return nil, 0, err
 	}
 	return nodes, pz, nil
+}
+
+// grant records the holding of key by token on our node c, found first by
+// a listing at pzxid pz, and returns its grant.
+func (s *Store) grant(key, token string, c created, pz int64, start time.Time) driver.Grant {
+	h := &holding{path: c.path, sid: c.owner(), czxid: c.czxid(), fence: grantFence(c.czxid(), pz), version: c.version(), holds: 1, token: token}
+	s.remember(key, h)
+	return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}
 }
 
 // reenter adds a hold if the store holds key for token in the conn's

@@ -16,16 +16,17 @@ import (
 const cleanupTimeout = 5 * time.Second
 
 // AcquireQueued implements driver.Queuer with Curator's queue: it creates
-// our node (protected create), lists the lock path and, while another
-// node is before ours in Curator's order, watches only the node just before
-// ours (its predecessor: FIFO, no herd) with exists+watch, listing again
-// when that watch fires or the predecessor is already gone (with a sync
-// beside the listing when the session needs confirming, see wokenChildren).
-// Curator's waiters queue in the same order. When ours is first the call returns the
-// grant, with the fence grantFence gives. If our node disappears (the session expired) it returns an error
-// matching driver.ErrNotAcquired. When it returns any error it deletes its
-// node (if that fails, the node goes with the session and is recorded for
-// deletion by the next call on the lock).
+// our node (protected create), lists the lock path and, while another node
+// is before ours in Curator's order, watches only the node just before ours
+// (its predecessor: FIFO, no herd) with a watch that fires when it is
+// deleted (see awaitGone), listing again when that watch fires or the
+// predecessor is already gone (with a sync beside the listing when the
+// session needs confirming, see wokenChildren). Curator's waiters queue in
+// the same order. When ours is first the call returns the grant, with the
+// fence grantFence gives. If our node disappears (the session expired) it
+// returns an error matching driver.ErrNotAcquired. When it returns any
+// error it deletes its node (if that fails, the node goes with the session
+// and is recorded for deletion by the next call on the lock).
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	start := time.Now()
 	if g, ok, err := s.reenter(ctx, key, token, start); ok || err != nil {
@@ -50,9 +51,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		s.withdraw(ctx, lp, c)
 		return driver.Grant{}, err
 	}
-	h := &holding{path: c.path, sid: c.stat.EphemeralOwner, czxid: c.stat.Czxid, fence: grantFence(c.stat.Czxid, pz), version: c.stat.Version, holds: 1, token: token}
-	s.remember(key, h)
-	return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}, nil
+	return s.grant(key, token, c, pz, start), nil
 }
 
 // wokenChildren lists lp again (with its pzxid, see grantFence) after the
@@ -103,20 +102,32 @@ func (s *Store) predecessor(key, lp string, c created, nodes []string) (string, 
 }
 
 // awaitGone returns when the node at path is gone (or its watch ended: the
-// caller lists again), or ctx's error.
+// caller lists again), or ctx's error. The watch is a children watch on
+// the node itself (getChildren with a watch, one request, as exists with a
+// watch would be): a lock node is ephemeral and has no children, so the
+// watch fires only on its deletion, whereas an exists watch also fires on
+// every setData of the node, which a holder's local handoff (Transfer) and
+// re-entry are: each would cost the waiter a wasted wake-up, a listing and
+// a new watch (TestWaiterNotWokenByTransfers).
 func (s *Store) awaitGone(ctx context.Context, key, path string) error {
-	var ok bool
 	var ch <-chan zk.Event
 	err := s.read(ctx, func() error {
 		var e error
-		ok, _, ch, e = s.conn.ExistsW(path)
+		if s.existsWatch {
+			var ok bool
+			if ok, _, ch, e = s.conn.ExistsW(path); e == nil && !ok {
+				e = zk.ErrNoNode
+			}
+			return e
+		}
+		_, _, ch, e = s.conn.ChildrenW(path)
 		return e
 	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil // gone already: list again at once
+	}
 	if err != nil {
 		return wrapErr("watch the predecessor for", key, err)
-	}
-	if !ok {
-		return nil // gone already: list again at once
 	}
 	select {
 	case <-ch:

@@ -123,7 +123,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	switch {
 	case err != nil:
 		return driver.Grant{}, wrapErr("extend", key, err)
-	case st == nil || st.Czxid != h.czxid || st.EphemeralOwner != h.sid:
+	case st == nil || (h.czxid != 0 && st.Czxid != h.czxid) || st.EphemeralOwner != h.sid:
 		s.forget(key, h.path)
 		return driver.Grant{}, s.notHeld(ctx, key)
 	case st.Version != h.version:

@@ -53,6 +53,7 @@ func (s *Store) call(ctx context.Context, confirms bool, f func() error, undo fu
 	if closed {
 		return errClosed
 	}
+	s.reqs.Add(1)
 	before := s.conn.SessionID()
 	sent := time.Now()
 	done := make(chan error, 1)
@@ -86,12 +87,17 @@ func (s *Store) call(ctx context.Context, confirms bool, f func() error, undo fu
 // pipe", "connection reset") marked as zk.ErrConnectionClosed, which is
 // what it is: the request's outcome is unknown and the conn reconnects.
 func connLoss(err error) error {
-	var ne net.Error
-	if err != nil && !errors.Is(err, zk.ErrConnectionClosed) &&
-		(errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+	if err != nil && !errors.Is(err, zk.ErrConnectionClosed) && isTransport(err) {
 		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
 	}
 	return err
+}
+
+// isTransport reports whether err is a socket's error (apart from connLoss
+// so that a nil error allocates nothing: errors.As's target escapes).
+func isTransport(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // replied reports whether err (nil included) is the server's answer rather

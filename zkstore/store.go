@@ -75,7 +75,10 @@ type Store struct {
 
 	createFirst bool         // tests only: Acquire creates without listing first (the variant measured against)
 	unprotected bool         // tests only: retry a create that lost its connection without looking (naive)
+	statCreate  bool         // tests only: stat every node after its create (the request the store no longer sends)
+	existsWatch bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
 	syncs       atomic.Int64 // syncs sent (tests count them)
+	reqs        atomic.Int64 // requests sent (tests count them)
 }
 
 // session is the ZooKeeper session the store last saw confirmed.
@@ -89,7 +92,7 @@ type session struct {
 type holding struct {
 	path    string
 	sid     int64
-	czxid   int64 // identifies the node (a transfer keeps it)
+	czxid   int64 // the node's czxid, 0 if not read (a fresh grant does not read it); a transfer keeps it
 	fence   int64 // grantFence's, or the mzxid of the transfer that made the holding
 	version int32
 	holds   int
@@ -253,7 +256,7 @@ var errClosed = fmt.Errorf("%w: zkstore: store closed", driver.ErrInvalid)
 // lookup returns the store's holding of key by the token with digest dig in
 // the conn's current session, dropping one of an older session (lost).
 // data is h's node data with holds holds (the fence written out if it is
-// not the czxid).
+// not the czxid, or the czxid is unknown).
 func (h *holding) data(holds int) []byte {
 	f := ""
 	if h.fence != h.czxid {
