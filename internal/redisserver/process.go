@@ -123,12 +123,13 @@ func (s *Server) waitReady(p *proc.Process) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 		reply, err := do(ctx, s.Addr(), "PING")
-		if err == nil && reply == "PONG" {
-			err = checkPID(ctx, s.Addr(), p.Pid())
-			cancel()
-			return err
-		}
 		cancel()
+		if err == nil && reply == "PONG" {
+			// its own bound: the PING's may be nearly spent on a loaded machine
+			ictx, icancel := context.WithTimeout(context.Background(), DefaultDoTimeout)
+			defer icancel()
+			return checkPID(ictx, s.Addr(), p.Pid())
+		}
 		last = err
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no PONG within %v: %w", startTimeout, last)
