@@ -110,9 +110,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // unprefixed is err's text without the "dlock: " that every wrapped library
 // error brings along (the CLI prints its own prefix once), on one line
-// (errors.Join puts its parts on lines of their own).
+// (errors.Join puts its parts on lines of their own). Only a whole word is
+// removed: the "redlock: " of the Redlock store's errors stays as it is.
 func unprefixed(err error) string {
-	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), "dlock: ", ""), "\n", "; ")
+	const prefix = "dlock: "
+	s := strings.ReplaceAll(err.Error(), "\n", "; ")
+	var b strings.Builder
+	for {
+		i := strings.Index(s, prefix)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		if i > 0 && isWordByte(s[i-1]) {
+			b.WriteString(prefix) // part of a longer word, such as "redlock: "
+		}
+		s = s[i+len(prefix):]
+	}
+}
+
+// isWordByte reports whether c can be part of an identifier-like word.
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func main() {
