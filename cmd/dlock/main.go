@@ -8,15 +8,20 @@
 //
 //	0      success (for `dlock run`, the child's own exit code otherwise)
 //	64     bad usage: unknown flag, missing argument, invalid value, bad
-//	       store URL; status/list on a store that cannot inspect/list keys
+//	       store URL; status/list on a store that cannot inspect/list keys;
+//	       schema on a store without a schema
 //	69     store unreachable, or it cannot inspect/list keys right now
-//	75     lock not acquired within --wait
+//	75     lock not acquired within --wait (or interrupted while waiting)
 //	76     lock lost while the child ran (the child was stopped); bench: the
 //	       protected counter disagrees with the critical sections counted
 //	77     refused by the store: authentication failed, a permission (ACL) is
 //	       missing, or the key holds a value that is not a lock; retrying
 //	       cannot fix it
 //	78     `dlock doctor` found an unsafe setting, or its probe failed
+//	126    `dlock run`: the command could not be executed
+//	127    `dlock run`: the command was not found
+//
+// docs/cli.md in the repository describes every subcommand.
 package main
 
 import (
