@@ -40,9 +40,10 @@ several instances of the stock service (separate processes) get N concurrent
 requests per strategy, and a table shows which strategies lose updates, which
 refuse requests, and which are correct.
 
-Without --redis (or a redis:// --store) it starts an embedded Redis-protocol
-server (miniredis) on a loopback port, and three more as Redlock nodes:
-nothing to install; that zero-setup demo always runs on the embedded Redis.
+Without --redis (or a redis:// --store; DLOCK_REDIS and DLOCK_STORE count
+too) it starts an embedded Redis-protocol server (miniredis) on a loopback
+port, and three more as Redlock nodes: nothing to install; that zero-setup
+demo always runs on the embedded Redis.
 The strategies are the articles' Redis ones, so the stock is in Redis:
 --store redis:// or rediss://, --redis, --redis-cluster or --redis-sentinel
 (and --redlock for the redlock rung).

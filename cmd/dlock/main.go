@@ -8,15 +8,20 @@
 //
 //	0      success (for `dlock run`, the child's own exit code otherwise)
 //	64     bad usage: unknown flag, missing argument, invalid value, bad
-//	       store URL; status/list on a store that cannot inspect/list keys
+//	       store URL; status/list on a store that cannot inspect/list keys;
+//	       schema on a store without a schema
 //	69     store unreachable, or it cannot inspect/list keys right now
-//	75     lock not acquired within --wait
+//	75     lock not acquired within --wait (or interrupted while waiting)
 //	76     lock lost while the child ran (the child was stopped); bench: the
 //	       protected counter disagrees with the critical sections counted
 //	77     refused by the store: authentication failed, a permission (ACL) is
 //	       missing, or the key holds a value that is not a lock; retrying
 //	       cannot fix it
 //	78     `dlock doctor` found an unsafe setting, or its probe failed
+//	126    `dlock run`: the command could not be executed
+//	127    `dlock run`: the command was not found
+//
+// docs/cli.md in the repository describes every subcommand.
 package main
 
 import (
@@ -110,9 +115,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // unprefixed is err's text without the "dlock: " that every wrapped library
 // error brings along (the CLI prints its own prefix once), on one line
-// (errors.Join puts its parts on lines of their own).
+// (errors.Join puts its parts on lines of their own). Only a whole word is
+// removed: the "redlock: " of the Redlock store's errors stays as it is.
 func unprefixed(err error) string {
-	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), "dlock: ", ""), "\n", "; ")
+	const prefix = "dlock: "
+	s := strings.ReplaceAll(err.Error(), "\n", "; ")
+	var b strings.Builder
+	for {
+		i := strings.Index(s, prefix)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		if i > 0 && isWordByte(s[i-1]) {
+			b.WriteString(prefix) // part of a longer word, such as "redlock: "
+		}
+		s = s[i+len(prefix):]
+	}
+}
+
+// isWordByte reports whether c can be part of an identifier-like word.
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func main() {

@@ -49,8 +49,9 @@ meant this before, is refused: the library's WithTTL is a fixed lease
 without renewal, so the old name misled.)
 
 An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
-then keeps trying within D, saying so on stderr (after about a second, then
-every 10 s), as it does whenever the store becomes unreachable while it waits.
+then keeps trying within D, saying so on stderr (at once, again when an
+attempt fails after a second or more of failures, then at most every 10 s),
+as it does whenever the store becomes unreachable while it waits.
 
 Exit status: the command's own (128+N if killed by signal N); 64 bad usage;
 69 store unreachable; 75 lock not acquired (--wait elapsed, or interrupted

@@ -117,3 +117,17 @@ func TestA6OneLineOnePrefix(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// The "dlock: " prefix is removed as a word only: the Redlock store's
+// "redlock: " errors kept their text (an unreachable Redlock majority was
+// printed as "store unavailable: reno quorum: ...").
+func TestUnprefixedKeepsRedlockPrefix(t *testing.T) {
+	err := fmt.Errorf("dlock: store unavailable: %w", errors.New("redlock: no quorum: inspect succeeded on 1 of 3 nodes"))
+	want := "store unavailable: redlock: no quorum: inspect succeeded on 1 of 3 nodes"
+	if got := unprefixed(err); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := unprefixed(errors.New("dlock: a; dlock: b (dlock: c)")); got != "a; b (c)" {
+		t.Fatalf("got %q, want every whole-word prefix removed", got)
+	}
+}

@@ -254,15 +254,17 @@ func redact(rawURL string, err error) error {
 func secretsOf(rawURL string) []string {
 	var out []string
 	add := func(userinfo string) {
-		if userinfo == "" {
+		// A user name without a password is no secret (go-redis, pgx and
+		// the MySQL driver all read it as the user): replacing it would
+		// mangle every message that names it, such as "postgres URL" for
+		// the user postgres.
+		_, pw, ok := strings.Cut(userinfo, ":")
+		if !ok || pw == "" {
 			return
 		}
-		out = append(out, userinfo)
-		if _, pw, ok := strings.Cut(userinfo, ":"); ok && pw != "" {
-			out = append(out, pw)
-			if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
-				out = append(out, dec)
-			}
+		out = append(out, userinfo, pw)
+		if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
+			out = append(out, dec)
 		}
 	}
 	if at := strings.LastIndex(rawURL, "@"); at >= 0 {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -263,6 +265,23 @@ func TestStoreURLErrorsHidePasswords(t *testing.T) {
 	err := redact("redis://u:s3cretpw@h:1", &url.Error{Op: "parse", URL: "redis://u:s3cretpw@h:1", Err: driver.ErrInvalid})
 	if strings.Contains(err.Error(), "s3cretpw") || !strings.Contains(err.Error(), "REDACTED") {
 		t.Fatalf("redact: %v", err)
+	}
+}
+
+// TestRedactKeepsPasswordlessUserName: a user name without a password is no
+// secret and stays, so an error about a postgres:// URL of the user postgres
+// still reads "postgres URL" (it read "REDACTED URL"); a password next to
+// the same name is still removed.
+func TestRedactKeepsPasswordlessUserName(t *testing.T) {
+	raw := "postgres://postgres@h:5432/db?sweep=bogus"
+	err := redact(raw, fmt.Errorf("postgres URL: sweep: bad: %w", driver.ErrInvalid))
+	if got := err.Error(); !strings.HasPrefix(got, "postgres URL: sweep: bad: ") || strings.Contains(got, "REDACTED") || !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("redact(%s) = %q", raw, got)
+	}
+	raw = "postgres://postgres:s3cretpw@h:5432/db"
+	err = redact(raw, fmt.Errorf("postgres URL %s: bad: %w", raw, driver.ErrInvalid))
+	if strings.Contains(err.Error(), "s3cretpw") || !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("redact(%s) = %q", raw, err)
 	}
 }
 
