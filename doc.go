@@ -46,9 +46,10 @@
 // releases while another local waiter is queued, and the store supports it
 // (driver.Transferer), the lock passes to that waiter in one store call: a new
 // holding with its own owner token and a greater fence, never a shared one.
-// After 64 such handoffs in a row, or once a run of them has lasted 5 ms,
-// the lock is released to the store so that other processes get their
-// turn. Callers acquiring as an explicit Owner skip the queue (see below).
+// After 64 such handoffs in a row, or once a run of them has lasted its
+// time bound (5 ms, or 16 times the last handoff's store call if that is
+// longer, at most 25 ms), the lock is released to the store so that other
+// processes get their turn. Callers acquiring as an explicit Owner skip the queue (see below).
 //
 // # Reading the protected value with the grant
 //

@@ -249,7 +249,10 @@ func printDoctor(w io.Writer, rep doctorReport) {
 		life = "one session per client (session TTL " + m.SessionTTL + ")"
 	}
 	bounds := "TTL " + m.MinTTL + " to " + m.MaxTTL
-	if m.MaxTTL == "none" {
+	switch {
+	case m.MaxTTL == "none" && m.MinTTL == "0s": // a session store: the session, not the TTL, keeps the lock
+		bounds = "any TTL"
+	case m.MaxTTL == "none":
 		bounds = "TTL " + m.MinTTL + " or more"
 	}
 	fmt.Fprintf(w, "model: %s, granularity %s; expiry on %s; %s\n\n", bounds, m.Granularity, clock, life)

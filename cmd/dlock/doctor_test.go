@@ -143,3 +143,23 @@ func TestACLRestrictedUser(t *testing.T) {
 		t.Fatalf("acl without TIME, by DRYRUN: %s %s", st, d)
 	}
 }
+
+// The model line says what a store's TTL bounds mean: a session store
+// (no minimum, no maximum: the session keeps the lock) takes any TTL; a
+// per-key store says its bounds.
+func TestDoctorModelLine(t *testing.T) {
+	for _, c := range []struct {
+		m    modelReport
+		want string
+	}{
+		{modelReport{MinTTL: "0s", MaxTTL: "none", Granularity: "1s", ServerClock: true, Session: true, SessionTTL: "10s"}, "model: any TTL, granularity 1s; expiry on the server's clock; one session per client (session TTL 10s)"},
+		{modelReport{MinTTL: "10ms", MaxTTL: "none", Granularity: "1ms", ServerClock: true}, "model: TTL 10ms or more, granularity 1ms;"},
+		{modelReport{MinTTL: "1ms", MaxTTL: "24h0m0s", Granularity: "1µs"}, "model: TTL 1ms to 24h0m0s, granularity 1µs; expiry on client clocks (they must run at similar rates); per-key leases"},
+	} {
+		var b strings.Builder
+		printDoctor(&b, doctorReport{Target: "x", Model: c.m, Safe: true})
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%+v: printed %q, want %q", c.m, b.String(), c.want)
+		}
+	}
+}
