@@ -13,6 +13,7 @@ import (
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 )
 
 // The leader of a 3-member cluster is SIGKILLed while a lock is held and
@@ -31,13 +32,13 @@ func TestLeaderKilledWhileHeld(t *testing.T) {
 
 func leaderKilled(t *testing.T, broken bool) {
 	c := etcdtest.StartCluster(t, 3)
-	pfx, seed := uniq(t), seedFor(t)
+	pfx, seed := uniq(t), faulttest.Seed(t, "ETCDSTORE_FAULT_SEED")
 	var clients [2]*dlock.Client
 	for i := range clients {
 		s, _ := newStore(t, c, pfx, faultTTL)
 		var m driver.Mutex = s
 		if broken {
-			m = noOwnerCheck{s}
+			m = faulttest.NoOwnerCheck{Mutex: s}
 		}
 		dc, err := dlock.New(m, dlock.WithAutoRenew(faultTTL))
 		if err != nil {
@@ -52,23 +53,17 @@ func leaderKilled(t *testing.T, broken bool) {
 	}
 	from := time.Now()
 	rec := &windows{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			contend(clients[i%2], fmt.Sprintf("c%d/w%d", i%2, i), "k", 10*time.Second, seed+uint64(i), stop, rec)
-		})
-	}
+	stop := faulttest.Contenders(clients[:], 4, "k", 10*time.Second, seed, rec)
+	t.Cleanup(stop) // on failure too; a second stop is harmless
 	leader, err := c.Leader(ctx, c.Client(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
 	leader.Kill()
-	x := holdFrom(long, from, "c0/long", 2*faultTTL, true, rec) // across the election
+	x := faulttest.Hold(long, from, "c0/long", 2*faultTTL, true, rec) // across the election
 	waitFor(t, 10*time.Second, "grants after the kill", func() bool { return rec.StartedAfter(x.To) >= 20 })
-	close(stop)
-	wg.Wait()
+	stop()
 
 	bad := rec.Overlaps()
 	t.Logf("RESULT leader %s killed; long holder lost=%v (held %v after the kill); %d holdings, %d after the long one; lock errors %v; %d overlaps",
@@ -111,7 +106,7 @@ func waitAndHold(ctx context.Context, oc *dlock.Client, rec *windows) (got <-cha
 			g <- window{}
 			return
 		}
-		g <- hold(l, "other", 50*time.Millisecond, true, rec)
+		g <- faulttest.Hold(l, time.Now(), "other", 50*time.Millisecond, true, rec)
 	}()
 	return g, w
 }
@@ -175,7 +170,7 @@ func partitioned(t *testing.T, failover, heed bool) {
 	cutAt := time.Now()
 	p.Blackhole(faultproxy.Upstream, true)
 	p.Blackhole(faultproxy.Downstream, true)
-	x := holdFrom(l, from, "partitioned", 2*faultTTL, heed, rec)
+	x := faulttest.Hold(l, from, "partitioned", 2*faultTTL, heed, rec)
 	y := <-got
 	p.Clear()
 

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,6 +175,27 @@ func (c *Child) Signal(sig syscall.Signal) {
 	if err := c.p.Signal(sig); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// StopHolder reads the child's line "<word> <fence>" (a holder saying
+// what it holds), SIGSTOPs the child and returns the fence and when the
+// child was stopped. The test fails if the line is not that.
+func (c *Child) StopHolder(word string) (fence uint64, stoppedAt time.Time) {
+	c.t.Helper()
+	v := c.Value(word)
+	fence, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		c.t.Fatalf("child's fence %q: %v", v, err)
+	}
+	c.Signal(syscall.SIGSTOP)
+	return fence, time.Now()
+}
+
+// Resume continues the stopped child (SIGCONT) and sends it line.
+func (c *Child) Resume(line string) {
+	c.t.Helper()
+	c.Signal(syscall.SIGCONT)
+	c.Send(line)
 }
 
 // Wait waits for the child to exit and returns how it ended: nil, or its

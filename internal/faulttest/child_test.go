@@ -68,15 +68,18 @@ func TestChildFailure(t *testing.T) {
 	}
 }
 
-// TestChildStopped: a SIGSTOPped child, continued, answers what was sent
-// meanwhile; a child left stopped when the test ends is killed by the
+// TestChildStopped: StopHolder reads the fence and stops the child, which,
+// resumed, answers what was sent; a child left stopped when the test ends is killed by the
 // cleanup (the test would hang in its cleanup otherwise).
 func TestChildStopped(t *testing.T) {
 	c := roles.Start(t, t.Context(), "echo")
 	c.Read("hello")
-	c.Signal(syscall.SIGSTOP)
-	c.Send("ping")
-	c.Signal(syscall.SIGCONT)
+	c.Send("42")
+	fence, stoppedAt := c.StopHolder("got")
+	if fence != 42 || time.Since(stoppedAt) > time.Minute {
+		t.Fatalf("StopHolder: %d at %v", fence, stoppedAt)
+	}
+	c.Resume("ping")
 	if got := c.Read("got"); got != "ping" {
 		t.Fatalf("got %q after SIGCONT", got)
 	}
