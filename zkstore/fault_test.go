@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/zkserver"
 	"github.com/go-zookeeper/zk"
 )
@@ -31,7 +31,7 @@ func TestLeaderKilledWhileHeld(t *testing.T) {
 }
 
 func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
-	root, seed := testPath(t), seedFor(t)
+	root, seed := testPath(t), faulttest.Seed(t, "ZKSTORE_FAULT_SEED")
 	var clients [2]*dlock.Client
 	var conns [2]*zk.Conn
 	for i := range clients {
@@ -39,7 +39,7 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 		conns[i] = conn
 		var m driver.Mutex = s
 		if broken {
-			m = noOwnerCheck{s}
+			m = faulttest.NoOwnerCheck{Mutex: s}
 		}
 		clients[i] = newFaultClient(t, m, faultTimeout)
 	}
@@ -50,30 +50,22 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 	}
 	from := time.Now()
 	rec := &windows{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			contend(clients[i%2], fmt.Sprintf("c%d/w%d", i%2, i), "k", 10*time.Second, seed+uint64(i), stop, rec)
-		})
-	}
+	stop := faulttest.Contenders(clients[:], 4, "k", 10*time.Second, seed, rec)
+	t.Cleanup(stop) // on failure too; a second stop is harmless
 	leader := e.Leader(10 * time.Second)
 	if leader < 0 {
-		close(stop)
-		wg.Wait()
 		t.Fatal("no leader")
 	}
 	sid := conns[0].SessionID()
 	killedAt := time.Now()
 	e.Kill(leader)
 	t.Cleanup(func() { restart(t, e, leader) })
-	x := holdFrom(long, from, "c0/long", 2*faultTimeout, true, rec) // across the election
+	x := faulttest.Hold(long, from, "c0/long", 2*faultTimeout, true, rec) // across the election
 	deadline := time.Now().Add(20 * time.Second)
 	for rec.StartedAfter(x.To) < 20 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond) // polling the recorder, with a deadline
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 
 	bad := rec.Overlaps()
 	t.Logf("RESULT leader %d killed; long holder lost=%v (held %v after the kill), its session survived %v; %d holdings, %d after the long one; lock errors %v; %d overlaps",
@@ -115,7 +107,7 @@ func waitAndHold(ctx context.Context, dc *dlock.Client, rec *windows) <-chan win
 			got <- window{}
 			return
 		}
-		got <- holdFrom(l, time.Now(), "other", 50*time.Millisecond, true, rec)
+		got <- faulttest.Hold(l, time.Now(), "other", 50*time.Millisecond, true, rec)
 	}()
 	return got
 }
@@ -161,7 +153,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	var hm driver.Mutex = hs
 	lease := faultTimeout
 	if tc.overclaim {
-		hm, lease = overclaimer{hs}, 2*faultTimeout // the lease its Model claims
+		hm, lease = faulttest.Overclaim{Store: hs, More: hs.SessionTimeout()}, 2*faultTimeout // the lease its Model claims
 	}
 	hc, oc := newFaultClient(t, hm, lease), newFaultClient(t, ostore, faultTimeout)
 	res := root + "-resource"
@@ -186,7 +178,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	cutAt := time.Now()
 	p.Blackhole(faultproxy.Upstream, true)
 	p.Blackhole(faultproxy.Downstream, true)
-	x := holdFrom(l, from, "cut", 3*faultTimeout, tc.heed, rec)
+	x := faulttest.Hold(l, from, "cut", 3*faultTimeout, tc.heed, rec)
 	y := <-got
 	var newWrite bool
 	if y.Who != "" {

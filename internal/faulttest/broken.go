@@ -111,3 +111,13 @@ func (n NoOwnerCheck) Release(ctx context.Context, key, token string) error {
 	}
 	return nil
 }
+
+// ExtendEach is ExtendBatch for a wrapper whose Extend breaks a promise:
+// it calls extend (the wrapper's Extend) for each request in order.
+func ExtendEach(ctx context.Context, extend func(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error), reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
+	for i, r := range reqs {
+		out[i].Grant, out[i].Err = extend(ctx, r.Key, r.Token, r.TTL)
+	}
+	return out
+}

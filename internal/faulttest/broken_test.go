@@ -19,11 +19,7 @@ func (q queueBatcher) AcquireQueued(ctx context.Context, key, token string, ttl 
 }
 
 func (q queueBatcher) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
-	out := make([]driver.ExtendResult, len(reqs))
-	for i, r := range reqs {
-		out[i].Grant, out[i].Err = q.Extend(ctx, r.Key, r.Token, r.TTL)
-	}
-	return out
+	return faulttest.ExtendEach(ctx, q.Extend, reqs)
 }
 
 // TestOverclaim: every grant and the model's session TTL are longer by

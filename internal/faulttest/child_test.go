@@ -95,12 +95,20 @@ func TestChildReadWantsItsWord(t *testing.T) {
 		c.Read("hell") // must fail: the word is "hello"
 		return
 	}
+	failsAlone(t, "TestChildReadWantsItsWord", "FAULTTEST_INNER=1", `child said "hello x", want "hell"`)
+}
+
+// failsAlone runs test in a test binary of its own with env added, for a
+// control whose failure is the expected outcome: t fails unless that run
+// fails saying want.
+func failsAlone(t *testing.T, test, env, want string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := roles.Command(ctx, "", "FAULTTEST_INNER=1")
-	cmd.Args = []string{os.Args[0], "-test.run=^TestChildReadWantsItsWord$"}
+	cmd := roles.Command(ctx, "", env)
+	cmd.Args = []string{os.Args[0], "-test.run=^" + test + "$"}
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), `child said "hello x", want "hell"`) {
-		t.Fatalf("the inner test: %v\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("%s with %s: %v, want a failure saying %q\n%s", test, env, err, want, out)
 	}
 }

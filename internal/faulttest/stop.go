@@ -1,8 +1,13 @@
 package faulttest
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"testing"
+	"time"
+
+	"example.com/dlock"
 )
 
 // The SQL stores' stopped-holder protocol (TestFaultHolderStopped). The
@@ -91,4 +96,61 @@ func StaleCommit(c *Child) (commit, outside string) {
 		c.t.Fatal(err)
 	}
 	return commit, outside
+}
+
+// PausedHolder is the session stores' paused-holder test (etcdstore,
+// zkstore): the holder, a child process, is SIGSTOPped past its session
+// while another Client takes the key and writes the fenced resource; then
+// the holder is continued and makes its stale write.
+type PausedHolder struct {
+	// Child is started on a role that locks Key, says "HELD <fence>",
+	// waits for a line, makes its write and says "WRITE <landed>".
+	Child *Child
+	Next  *dlock.Client // the next holder's Client
+	Key   string
+	Wait  time.Duration // how long the next holder may wait for the key
+	// Write is the next holder's fenced write with its fence; the test
+	// fails if it does not land (false or an error).
+	Write func(fence uint64) (bool, error)
+	// Value reads the resource's value after the stale write.
+	Value func() (string, error)
+}
+
+// PausedResult is what PausedHolder.Run saw.
+type PausedResult struct {
+	OldFence, NewFence uint64
+	GrantedAfter       time.Duration // from the stop to the next holder's grant
+	Landed             bool          // the stale write landed, said the holder
+	Value              string        // the resource's value at the end
+}
+
+// Run stops the holder, has Next take Key (the test fails unless it gets
+// it with a greater fence within Wait) and write, resumes the holder for
+// its stale write and returns what happened; the next holder's lease is
+// released when the test ends. The caller judges Landed and Value.
+func (p PausedHolder) Run(t testing.TB, ctx context.Context) PausedResult {
+	t.Helper()
+	var r PausedResult
+	var stoppedAt time.Time
+	r.OldFence, stoppedAt = p.Child.StopHolder("HELD")
+	l, err := p.Next.Lock(ctx, p.Key, dlock.WithWait(p.Wait))
+	if err != nil {
+		t.Fatalf("next holder: %v", err)
+	}
+	r.GrantedAfter, r.NewFence = time.Since(stoppedAt), l.Fence()
+	t.Cleanup(func() { _ = l.Release(context.Background()) })
+	if r.NewFence <= r.OldFence {
+		t.Fatalf("next holder's fence %d not greater than the stopped holder's %d", r.NewFence, r.OldFence)
+	}
+	if ok, err := p.Write(r.NewFence); !ok || err != nil {
+		t.Fatalf("the next holder's fenced write: %v %v", ok, err)
+	}
+	p.Child.Resume("GO")
+	r.Landed = p.Child.Value("WRITE") == "true"
+	if r.Value, err = p.Value(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RESULT stopped holder's fence %d, next holder's %d granted %v after the stop; stale write landed=%v; resource %q",
+		r.OldFence, r.NewFence, r.GrantedAfter.Round(time.Millisecond), r.Landed, r.Value)
+	return r
 }

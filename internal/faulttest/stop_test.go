@@ -1,16 +1,17 @@
 package faulttest_test
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"example.com/dlock"
 	"example.com/dlock/internal/faulttest"
+	"example.com/dlock/memstore"
 )
 
 // lease-writer holds fence 7; its fenced write changes FAULTTEST_FENCED
@@ -49,14 +50,7 @@ func TestStaleLeaseWrite(t *testing.T) {
 	if os.Getenv("FAULTTEST_INNER_FENCED") != "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := roles.Command(ctx, "", "FAULTTEST_INNER_FENCED=1")
-	cmd.Args = []string{os.Args[0], "-test.run=^TestStaleLeaseWrite$"}
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "fenced write changed 1 rows, want 0 (rejected)") {
-		t.Fatalf("control: a landed fenced write: %v\n%s", err, out)
-	}
+	failsAlone(t, "TestStaleLeaseWrite", "FAULTTEST_INNER_FENCED=1", "fenced write changed 1 rows, want 0 (rejected)")
 }
 
 // TestStaleCommit: the child's commit outcome (on one line) and its
@@ -69,4 +63,45 @@ func TestStaleCommit(t *testing.T) {
 	if commit != "failed: killed by the server" || outside != "1" {
 		t.Fatalf("commit %q, outside %q", commit, outside)
 	}
+}
+
+// paused-holder claims fence FAULTTEST_HELD, and on GO says its write did
+// not land.
+var _ = roles.Register("paused-holder", func() error {
+	fmt.Println("HELD", os.Getenv("FAULTTEST_HELD"))
+	if _, err := faulttest.ReadLine(); err != nil {
+		return err
+	}
+	fmt.Println("WRITE false")
+	return nil
+})
+
+// TestPausedHolder: Run stops the holder, the next holder (a memstore
+// Client here) takes the key and writes, the holder's answer and the value
+// are returned. Control (a test binary of its own, whose failure is the
+// expected outcome): a next holder whose fence is not greater than the
+// stopped holder's fails the test.
+func TestPausedHolder(t *testing.T) {
+	held := os.Getenv("FAULTTEST_INNER_HELD")
+	if held == "" {
+		held = "0"
+	}
+	dc, err := dlock.New(memstore.New(nil), dlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var value string
+	r := faulttest.PausedHolder{
+		Child: roles.Start(t, t.Context(), "paused-holder", "FAULTTEST_HELD="+held),
+		Next:  dc, Key: "k", Wait: time.Second,
+		Write: func(fence uint64) (bool, error) { value = fmt.Sprint("next ", fence); return true, nil },
+		Value: func() (string, error) { return value, nil },
+	}.Run(t, t.Context())
+	if r.OldFence != 0 || r.NewFence == 0 || r.Landed || r.Value != fmt.Sprint("next ", r.NewFence) || r.GrantedAfter <= 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if os.Getenv("FAULTTEST_INNER_HELD") != "" {
+		return
+	}
+	failsAlone(t, "TestPausedHolder", "FAULTTEST_INNER_HELD=99", "not greater than the stopped holder's 99")
 }
