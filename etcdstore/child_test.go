@@ -89,45 +89,37 @@ func pausedHolder(t *testing.T, c *etcdtest.Cluster, mode string) {
 	ctx := ctxT(t, 60*time.Second)
 	h := roles.Start(t, ctx, "holder", "ETCDSTORE_FAULT_EPS="+strings.Join(c.Endpoints(), ","),
 		"ETCDSTORE_FAULT_PFX="+pfx, "ETCDSTORE_FAULT_RES="+res, "ETCDSTORE_FAULT_MODE="+mode)
-	oldFence, stoppedAt := h.StopHolder("HELD")
-
 	s, cli := newStore(t, c, pfx, faultTTL)
 	dc, err := dlock.New(s, dlock.WithAutoRenew(faultTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := dc.Lock(ctx, "k", dlock.WithWait(4*faultTTL))
-	if err != nil {
-		t.Fatalf("next holder: %v", err)
-	}
-	grantedAfter := time.Since(stoppedAt)
-	defer l.Release(context.Background())
-	if l.Fence() <= oldFence {
-		t.Fatalf("next holder's fence %d not greater than the stopped holder's %d", l.Fence(), oldFence)
-	}
-	cmp, err := s.OwnerCmp("k", l.Fence())
-	if err != nil {
-		t.Fatal(err)
-	}
 	const mine = "the next holder's write"
-	if r, err := cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(res, mine)).Commit(); err != nil || !r.Succeeded {
-		t.Fatalf("the next holder's guarded write: %v %v", r, err)
-	}
-	h.Resume("GO")
-	landed := h.Value("WRITE") == "true"
-	got, err := cli.Get(ctx, res)
-	if err != nil || len(got.Kvs) != 1 {
-		t.Fatal(got, err)
-	}
-	t.Logf("RESULT %s: stopped holder's fence %d, next holder's %d granted %v after the stop; stale write landed=%v; resource %q",
-		mode, oldFence, l.Fence(), grantedAfter.Round(time.Millisecond), landed, got.Kvs[0].Value)
+	r := faulttest.PausedHolder{Child: h, Next: dc, Key: "k", Wait: 4 * faultTTL,
+		Write: func(fence uint64) (bool, error) {
+			cmp, err := s.OwnerCmp("k", fence)
+			if err != nil {
+				return false, err
+			}
+			resp, err := cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(res, mine)).Commit()
+			return err == nil && resp.Succeeded, err
+		},
+		Value: func() (string, error) {
+			got, err := cli.Get(ctx, res)
+			if err != nil || len(got.Kvs) != 1 {
+				return "", fmt.Errorf("the resource: %v, %v", got, err)
+			}
+			return string(got.Kvs[0].Value), nil
+		},
+	}.Run(t, ctx)
+	landed := r.Landed
 	if mode == "unguarded" {
-		if !landed || string(got.Kvs[0].Value) == mine {
+		if !landed || r.Value == mine {
 			t.Fatal("negative control: the unguarded stale write did not land; the test cannot see the bug")
 		}
 		return
 	}
-	if landed || string(got.Kvs[0].Value) != mine {
-		t.Fatalf("the stopped holder's fenced write landed=%v; resource %q", landed, got.Kvs[0].Value)
+	if landed || r.Value != mine {
+		t.Fatalf("the stopped holder's fenced write landed=%v; resource %q", landed, r.Value)
 	}
 }

@@ -47,36 +47,22 @@ func leaderKilled(t *testing.T, broken bool) {
 		clients[i] = dc
 	}
 	ctx := ctxT(t, 60*time.Second)
-	long, err := clients[0].Lock(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
+	var leader *etcdtest.Member
+	r := faulttest.LeaderKill{Clients: clients[:], Seed: seed, Hold: 2 * faultTTL, Settle: 10 * time.Second, // the long holding across the election
+		Kill: func() {
+			var err error
+			if leader, err = c.Leader(ctx, c.Client(t)); err != nil {
+				t.Fatal(err)
+			}
+			leader.Kill()
+		}}.Run(t, ctx)
+	x := r.Long
+	if r.After < 20 {
+		t.Fatalf("timed out after 10s waiting for grants after the kill: %d", r.After)
 	}
-	from := time.Now()
-	rec := &windows{}
-	stop := faulttest.Contenders(clients[:], 4, "k", 10*time.Second, seed, rec)
-	t.Cleanup(stop) // on failure too; a second stop is harmless
-	leader, err := c.Leader(ctx, c.Client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	killedAt := time.Now()
-	leader.Kill()
-	x := faulttest.Hold(long, from, "c0/long", 2*faultTTL, true, rec) // across the election
-	waitFor(t, 10*time.Second, "grants after the kill", func() bool { return rec.StartedAfter(x.To) >= 20 })
-	stop()
-
-	bad := rec.Overlaps()
 	t.Logf("RESULT leader %s killed; long holder lost=%v (held %v after the kill); %d holdings, %d after the long one; lock errors %v; %d overlaps",
-		leader.Name, x.Lost, x.To.Sub(killedAt).Round(time.Millisecond), len(rec.Windows()), rec.StartedAfter(x.To), rec.Errs(), len(bad))
-	if broken {
-		if len(bad) == 0 {
-			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
-		}
-		return
-	}
-	if len(bad) > 0 {
-		t.Fatalf("%d overlaps, first: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
-	}
+		leader.Name, x.Lost, x.To.Sub(r.KilledAt).Round(time.Millisecond), len(r.Rec.Windows()), r.After, r.Rec.Errs(), len(r.Rec.Overlaps()))
+	faulttest.CheckOverlaps(t, r.Rec, broken)
 }
 
 // waitAndHold makes oc wait for "k" (at most 6 session TTLs) and hold it

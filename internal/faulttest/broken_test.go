@@ -31,20 +31,23 @@ func TestOverclaim(t *testing.T) {
 	if got := o.Model().SessionTTL; got != more {
 		t.Fatalf("SessionTTL %v", got)
 	}
-	for name, f := range map[string]func() (driver.Grant, error){
-		"Acquire":       func() (driver.Grant, error) { return o.Acquire(ctx, "a", "t", time.Second) },
-		"AcquireQueued": func() (driver.Grant, error) { return o.AcquireQueued(ctx, "b", "t", time.Second) },
-		"Extend":        func() (driver.Grant, error) { return o.Extend(ctx, "a", "t", time.Second) },
-		"ExtendBatch": func() (driver.Grant, error) {
-			r := o.ExtendBatch(ctx, []driver.ExtendRequest{{Key: "b", Token: "t", TTL: time.Second}})
+	for _, c := range []struct {
+		name string
+		f    func() (driver.Grant, error)
+	}{ // in order: the extends need the acquires
+		{"Acquire", func() (driver.Grant, error) { return o.Acquire(ctx, "a", "t", time.Minute) }},
+		{"AcquireQueued", func() (driver.Grant, error) { return o.AcquireQueued(ctx, "b", "t", time.Minute) }},
+		{"Extend", func() (driver.Grant, error) { return o.Extend(ctx, "a", "t", time.Minute) }},
+		{"ExtendBatch", func() (driver.Grant, error) {
+			r := o.ExtendBatch(ctx, []driver.ExtendRequest{{Key: "b", Token: "t", TTL: time.Minute}})
 			return r[0].Grant, r[0].Err
-		},
+		}},
 	} {
-		if g, err := f(); err != nil || g.TTL != time.Second+more {
-			t.Errorf("%s: %+v, %v", name, g, err)
+		if g, err := c.f(); err != nil || g.TTL != time.Minute+more {
+			t.Errorf("%s: %+v, %v", c.name, g, err)
 		}
 	}
-	if _, err := o.Extend(ctx, "a", "other", time.Second); !errors.Is(err, driver.ErrNotHeld) {
+	if _, err := o.Extend(ctx, "a", "other", time.Minute); !errors.Is(err, driver.ErrNotHeld) {
 		t.Fatalf("Extend by another token: %v", err)
 	}
 	if _, ok := driver.As[driver.Inspector](o); !ok {

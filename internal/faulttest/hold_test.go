@@ -77,22 +77,29 @@ func (s sessionish) Model() driver.Model {
 	return m
 }
 
+// memClients returns two Clients on one memstore, through NoOwnerCheck
+// if broken.
+func memClients(t *testing.T, broken bool) []*dlock.Client {
+	var m driver.Mutex = sessionish{memstore.New(nil)}
+	if broken {
+		m = faulttest.NoOwnerCheck{Mutex: m}
+	}
+	var clients []*dlock.Client
+	for range 2 {
+		c, err := dlock.New(m, dlock.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	return clients
+}
+
 // TestContenders: contenders on a real lock make many holdings and no
 // overlap; on NoOwnerCheck (the control) they overlap.
 func TestContenders(t *testing.T) {
 	for _, broken := range []bool{false, true} {
-		var m driver.Mutex = sessionish{memstore.New(nil)}
-		if broken {
-			m = faulttest.NoOwnerCheck{Mutex: m}
-		}
-		var clients []*dlock.Client
-		for range 2 {
-			c, err := dlock.New(m, dlock.WithTTL(time.Minute))
-			if err != nil {
-				t.Fatal(err)
-			}
-			clients = append(clients, c)
-		}
+		clients := memClients(t, broken)
 		var rec overlap.Recorder
 		stop := faulttest.Contenders(clients, 4, "k", 5*time.Second, 1, &rec)
 		enough := faulttest.Within(10*time.Second, func() bool { return len(rec.Windows()) >= 40 })
@@ -133,5 +140,23 @@ func TestNoOwnerCheck(t *testing.T) {
 	}
 	if _, ok := driver.As[driver.Inspector](n); ok {
 		t.Fatal("NoOwnerCheck shows the store's capabilities")
+	}
+}
+
+// TestLeaderKill: on a sound lock (memstore; the "kill" does nothing)
+// the long holding and 20 more are recorded without overlap; on
+// NoOwnerCheck CheckOverlaps finds them (and would fail a sound test).
+func TestLeaderKill(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		clients := memClients(t, broken)
+		killed := false
+		r := faulttest.LeaderKill{Clients: clients, Seed: 3, Hold: 100 * time.Millisecond, Settle: 10 * time.Second,
+			Kill: func() { killed = true }}.Run(t, t.Context())
+		if !killed || r.After < 20 || r.Long.Who != "c0/long" || r.Long.To.Sub(r.Long.From) < 100*time.Millisecond {
+			t.Fatalf("broken=%v: killed %v, %d after, long %+v", broken, killed, r.After, r.Long)
+		}
+		if bad := faulttest.CheckOverlaps(t, r.Rec, broken); (len(bad) > 0) != broken {
+			t.Fatalf("broken=%v: %d overlaps", broken, len(bad))
+		}
 	}
 }
