@@ -44,43 +44,25 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 		clients[i] = newFaultClient(t, m, faultTimeout)
 	}
 	ctx := testCtx(t, 90*time.Second)
-	long, err := clients[0].Lock(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := time.Now()
-	rec := &windows{}
-	stop := faulttest.Contenders(clients[:], 4, "k", 10*time.Second, seed, rec)
-	t.Cleanup(stop) // on failure too; a second stop is harmless
-	leader := e.Leader(10 * time.Second)
-	if leader < 0 {
-		t.Fatal("no leader")
-	}
-	sid := conns[0].SessionID()
-	killedAt := time.Now()
-	e.Kill(leader)
-	t.Cleanup(func() { restart(t, e, leader) })
-	x := faulttest.Hold(long, from, "c0/long", 2*faultTimeout, true, rec) // across the election
-	deadline := time.Now().Add(20 * time.Second)
-	for rec.StartedAfter(x.To) < 20 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling the recorder, with a deadline
-	}
-	stop()
-
-	bad := rec.Overlaps()
+	leader := -1
+	var sid int64
+	r := faulttest.LeaderKill{Clients: clients[:], Seed: seed, Hold: 2 * faultTimeout, Settle: 20 * time.Second, // the long holding across the election
+		Kill: func() {
+			if leader = e.Leader(10 * time.Second); leader < 0 {
+				t.Fatal("no leader")
+			}
+			sid = conns[0].SessionID()
+			e.Kill(leader)
+			t.Cleanup(func() { restart(t, e, leader) })
+		}}.Run(t, ctx)
+	x := r.Long
 	t.Logf("RESULT leader %d killed; long holder lost=%v (held %v after the kill), its session survived %v; %d holdings, %d after the long one; lock errors %v; %d overlaps",
-		leader, x.Lost, x.To.Sub(killedAt).Round(time.Millisecond), conns[0].SessionID() == sid, len(rec.Windows()), rec.StartedAfter(x.To), rec.Errs(), len(bad))
-	if broken {
-		if len(bad) == 0 {
-			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
-		}
+		leader, x.Lost, x.To.Sub(r.KilledAt).Round(time.Millisecond), conns[0].SessionID() == sid, len(r.Rec.Windows()), r.After, r.Rec.Errs(), len(r.Rec.Overlaps()))
+	if faulttest.CheckOverlaps(t, r.Rec, broken); broken {
 		return
 	}
-	if len(bad) > 0 {
-		t.Fatalf("%d overlaps, first: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
-	}
-	if n := rec.StartedAfter(x.To); n < 20 {
-		t.Fatalf("only %d holdings in 20 s after the long one: the ensemble did not serve after the kill", n)
+	if r.After < 20 {
+		t.Fatalf("only %d holdings in 20 s after the long one: the ensemble did not serve after the kill", r.After)
 	}
 }
 
