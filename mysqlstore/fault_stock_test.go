@@ -146,28 +146,21 @@ func buyer(db, data *sql.DB, table, mode, key string) (faulttest.BuyFunc, func()
 // attempts.
 func rowBuyer(db *sql.DB, table, key string) faulttest.BuyFunc {
 	opts := mysqlstore.RowLockOptions{Table: table, IdleTimeout: 2 * time.Second}
-	return func(ctx context.Context, b string) (sold bool, err error) {
-		for attempt := 1; attempt <= 5; attempt++ {
-			sold = false
-			err = mysqlstore.WithRowLock(ctx, db, key, opts, func(tx *sql.Tx) error {
-				var n int
-				if err := tx.QueryRowContext(ctx, "SELECT n FROM "+table+"_stock WHERE k = ?", key).Scan(&n); err != nil || n <= 0 {
-					return err
-				}
-				sold = true
-				if _, err := tx.ExecContext(ctx, "UPDATE "+table+"_stock SET n = ? WHERE k = ?", n-1, key); err != nil {
-					return err
-				}
-				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+"_sales (k, buyer) VALUES (?, ?)", key, b)
+	return faulttest.Retry(5, func(ctx context.Context, b string) (sold bool, err error) {
+		err = mysqlstore.WithRowLock(ctx, db, key, opts, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, "SELECT n FROM "+table+"_stock WHERE k = ?", key).Scan(&n); err != nil || n <= 0 {
 				return err
-			})
-			if err == nil || ctx.Err() != nil {
-				break
 			}
-			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond) // the retry's backoff
-		}
+			sold = true
+			if _, err := tx.ExecContext(ctx, "UPDATE "+table+"_stock SET n = ? WHERE k = ?", n-1, key); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, "INSERT INTO "+table+"_sales (k, buyer) VALUES (?, ?)", key, b)
+			return err
+		})
 		return sold && err == nil, err
-	}
+	})
 }
 
 // lockBuyer buys under a dlock Client on the lease or session store, with
@@ -184,25 +177,12 @@ func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (faulttest.BuyFunc, 
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := dlock.New(store)
-	if err != nil {
-		return nil, nil, err
-	}
-	closeFn := func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-		if s, ok := store.(*mysqlstore.Session); ok {
-			_ = s.Close()
-		}
+	var closeStore func(context.Context)
+	if s, ok := store.(*mysqlstore.Session); ok {
+		closeStore = func(context.Context) { _ = s.Close() }
 	}
 	stock, sales := table+"_stock", table+"_sales"
-	return func(ctx context.Context, b string) (bool, error) {
-		l, err := c.Lock(ctx, key, dlock.WithAutoRenew(2*time.Second))
-		if err != nil {
-			return false, err
-		}
-		defer func() { _ = l.Release(context.WithoutCancel(ctx)) }()
+	return faulttest.LockBuyer(store, closeStore, key, func(ctx context.Context, l *dlock.Lease, b string) (bool, error) {
 		f := l.Fence()
 		claimed, err := execN(ctx, db, "UPDATE "+stock+" SET fence = ? WHERE k = ? AND fence < ?", f, key, f)
 		if err != nil {
@@ -232,5 +212,5 @@ func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (faulttest.BuyFunc, 
 			return false, err
 		}
 		return true, tx.Commit()
-	}, closeFn, nil
+	})
 }

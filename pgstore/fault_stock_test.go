@@ -107,15 +107,15 @@ func buyer(ctx context.Context, pool *pgxpool.Pool, mode, key string) (faulttest
 	switch mode {
 	case "rowlock":
 		return rowBuyer(pool, key), func() {}, nil
-	case "nolock":
-		return func(ctx context.Context, b string) (bool, error) {
+	case "nolock": // retried as the row-lock mode is (the faults fail every request in flight)
+		return faulttest.Retry(5, func(ctx context.Context, b string) (bool, error) {
 			var n int
 			if err := pool.QueryRow(ctx, `SELECT n FROM stock WHERE k = $1`, key).Scan(&n); err != nil || n <= 0 {
 				return false, err
 			}
 			time.Sleep(time.Millisecond) // the seed's think time between read and write
 			return true, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return sale(ctx, tx, key, n, b) })
-		}, func() {}, nil
+		}), func() {}, nil
 	}
 	return lockBuyer(pool, mode, key)
 }
@@ -124,24 +124,17 @@ func buyer(ctx context.Context, pool *pgxpool.Pool, mode, key string) (faulttest
 // failed (the faults fail every transaction in flight); bounded: 5
 // attempts.
 func rowBuyer(pool *pgxpool.Pool, key string) faulttest.BuyFunc {
-	return func(ctx context.Context, b string) (sold bool, err error) {
-		for attempt := 1; attempt <= 5; attempt++ {
-			sold = false
-			err = pgstore.WithRowLock(ctx, pool, key, pgstore.RowLockOptions{IdleTimeout: 2 * time.Second}, func(tx pgx.Tx) error {
-				var n int
-				if err := tx.QueryRow(ctx, `SELECT n FROM stock WHERE k = $1`, key).Scan(&n); err != nil || n <= 0 {
-					return err
-				}
-				sold = true
-				return sale(ctx, tx, key, n, b)
-			})
-			if err == nil || ctx.Err() != nil {
-				break
+	return faulttest.Retry(5, func(ctx context.Context, b string) (sold bool, err error) {
+		err = pgstore.WithRowLock(ctx, pool, key, pgstore.RowLockOptions{IdleTimeout: 2 * time.Second}, func(tx pgx.Tx) error {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT n FROM stock WHERE k = $1`, key).Scan(&n); err != nil || n <= 0 {
+				return err
 			}
-			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond) // the retry's backoff
-		}
+			sold = true
+			return sale(ctx, tx, key, n, b)
+		})
 		return sold && err == nil, err
-	}
+	})
 }
 
 // lockBuyer buys under a dlock Client on the lease or session store, with
@@ -158,24 +151,11 @@ func lockBuyer(pool *pgxpool.Pool, mode, key string) (faulttest.BuyFunc, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := dlock.New(store)
-	if err != nil {
-		return nil, nil, err
+	var closeStore func(context.Context)
+	if cl, ok := store.(interface{ Close(context.Context) error }); ok {
+		closeStore = func(ctx context.Context) { _ = cl.Close(ctx) }
 	}
-	closeFn := func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-		if cl, ok := store.(interface{ Close(context.Context) error }); ok {
-			_ = cl.Close(cctx)
-		}
-	}
-	return func(ctx context.Context, b string) (bool, error) {
-		l, err := c.Lock(ctx, key, dlock.WithAutoRenew(2*time.Second))
-		if err != nil {
-			return false, err
-		}
-		defer func() { _ = l.Release(context.WithoutCancel(ctx)) }()
+	return faulttest.LockBuyer(store, closeStore, key, func(ctx context.Context, l *dlock.Lease, b string) (bool, error) {
 		f := int64(l.Fence())
 		var n int
 		err = pool.QueryRow(ctx, `UPDATE stock SET fence = $2 WHERE k = $1 AND fence <= $2 RETURNING n`, key, f).Scan(&n)
@@ -197,5 +177,5 @@ func lockBuyer(pool *pgxpool.Pool, mode, key string) (faulttest.BuyFunc, func(),
 			return err
 		})
 		return sold && err == nil, err
-	}, closeFn, nil
+	})
 }

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"example.com/dlock"
 	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/faulttest"
+	"example.com/dlock/memstore"
 )
 
 // TestVerdict: a clean run passes; a lost update, an oversell or an empty
@@ -124,5 +126,68 @@ func TestInject(t *testing.T) {
 	var f faulter
 	if n := plan.Inject(&f, 7, stop); n != 0 || len(f.events) != 0 {
 		t.Fatalf("stopped: %d faults, %v", n, f.events)
+	}
+}
+
+// TestLockBuyer: each sale runs holding the key's lease (never two at
+// once, each with its own fence); the lease is released after; the closer
+// closes the store.
+func TestLockBuyer(t *testing.T) {
+	var inside atomic.Int32
+	fences := map[uint64]bool{}
+	var mu sync.Mutex
+	closed := false
+	buy, closeFn, err := faulttest.LockBuyer(memstore.New(nil), func(context.Context) { closed = true }, "k",
+		func(ctx context.Context, l *dlock.Lease, b string) (bool, error) {
+			if inside.Add(1) != 1 {
+				return false, errors.New("two buyers inside")
+			}
+			defer inside.Add(-1)
+			mu.Lock()
+			dup := fences[l.Fence()]
+			fences[l.Fence()] = true
+			mu.Unlock()
+			if dup {
+				return false, fmt.Errorf("fence %d twice", l.Fence())
+			}
+			time.Sleep(time.Millisecond) // the critical section's work
+			return true, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res faulttest.StockResult
+	if err := (faulttest.Stock{Workers: 4, Rounds: 5}).Buy(context.Background(), "p", buy, &res); err != nil {
+		t.Fatal(err)
+	}
+	closeFn()
+	if res.Sold.Load() != 20 || res.Errs.Load() != 0 || !closed {
+		t.Fatalf("%s; store closed %v", &res, closed)
+	}
+}
+
+// TestRetry: a failing request is retried until it succeeds, at most the
+// attempts given, and not after ctx ended.
+func TestRetry(t *testing.T) {
+	calls := 0
+	flaky := func(fails int) faulttest.BuyFunc {
+		calls = 0
+		return func(context.Context, string) (bool, error) {
+			if calls++; calls <= fails {
+				return false, errors.New("reset")
+			}
+			return true, nil
+		}
+	}
+	if ok, err := faulttest.Retry(5, flaky(2))(context.Background(), "b"); !ok || err != nil || calls != 3 {
+		t.Fatalf("2 failures: %v %v after %d calls", ok, err, calls)
+	}
+	if ok, err := faulttest.Retry(5, flaky(9))(context.Background(), "b"); ok || err == nil || calls != 5 {
+		t.Fatalf("9 failures: %v %v after %d calls, want 5", ok, err, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := faulttest.Retry(5, flaky(9))(ctx, "b"); err == nil || calls != 1 {
+		t.Fatalf("ended ctx: %v after %d calls, want 1", err, calls)
 	}
 }
