@@ -13,6 +13,7 @@ import (
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 )
 
 // The leader of a 3-member cluster is SIGKILLed while a lock is held and
@@ -31,13 +32,13 @@ func TestLeaderKilledWhileHeld(t *testing.T) {
 
 func leaderKilled(t *testing.T, broken bool) {
 	c := etcdtest.StartCluster(t, 3)
-	pfx, seed := uniq(t), seedFor(t)
+	pfx, seed := uniq(t), faulttest.Seed(t, "ETCDSTORE_FAULT_SEED")
 	var clients [2]*dlock.Client
 	for i := range clients {
 		s, _ := newStore(t, c, pfx, faultTTL)
 		var m driver.Mutex = s
 		if broken {
-			m = noOwnerCheck{s}
+			m = faulttest.NoOwnerCheck{Mutex: s}
 		}
 		dc, err := dlock.New(m, dlock.WithAutoRenew(faultTTL))
 		if err != nil {
@@ -46,42 +47,22 @@ func leaderKilled(t *testing.T, broken bool) {
 		clients[i] = dc
 	}
 	ctx := ctxT(t, 60*time.Second)
-	long, err := clients[0].Lock(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
+	var leader *etcdtest.Member
+	r := faulttest.LeaderKill{Clients: clients[:], Seed: seed, Hold: 2 * faultTTL, Settle: 10 * time.Second, // the long holding across the election
+		Kill: func() {
+			var err error
+			if leader, err = c.Leader(ctx, c.Client(t)); err != nil {
+				t.Fatal(err)
+			}
+			leader.Kill()
+		}}.Run(t, ctx)
+	x := r.Long
+	if r.After < 20 {
+		t.Fatalf("timed out after 10s waiting for grants after the kill: %d", r.After)
 	}
-	from := time.Now()
-	rec := &windows{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			contend(clients[i%2], fmt.Sprintf("c%d/w%d", i%2, i), "k", 10*time.Second, seed+uint64(i), stop, rec)
-		})
-	}
-	leader, err := c.Leader(ctx, c.Client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	killedAt := time.Now()
-	leader.Kill()
-	x := holdFrom(long, from, "c0/long", 2*faultTTL, true, rec) // across the election
-	waitFor(t, 10*time.Second, "grants after the kill", func() bool { return rec.StartedAfter(x.To) >= 20 })
-	close(stop)
-	wg.Wait()
-
-	bad := rec.Overlaps()
 	t.Logf("RESULT leader %s killed; long holder lost=%v (held %v after the kill); %d holdings, %d after the long one; lock errors %v; %d overlaps",
-		leader.Name, x.Lost, x.To.Sub(killedAt).Round(time.Millisecond), len(rec.Windows()), rec.StartedAfter(x.To), rec.Errs(), len(bad))
-	if broken {
-		if len(bad) == 0 {
-			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
-		}
-		return
-	}
-	if len(bad) > 0 {
-		t.Fatalf("%d overlaps, first: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
-	}
+		leader.Name, x.Lost, x.To.Sub(r.KilledAt).Round(time.Millisecond), len(r.Rec.Windows()), r.After, r.Rec.Errs(), len(r.Rec.Overlaps()))
+	faulttest.CheckOverlaps(t, r.Rec, broken)
 }
 
 // waitAndHold makes oc wait for "k" (at most 6 session TTLs) and hold it
@@ -111,7 +92,7 @@ func waitAndHold(ctx context.Context, oc *dlock.Client, rec *windows) (got <-cha
 			g <- window{}
 			return
 		}
-		g <- hold(l, "other", 50*time.Millisecond, true, rec)
+		g <- faulttest.Hold(l, time.Now(), "other", 50*time.Millisecond, true, rec)
 	}()
 	return g, w
 }
@@ -175,7 +156,7 @@ func partitioned(t *testing.T, failover, heed bool) {
 	cutAt := time.Now()
 	p.Blackhole(faultproxy.Upstream, true)
 	p.Blackhole(faultproxy.Downstream, true)
-	x := holdFrom(l, from, "partitioned", 2*faultTTL, heed, rec)
+	x := faulttest.Hold(l, from, "partitioned", 2*faultTTL, heed, rec)
 	y := <-got
 	p.Clear()
 

@@ -8,6 +8,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
+	"example.com/dlock/internal/faulttest"
 )
 
 // The holder's etcd client knows only the leader, which is SIGKILLed while
@@ -58,7 +59,7 @@ func holderOnLeader(t *testing.T, heed bool) {
 	}
 	killedAt := time.Now()
 	leader.Kill()
-	x := holdFrom(l, from, "on-leader", 3*faultTTL, heed, rec)
+	x := faulttest.Hold(l, from, "on-leader", 3*faultTTL, heed, rec)
 	y := <-got
 
 	bad := rec.Overlaps()

@@ -11,6 +11,7 @@ import (
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -35,52 +36,14 @@ func deleteTime(ctx context.Context, cli *clientv3.Client, key string, rev int64
 	return out
 }
 
-// overclaim is a broken store for the negative control: it reports the
-// session certain for one TTL longer than it is (as a store counting from
-// a late reply, or from nothing, would).
-// Its Model claims twice the session TTL too, or the Client would cap every
-// lease at the real one (and hide the overclaim).
-type overclaim struct{ *etcdstore.Store }
-
-func (o overclaim) Model() driver.Model {
-	m := o.Store.Model()
-	m.SessionTTL *= 2
-	return m
-}
-
-func (o overclaim) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.AcquireQueued(ctx, key, token, ttl)
-	g.TTL += o.SessionTTL()
-	return g, err
-}
-
-func (o overclaim) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.Acquire(ctx, key, token, ttl)
-	g.TTL += o.SessionTTL()
-	return g, err
-}
-
-func (o overclaim) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.Extend(ctx, key, token, ttl)
-	g.TTL += o.SessionTTL()
-	return g, err
-}
-
-func (o overclaim) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
-	rs := o.Store.ExtendBatch(ctx, reqs)
-	for i := range rs {
-		rs[i].Grant.TTL += o.SessionTTL()
-	}
-	return rs
-}
-
 // The holder's keepalives stop reaching the server (replies held for 2 s,
 // then requests blackholed too, then the held replies arrive late). The
 // dlock Lease on this store reports its loss before the server frees the
 // key, as seen by a watch from another client, and before another store
 // takes it. Negative control: the same run on a store that overclaims its
-// session by one TTL (with a client asking for 2 TTL) reports the loss
-// after the key was taken. etcd's own
+// session by one TTL (faulttest.Overclaim, as a store counting from a late
+// reply, or from nothing, would; with a client asking for 2 TTL) reports
+// the loss after the key was taken. etcd's own
 // concurrency.Session, through the same faults, is measured and logged.
 func TestLossSignalledBeforeServerFrees(t *testing.T) {
 	for _, broken := range []bool{false, true} {
@@ -114,7 +77,7 @@ func lossRun(t *testing.T, broken bool) (lostAt, freedAt, takenAt time.Time) {
 	}
 	var store driver.Mutex = hs
 	if broken {
-		store = overclaim{hs}
+		store = faulttest.Overclaim{Store: hs, More: hs.SessionTTL()} // one TTL more
 	}
 	other, _ := newStore(t, c, pfx, ttl)
 	ctx := ctxT(t, 40*time.Second)

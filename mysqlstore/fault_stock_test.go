@@ -1,32 +1,26 @@
 package mysqlstore_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"os"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
-	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/mysqlstore"
 	"github.com/go-sql-driver/mysql"
 )
 
-// The seed's stock scenario across 2 processes (this one and a child), each
-// with stockWorkers buyers of stockRounds requests, through a fault proxy
-// (see stockWork) that resets every connection, or holds the replies for a moment, at
-// seeded random times (at most stockFaults). A buyer locks, reads the
+// The seed's stock scenario (internal/faulttest runs and judges it) across
+// 2 processes (this one and a child), each with stockSize.Workers buyers of
+// stockSize.Rounds requests, through a fault proxy (see stockWork) that resets
+// every connection, or holds the replies for 20-200 ms, at seeded random
+// times 20-120 ms apart (at most stockFaults.Max). A buyer locks, reads the
 // stock, and if some is left writes stock-1 and records the sale.
 // Invariant: no oversell and no lost update: sales = initial - final,
 // final >= 0. In the lease and session modes (a dlock Client on Store or
@@ -36,11 +30,10 @@ import (
 // holder claimed. In the row-lock mode the read, the write and the sale are
 // in WithRowLock's transaction. Negative control: the same buyers without
 // a lock lose updates.
-const (
-	stockWorkers = 4
-	stockRounds  = 10
-	stockInitial = 60
-	stockFaults  = 12
+var (
+	stockSize   = faulttest.Stock{Workers: 4, Rounds: 10, Initial: 60}
+	stockFaults = faulttest.FaultPlan{Max: 12, Gap: 20 * time.Millisecond, GapSpread: 100 * time.Millisecond,
+		Hold: 20 * time.Millisecond, HoldSpread: 180 * time.Millisecond}
 )
 
 func TestFaultStockScenario(t *testing.T) {
@@ -53,11 +46,7 @@ func TestFaultStockScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("MYSQLSTORE_FAULT_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (MYSQLSTORE_FAULT_SEED=%d reruns it)", seed, seed)
+	seed := faulttest.Seed(t, "MYSQLSTORE_FAULT_SEED")
 	for i, mode := range []string{"lease", "session", "rowlock", "nolock"} {
 		t.Run(mode, func(t *testing.T) {
 			stockRun(t, db, opts.Table, mode, seed+uint64(i), mode != "nolock")
@@ -67,96 +56,30 @@ func TestFaultStockScenario(t *testing.T) {
 
 func stockRun(t *testing.T, db *sql.DB, table, mode string, seed uint64, wantSafe bool) {
 	key := mode
-	if _, err := db.Exec("INSERT INTO "+table+"_stock (k, n) VALUES (?, ?)", key, stockInitial); err != nil {
+	if _, err := db.Exec("INSERT INTO "+table+"_stock (k, n) VALUES (?, ?)", key, stockSize.Initial); err != nil {
 		t.Fatal(err)
 	}
 	p := proxy(t, shared(t).Addr())
 	dsn := mysqlserver.DSNFor(p.Addr(), mysqlserver.Database, "interpolateParams=true")
 	dataDSN := shared(t).DSN("interpolateParams=true")
-	c := startChild(t, "stock", "MYSQLSTORE_CHILD_DSN="+dsn, "MYSQLSTORE_CHILD_DATA_DSN="+dataDSN, "MYSQLSTORE_CHILD_TABLE="+table,
+	c := roles.Start(t, t.Context(), "stock", "MYSQLSTORE_CHILD_DSN="+dsn, "MYSQLSTORE_CHILD_DATA_DSN="+dataDSN, "MYSQLSTORE_CHILD_TABLE="+table,
 		"MYSQLSTORE_CHILD_MODE="+mode, "MYSQLSTORE_CHILD_KEY="+key)
-	c.read("ready") // both processes start buying together
-	c.send("go")
-	stop := make(chan struct{})
-	faults := make(chan int, 1)
-	go func() { faults <- injectFaults(p, seed, stop) }()
-	var res stockResult
-	start := time.Now()
-	werr := stockWork(dsn, dataDSN, table, mode, key, "parent", &res)
-	childRes := c.read("result")
-	cerr := c.wait()
-	took := time.Since(start)
-	close(stop)
-	nf := <-faults
-	if werr != nil || cerr != nil {
-		t.Fatalf("buyers: %v; child: %v", werr, cerr)
-	}
-	var final, sold int
-	if err := db.QueryRow("SELECT n, (SELECT COUNT(*) FROM "+table+"_sales WHERE k = ?) FROM "+table+"_stock WHERE k = ?", key, key).Scan(&final, &sold); err != nil {
-		t.Fatal(err)
-	}
-	lost := sold - (stockInitial - final)
-	oversold := max(0, sold-stockInitial) + max(0, -final)
-	t.Logf("RESULT %s: %v, %d faults; total sold %d, final stock %d, lost updates %d, oversold %d; parent: %s; child: %s",
-		mode, took.Round(time.Millisecond), nf, sold, final, lost, oversold, &res, childRes)
-	if wantSafe && (lost != 0 || oversold != 0) {
-		t.Fatalf("%s: %d lost updates, %d oversold (seed %d)", mode, lost, oversold, seed)
-	}
-	if wantSafe && sold == 0 {
-		t.Fatalf("%s: nothing sold: the scenario did not run", mode)
-	}
-	if !wantSafe && lost == 0 && oversold == 0 {
-		t.Fatalf("negative control: without a lock no update was lost (seed %d): the scenario cannot see violations", seed)
-	}
+	faulttest.StockRun{Mode: mode, Seed: seed, WantSafe: wantSafe, Stock: stockSize, Faults: stockFaults, Proxy: p, Child: c,
+		Work: func(res *faulttest.StockResult) error {
+			return stockWork(dsn, dataDSN, table, mode, key, "parent", res)
+		},
+		Count: func() (final, sold int, err error) {
+			err = db.QueryRow("SELECT n, (SELECT COUNT(*) FROM "+table+"_sales WHERE k = ?) FROM "+table+"_stock WHERE k = ?", key, key).Scan(&final, &sold)
+			return final, sold, err
+		},
+	}.Run(t)
 }
 
-// injectFaults resets every connection, or holds replies for 20-200 ms, at
-// random times 20-120 ms apart, at most stockFaults times, until stop. It
-// returns how many it made.
-func injectFaults(p *faultproxy.Proxy, seed uint64, stop chan struct{}) int {
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	for n := 0; n < stockFaults; n++ {
-		select {
-		case <-stop:
-			return n
-		case <-time.After(time.Duration(20+rng.IntN(100)) * time.Millisecond):
-		}
-		if rng.IntN(3) == 0 {
-			release := p.Hold(faultproxy.Downstream)
-			select {
-			case <-stop:
-			case <-time.After(time.Duration(20+rng.IntN(180)) * time.Millisecond):
-			}
-			release()
-			continue
-		}
-		p.ResetAll()
-	}
-	return stockFaults
-}
-
-type stockResult struct {
-	sold, out, errs atomic.Int64
-	stale           atomic.Int64 // errors that are a fenced write refused
-	sample          atomic.Value // the first error's text, on one line
-}
-
-// String is the result on one line.
-func (r *stockResult) String() string {
-	return fmt.Sprintf("%d sold, %d out of stock, %d errors (%d stale-fence refusals; first: %v)",
-		r.sold.Load(), r.out.Load(), r.errs.Load(), r.stale.Load(), r.sample.Load())
-}
-
-var _ = registerChild("stock", func() error {
+var _ = roles.Register("stock", func() error {
 	_ = mysql.SetLogger(&mysql.NopLogger{}) // the faults make the driver log every reset
-	fmt.Println("ready")
-	if in := bufio.NewScanner(os.Stdin); !in.Scan() {
-		return errors.New("no go")
-	}
-	var res stockResult
-	err := stockWork(os.Getenv("MYSQLSTORE_CHILD_DSN"), os.Getenv("MYSQLSTORE_CHILD_DATA_DSN"), os.Getenv("MYSQLSTORE_CHILD_TABLE"), os.Getenv("MYSQLSTORE_CHILD_MODE"), os.Getenv("MYSQLSTORE_CHILD_KEY"), "child", &res)
-	fmt.Println("result", res.String())
-	return err
+	return faulttest.StockChild(func(res *faulttest.StockResult) error {
+		return stockWork(os.Getenv("MYSQLSTORE_CHILD_DSN"), os.Getenv("MYSQLSTORE_CHILD_DATA_DSN"), os.Getenv("MYSQLSTORE_CHILD_TABLE"), os.Getenv("MYSQLSTORE_CHILD_MODE"), os.Getenv("MYSQLSTORE_CHILD_KEY"), "child", res)
+	})
 })
 
 // stockWork runs the buyers of one process: everything through dsn (the
@@ -166,7 +89,7 @@ var _ = registerChild("stock", func() error {
 // are for. Failed requests (the faults make some) are counted, not fatal;
 // a request never waits more than 20 s and the whole run more than 3
 // minutes.
-func stockWork(dsn, dataDSN, table, mode, key, who string, res *stockResult) error {
+func stockWork(dsn, dataDSN, table, mode, key, who string, res *faulttest.StockResult) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	db, err := childDB(dsn, 16)
@@ -184,43 +107,12 @@ func stockWork(dsn, dataDSN, table, mode, key, who string, res *stockResult) err
 		return err
 	}
 	defer closeFn()
-	var wg sync.WaitGroup
-	for w := range stockWorkers {
-		wg.Go(func() {
-			for r := range stockRounds {
-				rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
-				ok, err := buy(rctx, fmt.Sprintf("%s-%d-%d", who, w, r))
-				rcancel()
-				switch {
-				case err != nil:
-					res.errs.Add(1)
-					if errors.Is(err, errStale) {
-						res.stale.Add(1)
-					}
-					res.sample.CompareAndSwap(nil, strings.ReplaceAll(err.Error(), "\n", " | "))
-				case ok:
-					res.sold.Add(1)
-				default:
-					res.out.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return ctx.Err()
+	return stockSize.Buy(ctx, who, buy, res)
 }
-
-// errStale is a fenced access refused: a newer holder has claimed the
-// resource.
-var errStale = errors.New("stale fence")
-
-// buyFunc sells one unit to buyer if the stock has some; it reports
-// whether it sold.
-type buyFunc func(ctx context.Context, buyer string) (bool, error)
 
 // buyer returns the buy function of mode and what closes it; data is the
 // pool of the lease and session modes' stock statements.
-func buyer(db, data *sql.DB, table, mode, key string) (buyFunc, func(), error) {
+func buyer(db, data *sql.DB, table, mode, key string) (faulttest.BuyFunc, func(), error) {
 	stock, sales := table+"_stock", table+"_sales"
 	read := "SELECT n FROM " + stock + " WHERE k = ?"
 	switch mode {
@@ -252,36 +144,29 @@ func buyer(db, data *sql.DB, table, mode, key string) (buyFunc, func(), error) {
 // rowBuyer buys in WithRowLock. An application retries a transaction that
 // failed (the faults fail every transaction in flight); bounded: 5
 // attempts.
-func rowBuyer(db *sql.DB, table, key string) buyFunc {
+func rowBuyer(db *sql.DB, table, key string) faulttest.BuyFunc {
 	opts := mysqlstore.RowLockOptions{Table: table, IdleTimeout: 2 * time.Second}
-	return func(ctx context.Context, b string) (sold bool, err error) {
-		for attempt := 1; attempt <= 5; attempt++ {
-			sold = false
-			err = mysqlstore.WithRowLock(ctx, db, key, opts, func(tx *sql.Tx) error {
-				var n int
-				if err := tx.QueryRowContext(ctx, "SELECT n FROM "+table+"_stock WHERE k = ?", key).Scan(&n); err != nil || n <= 0 {
-					return err
-				}
-				sold = true
-				if _, err := tx.ExecContext(ctx, "UPDATE "+table+"_stock SET n = ? WHERE k = ?", n-1, key); err != nil {
-					return err
-				}
-				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+"_sales (k, buyer) VALUES (?, ?)", key, b)
+	return faulttest.Retry(5, func(ctx context.Context, b string) (sold bool, err error) {
+		err = mysqlstore.WithRowLock(ctx, db, key, opts, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, "SELECT n FROM "+table+"_stock WHERE k = ?", key).Scan(&n); err != nil || n <= 0 {
 				return err
-			})
-			if err == nil || ctx.Err() != nil {
-				break
 			}
-			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond) // the retry's backoff
-		}
+			sold = true
+			if _, err := tx.ExecContext(ctx, "UPDATE "+table+"_stock SET n = ? WHERE k = ?", n-1, key); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, "INSERT INTO "+table+"_sales (k, buyer) VALUES (?, ?)", key, b)
+			return err
+		})
 		return sold && err == nil, err
-	}
+	})
 }
 
 // lockBuyer buys under a dlock Client on the lease or session store, with
 // the resource fenced: the buyer claims the row with the lease's fence (a
 // holder with an older one can no longer write), and its write needs it.
-func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (buyFunc, func(), error) {
+func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (faulttest.BuyFunc, func(), error) {
 	var store driver.Mutex
 	var err error
 	if mode == "session" {
@@ -292,32 +177,19 @@ func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (buyFunc, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := dlock.New(store)
-	if err != nil {
-		return nil, nil, err
-	}
-	closeFn := func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-		if s, ok := store.(*mysqlstore.Session); ok {
-			_ = s.Close()
-		}
+	var closeStore func(context.Context)
+	if s, ok := store.(*mysqlstore.Session); ok {
+		closeStore = func(context.Context) { _ = s.Close() }
 	}
 	stock, sales := table+"_stock", table+"_sales"
-	return func(ctx context.Context, b string) (bool, error) {
-		l, err := c.Lock(ctx, key, dlock.WithAutoRenew(2*time.Second))
-		if err != nil {
-			return false, err
-		}
-		defer func() { _ = l.Release(context.WithoutCancel(ctx)) }()
+	return faulttest.LockBuyer(store, closeStore, key, func(ctx context.Context, l *dlock.Lease, b string) (bool, error) {
 		f := l.Fence()
 		claimed, err := execN(ctx, db, "UPDATE "+stock+" SET fence = ? WHERE k = ? AND fence < ?", f, key, f)
 		if err != nil {
 			return false, err
 		}
 		if claimed == 0 {
-			return false, errStale
+			return false, faulttest.ErrStale
 		}
 		var n int
 		if err := db.QueryRowContext(ctx, "SELECT n FROM "+stock+" WHERE k = ?", key).Scan(&n); err != nil || n <= 0 {
@@ -330,7 +202,7 @@ func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (buyFunc, func(), er
 		}
 		wrote, err := execN(ctx, tx, "UPDATE "+stock+" SET n = ? WHERE k = ? AND fence = ?", n-1, key, f)
 		if err == nil && wrote == 0 {
-			err = errStale
+			err = faulttest.ErrStale
 		}
 		if err == nil {
 			_, err = tx.ExecContext(ctx, "INSERT INTO "+sales+" (k, buyer) VALUES (?, ?)", key, b)
@@ -340,5 +212,5 @@ func lockBuyer(lockDB, db *sql.DB, table, mode, key string) (buyFunc, func(), er
 			return false, err
 		}
 		return true, tx.Commit()
-	}, closeFn, nil
+	})
 }

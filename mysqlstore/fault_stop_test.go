@@ -1,18 +1,17 @@
 package mysqlstore_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/mysqlstore"
 )
 
@@ -72,15 +71,12 @@ func stopLease(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string) 
 	if _, err := db.Exec("INSERT INTO "+data+" (k, v) VALUES (?, 'init'), (?, 'init')", key, key+"/unfenced"); err != nil {
 		t.Fatal(err)
 	}
-	c := startChild(t, "stop-lease", append(env, "MYSQLSTORE_CHILD_KEY="+key)...)
-	var oldFence uint64
-	fmt.Sscan(c.read("fence"), &oldFence)
-	c.signal(syscall.SIGSTOP)
-	stopped := time.Now()
+	c := roles.Start(t, t.Context(), "stop-lease", append(env, "MYSQLSTORE_CHILD_KEY="+key)...)
+	oldFence, stopped := c.StopHolder("fence")
 	other, _ := mysqlstore.New(db, opts)
 	var g driver.Grant
 	var err error
-	if !within(10*time.Second, func() bool { g, err = other.Acquire(ctxT(t), key, "new", time.Minute); return err == nil }) {
+	if !faulttest.Within(10*time.Second, func() bool { g, err = other.Acquire(ctxT(t), key, "new", time.Minute); return err == nil }) {
 		t.Fatalf("the stopped holder's 1 s lease did not end in 10 s: %v", err)
 	}
 	t.Logf("RESULT lease: next holder %v after the stop, fence %d > %d", time.Since(stopped).Round(time.Millisecond), g.Fence, oldFence)
@@ -93,17 +89,7 @@ func stopLease(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string) 
 	if _, err := db.Exec("UPDATE "+data+" SET v = 'new holder' WHERE k = ?", key+"/unfenced"); err != nil {
 		t.Fatal(err)
 	}
-	c.signal(syscall.SIGCONT)
-	c.send("write")
-	if got := c.read("fenced"); got != "0" {
-		t.Fatalf("the stopped holder's fenced write changed %s rows, want 0 (rejected)", got)
-	}
-	if got := c.read("unfenced"); got != "1" {
-		t.Fatalf("control: the unfenced write changed %s rows, want 1", got)
-	}
-	if err := c.wait(); err != nil {
-		t.Fatal(err)
-	}
+	faulttest.StaleLeaseWrite(c)
 	if v := dataValue(t, db, opts.Table, key); v != "new holder" {
 		t.Fatalf("fenced row = %q, want the new holder's", v)
 	}
@@ -112,16 +98,22 @@ func stopLease(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string) 
 	}
 }
 
+// stopChildEnv is a stop child's pool (on MYSQLSTORE_CHILD_DSN), table
+// and key, from its environment.
+func stopChildEnv() (db *sql.DB, table, key string, err error) {
+	db, err = childDB(os.Getenv("MYSQLSTORE_CHILD_DSN"), 4)
+	return db, os.Getenv("MYSQLSTORE_CHILD_TABLE"), os.Getenv("MYSQLSTORE_CHILD_KEY"), err
+}
+
 // The lease child: acquire with a 1 s lease, say the fence, wait for a
 // line, then write fenced and unfenced and say how many rows changed.
-var _ = registerChild("stop-lease", func() error {
+var _ = roles.Register("stop-lease", func() error {
 	ctx := context.Background()
-	db, err := childDB(os.Getenv("MYSQLSTORE_CHILD_DSN"), 4)
+	db, table, key, err := stopChildEnv()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	table, key := os.Getenv("MYSQLSTORE_CHILD_TABLE"), os.Getenv("MYSQLSTORE_CHILD_KEY")
 	st, err := mysqlstore.New(db, mysqlstore.Options{Table: table})
 	if err != nil {
 		return err
@@ -130,21 +122,11 @@ var _ = registerChild("stop-lease", func() error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("fence", g.Fence)
-	if in := bufio.NewScanner(os.Stdin); !in.Scan() {
-		return errors.New("no command")
-	}
-	n, err := execN(ctx, db, "UPDATE "+table+"_data SET v = 'stopped holder', fence = ? WHERE k = ? AND fence <= ?", g.Fence, key, g.Fence)
-	if err != nil {
-		return err
-	}
-	fmt.Println("fenced", n)
-	n, err = execN(ctx, db, "UPDATE "+table+"_data SET v = 'stopped holder' WHERE k = ?", key+"/unfenced")
-	if err != nil {
-		return err
-	}
-	fmt.Println("unfenced", n)
-	return nil
+	return faulttest.StaleLeaseWriter(g.Fence, func() (int64, error) {
+		return execN(ctx, db, "UPDATE "+table+"_data SET v = 'stopped holder', fence = ? WHERE k = ? AND fence <= ?", g.Fence, key, g.Fence)
+	}, func() (int64, error) {
+		return execN(ctx, db, "UPDATE "+table+"_data SET v = 'stopped holder' WHERE k = ?", key+"/unfenced")
+	})
 })
 
 func stopRowLock(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string, timeout bool) {
@@ -157,9 +139,9 @@ func stopRowLock(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string
 	if timeout {
 		idle = "1s"
 	}
-	c := startChild(t, "stop-rowlock", append(env, "MYSQLSTORE_CHILD_KEY="+key, "MYSQLSTORE_CHILD_IDLE="+idle)...)
-	c.read("locked")
-	c.signal(syscall.SIGSTOP)
+	c := roles.Start(t, t.Context(), "stop-rowlock", append(env, "MYSQLSTORE_CHILD_KEY="+key, "MYSQLSTORE_CHILD_IDLE="+idle)...)
+	c.Read("locked")
+	c.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	take := func() error {
 		return mysqlstore.WithRowLock(ctxT(t), db, key, mysqlstore.RowLockOptions{Table: opts.Table, NoWait: true}, func(tx *sql.Tx) error {
@@ -170,39 +152,28 @@ func stopRowLock(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string
 	var err error
 	if !timeout {
 		// The control: 3 s of NoWait attempts all find the row taken.
-		if within(3*time.Second, func() bool { err = take(); return !errors.Is(err, driver.ErrNotAcquired) }) {
+		if faulttest.Within(3*time.Second, func() bool { err = take(); return !errors.Is(err, driver.ErrNotAcquired) }) {
 			t.Fatalf("without IdleTimeout the stopped holder's row was free (%v): the control shows nothing", err)
 		}
-		c.signal(syscall.SIGCONT)
-		c.send("commit")
-		if got := c.read("commit"); got != "ok" {
-			t.Fatalf("without IdleTimeout the holder's commit after the stop: %s, want ok", got)
-		}
-		c.read("outside")
-		if err := c.wait(); err != nil {
-			t.Fatal(err)
+		if commit, outside := faulttest.StaleCommit(c); commit != "ok" || outside != "1" {
+			t.Fatalf("without IdleTimeout the holder's commit after the stop: %s, want ok (its write outside changed %s rows)", commit, outside)
 		}
 		if v := dataValue(t, db, opts.Table, key); v != "stopped holder" {
 			t.Fatalf("row = %q, want the holder's write", v)
 		}
 		return
 	}
-	if !within(10*time.Second, func() bool { err = take(); return err == nil }) {
+	if !faulttest.Within(10*time.Second, func() bool { err = take(); return err == nil }) {
 		t.Fatalf("the stopped holder's row is still locked 10 s after its 1 s idle timeout: %v", err)
 	}
 	t.Logf("RESULT row lock: the stopped holder's row taken %v after the stop", time.Since(stopped).Round(time.Millisecond))
-	c.signal(syscall.SIGCONT)
-	c.send("commit")
-	got := c.read("commit")
-	if got == "ok" {
+	commit, outside := faulttest.StaleCommit(c)
+	if commit == "ok" {
 		t.Fatal("the stopped holder's transaction committed after another process took the row")
 	}
-	t.Logf("RESULT row lock: the continued holder's commit: %s", got)
-	if got := c.read("outside"); got != "1" {
-		t.Fatalf("control: the write outside the transaction changed %s rows, want 1", got)
-	}
-	if err := c.wait(); err != nil {
-		t.Fatal(err)
+	t.Logf("RESULT row lock: the continued holder's commit: %s", commit)
+	if outside != "1" {
+		t.Fatalf("control: the write outside the transaction changed %s rows, want 1", outside)
 	}
 	if v := dataValue(t, db, opts.Table, key); v != "new holder" {
 		t.Fatalf("row = %q; want the new holder's write only", v)
@@ -212,38 +183,24 @@ func stopRowLock(t *testing.T, db *sql.DB, opts mysqlstore.Options, env []string
 // The row-lock child: WithRowLock (IdleTimeout MYSQLSTORE_CHILD_IDLE),
 // write inside the transaction, say "locked", wait for a line, commit and
 // say how it went, then write outside any transaction (the control).
-var _ = registerChild("stop-rowlock", func() error {
+var _ = roles.Register("stop-rowlock", func() error {
 	ctx := context.Background()
-	db, err := childDB(os.Getenv("MYSQLSTORE_CHILD_DSN"), 4)
+	db, table, key, err := stopChildEnv()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	table, key := os.Getenv("MYSQLSTORE_CHILD_TABLE"), os.Getenv("MYSQLSTORE_CHILD_KEY")
 	idle, err := time.ParseDuration(os.Getenv("MYSQLSTORE_CHILD_IDLE"))
 	if err != nil {
 		return err
 	}
-	in := bufio.NewScanner(os.Stdin)
 	err = mysqlstore.WithRowLock(ctx, db, key, mysqlstore.RowLockOptions{Table: table, IdleTimeout: idle}, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "UPDATE "+table+"_data SET v = 'stopped holder' WHERE k = ?", key); err != nil {
 			return err
 		}
-		fmt.Println("locked")
-		if !in.Scan() {
-			return errors.New("no command")
-		}
-		return nil
+		return faulttest.Locked()
 	})
-	if err == nil {
-		fmt.Println("commit ok")
-	} else {
-		fmt.Println("commit failed:", strings.ReplaceAll(err.Error(), "\n", " "))
-	}
-	n, err := execN(ctx, db, "UPDATE "+table+"_data SET v = 'stopped holder' WHERE k = ?", key+"/outside")
-	if err != nil {
-		return err
-	}
-	fmt.Println("outside", n)
-	return nil
+	return faulttest.StaleCommitter(err, func() (int64, error) {
+		return execN(ctx, db, "UPDATE "+table+"_data SET v = 'stopped holder' WHERE k = ?", key+"/outside")
+	})
 })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/pgstore"
 )
 
@@ -47,14 +48,14 @@ func TestFaultDatabaseKilled(t *testing.T) {
 	// Lease: the holding survived; its holder extends it once the pool
 	// has replaced its dead connections.
 	var e driver.Grant
-	if !within(20*time.Second, func() bool { e, err = lease.Extend(tctx(t), lkey, "a", time.Minute); return err == nil }) {
+	if !faulttest.Within(20*time.Second, func() bool { e, err = lease.Extend(tctx(t), lkey, "a", time.Minute); return err == nil }) {
 		t.Fatalf("lease holder's Extend after the restart: %v", err)
 	}
 	if e.Fence != lg.Fence {
 		t.Fatalf("fence after the restart %d, want %d", e.Fence, lg.Fence)
 	}
 	var lerr error
-	if !within(20*time.Second, func() bool {
+	if !faulttest.Within(20*time.Second, func() bool {
 		_, lerr = leaseOther.Acquire(tctx(t), lkey, "b", time.Minute)
 		return lerr != nil && errors.Is(lerr, driver.ErrNotAcquired)
 	}) {
@@ -69,7 +70,7 @@ func TestFaultDatabaseKilled(t *testing.T) {
 
 	// Session: the holding died with the server.
 	var g2 driver.Grant
-	if !within(20*time.Second, func() bool { g2, err = sessOther.Acquire(tctx(t), skey, "b", time.Minute); return err == nil }) {
+	if !faulttest.Within(20*time.Second, func() bool { g2, err = sessOther.Acquire(tctx(t), skey, "b", time.Minute); return err == nil }) {
 		t.Fatalf("session key after the restart: %v; want free", err)
 	}
 	if g2.Fence <= sg.Fence {

@@ -1,18 +1,15 @@
 package pgstore_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,90 +37,20 @@ func TestFaultHolderStopped(t *testing.T) {
 	t.Run("RowLock", func(t *testing.T) { stopRowLock(t, srv.URL(), admin) })
 }
 
-// child is a running child process speaking a line protocol.
-type child struct {
-	t    *testing.T
-	pid  int
-	in   io.WriteCloser
-	out  *bufio.Scanner
-	wait func() error
-}
-
-func startChild(t *testing.T, role string, env ...string) *child {
-	t.Helper()
-	cmd := childCommand(role, env...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{t: t, pid: cmd.Process.Pid, in: in, out: bufio.NewScanner(out)}
-	c.wait = func() error {
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("%w: %s", err, stderr.String())
-		}
-		return nil
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(c.pid, syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = c.wait()
-	})
-	return c
-}
-
-// read returns the child's next line (its first word checked against want).
-func (c *child) read(want string) string {
-	c.t.Helper()
-	if !c.out.Scan() {
-		c.t.Fatalf("child ended before %q: %v", want, c.wait())
-	}
-	line := c.out.Text()
-	if !strings.HasPrefix(line, want) {
-		c.t.Fatalf("child said %q, want %q...", line, want)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, want))
-}
-
-func (c *child) send(line string) {
-	c.t.Helper()
-	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-func (c *child) signal(sig syscall.Signal) {
-	c.t.Helper()
-	if err := syscall.Kill(c.pid, sig); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
 func stopLease(t *testing.T, url string, admin *pgxpool.Pool) {
 	key := fmt.Sprint(t.Name(), "/", time.Now().UnixNano()) // a run of its own (-count)
 	if _, err := admin.Exec(tctx(t), `INSERT INTO stop_data (k, v) VALUES ($1, 'init'), ($1 || '/unfenced', 'init')`, key); err != nil {
 		t.Fatal(err)
 	}
-	c := startChild(t, "stop-lease", "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_KEY="+key)
-	var oldFence uint64
-	fmt.Sscan(c.read("fence"), &oldFence)
-	c.signal(syscall.SIGSTOP)
-	stopped := time.Now()
+	c := roles.Start(t, t.Context(), "stop-lease", "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_KEY="+key)
+	oldFence, stopped := c.StopHolder("fence")
 	other := leaseStore(t, admin)
 	var g driver.Grant
 	var err error
 	defer func() {
 		t.Logf("RESULT lease: next holder %v after the stop, fence %d > %d", time.Since(stopped).Round(time.Millisecond), g.Fence, oldFence)
 	}()
-	if !within(10*time.Second, func() bool { g, err = other.Acquire(tctx(t), key, "new", time.Minute); return err == nil }) {
+	if !faulttest.Within(10*time.Second, func() bool { g, err = other.Acquire(tctx(t), key, "new", time.Minute); return err == nil }) {
 		t.Fatalf("the stopped holder's lease did not end: %v", err)
 	}
 	if g.Fence <= oldFence {
@@ -135,17 +62,7 @@ func stopLease(t *testing.T, url string, admin *pgxpool.Pool) {
 	if _, err := admin.Exec(tctx(t), `UPDATE stop_data SET v = 'new holder' WHERE k = $1 || '/unfenced'`, key); err != nil {
 		t.Fatal(err)
 	}
-	c.signal(syscall.SIGCONT)
-	c.send("write")
-	if got := c.read("fenced"); got != "0" {
-		t.Fatalf("the stopped holder's fenced write changed %s rows, want 0 (rejected)", got)
-	}
-	if got := c.read("unfenced"); got != "1" {
-		t.Fatalf("control: the unfenced write changed %s rows, want 1", got)
-	}
-	if err := c.wait(); err != nil {
-		t.Fatal(err)
-	}
+	faulttest.StaleLeaseWrite(c)
 	want := map[string]string{key: "new holder", key + "/unfenced": "stopped holder"}
 	for k, v := range want {
 		var got string
@@ -166,7 +83,7 @@ func fencedWrite(t testing.TB, pool *pgxpool.Pool, k, v string, fence uint64) in
 
 // The lease child: acquire with a 1 s lease, say the fence, wait for
 // "write", then write fenced and unfenced and say how many rows changed.
-var _ = registerChild("stop-lease", func() error {
+var _ = roles.Register("stop-lease", func() error {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("PGSTORE_CHILD_URL"))
 	if err != nil {
@@ -182,22 +99,13 @@ var _ = registerChild("stop-lease", func() error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("fence", g.Fence)
-	in := bufio.NewScanner(os.Stdin)
-	if !in.Scan() {
-		return errors.New("no command")
-	}
-	tag, err := pool.Exec(ctx, `UPDATE stop_data SET v = 'stopped holder', fence = $2 WHERE k = $1 AND fence <= $2`, key, int64(g.Fence))
-	if err != nil {
-		return err
-	}
-	fmt.Println("fenced", tag.RowsAffected())
-	tag, err = pool.Exec(ctx, `UPDATE stop_data SET v = 'stopped holder' WHERE k = $1 || '/unfenced'`, key)
-	if err != nil {
-		return err
-	}
-	fmt.Println("unfenced", tag.RowsAffected())
-	return nil
+	return faulttest.StaleLeaseWriter(g.Fence, func() (int64, error) {
+		tag, err := pool.Exec(ctx, `UPDATE stop_data SET v = 'stopped holder', fence = $2 WHERE k = $1 AND fence <= $2`, key, int64(g.Fence))
+		return tag.RowsAffected(), err
+	}, func() (int64, error) {
+		tag, err := pool.Exec(ctx, `UPDATE stop_data SET v = 'stopped holder' WHERE k = $1 || '/unfenced'`, key)
+		return tag.RowsAffected(), err
+	})
 })
 
 func stopRowLock(t *testing.T, url string, admin *pgxpool.Pool) {
@@ -205,15 +113,15 @@ func stopRowLock(t *testing.T, url string, admin *pgxpool.Pool) {
 	if _, err := admin.Exec(tctx(t), `INSERT INTO stop_data (k, v) VALUES ($1, 'init'), ($1 || '/outside', 'init')`, key); err != nil {
 		t.Fatal(err)
 	}
-	c := startChild(t, "stop-rowlock", "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_KEY="+key)
-	c.read("locked")
-	c.signal(syscall.SIGSTOP)
+	c := roles.Start(t, t.Context(), "stop-rowlock", "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_KEY="+key)
+	c.Read("locked")
+	c.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	var err error
 	defer func() {
 		t.Logf("RESULT row lock: the stopped holder's row taken %v after the stop", time.Since(stopped).Round(time.Millisecond))
 	}()
-	if !within(10*time.Second, func() bool {
+	if !faulttest.Within(10*time.Second, func() bool {
 		err = pgstore.WithRowLock(tctx(t), admin, key, pgstore.RowLockOptions{NoWait: true}, func(tx pgx.Tx) error {
 			_, err := tx.Exec(context.Background(), `UPDATE stop_data SET v = 'new holder' WHERE k = $1`, key)
 			return err
@@ -222,16 +130,12 @@ func stopRowLock(t *testing.T, url string, admin *pgxpool.Pool) {
 	}) {
 		t.Fatalf("the stopped holder's row is still locked 10s after its 1s idle timeout: %v", err)
 	}
-	c.signal(syscall.SIGCONT)
-	c.send("commit")
-	if got := c.read("commit"); got == "ok" {
+	commit, outside := faulttest.StaleCommit(c)
+	if commit == "ok" {
 		t.Fatal("the stopped holder's transaction committed after another process took the row")
 	}
-	if got := c.read("outside"); got != "1" {
-		t.Fatalf("control: the write outside the transaction changed %s rows, want 1", got)
-	}
-	if err := c.wait(); err != nil {
-		t.Fatal(err)
+	if outside != "1" {
+		t.Fatalf("control: the write outside the transaction changed %s rows, want 1", outside)
 	}
 	var got string
 	if err := admin.QueryRow(tctx(t), `SELECT v FROM stop_data WHERE k = $1`, key).Scan(&got); err != nil || got != "new holder" {
@@ -242,7 +146,7 @@ func stopRowLock(t *testing.T, url string, admin *pgxpool.Pool) {
 // The row-lock child: lock with IdleTimeout 1s, write inside the
 // transaction, say "locked", wait for "commit", commit and say how it went,
 // then write outside any transaction (the control).
-var _ = registerChild("stop-rowlock", func() error {
+var _ = roles.Register("stop-rowlock", func() error {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("PGSTORE_CHILD_URL"))
 	if err != nil {
@@ -250,26 +154,14 @@ var _ = registerChild("stop-rowlock", func() error {
 	}
 	defer pool.Close()
 	key := os.Getenv("PGSTORE_CHILD_KEY")
-	in := bufio.NewScanner(os.Stdin)
 	err = pgstore.WithRowLock(ctx, pool, key, pgstore.RowLockOptions{IdleTimeout: time.Second}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE stop_data SET v = 'stopped holder' WHERE k = $1`, key); err != nil {
 			return err
 		}
-		fmt.Println("locked")
-		if !in.Scan() {
-			return errors.New("no command")
-		}
-		return nil
+		return faulttest.Locked()
 	})
-	if err == nil {
-		fmt.Println("commit ok")
-	} else {
-		fmt.Println("commit failed:", strings.ReplaceAll(err.Error(), "\n", " "))
-	}
-	tag, err := pool.Exec(ctx, `UPDATE stop_data SET v = 'stopped holder' WHERE k = $1 || '/outside'`, key)
-	if err != nil {
-		return err
-	}
-	fmt.Println("outside", tag.RowsAffected())
-	return nil
+	return faulttest.StaleCommitter(err, func() (int64, error) {
+		tag, err := pool.Exec(ctx, `UPDATE stop_data SET v = 'stopped holder' WHERE k = $1 || '/outside'`, key)
+		return tag.RowsAffected(), err
+	})
 })

@@ -8,6 +8,7 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -123,7 +124,7 @@ func ambiguous(t *testing.T, p *faultproxy.Proxy, call func(context.Context) err
 	ctx, cancel := context.WithTimeout(tctx(t), 3*time.Second)
 	done := make(chan error, 1)
 	go func() { done <- call(ctx) }()
-	ok := within(10*time.Second, applied)
+	ok := faulttest.Within(10*time.Second, applied)
 	p.ResetAll()
 	release()
 	err := <-done
@@ -215,7 +216,7 @@ func TestFaultSessionReset(t *testing.T) {
 	p.ResetAll()
 	release()
 	var g2 driver.Grant
-	if !within(10*time.Second, func() bool { g2, err = other.Acquire(tctx(t), key, "b", time.Minute); return err == nil }) {
+	if !faulttest.Within(10*time.Second, func() bool { g2, err = other.Acquire(tctx(t), key, "b", time.Minute); return err == nil }) {
 		t.Fatalf("the key is still held 10s after its connection was reset: %v", err)
 	}
 	if g2.Fence <= g.Fence {

@@ -257,7 +257,7 @@ func rowCounter(t *testing.T, url string, pool *pgxpool.Pool, mode string, wantE
 	if _, err := pool.Exec(tctx(t), `INSERT INTO rl_data (k, v) VALUES ($1, 0) ON CONFLICT (k) DO UPDATE SET v = 0`, key); err != nil {
 		t.Fatal(err)
 	}
-	cmd := childCommand("counter", "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_MODE="+mode, "PGSTORE_CHILD_KEY="+key)
+	cmd := roles.Command(tctx(t), "counter", "PGSTORE_CHILD_URL="+url, "PGSTORE_CHILD_MODE="+mode, "PGSTORE_CHILD_KEY="+key)
 	out := make(chan error, 1)
 	var buf []byte
 	go func() {
@@ -284,7 +284,7 @@ func rowCounter(t *testing.T, url string, pool *pgxpool.Pool, mode string, wantE
 }
 
 // The child process of rowCounter.
-var _ = registerChild("counter", func() error {
+var _ = roles.Register("counter", func() error {
 	return counterWork(os.Getenv("PGSTORE_CHILD_URL"), os.Getenv("PGSTORE_CHILD_MODE"), os.Getenv("PGSTORE_CHILD_KEY"))
 })
 

@@ -2,12 +2,10 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/pgserver"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,39 +78,10 @@ func tctx(t testing.TB) context.Context {
 	return ctx
 }
 
-// Child processes: the test binary started by childCommand runs one
-// registered role from init, before TestMain (which would start a server),
-// and exits with its outcome (status 1 and the error on stderr).
-var childRoles = map[string]func() error{}
+// Child processes: the test binary started by roles.Start or
+// roles.Command runs one registered role from init, before TestMain (which
+// would start a server), and exits with its outcome (status 1 and the
+// error on stderr).
+var roles = faulttest.NewRoles("PGSTORE_CHILD_ROLE")
 
-// registerChild registers a role; it runs at package variable
-// initialization, before init.
-func registerChild(role string, fn func() error) bool {
-	childRoles[role] = fn
-	return true
-}
-
-func init() {
-	role := os.Getenv("PGSTORE_CHILD_ROLE")
-	if role == "" {
-		return
-	}
-	fn := childRoles[role]
-	if fn == nil {
-		fmt.Fprintln(os.Stderr, "child: unknown role", role)
-		os.Exit(2)
-	}
-	if err := fn(); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-// childCommand returns the command running role in a child process, with
-// env added to this process's environment.
-func childCommand(role string, env ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), "PGSTORE_CHILD_ROLE="+role), env...)
-	return cmd
-}
+func init() { roles.Run() }

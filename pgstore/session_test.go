@@ -9,6 +9,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -43,7 +44,7 @@ func sessCloseWaits(t *testing.T, url string) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := s.AcquireQueued(tctx(t), key, "w", time.Minute); done <- err }()
-	if !within(10*time.Second, func() bool { n, _ := holder.Waiters(tctx(t), key); return n == 1 }) {
+	if !faulttest.Within(10*time.Second, func() bool { n, _ := holder.Waiters(tctx(t), key); return n == 1 }) {
 		t.Fatal("the waiter never queued")
 	}
 	if err := s.Close(tctx(t)); err != nil {
@@ -57,7 +58,7 @@ func sessCloseWaits(t *testing.T, url string) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close left a queued wait running")
 	}
-	if !within(5*time.Second, func() bool { return pool.Stat().AcquiredConns() == 0 }) {
+	if !faulttest.Within(5*time.Second, func() bool { return pool.Stat().AcquiredConns() == 0 }) {
 		t.Fatalf("%d connections still out of the pool after Close", pool.Stat().AcquiredConns())
 	}
 	if _, err := holder.Acquire(tctx(t), key+"/mine", "x", time.Minute); err != nil {
@@ -184,7 +185,7 @@ func sessKilled(t *testing.T, url string) {
 	}
 	s.Abandon()
 	var g2 driver.Grant
-	if !within(5*time.Second, func() bool { g2, err = other.Acquire(tctx(t), key, "b", time.Minute); return err == nil }) {
+	if !faulttest.Within(5*time.Second, func() bool { g2, err = other.Acquire(tctx(t), key, "b", time.Minute); return err == nil }) {
 		t.Fatalf("key still held 5s after its connection died: %v", err)
 	}
 	if g2.Fence <= g.Fence {
@@ -248,7 +249,7 @@ func sessCancelRace(t *testing.T, url string) {
 		ctx, cancel := context.WithCancel(tctx(t))
 		done := make(chan error, 1)
 		go func() { _, err := waiter.AcquireQueued(ctx, key, "w", time.Minute); done <- err }()
-		if !within(10*time.Second, func() bool { n, _ := holder.Waiters(tctx(t), key); return n == 1 }) {
+		if !faulttest.Within(10*time.Second, func() bool { n, _ := holder.Waiters(tctx(t), key); return n == 1 }) {
 			t.Fatal("the waiter never queued")
 		}
 		time.AfterFunc(time.Duration(i%5)*200*time.Microsecond, cancel) // the race is the point
@@ -263,7 +264,7 @@ func sessCancelRace(t *testing.T, url string) {
 				t.Fatalf("round %d: release the granted key: %v", i, err)
 			}
 		}
-		if !within(5*time.Second, func() bool {
+		if !faulttest.Within(5*time.Second, func() bool {
 			_, err := third.Acquire(tctx(t), key, "t", time.Minute)
 			return err == nil
 		}) {
@@ -296,16 +297,4 @@ func sessForeign(t *testing.T, url string) {
 	if _, err := s.Acquire(tctx(t), key, "x", time.Minute); err != nil {
 		t.Fatalf("Acquire after the foreign unlock: %v", err)
 	}
-}
-
-// within polls cond every 10 ms until it holds or d elapses.
-func within(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
-	return cond()
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -135,72 +134,12 @@ func newFaultClient(t testing.TB, m driver.Mutex, timeout time.Duration) *dlock.
 }
 
 // window is one holding as its holder saw it; windows collects them and
-// finds the overlaps (shared with the other stores' fault tests).
+// finds the overlaps; faulttest.Hold and faulttest.Contenders record them
+// (shared with the other stores' fault tests).
 type (
 	window  = overlap.Window
 	windows = overlap.Recorder
 )
-
-// holdFrom acts as the holder of l, acquired at from, for d: until d has
-// passed or, if heed, until l reports its loss. It records the window and
-// releases l (a lost lease's release may fail: nothing to undo).
-func holdFrom(l *dlock.Lease, from time.Time, who string, d time.Duration, heed bool, rec *windows) window {
-	x := window{Who: who, From: from, Fence: l.Fence()}
-	work := time.NewTimer(d) // the critical section's work
-	defer work.Stop()
-	if heed {
-		select {
-		case <-work.C:
-		case <-l.Done():
-			x.Lost = true
-		}
-	} else {
-		<-work.C
-	}
-	x.To = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = l.Release(ctx)
-	rec.Add(x)
-	return x
-}
-
-// contend runs a worker on c that locks key (waiting at most wait), holds
-// it 5–30 ms, and releases it, until stop closes.
-func contend(c *dlock.Client, who, key string, wait time.Duration, seed uint64, stop <-chan struct{}, rec *windows) {
-	rng := rand.New(rand.NewPCG(seed, 15))
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			select {
-			case <-stop:
-			case <-ctx.Done():
-			}
-			cancel()
-		}()
-		l, err := c.Lock(ctx, key, dlock.WithWait(wait))
-		if err != nil {
-			cancel()
-			rec.Fail(err)
-			continue
-		}
-		holdFrom(l, time.Now(), who, time.Duration(5+rng.IntN(25))*time.Millisecond, true, rec)
-		cancel()
-	}
-}
-
-// seedFor returns a seed for a test's randomness, logged so that a failure
-// can be told apart (the interleaving still varies).
-func seedFor(t *testing.T) uint64 {
-	s := rand.Uint64()
-	t.Logf("seed %d", s)
-	return s
-}
 
 // fencedWrite is the fenced resource of the fault tests: a znode holding
 // "<fence> <value>" that refuses a write with a fence lower than the one it
@@ -258,75 +197,4 @@ func resourceValue(t testing.TB, conn *zk.Conn, path string) string {
 	}
 	_, v, _ := strings.Cut(string(b), " ")
 	return v
-}
-
-// noOwnerCheck is the broken lock of the negative controls: Acquire grants
-// a held key too, and Extend and Release of a key another owner holds
-// report success. It hides the store's capabilities (no Unwrap).
-type noOwnerCheck struct{ s *zkstore.Store }
-
-func (n noOwnerCheck) Model() driver.Model { return n.s.Model() }
-
-func (n noOwnerCheck) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := n.s.Acquire(ctx, key, token, ttl)
-	if errors.Is(err, driver.ErrNotAcquired) {
-		return driver.Grant{Fence: 1, Holds: 1, TTL: n.s.Model().SessionTTL / 2}, nil
-	}
-	return g, err
-}
-
-func (n noOwnerCheck) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := n.s.Extend(ctx, key, token, ttl)
-	if errors.Is(err, driver.ErrNotHeld) {
-		return driver.Grant{Fence: 1, Holds: 1, TTL: n.s.Model().SessionTTL / 2}, nil
-	}
-	return g, err
-}
-
-func (n noOwnerCheck) Release(ctx context.Context, key, token string) error {
-	if err := n.s.Release(ctx, key, token); !errors.Is(err, driver.ErrNotHeld) {
-		return err
-	}
-	return nil
-}
-
-// overclaimer is a broken store for a negative control: it reports its
-// session certain for one session timeout longer than the store does (as a
-// store counting from a late reply, or from nothing, would). Its Model
-// claims twice the timeout too, or the Client would cap every lease at the
-// real one (and hide the overclaim). Every other capability is the store's.
-type overclaimer struct{ *zkstore.Store }
-
-func (o overclaimer) Model() driver.Model {
-	m := o.Store.Model()
-	m.SessionTTL *= 2
-	return m
-}
-
-func (o overclaimer) more() time.Duration { return o.Store.Model().SessionTTL }
-
-func (o overclaimer) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.Acquire(ctx, key, token, ttl)
-	g.TTL += o.more()
-	return g, err
-}
-
-func (o overclaimer) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.AcquireQueued(ctx, key, token, ttl)
-	g.TTL += o.more()
-	return g, err
-}
-
-func (o overclaimer) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.Extend(ctx, key, token, ttl)
-	g.TTL += o.more()
-	return g, err
-}
-
-func (o overclaimer) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
-	rs := o.Store.ExtendBatch(ctx, reqs)
-	for i := range rs {
-		rs[i].Grant.TTL += o.more()
-	}
-	return rs
 }

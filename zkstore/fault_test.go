@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/zkserver"
 	"github.com/go-zookeeper/zk"
 )
@@ -31,7 +31,7 @@ func TestLeaderKilledWhileHeld(t *testing.T) {
 }
 
 func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
-	root, seed := testPath(t), seedFor(t)
+	root, seed := testPath(t), faulttest.Seed(t, "ZKSTORE_FAULT_SEED")
 	var clients [2]*dlock.Client
 	var conns [2]*zk.Conn
 	for i := range clients {
@@ -39,56 +39,30 @@ func leaderKilled(t *testing.T, e *zkserver.Ensemble, broken bool) {
 		conns[i] = conn
 		var m driver.Mutex = s
 		if broken {
-			m = noOwnerCheck{s}
+			m = faulttest.NoOwnerCheck{Mutex: s}
 		}
 		clients[i] = newFaultClient(t, m, faultTimeout)
 	}
 	ctx := testCtx(t, 90*time.Second)
-	long, err := clients[0].Lock(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := time.Now()
-	rec := &windows{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			contend(clients[i%2], fmt.Sprintf("c%d/w%d", i%2, i), "k", 10*time.Second, seed+uint64(i), stop, rec)
-		})
-	}
-	leader := e.Leader(10 * time.Second)
-	if leader < 0 {
-		close(stop)
-		wg.Wait()
-		t.Fatal("no leader")
-	}
-	sid := conns[0].SessionID()
-	killedAt := time.Now()
-	e.Kill(leader)
-	t.Cleanup(func() { restart(t, e, leader) })
-	x := holdFrom(long, from, "c0/long", 2*faultTimeout, true, rec) // across the election
-	deadline := time.Now().Add(20 * time.Second)
-	for rec.StartedAfter(x.To) < 20 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling the recorder, with a deadline
-	}
-	close(stop)
-	wg.Wait()
-
-	bad := rec.Overlaps()
+	leader := -1
+	var sid int64
+	r := faulttest.LeaderKill{Clients: clients[:], Seed: seed, Hold: 2 * faultTimeout, Settle: 20 * time.Second, // the long holding across the election
+		Kill: func() {
+			if leader = e.Leader(10 * time.Second); leader < 0 {
+				t.Fatal("no leader")
+			}
+			sid = conns[0].SessionID()
+			e.Kill(leader)
+			t.Cleanup(func() { restart(t, e, leader) })
+		}}.Run(t, ctx)
+	x := r.Long
 	t.Logf("RESULT leader %d killed; long holder lost=%v (held %v after the kill), its session survived %v; %d holdings, %d after the long one; lock errors %v; %d overlaps",
-		leader, x.Lost, x.To.Sub(killedAt).Round(time.Millisecond), conns[0].SessionID() == sid, len(rec.Windows()), rec.StartedAfter(x.To), rec.Errs(), len(bad))
-	if broken {
-		if len(bad) == 0 {
-			t.Fatal("negative control: no overlap with the owner check skipped; the detector saw nothing")
-		}
+		leader, x.Lost, x.To.Sub(r.KilledAt).Round(time.Millisecond), conns[0].SessionID() == sid, len(r.Rec.Windows()), r.After, r.Rec.Errs(), len(r.Rec.Overlaps()))
+	if faulttest.CheckOverlaps(t, r.Rec, broken); broken {
 		return
 	}
-	if len(bad) > 0 {
-		t.Fatalf("%d overlaps, first: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
-	}
-	if n := rec.StartedAfter(x.To); n < 20 {
-		t.Fatalf("only %d holdings in 20 s after the long one: the ensemble did not serve after the kill", n)
+	if r.After < 20 {
+		t.Fatalf("only %d holdings in 20 s after the long one: the ensemble did not serve after the kill", r.After)
 	}
 }
 
@@ -115,7 +89,7 @@ func waitAndHold(ctx context.Context, dc *dlock.Client, rec *windows) <-chan win
 			got <- window{}
 			return
 		}
-		got <- holdFrom(l, time.Now(), "other", 50*time.Millisecond, true, rec)
+		got <- faulttest.Hold(l, time.Now(), "other", 50*time.Millisecond, true, rec)
 	}()
 	return got
 }
@@ -161,7 +135,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	var hm driver.Mutex = hs
 	lease := faultTimeout
 	if tc.overclaim {
-		hm, lease = overclaimer{hs}, 2*faultTimeout // the lease its Model claims
+		hm, lease = faulttest.Overclaim{Store: hs, More: hs.SessionTimeout()}, 2*faultTimeout // the lease its Model claims
 	}
 	hc, oc := newFaultClient(t, hm, lease), newFaultClient(t, ostore, faultTimeout)
 	res := root + "-resource"
@@ -186,7 +160,7 @@ func cutHolder(t *testing.T, e *zkserver.Ensemble, tc cutCase) {
 	cutAt := time.Now()
 	p.Blackhole(faultproxy.Upstream, true)
 	p.Blackhole(faultproxy.Downstream, true)
-	x := holdFrom(l, from, "cut", 3*faultTimeout, tc.heed, rec)
+	x := faulttest.Hold(l, from, "cut", 3*faultTimeout, tc.heed, rec)
 	y := <-got
 	var newWrite bool
 	if y.Who != "" {

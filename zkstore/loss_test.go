@@ -9,48 +9,10 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
 )
-
-// overclaim is a broken store for a negative control: it reports its
-// session certain for one timeout longer than it is (as a store counting
-// from the reply, or from the last heartbeat the client library saw, or
-// from nothing, would). Its Model claims twice the timeout too, or the
-// Client would cap every lease at the real one and hide the overclaim.
-type overclaim struct{ *zkstore.Store }
-
-func (o overclaim) Model() driver.Model {
-	m := o.Store.Model()
-	m.SessionTTL *= 2
-	return m
-}
-
-func (o overclaim) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.Acquire(ctx, key, token, ttl)
-	g.TTL += o.SessionTimeout()
-	return g, err
-}
-
-func (o overclaim) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.AcquireQueued(ctx, key, token, ttl)
-	g.TTL += o.SessionTimeout()
-	return g, err
-}
-
-func (o overclaim) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := o.Store.Extend(ctx, key, token, ttl)
-	g.TTL += o.SessionTimeout()
-	return g, err
-}
-
-func (o overclaim) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
-	out := make([]driver.ExtendResult, len(reqs))
-	for i, r := range reqs {
-		out[i].Grant, out[i].Err = o.Extend(ctx, r.Key, r.Token, r.TTL)
-	}
-	return out
-}
 
 // suspendedIsHeld is the naive store of CURATOR-206: a lost connection is
 // not a lost lock. While the server cannot be reached, Extend answers from
@@ -90,11 +52,7 @@ func (n suspendedIsHeld) Extend(ctx context.Context, key, token string, ttl time
 }
 
 func (n suspendedIsHeld) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
-	out := make([]driver.ExtendResult, len(reqs))
-	for i, r := range reqs {
-		out[i].Grant, out[i].Err = n.Extend(ctx, r.Key, r.Token, r.TTL)
-	}
-	return out
+	return faulttest.ExtendEach(ctx, n.Extend, reqs)
 }
 
 // TestLostSignalBeforeHandover: the holder's connection is cut (both
@@ -102,14 +60,16 @@ func (n suspendedIsHeld) ExtendBatch(ctx context.Context, reqs []driver.ExtendRe
 // Lease on this store reports its loss before the server deletes the lock
 // node (seen by a watch from another connection) and before a second store,
 // queued behind it, gets the lock. Negative control: a store that
-// overclaims its session by one timeout reports the loss after the handover.
+// overclaims its session by one timeout (faulttest.Overclaim, as a store
+// counting from the reply, or from the last heartbeat the client library
+// saw, or from nothing, would) reports the loss after the handover.
 func TestLostSignalBeforeHandover(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		name := map[bool]string{false: "store", true: "overclaiming-control"}[broken]
 		t.Run(name, func(t *testing.T) {
 			wrap := func(s *zkstore.Store) driver.Mutex { return s }
 			if broken {
-				wrap = func(s *zkstore.Store) driver.Mutex { return overclaim{s} }
+				wrap = func(s *zkstore.Store) driver.Mutex { return faulttest.Overclaim{Store: s, More: s.SessionTimeout()} }
 			}
 			r := lossRun(t, wrap, broken)
 			ok := r.lost.Before(r.freed) && r.lost.Before(r.taken)
