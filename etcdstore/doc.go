@@ -29,11 +29,14 @@
 // # Layout
 //
 // Lock name N lives under the etcd prefix Options.Prefix+N+"/"; a holding or
-// waiter of token T is the key <prefix>N/<lease id hex>_<digest of T>, attached
-// to the session. The holder is the key with the smallest CreateRevision
-// under the prefix, as for concurrency.Mutex, and `etcdctl lock <prefix>N`
-// joins the same queue. The suffix keeps two holdings or waiters of one
-// Store on one name apart (with concurrency.Mutex they would share a key).
+// waiter is the key <prefix>N/<lease id hex>_<n>, attached to the session,
+// where n is the smallest number the Store has no key of N under (usually
+// 0: a busy lock reuses one key name, so etcd's index does not grow with
+// every holding until the next compaction). The holder is the key with the
+// smallest CreateRevision under the prefix, as for concurrency.Mutex, and
+// `etcdctl lock <prefix>N` joins the same queue. The suffix keeps two
+// holdings or waiters of one Store on one name apart (with
+// concurrency.Mutex they would share a key).
 // The value is "dlock/1 <holds> <digest>": the hold count and 16 bytes of
 // the token's SHA-256, never the token. Keys of etcdctl have empty values:
 // Inspect reports them held, with no token.

@@ -65,13 +65,16 @@ func (s *Store) acquire(ctx context.Context, key, token, read string) (driver.Gr
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod)).
 				Then(withRead(read, clientv3.OpPut(h.k, valueFenced(h.holds+1, dig, h.vfence), clientv3.WithLease(sess.id)))...)
 		} else {
-			h = holding{k: k, lease: sess.id, token: token}
+			h = holding{k: s.newName(sess, pfx), lease: sess.id, token: token}
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
-				Then(withRead(read, clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)))...)
+				Then(withRead(read, clientv3.OpPut(h.k, value(1, dig), clientv3.WithLease(sess.id)))...)
 		}
 		resp, err := txn.Else(readOps(h.k, pfx)...).Commit()
 		if err != nil {
-			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
+			return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err) // h.k stays reserved: the put may have been applied
+		}
+		if !cached && !resp.Succeeded {
+			s.freeName(h.k) // the put was not applied
 		}
 		if resp.Succeeded {
 			rev := resp.Header.Revision
@@ -204,10 +207,14 @@ func (s *Store) release(ctx context.Context, key, token string, w *driver.Write,
 			reread = true
 			continue
 		}
-		if h.holds > 1 && k != "" {
+		switch {
+		case h.holds <= 1:
+			s.forget(k)
+			s.freeName(h.k) // releaseOps deleted it
+		case k != "":
 			h.mod, h.holds = resp.Header.Revision, h.holds-1
 			s.remember(k, h)
-		} else {
+		default:
 			s.forget(k)
 		}
 		return readValue(read, resp.Responses), nil

@@ -59,39 +59,46 @@ func (s *Store) acquireQueued(ctx context.Context, key, token, read string) (dri
 	if err != nil {
 		return driver.Grant{}, driver.Value{}, err
 	}
-	k, pfx := s.ownKey(sess, key, digest(token)), s.pfx(key)
-	if _, ok := s.lookup(k); ok {
-		return s.acquire(ctx, key, token, read) // re-entry (of a transferred holding too, whose etcd key is not k)
+	handle, pfx, dig := s.ownKey(sess, key, digest(token)), s.pfx(key), digest(token)
+	if _, ok := s.lookup(handle); ok {
+		return s.acquire(ctx, key, token, read) // re-entry (of a transferred holding too)
 	}
+	if !s.startWaiting(handle) {
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: etcdstore: token is already waiting for %q", driver.ErrInvalid, key)
+	}
+	defer s.stopWaiting(handle)
 	// Our put is the newest creation under pfx, so the two last-created keys
 	// after it are ours and our predecessor (if any): the first round trip
 	// both queues us and tells whether we hold the lock already.
+	k := s.newName(sess, pfx)
 	lastTwo := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)}
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(withRead(read, clientv3.OpPut(k, value(1, digest(token)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...))...).
+		Then(withRead(read, clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...))...).
 		Else(readOps(k, pfx)...).Commit()
 	if err != nil {
 		// The put may have been applied (ctx ended with it in flight): take
-		// our key out of the queue, or it would stay with the session. A key
-		// k with one hold of token is this call's: a holding or wait of
-		// token in this session would have been found above, or refused.
-		// Bounded by putDropTimeout: when the server is unreachable the put
-		// was not applied either, and the caller's wait bound is not held up.
-		s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", value(1, digest(token))), putDropTimeout)
+		// our key out of the queue, or it would stay with the session. The
+		// name k is this call's alone (newName). Bounded by putDropTimeout:
+		// when the server is unreachable the put was not applied either, and
+		// the caller's wait bound is not held up.
+		s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", value(1, dig)), putDropTimeout)
 		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 	}
 	if !resp.Succeeded {
-		if _, ok := mine(readState(resp.Responses).first, digest(token)); ok {
+		// k exists although this store saw no deletion of it fail: it never
+		// frees a name whose key may exist. Keep it reserved and retry as an
+		// Acquire, which reads the holder.
+		if _, ok := mine(readState(resp.Responses).first, dig); ok {
 			return s.acquire(ctx, key, token, read) // re-entry
 		}
-		return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: etcdstore: token is already waiting for %q", driver.ErrInvalid, key)
+		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: key %s exists: %w", key, k, errChanged)
 	}
-	w := &waiter{s: s, sess: sess, key: key, token: token, k: k, pfx: pfx, rev: resp.Header.Revision, read: read}
+	w := &waiter{s: s, sess: sess, key: key, token: token, handle: handle, k: k, pfx: pfx, rev: resp.Header.Revision, read: read}
 	var pred string
 	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 2 && kvs[0].CreateRevision == w.rev {
 		pred = string(kvs[1].Key)
 	} else if len(kvs) == 1 && kvs[0].CreateRevision == w.rev {
-		w.s.remember(k, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token})
+		w.s.remember(handle, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token})
 		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, readValue(read, resp.Responses), nil
 	}
 	g, v, err := w.wait(ctx, start, pred)
@@ -107,7 +114,8 @@ type waiter struct {
 	sess   *session
 	key    string
 	token  string
-	k, pfx string
+	handle string // ownKey: where the holding is filed
+	k, pfx string // our etcd key, and the lock's prefix
 	rev    int64  // our key's CreateRevision
 	read   string // the resource key read with the grant, if any
 }
@@ -140,7 +148,7 @@ func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver
 				return driver.Grant{}, driver.Value{}, err
 			}
 			h := holding{k: w.k, lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: v.holds, fence: resp.Header.Revision, vfence: v.fence, token: w.token}
-			fence := w.s.remember(w.k, h)
+			fence := w.s.remember(w.handle, h)
 			return driver.Grant{Fence: uint64(fence), Holds: v.holds, TTL: w.s.certainTTL(w.sess, start)}, readValue(w.read, resp.Responses), nil
 		}
 		if err := w.await(ctx, string(pred[0].Key)); err != nil {
@@ -243,8 +251,9 @@ func (w *waiter) cleanup(ctx context.Context) {
 func (s *Store) dropKey(ctx context.Context, k string, guard clientv3.Cmp, timeout time.Duration) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	_, _ = s.cli.Txn(cctx).If(guard).Then(clientv3.OpDelete(k)).Commit()
-	s.forget(k)
+	if _, err := s.cli.Txn(cctx).If(guard).Then(clientv3.OpDelete(k)).Commit(); err == nil {
+		s.freeName(k) // deleted, or not ours (the guard failed): either way our key k is gone
+	}
 }
 
 // certainDeadline is when sess stops being certain.
