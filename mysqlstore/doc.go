@@ -8,7 +8,11 @@
 //     UPDATE ... RETURNING per Acquire, Extend or Release, one UPDATE per
 //     Transfer (driver.Transferer: the Client hands a key to its own next
 //     waiter without freeing it), fences from a sequence, free rows swept
-//     after Options.Retention. MariaDB 10.5+.
+//     after Options.Retention. MariaDB 10.5+. Waiters of other processes
+//     cannot be woken (no notifications): they back off, and a process that
+//     keeps handing the key to its own goroutines can starve them (measured;
+//     docs/mysql.md). Where several processes contend for a key at once,
+//     use NewSession.
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the
