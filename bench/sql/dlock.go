@@ -60,12 +60,8 @@ func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly, viaSQL, sess
 		}
 		return newDlockClient(st, storeOnly, func(ctx context.Context) { _ = st.Close(ctx); pool.Close() })
 	case c.DB == dbMySQL && session:
-		db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
+		db, err := openWarmMySQL(ctx, c, ctr)
 		if err != nil {
-			return nil, err
-		}
-		if err := warm(ctx, db, min(c.Goroutines+1, poolSize(c.Goroutines))); err != nil {
-			db.Close()
 			return nil, err
 		}
 		st, err := mysqlstore.NewSession(db, mysqlstore.SessionOptions{})
@@ -86,12 +82,8 @@ func newDlock(ctx context.Context, c conf, ctr *counter, storeOnly, viaSQL, sess
 // local hand-over is a release and an acquire, as before mysqlstore had
 // Transfer), for an A/B in one run.
 func newMySQLLease(ctx context.Context, c conf, ctr *counter, storeOnly, plain bool) (locker, error) {
-	db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
+	db, err := openWarmMySQL(ctx, c, ctr)
 	if err != nil {
-		return nil, err
-	}
-	if err := warm(ctx, db, min(c.Goroutines+1, poolSize(c.Goroutines))); err != nil {
-		db.Close()
 		return nil, err
 	}
 	st, err := mysqlstore.New(db, mysqlstore.Options{Table: tableOf(storeOnly)})
@@ -104,6 +96,20 @@ func newMySQLLease(ctx context.Context, c conf, ctr *counter, storeOnly, plain b
 		m = plainMutex{st}
 	}
 	return newDlockClient(m, storeOnly, func(context.Context) { db.Close() })
+}
+
+// openWarmMySQL opens the MariaDB pool of c, with its connections opened
+// before the clock starts (see warm).
+func openWarmMySQL(ctx context.Context, c conf, ctr *counter) (*sql.DB, error) {
+	db, err := openMySQL(c.URL, ctr, poolSize(c.Goroutines))
+	if err != nil {
+		return nil, err
+	}
+	if err := warm(ctx, db, min(c.Goroutines+1, poolSize(c.Goroutines))); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // plainMutex hides every capability of the store it wraps (it has no
