@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"example.com/dlock"
+
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
@@ -24,6 +26,24 @@ func BenchmarkUncontended(b *testing.B) {
 				b.Fatal(err)
 			}
 			if err := s.Release(ctx, "k", a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dlock.Client", func(b *testing.B) {
+		s, _ := newStore(b, c, uniq(b), 0)
+		dc, err := dlock.New(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := ctxT(b, time.Minute)
+		b.ResetTimer()
+		for range b.N {
+			l, err := dc.Lock(ctx, "k")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
