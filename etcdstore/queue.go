@@ -70,28 +70,20 @@ func (s *Store) acquireQueued(ctx context.Context, key, token, read string) (dri
 	// Our put is the newest creation under pfx, so the two last-created keys
 	// after it are ours and our predecessor (if any): the first round trip
 	// both queues us and tells whether we hold the lock already.
-	k := s.newName(sess, pfx)
-	lastTwo := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)}
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(withRead(read, clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...))...).
-		Else(readOps(k, pfx)...).Commit()
+	k, resp, err := s.enqueue(ctx, sess, pfx, dig, read)
 	if err != nil {
 		// The put may have been applied (ctx ended with it in flight): take
 		// our key out of the queue, or it would stay with the session. The
 		// name k is this call's alone (newName). Bounded by putDropTimeout:
 		// when the server is unreachable the put was not applied either, and
 		// the caller's wait bound is not held up.
-		s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", value(1, dig)), putDropTimeout)
+		if k != "" {
+			s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", value(1, dig)), putDropTimeout)
+		}
 		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 	}
-	if !resp.Succeeded {
-		// k exists although this store saw no deletion of it fail: it never
-		// frees a name whose key may exist. Keep it reserved and retry as an
-		// Acquire, which reads the holder.
-		if _, ok := mine(readState(resp.Responses).first, dig); ok {
-			return s.acquire(ctx, key, token, read) // re-entry
-		}
-		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: key %s exists: %w", key, k, errChanged)
+	if !resp.Succeeded { // the token holds the key through a holding this store has not filed
+		return s.acquire(ctx, key, token, read) // re-entry
 	}
 	w := &waiter{s: s, sess: sess, key: key, token: token, handle: handle, k: k, pfx: pfx, rev: resp.Header.Revision, read: read}
 	var pred string
@@ -106,6 +98,29 @@ func (s *Store) acquireQueued(ctx context.Context, key, token, read string) (dri
 		w.cleanup(ctx)
 	}
 	return g, v, err
+}
+
+// enqueue puts the token's (digest dig) key on the lock prefix pfx under a
+// free name, reading the two last-created keys (and read, if set) in the same
+// transaction, and returns the name and the reply. A name found taken (its
+// key outlived a deletion this store could not confirm) stays reserved and
+// the next free one is tried; the reply is unsucceeded only when the key's
+// holder is the token itself (a re-entry).
+func (s *Store) enqueue(ctx context.Context, sess *session, pfx, dig, read string) (string, *clientv3.TxnResponse, error) {
+	lastTwo := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)}
+	for range maxAttempts {
+		k := s.newName(sess, pfx)
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+			Then(withRead(read, clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...))...).
+			Else(readOps(k, pfx)...).Commit()
+		if err != nil || resp.Succeeded {
+			return k, resp, err
+		}
+		if _, ok := mine(readState(resp.Responses).first, dig); ok {
+			return k, resp, nil
+		}
+	}
+	return "", nil, fmt.Errorf("%d key names taken: %w", maxAttempts, errChanged)
 }
 
 // waiter is one AcquireQueued call's key in the queue.
