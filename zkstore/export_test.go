@@ -28,3 +28,9 @@ func SetStatCreate(s *Store, on bool) { s.statCreate = on }
 // the store did before), whose watch setData fires too: the control of
 // TestWaiterNotWokenByTransfers.
 func SetExistsWatch(s *Store, on bool) { s.existsWatch = on }
+
+// AwaitSession is awaitSession: wait for a new conn's first session.
+var AwaitSession = awaitSession
+
+// Quiet is the store's logger that drops go-zookeeper's log lines.
+type Quiet = quiet

@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,30 +70,21 @@ func dialRaw(t testing.TB, addrs []string, timeout time.Duration) *zk.Conn {
 	return conn
 }
 
-// dialWait connects to addrs and waits (at most 20 s) for a session.
+// dialWait connects to addrs and waits (at most 20 s) for a session, as
+// Dial does.
 func dialWait(addrs []string, timeout time.Duration) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(addrs, timeout, zk.WithLogger(silentLogger{}))
+	conn, events, err := zk.Connect(addrs, timeout, zk.WithLogger(zkstore.Quiet{}))
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				return conn, nil
-			}
-		case <-deadline:
-			conn.Close()
-			return nil, fmt.Errorf("no ZooKeeper session with %v in 20 s", addrs)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := zkstore.AwaitSession(ctx, conn, events); err != nil {
+		conn.Close()
+		return nil, err
 	}
+	return conn, nil
 }
-
-// silentLogger drops go-zookeeper's log lines (reconnection chatter).
-type silentLogger struct{}
-
-func (silentLogger) Printf(string, ...any) {}
 
 // makeParents creates path and its missing parents as persistent nodes.
 func makeParents(t testing.TB, conn *zk.Conn, path string) {
