@@ -71,12 +71,9 @@ func newSession(t testing.TB, pool *pgxpool.Pool, opts pgstore.SessionOptions) *
 	return s
 }
 
-// tctx returns a context that ends with the test or after a minute.
-func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// tctx is ctx under a name that the tests' local ctx variables do not
+// shadow.
+func tctx(t testing.TB) context.Context { return ctx(t) }
 
 // Child processes: the test binary started by roles.Start or
 // roles.Command runs one registered role from init, before TestMain (which
