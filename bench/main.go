@@ -12,14 +12,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 
+	"example.com/dlock/bench/internal/cmp"
 	"example.com/dlock/internal/redisserver"
 )
 
@@ -268,72 +266,14 @@ func runJob(rdb *redis.Client, j job) (*result, error) {
 }
 
 // runChildren re-executes this binary once per process, starts them
-// together once all are set up, and merges their results.
+// together once all are set up, and merges their results (cmp.RunProcs).
 func runChildren(j job) (*result, error) {
-	spec, _ := json.Marshal(j)
-	type proc struct {
-		cmd *exec.Cmd
-		in  io.WriteCloser
-		out *bufio.Reader
-	}
-	var procs []proc
-	defer func() {
-		for _, p := range procs {
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-	}()
-	for range j.Scenario.Procs {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
-		cmd.Stderr = os.Stderr
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		p := proc{cmd, in, bufio.NewReader(out)}
-		procs = append(procs, p)
-		if line, err := p.out.ReadString('\n'); err != nil || line != "ready\n" {
-			return nil, fmt.Errorf("child not ready: %q %v", line, err)
-		}
-	}
-	for _, p := range procs {
-		_, _ = io.WriteString(p.in, "go\n")
-	}
 	total := newResult(j)
-	for _, p := range procs {
-		line, err := p.out.ReadString('\n')
-		if err != nil {
-			return nil, fmt.Errorf("child result: %w", err)
-		}
-		var r result
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return nil, fmt.Errorf("child result: %w", err)
-		}
-		total.merge(&r)
+	if err := cmp.RunProcs(childEnv, j.Scenario.Procs, func(int) job { return j }, nil, total.merge); err != nil {
+		return nil, err
 	}
 	return total, nil
 }
 
-// child runs one process's share of a job given as JSON.
-func child(spec string) int {
-	var j job
-	if err := json.Unmarshal([]byte(spec), &j); err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 2
-	}
-	start := make(chan struct{})
-	go func() {
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-		close(start)
-	}()
-	r, err := runLocal(j, func() { fmt.Println("ready") }, start)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 2
-	}
-	b, _ := json.Marshal(r)
-	fmt.Println(string(b))
-	return 0
-}
+// child runs one process's share of a job given as JSON (cmp.Child).
+func child(spec string) int { return cmp.Child(spec, runLocal) }
