@@ -2,21 +2,33 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"example.com/dlock/driver"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
-func init() { driver.Register("etcd", Open) }
+func init() {
+	driver.Register("etcd", Open)
+	driver.Register("etcds", Open)
+}
 
 // Open opens a Store from a URL etcd://[user:password@]host:port[,host:port...][/prefix]
 // with the query parameter session-ttl (a Go duration in whole seconds,
-// default 10s) and dial-timeout (default 5s). The path, without its leading
+// default 10s) and dial-timeout (default 5s). The scheme etcds:// is the same
+// over TLS: the server's certificate is checked against the system's roots,
+// or against the PEM file given by cacert=PATH; cert=PATH and key=PATH (both
+// or neither) give the client certificate that a server started with
+// --client-cert-auth asks for. The TLS parameters are refused on etcd://. The path, without its leading
 // slash and with a trailing one added, is Options.Prefix: etcd://h:2379/locks
 // puts lock N under locks/N/, where `etcdctl lock locks/N` queues too; no
 // path puts it under N/. The query parameter prefix= sets Options.Prefix
@@ -30,9 +42,13 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 		return nil, err
 	}
 	_ = ctx // the client must outlive ctx; DialTimeout bounds dialling
+	// Connect now, so that an unreachable cluster or a refused TLS
+	// handshake is reported here with its reason, not later as a timeout.
+	//lint:ignore SA1019 grpc.DialContext, which the etcd client uses, honours both.
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithBlock(), grpc.WithReturnConnectionError())
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("etcdstore: connect to %s: %w", strings.Join(cfg.Endpoints, ","), err)
+		return nil, fmt.Errorf("%w: etcdstore: connect to %s: %w", driver.ErrUnavailable, strings.Join(cfg.Endpoints, ","), err)
 	}
 	st, err := New(cli, opts)
 	if err != nil {
@@ -86,9 +102,22 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 	}
 	q := u.Query()
 	for name := range q {
-		if name != "session-ttl" && name != "dial-timeout" && name != "prefix" {
-			return bad("unknown parameter %q (known: prefix, session-ttl, dial-timeout)", name)
+		switch name {
+		case "session-ttl", "dial-timeout", "prefix":
+		case "cacert", "cert", "key":
+			if u.Scheme != "etcds" {
+				return bad("%s= is a TLS parameter: use etcds://", name)
+			}
+		default:
+			return bad("unknown parameter %q (known: prefix, session-ttl, dial-timeout; on etcds://: cacert, cert, key)", name)
 		}
+	}
+	if u.Scheme == "etcds" {
+		tc, err := tlsConfig(q.Get("cacert"), q.Get("cert"), q.Get("key"))
+		if err != nil {
+			return bad("%v", err)
+		}
+		cfg.TLS = tc
 	}
 	// prefix= (what the CLI's --prefix adds, as for Redis) is the key
 	// prefix used verbatim; the path is the same thing spelt as a directory.
@@ -116,4 +145,31 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 		cfg.DialTimeout = d
 	}
 	return cfg, opts, nil
+}
+
+// tlsConfig is the client's TLS configuration for etcds:// from the files
+// named by its parameters (each may be empty: see Open).
+func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("cacert: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("cacert %s: no PEM certificate in it", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("give cert= and key= together (the client certificate and its key)")
+	}
+	if certFile != "" {
+		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cert/key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{c}
+	}
+	return tc, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/etcdserver"
+	"example.com/dlock/internal/testcert"
 )
 
 // The etcd end-to-end tests run the built dlock binary (not in-process: the
@@ -131,6 +133,7 @@ func TestEtcdPrefixIsThePath(t *testing.T) {
 		{"etcd://h:2379/?session-ttl=2s", "a/b", "etcd://h:2379/a/b?session-ttl=2s"},
 		{"etcd://h:2379/locks", "locks", "etcd://h:2379/locks"},
 		{"etcd://h:2379/locks", "", "etcd://h:2379/locks"},
+		{"etcds://h:2379?cacert=ca.pem", "locks", "etcds://h:2379/locks?cacert=ca.pem"},
 	} {
 		got, err := withPrefix(tc.url, tc.prefix)
 		if err != nil || got != tc.want {
@@ -139,5 +142,36 @@ func TestEtcdPrefixIsThePath(t *testing.T) {
 	}
 	if _, err := withPrefix("etcd://h:2379/locks", "other"); usageCode(err) != ExitUsage {
 		t.Errorf("a disagreeing prefix: %v, want a usage error", err)
+	}
+}
+
+// TestEtcdTLS: `dlock run` and `status` work over etcds:// on a server that
+// serves clients over TLS only and requires a client certificate; a URL
+// whose CA does not sign the server's certificate exits 69 (unavailable)
+// with the handshake's reason, and so does a plain etcd:// URL.
+func TestEtcdTLS(t *testing.T) {
+	etcdserver.Binary(t)
+	certs, err := testcert.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := testcert.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := etcdserver.StartTLS(t, certs).Members[0].Addr()
+	good := "etcds://" + addr + "/locks?" + url.Values{"cacert": {certs.CA}, "cert": {certs.ClientCert}, "key": {certs.ClientKey}}.Encode()
+	if r := runDlock(t, nil, "run", "--store", good, "--key", "job", "--", "echo", "ran-under-tls"); r.code != 0 || !strings.Contains(r.stdout, "ran-under-tls") {
+		t.Fatalf("run over etcds://: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runDlock(t, nil, "status", "--store", good, "job"); r.code != 0 || !strings.Contains(r.stdout, "held:     no") {
+		t.Fatalf("status over etcds://: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	untrusted := "etcds://" + addr + "/locks?dial-timeout=1s&" + url.Values{"cacert": {other.CA}, "cert": {certs.ClientCert}, "key": {certs.ClientKey}}.Encode()
+	if r := runDlock(t, nil, "status", "--store", untrusted, "job"); r.code != ExitUnavailable || !strings.Contains(r.stderr, "x509") {
+		t.Errorf("status trusting another CA: code %d (want %d), stderr %q (want the x509 reason)", r.code, ExitUnavailable, r.stderr)
+	}
+	if r := runDlock(t, nil, "status", "--store", "etcd://"+addr+"/locks?dial-timeout=1s", "job"); r.code != ExitUnavailable {
+		t.Errorf("status over plain etcd:// on a TLS-only server: code %d (want %d), stderr %q", r.code, ExitUnavailable, r.stderr)
 	}
 }

@@ -77,7 +77,7 @@ stopping them if it is lost; shows who holds a lock; checks a store for lock
 safety; and runs the inventory demo from the articles that inspired it.
 
 The store is chosen by URL with --store or DLOCK_STORE: redis://, rediss://,
-redis+cluster://, redis+sentinel://, redlock://, etcd://, zk://, postgres://
+redis+cluster://, redis+sentinel://, redlock://, etcd://, etcds://, zk://, postgres://
 (postgresql://) and mysql:// (see any subcommand's --help).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

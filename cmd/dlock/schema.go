@@ -114,7 +114,7 @@ func schemerFor(ctx context.Context, sf *storeFlags) (sc driver.Schemer, desc st
 // call). Other schemes are opened and asked for a driver.Schemer.
 var schemaless = map[string]bool{
 	"redis": true, "rediss": true, "redis+cluster": true, "rediss+cluster": true,
-	"redis+sentinel": true, "rediss+sentinel": true, "redlock": true, "etcd": true, "zk": true,
+	"redis+sentinel": true, "rediss+sentinel": true, "redlock": true, "etcd": true, "etcds": true, "zk": true,
 }
 
 // noSchema is schema's answer for a store without one (ExitUsage).

@@ -39,6 +39,7 @@ const storeFlagsHelp = `Store selection (one of; flags override the environment)
                            redis+sentinel://[user:pass@]host:port,host:port/MASTER[?db=N]
                            redlock://[user:pass@]host:port,host:port,host:port
                            etcd://[user:pass@]host:port[,host:port...][/PREFIX][?session-ttl=10s]
+                             etcds:// for TLS [&cacert=CA.pem&cert=CLIENT.pem&key=CLIENT-KEY.pem]
                            zk://host:port[,host:port...][/PATH][?session-timeout=4s]
                            postgres://user:pass@host:port/DB[?table=dlock&mode=lease|session&sslmode=disable]
                              (or postgresql://; apply the schema first: dlock schema --apply)
@@ -59,7 +60,7 @@ const defaultStore = "redis://127.0.0.1:6379"
 
 func (f *storeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.storeURL, "store", os.Getenv("DLOCK_STORE"), "store URL (redis://, rediss://, redis+cluster://, redis+sentinel://, redlock://, etcd://, zk://, postgres://, mysql://)")
+	fl.StringVar(&f.storeURL, "store", os.Getenv("DLOCK_STORE"), "store URL (redis://, rediss://, redis+cluster://, redis+sentinel://, redlock://, etcd://, etcds://, zk://, postgres://, mysql://)")
 	fl.StringVar(&f.redisURL, "redis", os.Getenv("DLOCK_REDIS"), "Redis URL (redis:// or rediss://); alias of --store")
 	fl.StringVar(&f.clusterURL, "redis-cluster", os.Getenv("DLOCK_REDIS_CLUSTER"), "Redis Cluster URL; alias of --store redis+cluster://")
 	fl.StringVar(&f.sentinelURL, "redis-sentinel", os.Getenv("DLOCK_REDIS_SENTINEL"), "Redis Sentinel URL with master_name; alias of --store redis+sentinel://")
@@ -132,7 +133,7 @@ func withPrefix(raw, prefix string) (string, error) {
 		return "", exitWith(ExitUsage, fmt.Errorf("store URL: %v", redact(raw, err)))
 	}
 	switch strings.ToLower(u.Scheme) {
-	case "etcd": // etcd takes its prefix as the URL's path
+	case "etcd", "etcds": // etcd takes its prefix as the URL's path
 		have := strings.Trim(u.Path, "/")
 		switch {
 		case have == "":

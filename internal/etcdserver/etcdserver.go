@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/proc"
+	"example.com/dlock/internal/testcert"
 )
 
 // startTimeout bounds how long a cluster may take to become healthy.
@@ -72,8 +73,9 @@ type Cluster struct {
 // Member is one etcd process.
 type Member struct {
 	Name      string
-	ClientURL string // http://127.0.0.1:port
+	ClientURL string // http://127.0.0.1:port (https:// with TLS)
 	PeerURL   string
+	tls       *testcert.Set // serve clients over TLS with these, if set
 	dir       string
 	bin       string
 	initial   string // --initial-cluster
@@ -84,6 +86,16 @@ type Member struct {
 
 // Start starts a single-node etcd.
 func Start(t testing.TB) *Cluster { t.Helper(); return StartCluster(t, 1) }
+
+// StartTLS starts a single-node etcd that serves its clients over TLS only,
+// with set's server certificate, and requires a client certificate signed
+// by set's authority (--client-cert-auth). Its ClientURL is https://.
+func StartTLS(t testing.TB, set *testcert.Set) *Cluster {
+	t.Helper()
+	bin := Binary(t)
+	c, err := launch(bin, t.TempDir(), 1, set)
+	return proc.Launched(t, "etcdserver", c, err, (*Cluster).Stop)
+}
 
 // StartCluster starts n members forming one cluster and waits until every
 // member answers /health. It fails the test on any error, with the members'
@@ -99,8 +111,14 @@ func StartCluster(t testing.TB, n int) *Cluster {
 // under dir, and waits until every member answers /health. On error the
 // members' logs are in the error. The caller must call Stop (also after an
 // error, when the cluster is not nil).
-func Launch(bin, dir string, n int) (*Cluster, error) {
+func Launch(bin, dir string, n int) (*Cluster, error) { return launch(bin, dir, n, nil) }
+
+func launch(bin, dir string, n int, set *testcert.Set) (*Cluster, error) {
 	c := &Cluster{}
+	scheme := "http"
+	if set != nil {
+		scheme = "https"
+	}
 	ports, err := proc.FreePorts(2 * n)
 	if err != nil {
 		return nil, err
@@ -109,11 +127,12 @@ func Launch(bin, dir string, n int) (*Cluster, error) {
 	for i := range n {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
 			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
 			bin:       bin,
 			token:     fmt.Sprintf("dlock-test-%d", ports[0]),
+			tls:       set,
 		}
 		initial = append(initial, m.Name+"="+m.PeerURL)
 		c.Members = append(c.Members, m)

@@ -18,7 +18,9 @@ import (
 )
 
 // Addr returns the member's client address, host:port.
-func (m *Member) Addr() string { return strings.TrimPrefix(m.ClientURL, "http://") }
+func (m *Member) Addr() string {
+	return strings.TrimPrefix(strings.TrimPrefix(m.ClientURL, "http://"), "https://")
+}
 
 func (m *Member) start() error {
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
@@ -36,6 +38,11 @@ func (m *Member) start() error {
 		"--initial-cluster-token", m.token,
 		"--logger", "zap",
 	)
+	if m.tls != nil {
+		// Clients must present a certificate the test authority signed.
+		cmd.Args = append(cmd.Args, "--cert-file", m.tls.ServerCert, "--key-file", m.tls.ServerKey,
+			"--trusted-ca-file", m.tls.CA, "--client-cert-auth")
+	}
 	if err := m.run.Start(cmd, proc.Single); err != nil {
 		return fmt.Errorf("start %s: %w", m.Name, err)
 	}
@@ -96,7 +103,16 @@ func (m *Member) Healthy(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := http.DefaultClient
+	if m.tls != nil {
+		cfg, err := m.tls.ClientConfig()
+		if err != nil {
+			return false
+		}
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+		defer hc.CloseIdleConnections()
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return false
 	}

@@ -35,6 +35,7 @@ const (
 // storeStrategies maps store URL schemes to the strategy locking over them.
 var storeStrategies = map[string]string{
 	"etcd":       EtcdStrategy,
+	"etcds":      EtcdStrategy,
 	"zk":         ZooKeeperStrategy,
 	"postgres":   SQLLeaseStrategy,
 	"postgresql": SQLLeaseStrategy,
