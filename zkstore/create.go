@@ -9,8 +9,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// acl is what the store creates nodes with: open, as Curator's default.
-var acl = zk.WorldACL(zk.PermAll)
+// openACL is what the store creates nodes with by default: open, as
+// Curator's default (Options.ACL).
+var openACL = zk.WorldACL(zk.PermAll)
 
 // createAttempts bounds the creates of one call (a missing parent, a lost
 // connection, an expired session each cost one).
@@ -72,7 +73,7 @@ func (s *Store) create(ctx context.Context, key, lp string, data []byte) (create
 		err := s.call(ctx, true, func() error {
 			before := s.conn.SessionID()
 			var e error
-			p, e = s.conn.Create(lp+"/"+nodePrefix(uuid), data, zk.FlagEphemeralSequential, acl)
+			p, e = s.conn.Create(lp+"/"+nodePrefix(uuid), data, zk.FlagEphemeralSequential, s.acl)
 			if after := s.conn.SessionID(); e == nil && before == after {
 				sid = before // 0 (unknown) if there was no session
 			}
@@ -173,7 +174,7 @@ func (s *Store) createParents(ctx context.Context, key, lp string) error {
 		}
 		dir := lp[:i]
 		err := s.write(ctx, func() error {
-			_, e := s.conn.CreateContainer(dir, nil, zk.FlagContainer, acl)
+			_, e := s.conn.CreateContainer(dir, nil, zk.FlagContainer, s.acl)
 			return e
 		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {

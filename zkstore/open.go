@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"github.com/go-zookeeper/zk"
 )
 
 func init() { driver.Register("zk", Open) }
@@ -15,10 +16,14 @@ func init() { driver.Register("zk", Open) }
 // defaultDialTimeout bounds Open's wait for a session.
 const defaultDialTimeout = 10 * time.Second
 
-// Open opens a Store from a URL zk://host:port[,host:port...][/root] with
-// the query parameters session-timeout (a Go duration, default 10s),
-// dial-timeout (how long to wait for a session, default 10s) and prefix
-// (put in front of every lock name, as the CLI's --prefix does). The path
+// Open opens a Store from a URL zk://[user:password@]host:port[,host:port...][/root]
+// with the query parameters session-timeout (a Go duration, default 10s),
+// dial-timeout (how long to wait for a session, default 10s), prefix (put
+// in front of every lock name, as the CLI's --prefix does) and acl. User
+// information authenticates the session with ZooKeeper's digest scheme
+// (Options.Auth); acl=creator (which needs it) creates every node with the
+// ACL "auth" (only that user can read or delete it: Options.ACL), acl=open
+// (the default) with the open ACL. The path
 // is Options.Root (default /dlock): zk://h:2181/locks puts lock N at
 // /locks/N, where a Curator InterProcessMutex on /locks/N takes the same
 // lock. It connects (Dial) and waits for a session; the returned Close
@@ -50,8 +55,13 @@ func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 	if u.Host == "" {
 		return bad("no host (zk://host:port[,host:port...]/root)")
 	}
+	var opts Options
 	if u.User != nil {
-		return bad("user information is not supported (ZooKeeper digest auth is not implemented)")
+		pw, ok := u.User.Password()
+		if u.User.Username() == "" || !ok {
+			return bad("digest auth needs user:password@")
+		}
+		opts.Auth = []Auth{{Scheme: "digest", Secret: []byte(u.User.Username() + ":" + pw)}}
 	}
 	var servers []string
 	for _, h := range strings.Split(u.Host, ",") {
@@ -63,7 +73,6 @@ func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 		}
 		servers = append(servers, h)
 	}
-	var opts Options
 	if p := strings.TrimRight(u.Path, "/"); p != "" {
 		if _, err := cleanRoot(p); err != nil {
 			return bad("root: %v", err)
@@ -79,6 +88,17 @@ func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 		switch name {
 		case "prefix":
 			opts.Prefix = v[0]
+		case "acl":
+			switch v[0] {
+			case "open":
+			case "creator":
+				if u.User == nil {
+					return bad("acl=creator needs credentials (zk://user:password@...)")
+				}
+				opts.ACL = zk.AuthACL(zk.PermAll)
+			default:
+				return bad("acl %q: want open or creator", v[0])
+			}
 		case "session-timeout", "dial-timeout":
 			d, err := time.ParseDuration(v[0])
 			if err != nil || d <= 0 {
@@ -90,7 +110,7 @@ func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 				opts.SessionTimeout = d
 			}
 		default:
-			return bad("unknown parameter %q (known: session-timeout, dial-timeout, prefix)", name)
+			return bad("unknown parameter %q (known: session-timeout, dial-timeout, prefix, acl)", name)
 		}
 	}
 	return servers, opts, dial, nil

@@ -65,7 +65,10 @@ func TestOpenURLErrors(t *testing.T) {
 		"zk://h:1/root?dial-timeout=0s",
 		"zk://h:1/root?bogus=1",
 		"zk://h:1/a/../b",
-		"zk://user:pw@h:1/root",
+		"zk://user@h:1/root",
+		"zk://:pw@h:1/root",
+		"zk://h:1/root?acl=creator",
+		"zk://user:pw@h:1/root?acl=bogus",
 		"zk://h:1,/root",
 	} {
 		_, err := driver.Open(context.Background(), raw)

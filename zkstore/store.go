@@ -50,6 +50,26 @@ type Options struct {
 	// telling the leader, up to half a tickTime with tickTime at most half
 	// the timeout). It must be less than half the timeout.
 	Margin time.Duration
+	// ACL is the ACL of every node the store creates: its lock nodes and
+	// the parents it creates. Empty means open (world:anyone, every
+	// permission), Curator's default. zk.AuthACL(zk.PermAll) limits a node
+	// to the identities the creating session authenticated as (with
+	// digest auth: the user name and password), which other processes
+	// that lock the same path (Curator's included) must then share, since
+	// a waiter reads its predecessor's node.
+	ACL []zk.ACL
+	// Auth is for Dial only: credentials added to the session once it is
+	// established (zk.Conn.AddAuth; go-zookeeper sends them again after a
+	// reconnection), such as {Scheme: "digest", Secret: []byte("user:password")}.
+	// New refuses it (driver.ErrInvalid): add them to your conn yourself.
+	Auth []Auth
+}
+
+// Auth is one credential for Options.Auth: a ZooKeeper authentication
+// scheme ("digest": Secret is "user:password") and its secret.
+type Auth struct {
+	Scheme string
+	Secret []byte
 }
 
 // Store is a driver.Mutex on ZooKeeper with Curator's InterProcessMutex
@@ -57,7 +77,8 @@ type Options struct {
 // session of its zk.Conn.
 type Store struct {
 	conn    *zk.Conn
-	owned   bool // Dial made conn: Close closes it
+	owned   bool     // Dial made conn: Close closes it
+	acl     []zk.ACL // of every node the store creates
 	root    string
 	timeout time.Duration // the session timeout the Model declares
 	asked   time.Duration
@@ -117,6 +138,13 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if conn == nil {
 		return nil, fmt.Errorf("%w: zkstore: nil conn", driver.ErrInvalid)
 	}
+	if len(opts.Auth) > 0 {
+		return nil, fmt.Errorf("%w: zkstore: Options.Auth is for Dial: add credentials to your own conn with AddAuth", driver.ErrInvalid)
+	}
+	acl := opts.ACL
+	if len(acl) == 0 {
+		acl = openACL
+	}
 	root, err := cleanRoot(opts.Root)
 	if err != nil {
 		return nil, err
@@ -137,7 +165,7 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if margin < 0 || margin >= timeout/2 {
 		return nil, fmt.Errorf("%w: zkstore: margin %v must be in [0, %v)", driver.ErrInvalid, margin, timeout/2)
 	}
-	return &Store{conn: conn, root: root, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
+	return &Store{conn: conn, acl: acl, root: root, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
 		margin: margin, servers: opts.Servers, prefix: opts.Prefix, held: map[string]*holding{}, ext: map[string]*flight{}, orphan: map[string]map[string]bool{}}, nil
 }
 
@@ -182,6 +210,13 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Store, error) {
 		conn.Close()
 		return nil, err
 	}
+	for _, a := range opts.Auth {
+		if err := conn.AddAuth(a.Scheme, a.Secret); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%w: zkstore: authenticate with scheme %q: %v", driver.ErrRefused, a.Scheme, err)
+		}
+	}
+	opts.Auth = nil // applied: New takes the conn as it is
 	opts.Negotiated, opts.Servers = neg, servers
 	s, err := New(conn, opts)
 	if err != nil {

@@ -40,7 +40,7 @@ const storeFlagsHelp = `Store selection (one of; flags override the environment)
                            redlock://[user:pass@]host:port,host:port,host:port
                            etcd://[user:pass@]host:port[,host:port...][/PREFIX][?session-ttl=10s]
                              etcds:// for TLS [&cacert=CA.pem&cert=CLIENT.pem&key=CLIENT-KEY.pem]
-                           zk://host:port[,host:port...][/PATH][?session-timeout=4s]
+                           zk://[user:pass@]host:port[,host:port...][/PATH][?session-timeout=4s&acl=creator]
                            postgres://user:pass@host:port/DB[?table=dlock&mode=lease|session&sslmode=disable]
                              (or postgresql://; apply the schema first: dlock schema --apply)
                            mysql://user:pass@host:port/DB[?table=dlock&mode=lease|session]
