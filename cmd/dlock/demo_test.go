@@ -103,8 +103,14 @@ func TestDemoEndToEnd(t *testing.T) {
 				t.Errorf("%s: fails fast but never loses under contention: %+v", s, r)
 			}
 		}
-		if r := m["redlock"]; r.Successes != 100 || r.FinalStock != 0 {
-			t.Errorf("redlock waits up to 20 s and sells everything: %+v", r)
+		// RedLock.net's call waits up to 20 s, polling every second: it
+		// sells all 100 unless the machine is so loaded that a buyer's
+		// 20 s run out first (seen at load average 6.5 on 2 cores: 84
+		// sold). Either way it never loses a sale, and a buyer it turns
+		// away has waited its whole 20 s.
+		if r := m["redlock"]; r.LostUpdates != 0 || r.Overlaps != 0 || r.Errors != 0 || r.Successes+r.LockFailures != 100 ||
+			r.Successes < 50 || r.LockFailures > 0 && time.Duration(r.P99) < 19*time.Second {
+			t.Errorf("redlock waits up to 20 s, sells what it can then and loses nothing: %+v", r)
 		}
 		page, err := os.ReadFile(report)
 		if err != nil {
