@@ -2,15 +2,9 @@ package chaos_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/testcert"
 	"example.com/dlock/redisstore"
 )
 
@@ -105,43 +100,20 @@ func TestACLLeastPrivilege(t *testing.T) {
 	t.Logf("RESULT acl lock-ops=ok foreign-denied=%d/%d", len(denied), len(denied))
 }
 
-// writeTLSFiles makes a CA and a server certificate for 127.0.0.1 in dir
-// and returns the CA pool.
-func writeTLSFiles(t *testing.T, dir string) *x509.CertPool {
+// writeTLSFiles writes a test authority and a server certificate for
+// 127.0.0.1 into dir (internal/testcert) and returns them.
+func writeTLSFiles(t *testing.T, dir string) *testcert.Set {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dlock test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	set, err := testcert.New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	for name, block := range map[string]*pem.Block{"ca.crt": {Type: "CERTIFICATE", Bytes: caDER},
-		"server.crt": {Type: "CERTIFICATE", Bytes: der}, "server.key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return pool
+	return set
 }
 
 // startTLSRedis runs a redis-server that listens only on TLS (--port 0) and
 // returns its address; it is killed when the test ends.
-func startTLSRedis(t *testing.T, pool *x509.CertPool, dir string) string {
+func startTLSRedis(t *testing.T, set *testcert.Set, dir string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -150,15 +122,15 @@ func startTLSRedis(t *testing.T, pool *x509.CertPool, dir string) string {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	cmd := exec.Command("redis-server", "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--tls-cert-file", filepath.Join(dir, "server.crt"), "--tls-key-file", filepath.Join(dir, "server.key"),
-		"--tls-ca-cert-file", filepath.Join(dir, "ca.crt"), "--tls-auth-clients", "no",
+		"--tls-cert-file", set.ServerCert, "--tls-key-file", set.ServerKey,
+		"--tls-ca-cert-file", set.CA, "--tls-auth-clients", "no",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
 	if err := cmd.Start(); err != nil {
 		t.Skipf("redis-server: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: &tls.Config{RootCAs: set.Pool(), MinVersion: tls.VersionTLS12}})
 	defer rdb.Close()
 	if !poll(10*time.Second, func() bool { return rdb.Ping(context.Background()).Err() == nil }) {
 		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
@@ -173,14 +145,14 @@ func startTLSRedis(t *testing.T, pool *x509.CertPool, dir string) string {
 // does not trust the CA both fail.
 func TestTLSOnly(t *testing.T) {
 	dir := t.TempDir()
-	pool := writeTLSFiles(t, dir)
-	addr := startTLSRedis(t, pool, dir)
+	certs := writeTLSFiles(t, dir)
+	addr := startTLSRedis(t, certs, dir)
 	ctx := testCtx(t, time.Minute)
 	opts, err := redis.ParseURL("rediss://" + addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.TLSConfig.RootCAs = pool
+	opts.TLSConfig.RootCAs = certs.Pool()
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	if err := lockRoundTrip(ctx, rdb); err != nil {

@@ -71,6 +71,9 @@ func New(dir string) (*Set, error) {
 	return s, nil
 }
 
+// Pool returns a certificate pool holding the Set's authority.
+func (s *Set) Pool() *x509.CertPool { return s.pool }
+
 // ClientConfig returns a TLS configuration that trusts the Set's authority
 // and presents its client certificate.
 func (s *Set) ClientConfig() (*tls.Config, error) {
