@@ -2,12 +2,8 @@ package etcdstore
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -113,9 +109,9 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 		}
 	}
 	if u.Scheme == "etcds" {
-		tc, err := tlsConfig(q.Get("cacert"), q.Get("cert"), q.Get("key"))
+		tc, err := driver.TLSFromFiles(q.Get("cacert"), q.Get("cert"), q.Get("key"))
 		if err != nil {
-			return bad("%v", err)
+			return clientv3.Config{}, Options{}, fmt.Errorf("etcd URL: %w", err)
 		}
 		cfg.TLS = tc
 	}
@@ -145,31 +141,4 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 		cfg.DialTimeout = d
 	}
 	return cfg, opts, nil
-}
-
-// tlsConfig is the client's TLS configuration for etcds:// from the files
-// named by its parameters (each may be empty: see Open).
-func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		b, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("cacert: %w", err)
-		}
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("cacert %s: no PEM certificate in it", caFile)
-		}
-	}
-	if (certFile == "") != (keyFile == "") {
-		return nil, errors.New("give cert= and key= together (the client certificate and its key)")
-	}
-	if certFile != "" {
-		c, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("cert/key: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{c}
-	}
-	return tc, nil
 }
