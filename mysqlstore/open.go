@@ -22,7 +22,11 @@ func init() { driver.Register("mysql", Open) }
 //
 // with the query parameters table (Options.Table), mode (lease, the
 // default, or session), migrate (1 or true: run Migrate first), max-conns
-// (session mode: SessionOptions.MaxConns) and dial-timeout (default 5s).
+// (session mode: SessionOptions.MaxConns), dial-timeout (default 5s), and
+// for TLS tls (true, skip-verify, preferred; default false), cacert (the
+// authority to check the server's certificate against instead of the
+// system's roots), cert and key (a client certificate); cacert, cert or
+// key alone mean tls=true.
 // The port defaults to 3306. It opens a go-sql-driver pool (parseTime=true,
 // time_zone is irrelevant: expiry uses UTC_TIMESTAMP) and pings it; the
 // returned Close closes the session lock (releasing its locks) and then the
@@ -107,7 +111,11 @@ func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
 		return bad("the path must name one database (mysql://host/database)")
 	}
 	p := urlParams{mode: "lease"}
-	for name, v := range u.Query() {
+	q := u.Query()
+	if err := urlTLS(cfg, q); err != nil {
+		return nil, urlParams{}, err
+	}
+	for name, v := range q {
 		if len(v) != 1 {
 			return bad("parameter %q given %d times", name, len(v))
 		}
@@ -140,9 +148,48 @@ func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
 				return bad("dial-timeout %q", val)
 			}
 			cfg.Timeout = d
+		case "tls", "cacert", "cert", "key": // urlTLS
 		default:
-			return bad("unknown parameter %q (known: table, mode, migrate, max-conns, dial-timeout)", name)
+			return bad("unknown parameter %q (known: table, mode, migrate, max-conns, dial-timeout, tls, cacert, cert, key)", name)
 		}
 	}
 	return cfg, p, nil
+}
+
+// urlTLS sets cfg's TLS from the URL's tls=, cacert=, cert= and key=:
+// tls=true checks the server's certificate (against cacert= if given,
+// else the system's roots), tls=skip-verify encrypts without checking it,
+// tls=preferred uses TLS when the server offers it; cacert=, cert= or key=
+// without tls= mean tls=true. Unknown tls= values, a file it cannot use,
+// and files with skip-verify or preferred return driver.ErrInvalid.
+func urlTLS(cfg *mysql.Config, q url.Values) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: mysql URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
+	}
+	mode := q.Get("tls")
+	files := q.Get("cacert") != "" || q.Get("cert") != "" || q.Get("key") != ""
+	switch mode {
+	case "", "false":
+		if !files {
+			return nil
+		}
+	case "true":
+	case "skip-verify", "preferred":
+		if files {
+			return bad("tls=%s takes no cacert=, cert= or key= (use tls=true)", mode)
+		}
+		cfg.TLSConfig = mode
+		return nil
+	default:
+		return bad("tls %q (true, skip-verify, preferred or false)", mode)
+	}
+	if mode == "false" {
+		return bad("cacert=, cert= and key= need TLS: drop tls=false")
+	}
+	tc, err := driver.TLSFromFiles(q.Get("cacert"), q.Get("cert"), q.Get("key"))
+	if err != nil {
+		return fmt.Errorf("mysql URL: %w", err)
+	}
+	cfg.TLS = tc
+	return nil
 }

@@ -43,7 +43,7 @@ const storeFlagsHelp = `Store selection (one of; flags override the environment)
                            zk://[user:pass@]host:port[,host:port...][/PATH][?session-timeout=4s&acl=creator]
                            postgres://user:pass@host:port/DB[?table=dlock&mode=lease|session&sslmode=disable]
                              (or postgresql://; apply the schema first: dlock schema --apply)
-                           mysql://user:pass@host:port/DB[?table=dlock&mode=lease|session]
+                           mysql://user:pass@host:port/DB[?table=dlock&mode=lease|session&tls=true&cacert=CA.pem]
                          query: ?prefix=P (key prefix of lock keys; etcd: the path;
                          SQL: none, ?table=T names the tables)
   Aliases, kept for existing scripts (each builds the equivalent --store URL):

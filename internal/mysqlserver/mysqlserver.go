@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/proc"
+	"example.com/dlock/internal/testcert"
 )
 
 // startTimeout bounds bootstrap and start.
@@ -86,11 +87,23 @@ func Start(t testing.TB) *Server {
 	return proc.Launched(t, "mysqlserver", s, err, (*Server).Kill)
 }
 
+// StartTLS is Start for a server that serves TLS with set's server
+// certificate and refuses connections without TLS
+// (--require-secure-transport).
+func StartTLS(t testing.TB, set *testcert.Set) *Server {
+	t.Helper()
+	requireBinaries(t)
+	s, err := launch(t.TempDir(), set)
+	return proc.Launched(t, "mysqlserver", s, err, (*Server).Kill)
+}
+
 // Launch bootstraps a data directory under dir and starts a server on it,
 // for a TestMain that shares one server: the caller must call Kill (also
 // after an error, when the server is not nil) and remove dir. It returns an
 // error matching ErrMissing when the binaries are not installed.
-func Launch(dir string) (*Server, error) {
+func Launch(dir string) (*Server, error) { return launch(dir, nil) }
+
+func launch(dir string, set *testcert.Set) (*Server, error) {
 	if !Available() {
 		return nil, ErrMissing
 	}
@@ -102,6 +115,7 @@ func Launch(dir string) (*Server, error) {
 		dir:  dir,
 		port: port,
 		bin:  Find("mariadbd"),
+		tls:  set,
 	}
 	if err := s.bootstrap(); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/proc"
+	"example.com/dlock/internal/testcert"
 )
 
 // Server is one mariadbd process on its own data directory and port.
@@ -19,6 +20,7 @@ type Server struct {
 	dir  string
 	port int
 	bin  string
+	tls  *testcert.Set // serve TLS with these and refuse plaintext, if set
 
 	run proc.Handle // the running process and its log
 }
@@ -28,7 +30,7 @@ type Server struct {
 // -9 still loses nothing committed to the OS page cache).
 func (s *Server) args() []string {
 	// --no-defaults must come first.
-	return append([]string{
+	args := []string{
 		"--no-defaults",
 		"--datadir=" + s.dataDir(),
 		"--port=" + strconv.Itoa(s.port),
@@ -43,7 +45,12 @@ func (s *Server) args() []string {
 		"--innodb-flush-log-at-trx-commit=2",
 		"--max-connections=300",
 		"--log-error=", // stderr, into Log
-	}, userArgs()...)
+	}
+	if s.tls != nil {
+		args = append(args, "--ssl-cert="+s.tls.ServerCert, "--ssl-key="+s.tls.ServerKey,
+			"--ssl-ca="+s.tls.CA, "--require-secure-transport=ON")
+	}
+	return append(args, userArgs()...)
 }
 
 func (s *Server) start() error {
