@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -86,9 +87,16 @@ func startCurator(t *testing.T, ctx context.Context, java, cp string, args ...st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	exited := make(chan struct{}) // closed once the reader below has waited for the process
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited // one Wait only: the reader's
+	})
 	lines := bufio.NewScanner(stdout)
 	if !lines.Scan() || lines.Text() != "READY" {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		close(exited)
 		t.Fatalf("CuratorCounter did not get ready: %q %v", lines.Text(), lines.Err())
 	}
 	done := make(chan curatorResult, 1)
@@ -108,6 +116,7 @@ func startCurator(t *testing.T, ctx context.Context, java, cp string, args ...st
 		if err := cmd.Wait(); err != nil {
 			r.err = errors.Join(r.err, fmt.Errorf("CuratorCounter: %w", err))
 		}
+		close(exited)
 		done <- r
 	}()
 	return done
@@ -158,24 +167,47 @@ func TestCuratorInterop(t *testing.T) {
 	java, cp := curatorProgram(t)
 	srv := server(t).Addrs() // the package's shared standalone server
 	for _, locked := range []bool{true, false} {
-		t.Run(fmt.Sprintf("locked=%v", locked), func(t *testing.T) { curatorInterop(t, srv, java, cp, locked) })
+		t.Run(fmt.Sprintf("locked=%v", locked), func(t *testing.T) { curatorInterop(t, srv, java, cp, locked, "") })
 	}
+	// Both sides authenticated as one digest user, every node with the
+	// creator-only ACL (dlock: Options.Auth and ACL, as zk://user:pw@...?acl=creator
+	// sets them; Curator: authorization and an ACLProvider): they still
+	// exclude each other, and a session without the credentials cannot
+	// read the lock nodes.
+	t.Run("locked=true,digest", func(t *testing.T) { curatorInterop(t, srv, java, cp, true, "app:secret") })
 }
 
-func curatorInterop(t *testing.T, addrs []string, java, cp string, locked bool) {
+func curatorInterop(t *testing.T, addrs []string, java, cp string, locked bool, digest string) {
 	const rounds, gap = 20, 20 * time.Millisecond
 	root := testPath(t)
 	conn := dialRaw(t, addrs, faultTimeout)
-	sec := interopSection{conn: conn, counter: root + "/counter", marker: root + "/inside", lockPath: root + "/locks/ctr", gap: gap}
+	sec := interopSection{conn: conn, anon: conn, counter: root + "/counter", marker: root + "/inside", lockPath: root + "/locks/ctr", gap: gap}
 	makeParents(t, conn, root+"/locks")
 	if _, err := conn.Create(sec.counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := newFaultStore(t, addrs, root+"/locks", faultTimeout)
+	opts := zkstore.Options{Root: root + "/locks", SessionTimeout: faultTimeout}
+	args := []string{strings.Join(addrs, ","), sec.lockPath, sec.counter, sec.marker, strconv.Itoa(rounds), strconv.Itoa(int(gap / time.Millisecond))}
+	if digest != "" {
+		opts.Auth, opts.ACL = []zkstore.Auth{{Scheme: "digest", Secret: []byte(digest)}}, zk.AuthACL(zk.PermAll)
+		args = append(args, digest)
+		// The test's own session lists the lock path: it needs the user's
+		// credentials; a second session without them checks the ACLs.
+		if err := conn.AddAuth("digest", []byte(digest)); err != nil {
+			t.Fatal(err)
+		}
+		sec.anon = dialRaw(t, addrs, faultTimeout)
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	s, err := zkstore.Dial(dctx, addrs, opts)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
 	dc := newFaultClient(t, s, faultTimeout)
 	ctx := testCtx(t, 120*time.Second)
-	curator := startCurator(t, ctx, java, cp, strings.Join(addrs, ","), sec.lockPath, sec.counter, sec.marker,
-		strconv.Itoa(rounds), strconv.Itoa(int(gap/time.Millisecond)))
+	curator := startCurator(t, ctx, java, cp, args...)
 	var d dlockSide
 	var cr curatorResult
 	if locked {
@@ -212,6 +244,11 @@ func curatorInterop(t *testing.T, addrs []string, java, cp string, locked bool) 
 		t.Fatalf("the two sides did not both wait: Curator waited %d times, dlock %d", cr.waited, d.waited)
 	case common == 0:
 		t.Fatalf("Curator's getParticipantNodes never listed a dlock node: saw %v, dlock held %v", cr.saw, d.held)
+	case (digest != "") != (d.private == 2):
+		// With the digest user both sides' nodes are private to it: the
+		// test's own session, without the credentials, can read neither
+		// (with the open ACL it reads both).
+		t.Fatalf("with digest %q, %d of the 2 queued lock nodes (dlock's, Curator's) were unreadable without credentials", digest, d.private)
 	}
 }
 
@@ -219,6 +256,7 @@ func curatorInterop(t *testing.T, addrs []string, java, cp string, locked bool) 
 // the overlap marker and the lock path, and the section's gap.
 type interopSection struct {
 	conn                      *zk.Conn
+	anon                      *zk.Conn // a session without the credentials (conn itself when there are none)
 	counter, marker, lockPath string
 	gap                       time.Duration
 }
@@ -227,6 +265,7 @@ type interopSection struct {
 type dlockSide struct {
 	rounds, overlaps, waited int
 	held                     []string // our lock nodes, seen while holding
+	private                  int      // of the two queued nodes of the first round, those the test's session could not read (ErrNoAuth)
 }
 
 // lockedRounds runs rounds sections under dc's lock on "ctr" (the lock
@@ -247,10 +286,17 @@ func (sec interopSection) lockedRounds(t *testing.T, ctx context.Context, dc *dl
 			}
 			d.held = append(d.held, sec.lockPath+"/"+curatorOrder(kids)[0])
 			if i == 0 {
+				var queued []string
 				pollUntil(t, 30*time.Second, "Curator queued", func() bool {
 					k, _, err := sec.conn.Children(sec.lockPath)
+					queued = k
 					return err == nil && len(k) > 1
 				})
+				for _, k := range queued {
+					if _, _, err := sec.anon.Get(sec.lockPath + "/" + k); errors.Is(err, zk.ErrNoAuth) {
+						d.private++
+					}
+				}
 			}
 			over, err = rmw(sec.conn, sec.counter, sec.marker, sec.gap)
 			return err
