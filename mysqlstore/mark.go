@@ -26,11 +26,17 @@ import (
 //     max(2 ms, hint/2), covers a late retry (a round trip, a scheduling
 //     delay). The statement returns whether the mark is the caller's and
 //     the hint (driver.ContendedError.Retry): the Client pauses for it.
-//   - While the mark is fresh, a free row (released, or expired: the same
+//   - While the mark is fresh and has been renewed at least once (the
+//     waiter came back: it is waiting, not a TryLock or a one-off probe
+//     that will never return), a free row (released, or expired: the same
 //     rule) is reserved: an Acquire by any other token is contended, with
 //     Remaining = the time until next_due; the marked token takes it and
 //     the mark is cleared (next_due NULL). Release, Extend and Transfer do
 //     not look at the mark: the reservation needs no statement of its own.
+//     (Without the renewal rule the conformance suite's probes, a
+//     contended Acquire by a token never seen again, kept a released key
+//     from the next Acquire for 3 ms: measured, TransferIsANewHolding
+//     failed.)
 //   - A mark that goes stale (the waiter gave up, died or came late) bars
 //     nobody. Fairness is best effort: exclusion and fences do not depend
 //     on the mark (every holding still draws its fence from the sequence
@@ -78,11 +84,18 @@ func acquireStmt(n names, m markCfg) string {
 			" expires_at = CASE WHEN " + free + " THEN VALUES(expires_at) WHEN owner = VALUES(owner) THEN GREATEST(expires_at, VALUES(expires_at)) ELSE expires_at END" +
 			" RETURNING owner, holds, fence, " + remaining + ", ? IS NULL, 0, 0"
 	}
-	// open: no fresh mark of another token bars the caller. Unchanged by
-	// the mark assignments: a take makes the mark stale (open stays
-	// true), a new mark is the caller's (true), else the mark stays.
-	open := "(next_owner = VALUES(owner) OR NOT ((next_due > " + now + ") IS TRUE))"
-	take := "(" + free + " AND " + open + ")"
+	// open: the mark may be the caller's (none is fresh, or it is its
+	// own). bar: a free row is reserved for another token (its mark is
+	// fresh and was renewed at least once: a waiter that tried once, a
+	// TryLock or a probe, reserves nothing). Neither changes with the mark
+	// assignments: a take makes the mark stale (bar stays false), a new
+	// mark is the caller's (open true, bar false), else the mark stays.
+	fresh := "((next_due > " + now + ") IS TRUE)"
+	hu := m.minHint.Microseconds()
+	first := strconv.FormatInt(hu+max(m.slack.Microseconds(), hu/2), 10) // a first mark's due - since
+	open := "(next_owner = VALUES(owner) OR NOT " + fresh + ")"
+	bar := "((next_owner <> VALUES(owner) AND " + fresh + " AND TIMESTAMPDIFF(MICROSECOND, next_since, next_due) > " + first + ") IS TRUE)"
+	take := "(" + free + " AND NOT " + bar + ")"
 	// markme: a live holder of another token, and the mark is open.
 	markme := "(NOT " + free + " AND owner <> VALUES(owner) AND " + open + ")"
 	// own: the mark is the caller's and lapsed less than a second ago:
