@@ -33,6 +33,6 @@ func WithoutMark(s *Store) {
 
 // WithMarkTimes sets the mark's hint bounds and least slack on s.
 func WithMarkTimes(s *Store, minHint, maxHint, slack time.Duration) {
-	s.mark = markCfg{minHint: minHint, maxHint: maxHint, slack: slack}
+	s.mark = markCfg{minHint: minHint, maxHint: maxHint, slack: slack, div: 8}
 	s.acquireSQL = acquireStmt(s.n, s.mark)
 }

@@ -51,9 +51,10 @@ import (
 type markCfg struct {
 	off                     bool // the statement without the mark (tests' control)
 	minHint, maxHint, slack time.Duration
+	div                     int // the hint is the time marked / div, clamped
 }
 
-var defaultMark = markCfg{minHint: time.Millisecond, maxHint: 100 * time.Millisecond, slack: 2 * time.Millisecond}
+var defaultMark = markCfg{minHint: time.Millisecond, maxHint: 100 * time.Millisecond, slack: 2 * time.Millisecond, div: 8}
 
 func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
@@ -104,7 +105,7 @@ func acquireStmt(n names, m markCfg) string {
 	// then already the kept one or now.
 	own := "(next_owner = VALUES(owner) AND (next_due > " + now + " - INTERVAL 1 SECOND) IS TRUE)"
 	hint := func(since string) string {
-		return "LEAST(" + us(m.maxHint) + ", GREATEST(" + us(m.minHint) + ", TIMESTAMPDIFF(MICROSECOND, " + since + ", " + now + ") DIV 8))"
+		return "LEAST(" + us(m.maxHint) + ", GREATEST(" + us(m.minHint) + ", TIMESTAMPDIFF(MICROSECOND, " + since + ", " + now + ") DIV " + strconv.Itoa(m.div) + "))"
 	}
 	h := hint("IF(" + own + ", next_since, " + now + ")")
 	return insert +
