@@ -67,9 +67,9 @@ func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10)
 // the new values) and all at once under sql_mode SIMULTANEOUS_ASSIGNMENT;
 // the assignments are ordered so that both give the same result: the mark
 // columns come first and read only the old owner and expiry; each condition
-// that reads a mark column after it was assigned (open, the hint's start)
-// evaluates as it did before (see the comments); the holding's columns come
-// last, as in the statement without the mark.
+// that reads a mark column after it was assigned (open, bar, the hint's
+// start) evaluates as it did before (see the comments); the holding's
+// columns come last, as in the statement without the mark.
 func acquireStmt(n names, m markCfg) string {
 	L, F := n.locks, n.fence
 	free := "expires_at <= " + now
@@ -113,9 +113,10 @@ func acquireStmt(n names, m markCfg) string {
 		" next_owner = IF(" + markme + ", VALUES(owner), next_owner)," +
 		" next_due = CASE WHEN " + take + " THEN NULL WHEN " + markme + " THEN " + now +
 		" + INTERVAL (" + h + " + GREATEST(" + us(m.slack) + ", " + h + " DIV 2)) MICROSECOND ELSE next_due END," +
-		// The holding: taken only if free and open; re-entered only if
-		// live and the caller's (a free row of the caller's is not
-		// re-entered: it is taken, or reserved for another).
+		// The holding: taken only if free and not reserved for another;
+		// re-entered only if live and the caller's (a free row of the
+		// caller's is not re-entered: it is taken, or reserved for
+		// another).
 		" holds = CASE WHEN " + take + " THEN 1 WHEN owner = VALUES(owner) AND NOT " + free + " THEN holds + 1 ELSE holds END," +
 		" fence = IF(" + take + ", NEXTVAL(" + F + "), fence)," +
 		" owner = IF(" + take + ", VALUES(owner), owner)," +
@@ -155,7 +156,7 @@ func (s *Store) acquire(ctx context.Context, key string, d []byte, ttl time.Dura
 // owner's live holding, or a free row reserved for another waiter.
 func (a acquired) contended() *driver.ContendedError {
 	ce := &driver.ContendedError{Remaining: a.remain}
-	if a.holds <= 0 || a.remain <= 0 {
+	if a.remain <= 0 {
 		// Free but reserved: the reservation's remaining time.
 		ce.Remaining = max(a.reserve, time.Microsecond)
 	}
