@@ -40,19 +40,36 @@ func markOf(t *testing.T, db *sql.DB, table, key string) (owner []byte, fresh bo
 
 func digestOf(token string) []byte { d := sha256.Sum256([]byte(token)); return d[:] }
 
+// assignModes are MariaDB's two assignment orders (DSN parameter): left to
+// right, and all at once; Acquire's statement is written for both.
+var assignModes = []string{"", "sql_mode=%27SIMULTANEOUS_ASSIGNMENT%27"}
+
+// storeIn returns a lease store on a fresh prefix whose pool runs with the
+// DSN parameter mode, and that pool.
+func storeIn(t *testing.T, mode string) (*mysqlstore.Store, *sql.DB, mysqlstore.Options) {
+	t.Helper()
+	_, opts := migrated(t, mysqlstore.Options{})
+	db := openDB(t, shared(t).DSN(mode))
+	var m string
+	if err := db.QueryRow("SELECT @@sql_mode").Scan(&m); err != nil || (mode != "") != (m == "SIMULTANEOUS_ASSIGNMENT") {
+		t.Fatalf("sql_mode %q, %v for DSN parameter %q", m, err, mode)
+	}
+	s, err := mysqlstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db, opts
+}
+
 // TestMarkReservesTheKeyForTheWaiter: A holds; B's Acquire is contended
 // with a retry hint and marks the row; C's is contended without a hint and
 // leaves B's mark; A releases; C's Acquire is contended (the key is
 // reserved, Remaining > 0) and B's succeeds with a fence above A's. The
-// hints are long (10 s) so that no timing matters. Control: the same
-// sequence without the mark lets C take the key.
+// hints are long (10 s) so that no timing matters. Both assignment orders.
+// Control: the same sequence without the mark lets C take the key.
 func TestMarkReservesTheKeyForTheWaiter(t *testing.T) {
-	run := func(t *testing.T, mark bool) (cTook bool) {
-		db, opts := migrated(t, mysqlstore.Options{})
-		s, err := mysqlstore.New(db, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+	run := func(t *testing.T, mode string, mark bool) (cTook bool) {
+		s, db, opts := storeIn(t, mode)
 		if mark {
 			mysqlstore.WithMarkTimes(s, 10*time.Second, 10*time.Second, 10*time.Second)
 		} else {
@@ -111,11 +128,15 @@ func TestMarkReservesTheKeyForTheWaiter(t *testing.T) {
 		}
 		return false
 	}
-	if run(t, true) {
-		t.Fatal("C took the key reserved for B")
+	for _, mode := range assignModes {
+		t.Run("mode="+mode, func(t *testing.T) {
+			if run(t, mode, true) {
+				t.Fatal("C took the key reserved for B")
+			}
+		})
 	}
 	t.Run("control without the mark", func(t *testing.T) {
-		if !run(t, false) {
+		if !run(t, "", false) {
 			t.Fatal("control: C did not take the freed key; the test cannot tell a reservation from none")
 		}
 	})
@@ -126,13 +147,15 @@ func TestMarkReservesTheKeyForTheWaiter(t *testing.T) {
 // free for anyone: C takes it at once. A holder whose lease expired is
 // treated as released: B marks behind A (long hints), A expires, C is
 // refused, B takes the key. A mark made once (a TryLock, a probe) reserves
-// nothing, however long its hint.
+// nothing, however long its hint. Both assignment orders.
 func TestMarkGoesStale(t *testing.T) {
-	db, opts := migrated(t, mysqlstore.Options{})
-	s, err := mysqlstore.New(db, opts)
-	if err != nil {
-		t.Fatal(err)
+	for _, mode := range assignModes {
+		t.Run("mode="+mode, func(t *testing.T) { markGoesStale(t, mode) })
 	}
+}
+
+func markGoesStale(t *testing.T, mode string) {
+	s, db, opts := storeIn(t, mode)
 	mysqlstore.WithMarkTimes(s, time.Millisecond, time.Millisecond, 2*time.Millisecond)
 	const ttl = 30 * time.Second
 	if _, ce := try(t, s, "stale", "A", ttl); ce != nil {
