@@ -66,7 +66,7 @@ func TestSchemaAndMigrate(t *testing.T) {
 // ErrRefused ("run Migrate"), not mistaken for a lock answer; Migrate adds
 // the columns (twice: idempotent), keeps the row, and the store then locks
 // on it: the old holding still excludes and the mark works. Schema prints
-// the columns.
+// the columns; Doctor's schema check fails before the upgrade, passes after.
 func TestMigrateAddsTheMarkColumns(t *testing.T) {
 	if ddl := mysqlstore.Schema(mysqlstore.Options{}); !strings.Contains(ddl, "next_owner BINARY(32)") || !strings.Contains(ddl, "ADD COLUMN IF NOT EXISTS next_due") {
 		t.Errorf("Schema lacks the mark's columns:\n%s", ddl)
@@ -94,10 +94,25 @@ func TestMigrateAddsTheMarkColumns(t *testing.T) {
 	if _, err := s.Acquire(ctxT(t), "k", "new", time.Second); !errors.Is(err, driver.ErrRefused) {
 		t.Fatalf("Acquire on the old table: %v, want ErrRefused (run Migrate)", err)
 	}
+	schemaCheck := func() driver.Check {
+		for _, c := range s.Doctor(ctxT(t), time.Second) {
+			if c.Name == "schema" {
+				return c
+			}
+		}
+		t.Fatal("no schema check")
+		return driver.Check{}
+	}
+	if c := schemaCheck(); c.Status != driver.Fail || !strings.Contains(c.Detail, "waiter mark") {
+		t.Errorf("doctor on the old table: %v %s", c.Status, c.Detail)
+	}
 	for i := 0; i < 2; i++ {
 		if err := mysqlstore.Migrate(ctxT(t), db, opts); err != nil {
 			t.Fatalf("Migrate %d: %v", i+1, err)
 		}
+	}
+	if c := schemaCheck(); c.Status != driver.OK {
+		t.Errorf("doctor after Migrate: %v %s", c.Status, c.Detail)
 	}
 	var ce *driver.ContendedError
 	if _, err := s.Acquire(ctxT(t), "k", "new", time.Minute); !errors.As(err, &ce) || ce.Retry <= 0 {
