@@ -125,11 +125,11 @@ func (w *waiter) failed(ctx, wctx context.Context, err error) error {
 // pause sleeps before the next attempt (see lease.Pacer.Pause). It reports
 // false if ctx ended first.
 func (w *waiter) pause(ctx context.Context, contended bool, ce *ContendedError) bool {
-	remaining := time.Duration(-1)
+	remaining, retry := time.Duration(-1), time.Duration(0)
 	if contended {
-		remaining = ce.Remaining
+		remaining, retry = ce.Remaining, ce.Retry
 	}
-	return w.pace.Pause(ctx, w.key, contended, remaining)
+	return w.pace.Pause(ctx, w.key, contended, remaining, retry)
 }
 
 // notify tells the WithOnRetry callback of the failed attempt about to be

@@ -33,8 +33,18 @@ var (
 // ContendedError is what Mutex.Acquire returns when another owner holds the
 // key. It matches ErrNotAcquired. Remaining is the holder's remaining time to
 // live as the store saw it, or a negative value if the store does not know.
+// A store that keeps a free key reserved for a waiter other than the caller
+// reports it as contended too, with the reservation's remaining time.
 type ContendedError struct {
 	Remaining time.Duration
+	// Retry is a pacing hint. > 0: the store has placed this waiter next in
+	// line and expects its next attempt within Retry (a store that keeps
+	// the key reserved for it after a release drops that reservation when
+	// the attempt comes late); the Client then pauses for Retry, minus a
+	// little jitter, never more, instead of its backoff and the holder's
+	// Remaining. 0: no hint: the Client backs off as it always has. Stores
+	// with no notion of a line leave it 0, and nothing changes for them.
+	Retry time.Duration
 }
 
 func (e *ContendedError) Error() string {

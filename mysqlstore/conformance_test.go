@@ -37,7 +37,7 @@ func TestConformanceLease(t *testing.T) {
 		},
 		Foreign: func(t *testing.T, key string) {
 			// A row a user wrote by hand, with no holds: not a lock.
-			if _, err := admin.Exec("INSERT INTO "+opts.Table+"_locks VALUES (?, ?, 0, 0, '2999-01-01')", []byte(key), make([]byte, 32)); err != nil {
+			if _, err := admin.Exec("INSERT INTO "+opts.Table+"_locks (name, owner, holds, fence, expires_at) VALUES (?, ?, 0, 0, '2999-01-01')", []byte(key), make([]byte, 32)); err != nil {
 				t.Fatal(err)
 			}
 		},

@@ -9,10 +9,12 @@
 //     Transfer (driver.Transferer: the Client hands a key to its own next
 //     waiter without freeing it), fences from a sequence, free rows swept
 //     after Options.Retention. MariaDB 10.5+. Waiters of other processes
-//     cannot be woken (no notifications): they back off, and a process that
-//     keeps handing the key to its own goroutines can starve them (measured;
-//     docs/mysql.md). Where several processes contend for a key at once,
-//     use NewSession.
+//     cannot be woken (no notifications): the first of them marks the row
+//     and polls at a pace the store gives it (driver.ContendedError.Retry,
+//     1 to 100 ms, growing with its wait), and a released key stays
+//     reserved for it until that poll (mark.go), so a process that keeps
+//     handing the key to its own goroutines no longer starves the others
+//     (docs/mysql.md, "Waiting").
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the

@@ -158,6 +158,9 @@ func schemaCheck(ctx context.Context, db *sql.DB, n names) driver.Check {
 	if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+n.locks+" LIMIT 0"); err != nil {
 		return driver.Check{Name: name, Status: driver.Fail, Detail: "table " + n.locks + " missing or unreadable (run mysqlstore.Migrate, or the DDL of mysqlstore.Schema): " + err.Error()}
 	}
+	if _, err := db.ExecContext(ctx, "SELECT next_owner, next_since, next_due FROM "+n.locks+" LIMIT 0"); err != nil {
+		return driver.Check{Name: name, Status: driver.Fail, Detail: "table " + n.locks + " predates the waiter mark (run mysqlstore.Migrate again: it adds the columns): " + err.Error()}
+	}
 	var rows int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+n.locks).Scan(&rows); err != nil {
 		return failed(name, err)

@@ -18,6 +18,7 @@ const (
 	erNoWait        = 3572 // ER_LOCK_NOWAIT (MySQL 8)
 	erNoSuchTable   = 1146 // ER_NO_SUCH_TABLE
 	erUnknownObject = 4091 // ER_UNKNOWN_SEQUENCES (MariaDB)
+	erBadField      = 1054 // ER_BAD_FIELD_ERROR: a table older than the waiter mark
 )
 
 func errNumber(err error) uint16 {
@@ -30,10 +31,11 @@ func errNumber(err error) uint16 {
 
 func isSyntaxError(err error) bool { return errNumber(err) == erSyntax }
 
-// missingSchema reports an error that means Migrate was not run.
+// missingSchema reports an error that means Migrate was not run (or not
+// since the waiter mark's columns were added: an unknown column).
 func missingSchema(err error) bool {
 	n := errNumber(err)
-	return n == erNoSuchTable || n == erUnknownObject
+	return n == erNoSuchTable || n == erUnknownObject || n == erBadField
 }
 
 // wrap gives a server error its context; a missing schema matches
@@ -41,7 +43,7 @@ func missingSchema(err error) bool {
 // (driver.ErrUnavailable by default: the outcome is unknown).
 func wrap(op string, err error) error {
 	if missingSchema(err) {
-		return fmt.Errorf("%w: mysqlstore: %s: schema missing (run mysqlstore.Migrate): %w", driver.ErrRefused, op, err)
+		return fmt.Errorf("%w: mysqlstore: %s: schema missing or outdated (run mysqlstore.Migrate): %w", driver.ErrRefused, op, err)
 	}
 	return fmt.Errorf("mysqlstore: %s: %w", op, err)
 }

@@ -1,5 +1,7 @@
 package mysqlstore
 
+import "time"
+
 // ConnIDs returns the server ids of the connections the Session pins.
 func (s *Session) ConnIDs() []int64 {
 	s.mu.Lock()
@@ -20,4 +22,17 @@ func WithEarlyFence(s *Store) {
 	s.transferSQL = "UPDATE " + s.n.locks + " AS l, (SELECT NEXTVAL(" + s.n.fence + ") AS f) AS early" +
 		" SET l.fence = LAST_INSERT_ID(early.f), l.expires_at = " + now + " + INTERVAL ? MICROSECOND, l.owner = ?" +
 		" WHERE l.name = ? AND l.owner = ? AND l.holds = 1 AND l.expires_at > " + now
+}
+
+// WithoutMark makes s's Acquire the statement before the waiter mark: no
+// mark, no reservation (the fairness tests' control).
+func WithoutMark(s *Store) {
+	s.mark.off = true
+	s.acquireSQL = acquireStmt(s.n, s.mark)
+}
+
+// WithMarkTimes sets the mark's hint bounds and least slack on s.
+func WithMarkTimes(s *Store, minHint, maxHint, slack time.Duration) {
+	s.mark = markCfg{minHint: minHint, maxHint: maxHint, slack: slack, div: 8}
+	s.acquireSQL = acquireStmt(s.n, s.mark)
 }

@@ -14,6 +14,10 @@ import (
 // sweepBatch bounds one sweep's DELETE.
 const sweepBatch = 500
 
+// unreserved: the row has no fresh waiter mark (mark.go), so deleting it
+// drops no reservation.
+const unreserved = "NOT ((next_due > " + now + ") IS TRUE)"
+
 // maybeSweep runs Sweep if SweepEvery has passed since this Store's last
 // one. Its errors are dropped: the sweep is housekeeping, the call that
 // triggered it has succeeded.
@@ -30,7 +34,8 @@ func (s *Store) maybeSweep(ctx context.Context) {
 }
 
 // Sweep deletes up to 500 rows that have been free (released or expired)
-// for longer than Options.Retention and returns how many it deleted. It
+// for longer than Options.Retention and returns how many it deleted; a row
+// reserved for a marked waiter stays until the mark goes stale. It
 // first reads their names without locking, then deletes them by primary
 // key, re-checking the expiry under the row lock: a row taken in between
 // stays, and the lock order (primary key, then the expiry index) is the
@@ -38,7 +43,7 @@ func (s *Store) maybeSweep(ctx context.Context) {
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	cutoff := s.opts.Retention.Microseconds()
 	rows, err := s.db.QueryContext(ctx, "SELECT name FROM "+s.n.locks+
-		" WHERE expires_at < "+now+" - INTERVAL ? MICROSECOND LIMIT ?", cutoff, sweepBatch)
+		" WHERE expires_at < "+now+" - INTERVAL ? MICROSECOND AND "+unreserved+" LIMIT ?", cutoff, sweepBatch)
 	if err != nil {
 		return 0, wrap("sweep", err)
 	}
@@ -58,7 +63,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	q := "DELETE FROM " + s.n.locks + " WHERE name IN (?" + strings.Repeat(", ?", len(keys)-1) +
-		") AND expires_at < " + now + " - INTERVAL ? MICROSECOND"
+		") AND expires_at < " + now + " - INTERVAL ? MICROSECOND AND " + unreserved
 	res, err := s.db.ExecContext(ctx, q, append(keys, cutoff)...)
 	if err != nil {
 		if errNumber(err) == erDeadlock {
@@ -72,7 +77,10 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 
 // Inspect reads key's row without locking it (a consistent read). The token
 // is never known (the table keeps its digest); a free row reports its last
-// fence until the sweep removes it.
+// fence until the sweep removes it. A free row reserved for a marked waiter
+// (mark.go) is reported free (Held false): nobody holds it, though an
+// Acquire by another token is refused until the waiter takes it or the
+// mark goes stale (within about 150 ms).
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if key == "" || len(key) > MaxKeyBytes {
 		return driver.Info{}, fmt.Errorf("%w: mysqlstore: bad key length %d", driver.ErrInvalid, len(key))

@@ -52,6 +52,7 @@ type Store struct {
 	opts Options
 
 	acquireSQL, extendSQL, releaseSQL, transferSQL string
+	mark                                           markCfg
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
@@ -80,7 +81,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if opts.SweepEvery == 0 {
 		opts.SweepEvery = opts.Retention
 	}
-	s := &Store{db: db, n: n, opts: opts, lastSweep: time.Now()}
+	s := &Store{db: db, n: n, opts: opts, lastSweep: time.Now(), mark: defaultMark}
 	s.prepareSQL()
 	return s, nil
 }
@@ -91,28 +92,16 @@ const now = "UTC_TIMESTAMP(6)"
 // remaining is the row's remaining lease in microseconds (negative: free).
 const remaining = "TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at)"
 
-// prepareSQL builds the four statements (Transfer's: transferStmt). The
+// prepareSQL builds the four statements (Acquire's: acquireStmt, with the
+// waiter mark; Transfer's: transferStmt). The
 // ON DUPLICATE KEY UPDATE assignments are written so that no expression
 // reads a column assigned before it in a way that matters: MariaDB assigns
 // left to right by default (later expressions see the new values) and all
 // at once under sql_mode SIMULTANEOUS_ASSIGNMENT; both give the same result
 // here.
 func (s *Store) prepareSQL() {
-	L, F := s.n.locks, s.n.fence
-	free := "expires_at <= " + now
-	// Acquire: a free (or missing) row is taken with a new fence; the
-	// holder's own row gains a hold and keeps the later expiry; another
-	// holder's row is left alone. NEXTVAL in the UPDATE part runs only
-	// when the row is taken (IF evaluates one branch), under the row lock,
-	// so a taken row's fence is greater than every fence issued before.
-	s.acquireSQL = "INSERT INTO " + L + " (name, owner, holds, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(" + F + "), " + now + " + INTERVAL ? MICROSECOND)" +
-		" ON DUPLICATE KEY UPDATE" +
-		" holds = CASE WHEN " + free + " THEN 1 WHEN owner = VALUES(owner) THEN holds + 1 ELSE holds END," +
-		" fence = IF(" + free + ", NEXTVAL(" + F + "), fence)," +
-		" owner = IF(" + free + ", VALUES(owner), owner)," +
-		// Second branch: the row was not free, so owner is unchanged.
-		" expires_at = CASE WHEN " + free + " THEN VALUES(expires_at) WHEN owner = VALUES(owner) THEN GREATEST(expires_at, VALUES(expires_at)) ELSE expires_at END" +
-		" RETURNING owner, holds, fence, " + remaining
+	L := s.n.locks
+	s.acquireSQL = acquireStmt(s.n, s.mark)
 	// Extend: only the live holder's row moves; a missing key gets a free
 	// row (owner zero, expired: nobody holds it), which the sweep removes.
 	s.extendSQL = "INSERT INTO " + L + " (name, owner, holds, fence, expires_at) VALUES (?, ?, 0, 0, '1970-01-01')" +
@@ -156,20 +145,29 @@ func (r row) taken(d []byte) bool { return !bytes.Equal(r.owner, d) && r.holds >
 // safe) up to three times; deadlocks are counted (Deadlocks).
 func (s *Store) exec(ctx context.Context, op, q string, args ...any) (row, error) {
 	var r row
+	var us int64
+	if err := s.query(ctx, op, q, []any{&r.owner, &r.holds, &r.fence, &us}, args...); err != nil {
+		return row{}, err
+	}
+	r.remain = time.Duration(us) * time.Microsecond
+	return r, nil
+}
+
+// query runs q and scans the row it returns into dest, retrying a deadlock
+// victim up to three times (see exec).
+func (s *Store) query(ctx context.Context, op, q string, dest []any, args ...any) error {
 	var err error
 	for try := 0; try < 3; try++ {
-		var us int64
-		err = s.db.QueryRowContext(ctx, q, args...).Scan(&r.owner, &r.holds, &r.fence, &us)
+		err = s.db.QueryRowContext(ctx, q, args...).Scan(dest...)
 		if err == nil {
-			r.remain = time.Duration(us) * time.Microsecond
-			return r, nil
+			return nil
 		}
 		if errNumber(err) != erDeadlock {
 			break
 		}
 		s.deadlocks.Add(1)
 	}
-	return row{}, wrap(op, err)
+	return wrap(op, err)
 }
 
 // Deadlocks returns how many statements of this Store the server chose as
@@ -180,20 +178,24 @@ func (s *Store) Deadlocks() int64 { return s.deadlocks.Load() }
 // Acquire takes key for token for ttl, or re-enters (one more hold, the
 // same fence, the later expiry). If another token holds key it returns a
 // *driver.ContendedError with the holder's remaining lease and changes
-// nothing. Bad arguments return driver.ErrInvalid before any I/O; a missing
+// nothing but the waiter mark: if no other waiter is marked, the caller is,
+// and the error's Retry says when to try again; the key, once free, is then
+// reserved for the caller until a little after that (see mark.go). A free
+// key reserved for another waiter is contended too, with the reservation's
+// remaining time. Bad arguments return driver.ErrInvalid before any I/O; a missing
 // schema driver.ErrRefused; other errors leave the outcome unknown.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, ttl, true); err != nil {
 		return driver.Grant{}, err
 	}
 	d := digest(token)
-	r, err := s.exec(ctx, "acquire", s.acquireSQL, []byte(key), d, ttl.Microseconds())
+	r, err := s.acquire(ctx, key, d, ttl)
 	if err != nil {
 		return driver.Grant{}, err
 	}
 	s.maybeSweep(ctx)
 	if !r.mine(d) {
-		return driver.Grant{}, &driver.ContendedError{Remaining: r.remain}
+		return driver.Grant{}, r.contended()
 	}
 	return driver.Grant{Fence: r.fence, Holds: r.holds, TTL: ttl}, nil
 }

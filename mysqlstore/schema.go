@@ -45,7 +45,12 @@ func tableNames(prefix string) (names, error) {
 //     holding's fence; expires_at the expiry on the database clock, in UTC
 //     (UTC_TIMESTAMP(6): the session time_zone does not matter). A row with
 //     expires_at in the past is free. The index on expires_at serves the
-//     sweep.
+//     sweep. next_owner, next_since and next_due are the waiter mark
+//     (mark.go): the digest of the waiter next in line, when it first
+//     marked, and when the mark goes stale; NULL when no waiter is marked.
+//     A free row with a fresh mark is reserved for that waiter. Tables
+//     created before the mark gain its columns (ALTER TABLE ... ADD COLUMN
+//     IF NOT EXISTS, MariaDB 10.0.2+).
 //   - <p>_fence, a sequence (MariaDB 10.3+) giving the fences: strictly
 //     increasing across every key and surviving row deletion (a restart may
 //     skip a cached block: fences then jump, never go back).
@@ -59,9 +64,14 @@ func (n names) ddl() []string {
   holds INT NOT NULL,
   fence BIGINT UNSIGNED NOT NULL,
   expires_at DATETIME(6) NOT NULL,
+  next_owner BINARY(32) NULL,
+  next_since DATETIME(6) NULL,
+  next_due DATETIME(6) NULL,
   PRIMARY KEY (name),
   KEY expires_at (expires_at)
 ) ENGINE=InnoDB`,
+		"ALTER TABLE " + n.locks + " ADD COLUMN IF NOT EXISTS next_owner BINARY(32) NULL," +
+			" ADD COLUMN IF NOT EXISTS next_since DATETIME(6) NULL, ADD COLUMN IF NOT EXISTS next_due DATETIME(6) NULL",
 		"CREATE SEQUENCE IF NOT EXISTS " + n.fence + " START WITH 1 INCREMENT BY 1 NO MAXVALUE NOCYCLE ENGINE=InnoDB",
 		"CREATE TABLE IF NOT EXISTS " + n.rows + ` (
   name VARBINARY(1024) NOT NULL,
@@ -87,8 +97,12 @@ func Schema(opts Options) string {
 	return b.String()
 }
 
-// Migrate creates the schema for opts if it is missing; it is idempotent and
-// changes nothing that exists. It needs CREATE privileges. On MySQL (no
+// Migrate creates the schema for opts if it is missing and adds the waiter
+// mark's columns to a lease table created before them (a table that has
+// them is left as it is); it is idempotent and changes nothing else that
+// exists. Adding the columns rebuilds nothing on MariaDB 10.3+ (instant
+// ADD COLUMN of nullable columns at the end), but takes a metadata lock:
+// run it when no statement holds the table for long. It needs CREATE privileges. On MySQL (no
 // CREATE SEQUENCE) it fails with an error matching driver.ErrRefused: the
 // lease table is MariaDB-only (see docs/mysql.md). It returns an error
 // matching driver.ErrInvalid for a bad Options.Table.

@@ -60,3 +60,69 @@ func TestSchemaAndMigrate(t *testing.T) {
 		t.Errorf("ttl 1µs: %v", err)
 	}
 }
+
+// TestMigrateAddsTheMarkColumns: a lease table of the shape before the
+// waiter mark (created here with that DDL, holding a key) is refused with
+// ErrRefused ("run Migrate"), not mistaken for a lock answer; Migrate adds
+// the columns (twice: idempotent), keeps the row, and the store then locks
+// on it: the old holding still excludes and the mark works. Schema prints
+// the columns; Doctor's schema check fails before the upgrade, passes after.
+func TestMigrateAddsTheMarkColumns(t *testing.T) {
+	if ddl := mysqlstore.Schema(mysqlstore.Options{}); !strings.Contains(ddl, "next_owner BINARY(32)") || !strings.Contains(ddl, "ADD COLUMN IF NOT EXISTS next_due") {
+		t.Errorf("Schema lacks the mark's columns:\n%s", ddl)
+	}
+	db := openDB(t, shared(t).DSN())
+	p := uniqTable(t)
+	for _, q := range []string{
+		"CREATE TABLE " + p + `_locks (name VARBINARY(1024) NOT NULL, owner BINARY(32) NOT NULL, holds INT NOT NULL,
+  fence BIGINT UNSIGNED NOT NULL, expires_at DATETIME(6) NOT NULL, PRIMARY KEY (name), KEY expires_at (expires_at)) ENGINE=InnoDB`,
+		"CREATE SEQUENCE " + p + "_fence START WITH 8 INCREMENT BY 1 NO MAXVALUE NOCYCLE ENGINE=InnoDB",
+		"CREATE TABLE " + p + "_rows (name VARBINARY(1024) NOT NULL, PRIMARY KEY (name)) ENGINE=InnoDB",
+		// An old holding of token "old" (its digest), fence 7 (the sequence
+		// is past it), live for a minute.
+		"INSERT INTO " + p + "_locks VALUES ('k', UNHEX(SHA2('old', 256)), 1, 7, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE)",
+	} {
+		if _, err := db.ExecContext(ctxT(t), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := mysqlstore.Options{Table: p}
+	s, err := mysqlstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctxT(t), "k", "new", time.Second); !errors.Is(err, driver.ErrRefused) {
+		t.Fatalf("Acquire on the old table: %v, want ErrRefused (run Migrate)", err)
+	}
+	schemaCheck := func() driver.Check {
+		for _, c := range s.Doctor(ctxT(t), time.Second) {
+			if c.Name == "schema" {
+				return c
+			}
+		}
+		t.Fatal("no schema check")
+		return driver.Check{}
+	}
+	if c := schemaCheck(); c.Status != driver.Fail || !strings.Contains(c.Detail, "waiter mark") {
+		t.Errorf("doctor on the old table: %v %s", c.Status, c.Detail)
+	}
+	for i := 0; i < 2; i++ {
+		if err := mysqlstore.Migrate(ctxT(t), db, opts); err != nil {
+			t.Fatalf("Migrate %d: %v", i+1, err)
+		}
+	}
+	if c := schemaCheck(); c.Status != driver.OK {
+		t.Errorf("doctor after Migrate: %v %s", c.Status, c.Detail)
+	}
+	var ce *driver.ContendedError
+	if _, err := s.Acquire(ctxT(t), "k", "new", time.Minute); !errors.As(err, &ce) || ce.Retry <= 0 {
+		t.Fatalf("Acquire of the old holding's key: %v, want contended with a hint", err)
+	}
+	if err := s.Release(ctxT(t), "k", "old"); err != nil {
+		t.Fatalf("the old holder's release: %v", err)
+	}
+	g, err := s.Acquire(ctxT(t), "k", "new", time.Minute)
+	if err != nil || g.Fence <= 7 {
+		t.Fatalf("Acquire after the old holder's release: %+v, %v", g, err)
+	}
+}

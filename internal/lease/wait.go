@@ -33,14 +33,16 @@ func (p *Pacer[T]) Failures() int { return p.failures }
 
 // Pause sleeps after a failed attempt of key, before the next one. It
 // reports false if ctx ended first. contended says another owner held the
-// key, for remaining (negative: unknown).
+// key, for remaining (negative: unknown); retry is the store's hint
+// (driver.ContendedError.Retry): when > 0 the pause is retry minus a little
+// jitter (never above it), instead of the backoff and remaining.
 //
 // On the first contention with a store that notifies, it subscribes and
 // returns at once: the retry that follows closes the gap between the failed
 // attempt and the subscription, so no release is missed. Afterwards it
 // sleeps until a release is announced or the holder's lease would expire,
 // whichever comes first; the expiry wake-up covers a missed message.
-func (p *Pacer[T]) Pause(ctx context.Context, key string, contended bool, remaining time.Duration) bool {
+func (p *Pacer[T]) Pause(ctx context.Context, key string, contended bool, remaining, retry time.Duration) bool {
 	p.failures++
 	if contended && p.cancel == nil && p.notifier != nil {
 		if ch, cancel, err := p.notifier.Subscribe(ctx, key); err == nil {
@@ -48,7 +50,7 @@ func (p *Pacer[T]) Pause(ctx context.Context, key string, contended bool, remain
 			return ctx.Err() == nil
 		}
 	}
-	return p.Sleep(ctx, p.delay(contended, remaining))
+	return p.Sleep(ctx, p.delay(contended, remaining, retry))
 }
 
 // Sleep waits for d, a release announcement or closing. It reports false if
@@ -67,7 +69,15 @@ func (p *Pacer[T]) Sleep(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
-func (p *Pacer[T]) delay(contended bool, remaining time.Duration) time.Duration {
+func (p *Pacer[T]) delay(contended bool, remaining, retry time.Duration) time.Duration {
+	if contended && retry > 0 {
+		// The store expects the next attempt within retry: come a little
+		// early (up to a tenth), never late.
+		if j := retry / 10; j > 0 {
+			return retry - rand.N(j)
+		}
+		return retry
+	}
 	d := p.backoff(p.failures)
 	if !contended || remaining < 0 {
 		return d
