@@ -48,6 +48,9 @@ func New(store driver.Mutex, opts ...Option) (*Client, error) {
 	}
 	c := &Client{store: store, model: model, cfg: cfg}
 	c.caps = findCaps(store)
+	if c.caps.notifier == nil && c.caps.queuer == nil {
+		c.queues.minRun = maxHandoffRunPolled
+	}
 	c.renewer = lease.NewRenewer[Timer](cfg.clock, extender{c})
 	c.life.init()
 	return c, nil

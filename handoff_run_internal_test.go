@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // shiftClock stands still but for the shifts a test makes: timers are real,
@@ -34,16 +36,31 @@ func (c *shiftClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// notifyingMini is a miniStore that can announce releases (it never
+// does: the chains below hand over locally), so that its runs of handoffs
+// have the bounds of a store with notifications.
+type notifyingMini struct{ *miniStore }
+
+func (notifyingMini) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return make(chan struct{}), func() {}, nil
+}
+
 // handoffChain queues n waiters behind a holder, then releases each lease
 // as it arrives, calling between(i) before the i-th release (the holder's is
 // 0). Each transfer takes the time takes on clk. It returns, for each
-// release, whether it was a handoff (a transfer).
+// release, whether it was a handoff (a transfer). The store announces
+// releases (notifyingMini); handoffChainOn takes the store.
 func handoffChain(t *testing.T, n int, clk *shiftClock, takes time.Duration, between func(i int)) []bool {
 	t.Helper()
 	st := newMiniStore()
+	return handoffChainOn(t, notifyingMini{st}, st, n, clk, takes, between)
+}
+
+func handoffChainOn(t *testing.T, store driver.Mutex, st *miniStore, n int, clk *shiftClock, takes time.Duration, between func(i int)) []bool {
+	t.Helper()
 	var transfers atomic.Int64
 	st.onTransfer = func() { transfers.Add(1); clk.advance(takes) }
-	c, err := New(st, WithTTL(time.Minute), WithClock(clk))
+	c, err := New(store, WithTTL(time.Minute), WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +160,44 @@ func TestHandoffRunGrownBoundIsCapped(t *testing.T) {
 	for i := range want {
 		if handed[i] != want[i] {
 			t.Fatalf("handoffs %v, want %v", handed, want)
+		}
+	}
+}
+
+// On a store without release notifications or a queue (the MariaDB lease
+// table), another process's waiter only polls, so a run lasts at least
+// maxHandoffRunPolled: past maxHandoffRun it goes on, past the polled
+// bound it ends. The control: the same chain on a store that notifies ends
+// at maxHandoffRun.
+func TestHandoffRunOnAPolledStoreLastsLonger(t *testing.T) {
+	chain := func(notify bool) []bool {
+		clk := &shiftClock{}
+		st := newMiniStore()
+		var store driver.Mutex = st
+		if notify {
+			store = notifyingMini{st}
+		}
+		return handoffChainOn(t, store, st, 5, clk, 0, func(i int) {
+			switch i {
+			case 2:
+				clk.advance(maxHandoffRun) // past the notifying bound
+			case 3:
+				clk.advance(maxHandoffRunPolled - maxHandoffRun) // at the polled bound
+			}
+		})
+	}
+	for _, c := range []struct {
+		notify bool
+		want   []bool
+	}{
+		{false, []bool{true, true, true, false, true, false}},
+		{true, []bool{true, true, false, true, true, false}},
+	} {
+		got := chain(c.notify)
+		for i := range c.want {
+			if got[i] != c.want[i] {
+				t.Fatalf("notify %v: handoffs %v, want %v", c.notify, got, c.want)
+			}
 		}
 	}
 }
