@@ -22,10 +22,7 @@ import (
 // client without a certificate and a client that trusts another authority.
 func TestOpenTLS(t *testing.T) {
 	etcdserver.Binary(t)
-	certs, err := testcert.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs := testcert.ForTest(t)
 	c := etcdserver.StartTLS(t, certs)
 	addr := c.Members[0].Addr()
 	q := url.Values{"cacert": {certs.CA}, "cert": {certs.ClientCert}, "key": {certs.ClientKey}}
@@ -54,10 +51,7 @@ func TestOpenTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	other, err := testcert.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testcert.ForTest(t)
 	for name, u := range map[string]string{
 		"plain etcd://":      "etcd://" + addr + "/tls?dial-timeout=1s",
 		"no client cert":     "etcds://" + addr + "/tls?dial-timeout=1s&" + url.Values{"cacert": {certs.CA}}.Encode(),

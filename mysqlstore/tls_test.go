@@ -22,14 +22,8 @@ import (
 // trusting only the system's roots, and trusting another authority are all
 // refused when opened.
 func TestOpenTLS(t *testing.T) {
-	certs, err := testcert.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := testcert.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs := testcert.ForTest(t)
+	other := testcert.ForTest(t)
 	srv := mysqlserver.StartTLS(t, certs)
 	base := srv.URL() + "?migrate=1&table=" + uniqTable(t) + "&dial-timeout=2s"
 	ctx := ctxT(t)
@@ -101,10 +95,7 @@ func sslCipher(t *testing.T, srv *mysqlserver.Server, certs *testcert.Set) strin
 
 // TestOpenTLSInvalid: TLS parameters are checked before any I/O.
 func TestOpenTLSInvalid(t *testing.T) {
-	certs, err := testcert.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs := testcert.ForTest(t)
 	for _, q := range []string{
 		"tls=maybe", "tls=false&" + url.Values{"cacert": {certs.CA}}.Encode(),
 		"tls=skip-verify&" + url.Values{"cacert": {certs.CA}}.Encode(),

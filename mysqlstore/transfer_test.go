@@ -19,18 +19,9 @@ import (
 // (left to right, and all at once under sql_mode SIMULTANEOUS_ASSIGNMENT),
 // which the other statements of the store are written to survive.
 func TestTransferBasics(t *testing.T) {
-	for _, mode := range []string{"", "sql_mode=%27SIMULTANEOUS_ASSIGNMENT%27"} {
+	for _, mode := range assignModes {
 		t.Run("mode="+mode, func(t *testing.T) {
-			_, opts := migrated(t, mysqlstore.Options{})
-			db := openDB(t, shared(t).DSN(mode))
-			var m string
-			if err := db.QueryRow("SELECT @@sql_mode").Scan(&m); err != nil || (mode != "") != (m == "SIMULTANEOUS_ASSIGNMENT") {
-				t.Fatalf("sql_mode %q, %v for DSN parameter %q", m, err, mode)
-			}
-			s, err := mysqlstore.New(db, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, db, opts := storeIn(t, mode)
 			transferBasics(t, s, db, opts.Table)
 		})
 	}

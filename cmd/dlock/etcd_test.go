@@ -151,14 +151,8 @@ func TestEtcdPrefixIsThePath(t *testing.T) {
 // with the handshake's reason, and so does a plain etcd:// URL.
 func TestEtcdTLS(t *testing.T) {
 	etcdserver.Binary(t)
-	certs, err := testcert.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := testcert.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs := testcert.ForTest(t)
+	other := testcert.ForTest(t)
 	addr := etcdserver.StartTLS(t, certs).Members[0].Addr()
 	good := "etcds://" + addr + "/locks?" + url.Values{"cacert": {certs.CA}, "cert": {certs.ClientCert}, "key": {certs.ClientKey}}.Encode()
 	if r := runDlock(t, nil, "run", "--store", good, "--key", "job", "--", "echo", "ran-under-tls"); r.code != 0 || !strings.Contains(r.stdout, "ran-under-tls") {

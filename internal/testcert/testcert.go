@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 )
 
@@ -69,6 +70,17 @@ func New(dir string) (*Set, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// ForTest returns a new Set in a temporary directory of t, failing t if it
+// cannot be made.
+func ForTest(t testing.TB) *Set {
+	t.Helper()
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatalf("testcert: %v", err)
+	}
+	return s
 }
 
 // Pool returns a certificate pool holding the Set's authority.
