@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"example.com/dlock/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -53,6 +52,12 @@ type listener struct {
 	// lastErr is the error of the last connection attempt, nil once a
 	// connection listens: Subscribe fails at once while it is set.
 	lastErr error
+	// deafUntil is when a deaf verdict (lastErr errDeaf) expires: until
+	// then Subscribe fails at once with errors.ErrUnsupported.
+	deafUntil time.Time
+	// probeWait bounds the probe of each new connection (listenProbe; 0:
+	// no probe, for the tests' negative control).
+	probeWait time.Duration
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -64,7 +69,7 @@ type run struct {
 }
 
 func newListener(b backend, channel string) *listener {
-	return &listener{b: b, channel: channel, subs: map[string]map[*sub]struct{}{}}
+	return &listener{b: b, channel: channel, subs: map[string]map[*sub]struct{}{}, probeWait: listenProbe}
 }
 
 // Subscribe implements driver.Notifier. The first subscriber starts the
@@ -112,9 +117,10 @@ func (l *listener) subscribe(ctx context.Context, key string) (<-chan struct{}, 
 		l.mu.Unlock()
 		return nil, nil, errClosed()
 	}
-	if errors.Is(l.lastErr, errNotPgx) {
+	if errors.Is(l.lastErr, errNotPgx) || (errors.Is(l.lastErr, errDeaf) && time.Now().Before(l.deafUntil)) {
+		err := l.lastErr
 		l.mu.Unlock()
-		return nil, nil, driver.Unsupported("pgstore: notifications", errNotPgx.Error())
+		return nil, nil, unsupported(err)
 	}
 	if l.lastErr != nil && l.run != nil {
 		err := l.lastErr
@@ -142,8 +148,8 @@ func (l *listener) subscribe(ctx context.Context, key string) (<-chan struct{}, 
 		return sb.ch, cancel, nil
 	case <-at.failed:
 		cancel()
-		if errors.Is(at.err, errNotPgx) {
-			return nil, nil, driver.Unsupported("pgstore: notifications", at.err.Error())
+		if permanent(at.err) {
+			return nil, nil, unsupported(at.err)
 		}
 		return nil, nil, fmt.Errorf("pgstore: listen: %w", at.err)
 	case <-ctx.Done():
