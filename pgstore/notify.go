@@ -58,8 +58,8 @@ type listener struct {
 	// probeWait bounds the probe of each new connection (listenProbe; 0:
 	// no probe, for the tests' negative control).
 	probeWait time.Duration
-	closed  bool
-	wg      sync.WaitGroup
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 // run is one life of the listener goroutine, ended by cancel (idle or Close).
