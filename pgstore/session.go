@@ -86,6 +86,14 @@ type SessionStore struct {
 	pins   []*pinned
 	keys   map[string]*entry
 	closed bool
+	// sharedChecked is set once checkShared has seen whether a pooler
+	// shares server sessions, or a guard found one; shared is then the
+	// verdict (nil: not shared), returned by every later pin.
+	sharedChecked bool
+	shared        error
+	// noSharedCheck and noSharedGuard turn the check and the lock
+	// statements' guard off, for the tests' negative control.
+	noSharedCheck, noSharedGuard bool
 }
 
 var (

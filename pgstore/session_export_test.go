@@ -34,3 +34,12 @@ func (s *SessionStore) LocalState(key string) int {
 	}
 	return n
 }
+
+// WithoutSharedCheck turns off s's first-use check for a pooler that shares
+// server sessions (PgBouncer in transaction mode). For tests.
+func WithoutSharedCheck(s *SessionStore) { s.noSharedCheck = true }
+
+// WithoutSharedGuard makes s's lock statements take a lock that their own
+// server session already holds (a re-entry on the server), as they did
+// before the guard. For the negative control of the shared-session tests.
+func WithoutSharedGuard(s *SessionStore) { s.noSharedGuard = true }

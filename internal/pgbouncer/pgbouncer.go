@@ -186,8 +186,6 @@ pool_mode = %[4]s
 default_pool_size = %[5]d
 max_client_conn = 500
 ignore_startup_parameters = extra_float_digits
-server_lifetime = 0
-server_idle_timeout = 0
 log_connections = 0
 log_disconnections = 0
 `
