@@ -21,8 +21,8 @@ const (
 	lockSQL    = `WITH g AS MATERIALIZED (SELECT ` + sharedGuard + ` AS shared),
   l AS MATERIALIZED (SELECT pg_advisory_lock($1) FROM g WHERE NOT g.shared)
 SELECT CASE WHEN g.shared THEN -1 ELSE nextval($4::regclass) END FROM g LEFT JOIN l ON true`
-	unlockSQL  = `SELECT pg_advisory_unlock($1)`
-	lockWhere  = `locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 1
+	unlockSQL = `SELECT pg_advisory_unlock($1)`
+	lockWhere = `locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 1
 		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
 	// checkSQL: does this backend hold the lock, does anyone.
 	checkSQL   = `SELECT coalesce(bool_or(pid = pg_backend_pid()), false), count(*) > 0 FROM pg_locks WHERE granted AND ` + lockWhere
