@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -49,17 +51,13 @@ func errShared(key string) error {
 }
 
 // checkShared finds out, once per store, on its first pinned connection c,
-// whether a pooler shares server sessions between client connections: c
-// reads its backend pid; a second pool connection, in a transaction (which
-// keeps it on one backend), reads its own; c reads its pid again. Without
-// a pooler, or through one in session mode, the second pid differs from the
-// first and the third equals it, always. Through PgBouncer in transaction
-// mode the second connection usually gets the backend c just gave back
-// (PgBouncer reuses the last one), or c moves: either is proof. It returns
-// an error matching ErrSharedSession, sticky for the store, when it sees
-// one; nil when it sees none or cannot check (no second connection within
-// ConnWait, an error): the next pin checks again, and the lock statements'
-// own guard (sharedGuard) still refuses a re-entry on a shared session.
+// whether a pooler shares server sessions between client connections
+// (samplePIDs: one connection of its own, opened and closed, and three
+// statements). It returns an error matching ErrSharedSession, sticky for
+// the store, when it sees one; nil when it sees none or cannot check (the
+// second connection fails within ConnWait, a statement fails): the next
+// pin checks again, and the lock statements' own guard (sharedGuard) still
+// refuses a lock whose server session holds it already.
 func (s *SessionStore) checkShared(ctx context.Context, c *pgxpool.Conn) error {
 	s.mu.Lock()
 	done, verdict := s.sharedChecked || s.noSharedCheck, s.shared
@@ -67,36 +65,56 @@ func (s *SessionStore) checkShared(ctx context.Context, c *pgxpool.Conn) error {
 	if done {
 		return verdict
 	}
-	var p1, p2, p3 int64
-	if err := c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p1); err != nil {
-		return nil
-	}
-	actx, cancel := context.WithTimeout(ctx, s.wait)
-	c2, err := s.pool.Acquire(actx)
-	cancel()
+	pids, err := samplePIDs(ctx, c, s.pool, s.wait)
 	if err != nil {
-		return nil
-	}
-	defer c2.Release()
-	tx, err := c2.Begin(ctx)
-	if err != nil {
-		return nil
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p2); err != nil {
-		return nil
-	}
-	if err := c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p3); err != nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sharedChecked = true
-	if p2 == p1 || p3 != p1 {
-		s.shared = fmt.Errorf("%w: two client connections ran on server backends %d, %d, %d (the first and last on one client connection): a pooler in transaction mode", ErrSharedSession, p1, p2, p3)
+	if sharedPIDs(pids) {
+		s.shared = fmt.Errorf("%w: two client connections ran on server backends %d, %d, %d (the first and last on one connection): a pooler in transaction mode", ErrSharedSession, pids[0], pids[1], pids[2])
 	}
 	return s.shared
 }
+
+// samplePIDs reads the server backend pid of c, then of a second
+// connection, opened with the pool's settings but not taken from the pool
+// (the pool is left as it was) and closed after, inside a transaction,
+// which keeps it on one backend while c reads its pid again. Without a
+// pooler, or through one in session mode, every client connection keeps
+// its own backend: the second pid differs from the first, the third equals
+// it. Through PgBouncer in transaction mode the second connection usually
+// gets the backend c has just given back (PgBouncer hands out the last one
+// used), or c moves to another: see sharedPIDs. wait bounds the connect.
+func samplePIDs(ctx context.Context, c *pgxpool.Conn, pool *pgxpool.Pool, wait time.Duration) ([3]int64, error) {
+	var p [3]int64
+	if err := c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p[0]); err != nil {
+		return p, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	c2, err := pgx.ConnectConfig(cctx, pool.Config().ConnConfig.Copy())
+	cancel()
+	if err != nil {
+		return p, fmt.Errorf("a second connection: %w", err)
+	}
+	defer func() { _ = c2.Close(context.WithoutCancel(ctx)) }()
+	tx, err := c2.Begin(ctx)
+	if err != nil {
+		return p, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p[1]); err != nil {
+		return p, err
+	}
+	err = c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p[2])
+	return p, err
+}
+
+// sharedPIDs reports whether a sample of samplePIDs proves that server
+// sessions are shared: two client connections on one backend, or one
+// client connection on two.
+func sharedPIDs(p [3]int64) bool { return p[1] == p[0] || p[2] != p[0] }
 
 // markShared makes err (a guard's refusal) the store's sticky verdict.
 func (s *SessionStore) markShared(err error) {
