@@ -89,12 +89,24 @@ func newListener(b backend, channel string) *listener {
 // nothing. A lease that ends without a release sends nothing either (waiters learn its
 // end from ContendedError.Remaining). When the listener's connection dies it
 // reconnects, and once it listens again it wakes every subscriber, since a
-// release in between was not heard. It returns an error matching no
-// sentinel if the listener cannot connect or the mark gets no answer (the
-// client then backs off), one matching driver.ErrRefused if the mark is
-// refused (a table without the waited column: run Migrate), one
-// matching errors.ErrUnsupported for a *sql.DB whose driver is not pgx's,
-// and one matching driver.ErrInvalid after Close.
+// release in between was not heard.
+//
+// Each new listening connection is proved once, before Subscribe returns:
+// the listener sends a probe NOTIFY through the pool and waits up to 2 s
+// for it (on a direct connection it arrives in about a millisecond). Behind
+// a pooler in transaction mode (PgBouncer) it never arrives: LISTEN ran on
+// a server connection the pooler lends to others, and no release would be
+// heard. The store then answers Subscribe with errors.ErrUnsupported, at
+// once and without I/O, for 10 minutes (then the next Subscribe probes
+// again), and the Client waits with its backoff, bounded by the holder's
+// remaining lease, instead of sleeping until that lease would end.
+//
+// It returns an error matching no sentinel if the listener cannot connect
+// or the mark gets no answer (the client then backs off), one matching
+// driver.ErrRefused if the mark is refused (a table without the waited
+// column: run Migrate), one matching errors.ErrUnsupported for a *sql.DB
+// whose driver is not pgx's or a listening connection that hears nothing
+// (the probe), and one matching driver.ErrInvalid after Close.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err

@@ -20,7 +20,7 @@ var (
 	// listenDeafRetry is how long a store whose probe never arrived answers
 	// Subscribe with errors.ErrUnsupported, without I/O, before the next
 	// Subscribe tries a new connection and probe.
-	listenDeafRetry = time.Minute
+	listenDeafRetry = 10 * time.Minute
 )
 
 // probePrefix starts the payload of a probe NOTIFY; a random suffix makes

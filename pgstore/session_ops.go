@@ -17,7 +17,7 @@ import (
 const (
 	// tryLockSQL and lockSQL take the lock with a fence, or return
 	// sharedFence (taking nothing) if their own backend holds it already.
-	tryLockSQL = `SELECT CASE WHEN ` + sharedGuard + ` THEN ` + "-1" + ` WHEN pg_try_advisory_lock($1) THEN nextval($4::regclass) END`
+	tryLockSQL = `SELECT CASE WHEN ` + sharedGuard + ` THEN -1 WHEN pg_try_advisory_lock($1) THEN nextval($4::regclass) END`
 	lockSQL    = `WITH g AS MATERIALIZED (SELECT ` + sharedGuard + ` AS shared),
   l AS MATERIALIZED (SELECT pg_advisory_lock($1) FROM g WHERE NOT g.shared)
 SELECT CASE WHEN g.shared THEN -1 ELSE nextval($4::regclass) END FROM g LEFT JOIN l ON true`
@@ -40,7 +40,11 @@ SELECT CASE WHEN g.shared THEN -1 ELSE nextval($4::regclass) END FROM g LEFT JOI
 // returns a *driver.ContendedError with Remaining -1. If ctx ends while the
 // statement runs, the call returns ctx's error and a lock the statement
 // took is unlocked when it completes. A missing fence sequence (Migrate not
-// run) or missing privileges return an error matching driver.ErrRefused.
+// run) or missing privileges return an error matching driver.ErrRefused, and
+// so does a server session that is not the store's alone
+// (ErrSharedSession: a pooler in transaction mode, seen by the store's
+// first-use check, or a statement's backend that holds the lock already),
+// which takes nothing.
 func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.Grant{}, err
