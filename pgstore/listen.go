@@ -19,6 +19,11 @@ func (l *listener) loop(r *run) {
 		conn, release, err := l.connect(r.ctx)
 		if err != nil {
 			if !l.attemptFailed(r, err) || permanent(err) {
+				if permanent(err) {
+					// Subscribers of an earlier connection would wait for
+					// releases nobody will hear: they retry, and back off.
+					l.fanout("", true)
+				}
 				return
 			}
 			t := time.NewTimer(backoff)

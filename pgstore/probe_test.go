@@ -10,6 +10,7 @@ import (
 
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // probesUntil reads conn's notifications until the payload end and counts
@@ -119,5 +120,16 @@ func firstSubscribe(t *testing.T) {
 	t.Logf("a store's first Subscribe (connect, LISTEN, mark), median of 5 each, interleaved: %v with the probe, %v without", mw, mo)
 	if mw-mo > 100*time.Millisecond {
 		t.Fatalf("the probe adds %v to a first Subscribe on a direct connection; want well under 100ms", mw-mo)
+	}
+}
+
+// releaseNote returns conn's next notification that is not a listener's
+// probe (payload "dlock-probe-…", sent once per listening connection).
+func releaseNote(ctx context.Context, conn *pgx.Conn) (*pgconn.Notification, error) {
+	for {
+		note, err := conn.WaitForNotification(ctx)
+		if err != nil || !strings.HasPrefix(note.Payload, "dlock-probe-") {
+			return note, err
+		}
 	}
 }
