@@ -62,25 +62,36 @@ func TestProbeOncePerConnection(t *testing.T) {
 	if n := probesUntil(t, raw, "end1"); n != 1 {
 		t.Fatalf("20 Subscribes on one listening connection sent %d probes; want 1", n)
 	}
-	pid := listenerPID(t, admin, s.Table())
+	// The store's listening backend: the one that ran its LISTEN, not raw's.
+	storeListener := func() int {
+		var pid int
+		err := admin.QueryRow(ctx(t), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query = $1 AND pid <> $2`,
+			`LISTEN "`+channel+`"`, int(raw.PgConn().PID())).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	pid := storeListener()
+	if pid == 0 {
+		t.Fatal("no backend runs the store's LISTEN")
+	}
 	if _, err := admin.Exec(ctx(t), "SELECT pg_terminate_backend($1)", pid); err != nil {
 		t.Fatal(err)
 	}
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		var cancel func()
-		if _, cancel, err = s.Subscribe(ctx(t), "k"); err == nil && listenerPID(t, admin, s.Table()) != pid {
-			cancel()
-			break
-		}
-		if err == nil {
-			cancel()
+	for deadline := time.Now().Add(10 * time.Second); storeListener() == pid || storeListener() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not reconnect within 10s")
 		}
 		time.Sleep(20 * time.Millisecond) // polling the reconnection, with a deadline
 	}
+	// The new connection runs LISTEN before its probe: a Subscribe returns
+	// once the probe has arrived.
+	_, cancel, err := s.Subscribe(ctx(t), "k")
 	if err != nil {
 		t.Fatalf("Subscribe after the listener's backend was terminated: %v", err)
 	}
+	cancel()
 	notify("end2")
 	if n := probesUntil(t, raw, "end2"); n != 1 {
 		t.Fatalf("a reconnection sent %d probes; want 1", n)
