@@ -52,8 +52,8 @@ func errShared(key string) error {
 
 // checkShared finds out, once per store, on its first pinned connection c,
 // whether a pooler shares server sessions between client connections
-// (samplePIDs: one connection of its own, opened and closed, and three
-// statements). It returns an error matching ErrSharedSession, sticky for
+// (samplePIDs: three statements, on c and on an idle connection of the
+// pool, or one of its own when the pool has none idle). It returns an error matching ErrSharedSession, sticky for
 // the store, when it sees one; nil when it sees none or cannot check (the
 // second connection fails within ConnWait, a statement fails): the next
 // pin checks again, and the lock statements' own guard (sharedGuard) still
@@ -79,26 +79,24 @@ func (s *SessionStore) checkShared(ctx context.Context, c *pgxpool.Conn) error {
 }
 
 // samplePIDs reads the server backend pid of c, then of a second
-// connection, opened with the pool's settings but not taken from the pool
-// (the pool is left as it was) and closed after, inside a transaction,
-// which keeps it on one backend while c reads its pid again. Without a
-// pooler, or through one in session mode, every client connection keeps
+// connection (secondConn: an idle one of the pool, else one of its own)
+// inside a transaction, which keeps it on one backend while c reads its pid
+// again. Without a pooler, or through one in session mode, every client connection keeps
 // its own backend: the second pid differs from the first, the third equals
 // it. Through PgBouncer in transaction mode the second connection usually
 // gets the backend c has just given back (PgBouncer hands out the last one
-// used), or c moves to another: see sharedPIDs. wait bounds the connect.
+// used), or c moves to another: see sharedPIDs. wait bounds the wait for the
+// second connection.
 func samplePIDs(ctx context.Context, c *pgxpool.Conn, pool *pgxpool.Pool, wait time.Duration) ([3]int64, error) {
 	var p [3]int64
 	if err := c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p[0]); err != nil {
 		return p, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, wait)
-	c2, err := pgx.ConnectConfig(cctx, pool.Config().ConnConfig.Copy())
-	cancel()
+	c2, release, err := secondConn(ctx, pool, wait)
 	if err != nil {
 		return p, fmt.Errorf("a second connection: %w", err)
 	}
-	defer func() { _ = c2.Close(context.WithoutCancel(ctx)) }()
+	defer release()
 	tx, err := c2.Begin(ctx)
 	if err != nil {
 		return p, err
@@ -109,6 +107,27 @@ func samplePIDs(ctx context.Context, c *pgxpool.Conn, pool *pgxpool.Pool, wait t
 	}
 	err = c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p[2])
 	return p, err
+}
+
+// secondConn returns a second connection for samplePIDs and the function
+// that gives it back: an idle connection of pool when it has one (no
+// connect), else one of its own with the pool's settings, closed after, so
+// that the pool is left as it was. wait bounds the wait for it.
+func secondConn(ctx context.Context, pool *pgxpool.Pool, wait time.Duration) (*pgx.Conn, func(), error) {
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if pool.Stat().IdleConns() > 0 {
+		pc, err := pool.Acquire(cctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pc.Conn(), pc.Release, nil
+	}
+	c, err := pgx.ConnectConfig(cctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { _ = c.Close(context.WithoutCancel(ctx)) }, nil
 }
 
 // sharedPIDs reports whether a sample of samplePIDs proves that server
