@@ -61,7 +61,11 @@
 // key's subscribers. When the connection dies the listener reconnects. Once
 // it listens again it wakes every subscriber, because a release in between
 // went unheard. It closes its connection 30 s after the last subscriber
-// leaves.
+// leaves. Each new connection first proves that it hears what others send:
+// a probe NOTIFY sent through the pool must arrive within 2 s. Behind a
+// pooler in transaction mode (PgBouncer) it does not, and Subscribe reports
+// notifications unsupported, so waiters back off instead of sleeping until
+// the holder's lease would end (docs/postgres.md, "Behind PgBouncer").
 //
 // # Schema
 //

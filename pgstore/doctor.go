@@ -20,8 +20,10 @@ type addFunc func(name string, st driver.Status, format string, args ...any)
 // Doctor implements driver.Doctor: the server's version, whether it is a
 // primary (a replica refuses writes: Fail), the default isolation level,
 // the clock and time zone, connections in use against max_connections, a
-// pooler or proxy in front (PgBouncer), replicas and their lag, and a probe
-// lock taken and released on the store's table. It makes no lasting change.
+// pooler or proxy in front (PgBouncer), whether a NOTIFY sent through the
+// pool reaches a listening connection (not through PgBouncer in transaction
+// mode), replicas and their lag, and a probe lock taken and released on the
+// store's table. It makes no lasting change.
 // A check that cannot run reports Fail with the error.
 func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	var checks []driver.Check
@@ -36,6 +38,7 @@ func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	s.checkClock(ctx, add)
 	s.checkConnections(ctx, add)
 	s.checkPooler(ctx, add)
+	s.checkNotify(ctx, add)
 	s.checkReplicas(ctx, add)
 	s.checkProbe(ctx, ttl, add)
 	return checks

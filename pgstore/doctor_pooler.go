@@ -2,19 +2,23 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5"
 )
 
 // checkPooler looks for a pooler or proxy (PgBouncer) between the store and
-// the server: the port the server listens on differs from the one the
-// pool dials, or two consecutive transactions of one client connection ran
-// on two server backends (transaction pooling).
+// the server: two client connections that share or swap server backends
+// (transaction pooling, see samplePIDs), or a server port that differs from
+// the one the pool dials (session pooling, or a TCP proxy). PgBouncer in
+// transaction mode hands a client the backend it used last, so one
+// connection alone sees one backend: the sample takes two.
 func (s *Store) checkPooler(ctx context.Context, add addFunc) {
 	pb, ok := s.db.(pgxBackend)
 	if !ok {
-		add("pooler", driver.OK, "not checked through database/sql")
+		add("pooler", driver.OK, "not checked through database/sql (the notifications check still sees a pooler in transaction mode)")
 		return
 	}
 	c, err := pb.pool.Acquire(ctx)
@@ -23,24 +27,59 @@ func (s *Store) checkPooler(ctx context.Context, add addFunc) {
 		return
 	}
 	defer c.Release()
-	var pid1, pid2, serverPort int64
-	var app string
-	err = c.QueryRow(ctx, `SELECT pg_backend_pid(), coalesce(inet_server_port(), 0), current_setting('application_name')`).Scan(&pid1, &serverPort, &app)
-	if err == nil {
-		err = c.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid2)
+	var serverPort int64
+	if err := c.QueryRow(ctx, `SELECT coalesce(inet_server_port(), 0)`).Scan(&serverPort); err != nil {
+		add("pooler", driver.Fail, "%v", err)
+		return
 	}
+	pids, err := samplePIDs(ctx, c, pb.pool, DefaultConnWait)
 	if err != nil {
 		add("pooler", driver.Fail, "%v", err)
 		return
 	}
 	dialed := int64(c.Conn().Config().Port)
 	switch {
-	case pid1 != pid2:
-		add("pooler", driver.Warn, "two transactions of one connection ran on server backends %d and %d: a pooler in transaction mode (PgBouncer) is in front; the lease table works through it (with PgBouncer 1.21+ and max_prepared_statements, or pool default_query_exec_mode=exec), but LISTEN does not, so waiters are woken by their backoff only; session locks need session pooling", pid1, pid2)
+	case sharedPIDs(pids):
+		add("pooler", driver.Warn, "two client connections ran on server backends %d, %d, %d (the first and last on one connection): a pooler in transaction (or statement) mode, PgBouncer, shares server sessions between clients. "+
+			"The lease table works through it when the pool keeps no prepared statement across transactions (default_query_exec_mode=exec in the pool's URL, or PgBouncer 1.21+ with max_prepared_statements). "+
+			"LISTEN hears nothing through it: the store's listener finds that out with a probe and waiters back off instead (the Client's backoff, 250 ms at most by default, never past the holder's lease) rather than being woken at the release. "+
+			"Session locks (mode=session) refuse to run (ErrSharedSession): they need session pooling or a direct connection", pids[0], pids[1], pids[2])
 	case serverPort != 0 && serverPort != dialed:
-		add("pooler", driver.Warn, "the pool dials port %d but the server listens on %d: a proxy or pooler (PgBouncer?) is in front; in session mode everything works, in transaction mode LISTEN and session locks do not", dialed, serverPort)
+		add("pooler", driver.Warn, "the pool dials port %d but the server listens on %d: a proxy or a pooler is in front; two client connections kept server backends of their own (%d, %d), as session pooling or a TCP proxy does, so locks, LISTEN and session locks work through it. "+
+			"With session pooling each client connection holds a server connection for its life: the store's listener one while anyone waits, each session-lock connection one", dialed, serverPort, pids[0], pids[1])
 	default:
-		add("pooler", driver.OK, "no pooler seen: one server backend per connection, server port %d", serverPort)
+		add("pooler", driver.OK, "no pooler seen: server port %d, and two client connections kept backends of their own (%d, %d)", serverPort, pids[0], pids[1])
+	}
+}
+
+// checkNotify proves that a release's NOTIFY reaches a listening
+// connection, as the store's listener does (probeNotify), on a channel of
+// its own so that no other listener hears the probe.
+func (s *Store) checkNotify(ctx context.Context, add addFunc) {
+	conn, release, err := s.db.listenConn(ctx)
+	if errors.Is(err, errNotPgx) {
+		add("notifications", driver.Warn, "%v: waiters back off (the Client's backoff, bounded by the holder's lease) instead of being woken at a release", err)
+		return
+	}
+	if err != nil {
+		add("notifications", driver.Fail, "open a listening connection: %v", err)
+		return
+	}
+	defer release()
+	channel := "dlock_doctor_" + randHex(8)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		add("notifications", driver.Fail, "LISTEN: %v", err)
+		return
+	}
+	d, err := probeNotify(ctx, conn, s.db, channel, listenProbe, nil)
+	unlisten(conn)
+	switch {
+	case errors.Is(err, errDeaf):
+		add("notifications", driver.Warn, "%v. The store's listener sees the same and reports notifications unsupported: waiters back off (the Client's backoff, 250 ms at most by default, never past the holder's lease) instead of being woken at a release. Point the store at the server or at a pooler in session mode to get wake-ups", err)
+	case err != nil:
+		add("notifications", driver.Fail, "%v", err)
+	default:
+		add("notifications", driver.OK, "a NOTIFY sent through the pool reached a listening connection in %v: waiters are woken at a release", d.Round(time.Microsecond))
 	}
 }
 

@@ -48,7 +48,7 @@ func poolWith(t *testing.T, params map[string]string) *pgxpool.Pool {
 func TestDoctor(t *testing.T) {
 	pool := newPool(t)
 	checks := doctor(t, newStore(t, pool, pgstore.Options{}))
-	for _, name := range []string{"server", "primary", "isolation", "clock", "connections", "pooler", "replication", "probe lock"} {
+	for _, name := range []string{"server", "primary", "isolation", "clock", "connections", "pooler", "notifications", "replication", "probe lock"} {
 		if c, ok := checks[name]; !ok || c.Status != driver.OK {
 			t.Errorf("check %q = %+v; want OK", name, c)
 		}

@@ -13,7 +13,9 @@ import (
 // which retrying cannot fix, as driver.ErrRefused: a missing table (run
 // Migrate), a missing column (a table made before the column: run Migrate
 // again), a read-only server (a replica, or default_transaction_read_only),
-// missing privileges, failed authentication. Anything else (network errors,
+// missing privileges, failed authentication, a prepared statement that a
+// pooler in transaction mode lost or shares (the Bind failed: nothing ran).
+// Anything else (network errors,
 // a cancelled context, a server shutting down) matches no sentinel: the
 // outcome is unknown.
 func wrap(op string, err error) error {
@@ -27,6 +29,8 @@ func wrap(op string, err error) error {
 			hint = " (a table made by an older pgstore: run pgstore.Migrate again, or `dlock schema` for the DDL)"
 		case "25006":
 			hint = " (a read-only server: a replica? point the store at the primary)"
+		case "26000", "42P05":
+			hint = " (a pooler in transaction mode, PgBouncer, ran the pool's prepared statement on another server connection: set default_query_exec_mode=exec in the pool's URL, see docs/postgres.md)"
 		}
 		return fmt.Errorf("%w: pgstore: %s: %w%s", driver.ErrRefused, op, err, hint)
 	}
@@ -41,6 +45,8 @@ func refused(code string) bool {
 		code == "42501",               // insufficient_privilege
 		code == "25006",               // read_only_sql_transaction
 		code == "42883",               // undefined_function
+		code == "26000",               // invalid_sql_statement_name: a prepared statement missing (a pooler)
+		code == "42P05",               // duplicate_prepared_statement: another client's (a pooler)
 		strings.HasPrefix(code, "28"), // invalid authorization
 		strings.HasPrefix(code, "3D"), // invalid catalog name (no such database)
 		strings.HasPrefix(code, "22"): // data exception (a value out of range)

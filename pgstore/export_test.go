@@ -18,3 +18,9 @@ func WithEarlyFence(s *Store) {
 func WithNotifyAlways(s *Store) {
 	s.sql.release = strings.Replace(s.sql.release, " AND l.waited THEN", " THEN", 1)
 }
+
+// WithoutProbe turns off the probe NOTIFY of s's listener connections
+// (before its first Subscribe), for the negative control of the
+// deaf-listener test: behind a pooler in transaction mode, Subscribe then
+// succeeds on a connection that hears nothing.
+func WithoutProbe(s *Store) { s.lis.probeWait = 0 }

@@ -18,7 +18,12 @@ func (l *listener) loop(r *run) {
 	for r.ctx.Err() == nil {
 		conn, release, err := l.connect(r.ctx)
 		if err != nil {
-			if !l.attemptFailed(r, err) || errors.Is(err, errNotPgx) {
+			if !l.attemptFailed(r, err) || permanent(err) {
+				if permanent(err) {
+					// Subscribers of an earlier connection would wait for
+					// releases nobody will hear: they retry, and back off.
+					l.fanout("", true)
+				}
 				return
 			}
 			t := time.NewTimer(backoff)
@@ -40,8 +45,11 @@ func (l *listener) loop(r *run) {
 	}
 }
 
-// connect opens the listener's connection and runs LISTEN, within
-// listenConnect.
+// connect opens the listener's connection, runs LISTEN and proves with a
+// probe NOTIFY sent through the pool that notifications reach it (see
+// probeNotify), within listenConnect and the probe's bound. The probe costs
+// one round trip per connection, not per Subscribe. A deaf connection (a
+// pooler in transaction mode) fails with errDeaf.
 func (l *listener) connect(ctx context.Context) (*pgx.Conn, func(), error) {
 	cctx, cancel := context.WithTimeout(ctx, listenConnect)
 	defer cancel()
@@ -53,8 +61,20 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, func(), error) {
 		release()
 		return nil, nil, err
 	}
+	if l.probeWait > 0 {
+		if _, err := probeNotify(cctx, conn, l.b, l.channel, l.probeWait, l.fanoutKey); err != nil {
+			if errors.Is(err, errDeaf) {
+				unlisten(conn)
+			}
+			release()
+			return nil, nil, err
+		}
+	}
 	return conn, release, nil
 }
+
+// fanoutKey wakes the subscribers of key.
+func (l *listener) fanoutKey(key string) { l.fanout(key, false) }
 
 // listening marks the current attempt of r a success; after a reconnection
 // it wakes every subscriber, since releases sent while no connection
@@ -93,7 +113,10 @@ func (l *listener) attemptFailed(r *run, err error) bool {
 	l.failLocked(l.cur, err)
 	l.lastErr = err
 	l.cur = newAttempt()
-	if l.count == 0 || errors.Is(err, errNotPgx) {
+	if errors.Is(err, errDeaf) {
+		l.deafUntil = time.Now().Add(listenDeafRetry)
+	}
+	if l.count == 0 || permanent(err) {
 		l.run, l.cur = nil, nil
 		r.cancel()
 		return false

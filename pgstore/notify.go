@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"example.com/dlock/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -53,8 +52,14 @@ type listener struct {
 	// lastErr is the error of the last connection attempt, nil once a
 	// connection listens: Subscribe fails at once while it is set.
 	lastErr error
-	closed  bool
-	wg      sync.WaitGroup
+	// deafUntil is when a deaf verdict (lastErr errDeaf) expires: until
+	// then Subscribe fails at once with errors.ErrUnsupported.
+	deafUntil time.Time
+	// probeWait bounds the probe of each new connection (listenProbe; 0:
+	// no probe, for the tests' negative control).
+	probeWait time.Duration
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 // run is one life of the listener goroutine, ended by cancel (idle or Close).
@@ -64,7 +69,7 @@ type run struct {
 }
 
 func newListener(b backend, channel string) *listener {
-	return &listener{b: b, channel: channel, subs: map[string]map[*sub]struct{}{}}
+	return &listener{b: b, channel: channel, subs: map[string]map[*sub]struct{}{}, probeWait: listenProbe}
 }
 
 // Subscribe implements driver.Notifier. The first subscriber starts the
@@ -84,12 +89,24 @@ func newListener(b backend, channel string) *listener {
 // nothing. A lease that ends without a release sends nothing either (waiters learn its
 // end from ContendedError.Remaining). When the listener's connection dies it
 // reconnects, and once it listens again it wakes every subscriber, since a
-// release in between was not heard. It returns an error matching no
-// sentinel if the listener cannot connect or the mark gets no answer (the
-// client then backs off), one matching driver.ErrRefused if the mark is
-// refused (a table without the waited column: run Migrate), one
-// matching errors.ErrUnsupported for a *sql.DB whose driver is not pgx's,
-// and one matching driver.ErrInvalid after Close.
+// release in between was not heard.
+//
+// Each new listening connection is proved once, before Subscribe returns:
+// the listener sends a probe NOTIFY through the pool and waits up to 2 s
+// for it (on a direct connection it arrives in about a millisecond). Behind
+// a pooler in transaction mode (PgBouncer) it never arrives: LISTEN ran on
+// a server connection the pooler lends to others, and no release would be
+// heard. The store then answers Subscribe with errors.ErrUnsupported, at
+// once and without I/O, for 10 minutes (then the next Subscribe probes
+// again), and the Client waits with its backoff, bounded by the holder's
+// remaining lease, instead of sleeping until that lease would end.
+//
+// It returns an error matching no sentinel if the listener cannot connect
+// or the mark gets no answer (the client then backs off), one matching
+// driver.ErrRefused if the mark is refused (a table without the waited
+// column: run Migrate), one matching errors.ErrUnsupported for a *sql.DB
+// whose driver is not pgx's or a listening connection that hears nothing
+// (the probe), and one matching driver.ErrInvalid after Close.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
@@ -112,9 +129,10 @@ func (l *listener) subscribe(ctx context.Context, key string) (<-chan struct{}, 
 		l.mu.Unlock()
 		return nil, nil, errClosed()
 	}
-	if errors.Is(l.lastErr, errNotPgx) {
+	if errors.Is(l.lastErr, errNotPgx) || (errors.Is(l.lastErr, errDeaf) && time.Now().Before(l.deafUntil)) {
+		err := l.lastErr
 		l.mu.Unlock()
-		return nil, nil, driver.Unsupported("pgstore: notifications", errNotPgx.Error())
+		return nil, nil, unsupported(err)
 	}
 	if l.lastErr != nil && l.run != nil {
 		err := l.lastErr
@@ -142,8 +160,8 @@ func (l *listener) subscribe(ctx context.Context, key string) (<-chan struct{}, 
 		return sb.ch, cancel, nil
 	case <-at.failed:
 		cancel()
-		if errors.Is(at.err, errNotPgx) {
-			return nil, nil, driver.Unsupported("pgstore: notifications", at.err.Error())
+		if permanent(at.err) {
+			return nil, nil, unsupported(at.err)
 		}
 		return nil, nil, fmt.Errorf("pgstore: listen: %w", at.err)
 	case <-ctx.Done():

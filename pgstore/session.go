@@ -67,9 +67,12 @@ type SessionOptions struct {
 // (pg_try_advisory_lock, pg_advisory_lock) held on connections it takes from
 // the caller's pool and pins: a lock lives as long as its connection.
 // docs/postgres-modes.md says how connections are shared and bounded and
-// what breaks the lock (PgBouncer in transaction mode; a lock the server
-// frees before the client notices). It is safe for concurrent use; Close
-// gives the pinned connections back.
+// what breaks the lock (a lock the server frees before the client notices).
+// A server session shared with other clients (PgBouncer in transaction
+// mode) would let another client re-enter a lock as if it were its own: the
+// store refuses to work through one, with ErrSharedSession (a check on its
+// first pinned connection, and a guard in every lock statement). It is safe
+// for concurrent use; Close gives the pinned connections back.
 type SessionStore struct {
 	pool    *pgxpool.Pool
 	table   string
@@ -86,6 +89,14 @@ type SessionStore struct {
 	pins   []*pinned
 	keys   map[string]*entry
 	closed bool
+	// sharedChecked is set once checkShared has seen whether a pooler
+	// shares server sessions, or a guard found one; shared is then the
+	// verdict (nil: not shared), returned by every later pin.
+	sharedChecked bool
+	shared        error
+	// noSharedCheck and noSharedGuard turn the check and the lock
+	// statements' guard off, for the tests' negative control.
+	noSharedCheck, noSharedGuard bool
 }
 
 var (

@@ -158,6 +158,11 @@ func (s *SessionStore) pin(ctx context.Context, waiting bool) (*pinned, error) {
 	c, err := s.pool.Acquire(actx)
 	cancel()
 	if err == nil {
+		if err = s.checkShared(ctx, c); err != nil {
+			c.Release()
+		}
+	}
+	if err == nil {
 		s.mu.Lock()
 		p.c = c
 		closed := s.closed
@@ -171,7 +176,7 @@ func (s *SessionStore) pin(ctx context.Context, waiting bool) (*pinned, error) {
 	s.mu.Lock()
 	s.removeLocked(p)
 	s.mu.Unlock()
-	if errors.Is(err, errSessionClosed) {
+	if errors.Is(err, errSessionClosed) || errors.Is(err, ErrSharedSession) {
 		return nil, err
 	}
 	if st := s.pool.Stat(); ctx.Err() == nil && actx.Err() != nil && st.AcquiredConns() >= st.MaxConns() {

@@ -34,3 +34,24 @@ func (s *SessionStore) LocalState(key string) int {
 	}
 	return n
 }
+
+// WithoutSharedCheck turns off s's first-use check for a pooler that shares
+// server sessions (PgBouncer in transaction mode). For tests.
+func WithoutSharedCheck(s *SessionStore) { s.noSharedCheck = true }
+
+// WithoutSharedGuard makes s's lock statements take a lock that their own
+// server session already holds (a re-entry on the server), as they did
+// before the guard. For the negative control of the shared-session tests.
+func WithoutSharedGuard(s *SessionStore) { s.noSharedGuard = true }
+
+// GuardedLockSQL returns the session store's lock statements (try, and
+// queued), with and without their shared-session guard; parameters: the
+// lock id, its two pg_locks halves (LockIDParts), the fence sequence. For
+// tests.
+func GuardedLockSQL(guard bool) (try, queued string) {
+	s := &SessionStore{noSharedGuard: !guard}
+	return s.guarded(tryLockSQL), s.guarded(lockSQL)
+}
+
+// LockIDParts returns id as pg_locks shows it: classid, objid. For tests.
+func LockIDParts(id int64) (uint32, uint32) { return split(id) }

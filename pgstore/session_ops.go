@@ -15,10 +15,14 @@ import (
 // The statements. A bigint advisory lock shows in pg_locks as classid (high
 // 32 bits), objid (low 32 bits) and objsubid 1, in the current database.
 const (
-	tryLockSQL = `SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval($2::regclass) END`
-	lockSQL    = `WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval($2::regclass) FROM l`
-	unlockSQL  = `SELECT pg_advisory_unlock($1)`
-	lockWhere  = `locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 1
+	// tryLockSQL and lockSQL take the lock with a fence, or return
+	// sharedFence (taking nothing) if their own backend holds it already.
+	tryLockSQL = `SELECT CASE WHEN ` + sharedGuard + ` THEN -1 WHEN pg_try_advisory_lock($1) THEN nextval($4::regclass) END`
+	lockSQL    = `WITH g AS MATERIALIZED (SELECT ` + sharedGuard + ` AS shared),
+  l AS MATERIALIZED (SELECT pg_advisory_lock($1) FROM g WHERE NOT g.shared)
+SELECT CASE WHEN g.shared THEN -1 ELSE nextval($4::regclass) END FROM g LEFT JOIN l ON true`
+	unlockSQL = `SELECT pg_advisory_unlock($1)`
+	lockWhere = `locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 1
 		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
 	// checkSQL: does this backend hold the lock, does anyone.
 	checkSQL   = `SELECT coalesce(bool_or(pid = pg_backend_pid()), false), count(*) > 0 FROM pg_locks WHERE granted AND ` + lockWhere
@@ -36,7 +40,11 @@ const (
 // returns a *driver.ContendedError with Remaining -1. If ctx ends while the
 // statement runs, the call returns ctx's error and a lock the statement
 // took is unlocked when it completes. A missing fence sequence (Migrate not
-// run) or missing privileges return an error matching driver.ErrRefused.
+// run) or missing privileges return an error matching driver.ErrRefused, and
+// so does a server session that is not the store's alone
+// (ErrSharedSession: a pooler in transaction mode, seen by the store's
+// first-use check, or a statement's backend that holds the lock already),
+// which takes nothing.
 func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.Grant{}, err
@@ -80,7 +88,7 @@ func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, d
 	defer s.unuse(p)
 	v, err := s.run(ctx, p, func(ctx context.Context, c *pgx.Conn) (any, error) {
 		var fence *int64
-		err := c.QueryRow(ctx, tryLockSQL, id, s.seq).Scan(&fence)
+		err := c.QueryRow(ctx, s.guarded(tryLockSQL), id, cls(id), obj(id), s.seq).Scan(&fence)
 		if err != nil && !c.IsClosed() {
 			// A session-level advisory lock outlives its failed statement:
 			// give back what pg_try_advisory_lock may have taken.
@@ -88,7 +96,7 @@ func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, d
 		}
 		return fence, err
 	}, func(ctx context.Context, c *pgx.Conn, v any) {
-		if v.(*int64) != nil { // taken after the caller gave up: give it back
+		if f := v.(*int64); f != nil && *f != sharedFence { // taken after the caller gave up: give it back
 			if _, err := c.Exec(ctx, unlockSQL, id); err != nil {
 				_ = c.Close(ctx)
 			}
@@ -100,6 +108,11 @@ func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, d
 	fence := v.(*int64)
 	if fence == nil {
 		return driver.Grant{}, &driver.ContendedError{Remaining: -1}
+	}
+	if *fence == sharedFence {
+		err := errShared(key)
+		s.markShared(err)
+		return driver.Grant{}, err
 	}
 	s.record(e, &holding{key: key, dig: dig, p: p, id: id, holds: 1, fence: uint64(*fence)})
 	return driver.Grant{Fence: uint64(*fence), Holds: 1, TTL: s.ttl}, nil

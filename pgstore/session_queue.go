@@ -40,6 +40,12 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	if err != nil {
 		return driver.Grant{}, err
 	}
+	if fence == sharedFence {
+		s.discard(p) // it took nothing; its session is not its own
+		err := errShared(key)
+		s.markShared(err)
+		return driver.Grant{}, err
+	}
 	// Granted: the key's entry may be busy for a moment with another call.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
 	defer cancel()
@@ -52,15 +58,15 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	s.mu.Lock()
 	p.waiting = false
 	s.mu.Unlock()
-	s.record(e, &holding{key: key, dig: tokenDigest(token), p: p, id: id, holds: 1, fence: fence})
+	s.record(e, &holding{key: key, dig: tokenDigest(token), p: p, id: id, holds: 1, fence: uint64(fence)})
 	s.unuse(p)
-	return driver.Grant{Fence: fence, Holds: 1, TTL: s.ttl}, nil
+	return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: s.ttl}, nil
 }
 
 // queueWait runs pg_advisory_lock on p, which no other statement uses
 // while it waits, and returns the fence. On any error p is discarded
 // (closed), which frees a lock granted as the error happened.
-func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (uint64, error) {
+func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (int64, error) {
 	type result struct {
 		fence int64
 		err   error
@@ -72,7 +78,7 @@ func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (uint
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.err = p.c.QueryRow(qctx, lockSQL, id, s.seq).Scan(&r.fence)
+		r.err = p.c.QueryRow(qctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&r.fence)
 		done <- r
 	}()
 	select {
@@ -81,7 +87,7 @@ func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (uint
 			s.discard(p)
 			return 0, classify("wait", r.err)
 		}
-		return uint64(r.fence), nil
+		return r.fence, nil
 	case <-ctx.Done():
 	case <-s.done:
 	}

@@ -53,7 +53,7 @@ func firstNotified(t *testing.T, s *pgstore.Store, conn *pgx.Conn, n int) string
 	if err := s.Release(ctx(t), "waited", tk); err != nil {
 		t.Fatal(err)
 	}
-	note, err := conn.WaitForNotification(ctx(t))
+	note, err := releaseNote(ctx(t), conn)
 	if err != nil {
 		t.Fatalf("no notification: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestSubscribeMarksTheHolding(t *testing.T) {
 	}
 	wctx, stop := context.WithTimeout(ctx(t), 10*time.Second)
 	defer stop()
-	note, err := conn.WaitForNotification(wctx)
+	note, err := releaseNote(wctx, conn)
 	if err != nil || note.Payload != "k" {
 		t.Fatalf("first notification %v (%v); want one for \"k\"", note, err)
 	}

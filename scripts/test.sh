@@ -31,6 +31,9 @@ declare -A packages=(
 	[initdb]=postgresql
 	[pg_isready]=postgresql
 	[mariadbd]=mariadb-server
+	# internal/pgbouncer starts /usr/sbin/pgbouncer (found by the /usr/sbin
+	# test below: /usr/sbin is not on every PATH).
+	[pgbouncer]=pgbouncer
 	# zkstore's Curator interop test compiles a Java program with javac.
 	[javac]=default-jdk-headless
 )

@@ -1,0 +1,86 @@
+package pgstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/drivertest"
+	"example.com/dlock/internal/pgbouncer"
+	"example.com/dlock/pgstore"
+)
+
+// deafStore is a lease-table store without driver.Notifier, as the store is
+// behind PgBouncer in transaction mode, where its Subscribe reports
+// notifications unsupported: the field Subscribe, shallower than the
+// embedded store's method, hides that method.
+type deafStore struct {
+	reporting
+	Subscribe struct{}
+}
+
+// TestConformanceBouncer is the conformance suite through PgBouncer, every
+// client a store on a pool of its own through the bouncer (set as the docs
+// say: default_query_exec_mode=exec). In session mode the store is whole;
+// in transaction mode it is without its notifications, which the probe
+// turns off there (TestBouncerWait), so the notification cases are
+// skipped as for a store that has none.
+func TestConformanceBouncer(t *testing.T) {
+	for _, mode := range []pgbouncer.Mode{pgbouncer.Session, pgbouncer.Transaction} {
+		t.Run(string(mode), func(t *testing.T) { conformanceBouncer(t, bouncer(t, mode)) })
+	}
+}
+
+func conformanceBouncer(t *testing.T, b *pgbouncer.Bouncer) {
+	srv := server(t)
+	admin := newPool(t)
+	table := uniqTable(t, admin)
+	var mu sync.Mutex
+	kills := map[driver.Mutex]func(){}
+	drivertest.Run(t, drivertest.Harness{
+		New: func(t *testing.T) driver.Mutex {
+			pool := bouncedPool(t, b, 0)
+			s, err := pgstore.New(pool, pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			kill := func() {
+				once.Do(func() {
+					c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					_ = s.Close(c)
+					pool.Close()
+				})
+			}
+			var m driver.Mutex = reporting{s, admin, table}
+			if b.Mode == pgbouncer.Transaction {
+				m = deafStore{reporting: reporting{s, admin, table}}
+			}
+			mu.Lock()
+			kills[m] = kill
+			mu.Unlock()
+			t.Cleanup(kill)
+			return m
+		},
+		Pause: func(t *testing.T) func() {
+			if err := srv.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := srv.Resume(); err != nil {
+					t.Error(err)
+				}
+			}
+		},
+		Kill: func(t *testing.T, s driver.Mutex) {
+			mu.Lock()
+			kill := kills[s]
+			mu.Unlock()
+			kill()
+		},
+		Slack: time.Second,
+	})
+}
