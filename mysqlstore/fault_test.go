@@ -161,7 +161,12 @@ func TestFaultAmbiguousAcquire(t *testing.T) {
 	p := proxy(t, shared(t).Addr())
 	s, _ := mysqlstore.New(onePool(t, p), opts)
 	c := ctxT(t)
-	if _, err := s.Inspect(c, "k"); err != nil { // a live connection first
+	// A live connection first, with Acquire's statement prepared on it:
+	// the cut then hits the statement itself, not its prepare.
+	if _, err := s.Acquire(c, "warm", "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(c, "warm", "a"); err != nil {
 		t.Fatal(err)
 	}
 	p.Blackhole(faultproxy.Downstream, true)
@@ -183,8 +188,9 @@ func TestFaultAmbiguousAcquire(t *testing.T) {
 }
 
 // onePool opens a one-connection pool through p with one round trip per
-// statement (interpolateParams: no server-side prepare), so that a cut
-// hits the statement itself.
+// statement (interpolateParams: no server-side prepare, except Acquire's,
+// which the store prepares once on the connection), so that a cut hits the
+// statement itself.
 func onePool(t *testing.T, p *faultproxy.Proxy) *sql.DB {
 	db := openDB(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database, "interpolateParams=true"))
 	db.SetMaxOpenConns(1)

@@ -41,11 +41,12 @@ const MinTTL = 10 * time.Millisecond
 // expiry on the database clock. Acquire, Extend, Release and Transfer
 // (driver.Transferer: the Client's hand-over to a waiter of its own) are
 // each one statement (INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING, MariaDB
-// 10.5+) in autocommit, atomic and token-checked: one round trip when the
+// 10.5+) in autocommit, atomic and token-checked. Acquire's is prepared on
+// the server, once per pool connection that runs it (then one round trip
+// each time; Close deallocates it); the others are one round trip when the
 // pool's DSN has interpolateParams=true (the URL opener sets it), two
-// (prepare, execute) with go-sql-driver's default server-side prepared
-// statements. It is safe for concurrent use and holds no connection
-// between calls.
+// (prepare, execute) with go-sql-driver's default. It is safe for
+// concurrent use and holds no connection between calls.
 type Store struct {
 	db   *sql.DB
 	n    names
@@ -53,6 +54,7 @@ type Store struct {
 
 	acquireSQL, extendSQL, releaseSQL, transferSQL string
 	mark                                           markCfg
+	acquirePrep                                    prepared // acquireSQL, prepared on the server
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
@@ -156,9 +158,27 @@ func (s *Store) exec(ctx context.Context, op, q string, args ...any) (row, error
 // query runs q and scans the row it returns into dest, retrying a deadlock
 // victim up to three times (see exec).
 func (s *Store) query(ctx context.Context, op, q string, dest []any, args ...any) error {
+	return s.queryOn(op, func() *sql.Row { return s.db.QueryRowContext(ctx, q, args...) }, dest)
+}
+
+// queryPrepared is query with the prepared statement p of q.
+func (s *Store) queryPrepared(ctx context.Context, op string, p *prepared, q string, dest []any, args ...any) error {
+	st, err := p.get(ctx, s.db, q)
+	if err != nil {
+		if err == errClosedStore {
+			return err
+		}
+		return wrap(op, err)
+	}
+	return s.queryOn(op, func() *sql.Row { return st.QueryRowContext(ctx, args...) }, dest)
+}
+
+// queryOn scans the row run returns into dest, retrying a deadlock victim
+// up to three times (see exec).
+func (s *Store) queryOn(op string, run func() *sql.Row, dest []any) error {
 	var err error
 	for try := 0; try < 3; try++ {
-		err = s.db.QueryRowContext(ctx, q, args...).Scan(dest...)
+		err = run().Scan(dest...)
 		if err == nil {
 			return nil
 		}
@@ -169,6 +189,13 @@ func (s *Store) query(ctx context.Context, op, q string, dest []any, args ...any
 	}
 	return wrap(op, err)
 }
+
+// Close deallocates Acquire's prepared statement on the pool's connections;
+// Acquire then returns an error matching driver.ErrInvalid, while Extend,
+// Release and Transfer still work (holders can end their holdings). It
+// never closes the pool. A Store that is dropped without Close leaves that
+// statement on the connections it ran on until they close.
+func (s *Store) Close() error { return s.acquirePrep.close() }
 
 // Deadlocks returns how many statements of this Store the server chose as
 // a deadlock victim (each was retried). The design aims at zero; tests

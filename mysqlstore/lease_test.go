@@ -203,3 +203,43 @@ func TestLeaseTableBounded(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling until Retention passes, bounded
 	}
 }
+
+// Acquire's statement is prepared on the server (once per connection) and
+// Close deallocates it: the server's count of prepared statements goes up
+// with the first Acquire and back down with Close. After Close, Acquire is
+// refused (ErrInvalid) while Release still ends the holding.
+func TestAcquirePreparedAndClose(t *testing.T) {
+	db, opts := migrated(t, mysqlstore.Options{})
+	count := func() int {
+		var name string
+		var n int
+		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	s, err := mysqlstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := count()
+	ctx := ctxT(t)
+	if _, err := s.Acquire(ctx, "p", "tok", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if after := count(); after <= before {
+		t.Fatalf("prepared statements %d before the first Acquire, %d after: not prepared", before, after)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != before {
+		t.Errorf("prepared statements after Close: %d, want %d", n, before)
+	}
+	if _, err := s.Acquire(ctx, "q", "tok", time.Minute); !errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("Acquire after Close: %v, want ErrInvalid", err)
+	}
+	if err := s.Release(ctx, "p", "tok"); err != nil {
+		t.Errorf("Release after Close: %v", err)
+	}
+}

@@ -140,7 +140,7 @@ type acquired struct {
 func (s *Store) acquire(ctx context.Context, key string, d []byte, ttl time.Duration) (acquired, error) {
 	var a acquired
 	var remainUS, hintUS, reserveUS int64
-	err := s.query(ctx, "acquire", s.acquireSQL,
+	err := s.queryPrepared(ctx, "acquire", &s.acquirePrep, s.acquireSQL,
 		[]any{&a.owner, &a.holds, &a.fence, &remainUS, &a.ours, &hintUS, &reserveUS},
 		[]byte(key), d, ttl.Microseconds(), d)
 	if err != nil {

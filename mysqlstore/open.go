@@ -64,7 +64,7 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &driver.Opened{Store: s, Describe: desc, Close: db.Close}, nil
+	return &driver.Opened{Store: s, Describe: desc, Close: func() error { _ = s.Close(); return db.Close() }}, nil
 }
 
 func orDefault(table string) string {
