@@ -5,7 +5,8 @@
 # redis-tools, for redis-cli; etcd-client, for the etcdctl interoperability
 # test; zookeeper and a JRE, for the ZooKeeper servers; a JDK and
 # libcurator-recipes-java, for the Curator interoperability test; postgresql, whose
-# initdb and postgres the pgstore tests start; mariadb-server, which the
+# initdb and postgres the pgstore tests start; pgbouncer, which they put in
+# front of it; mariadb-server, which the
 # MySQL store's tests start; chromium, which renders the demo's HTML report
 # in a test), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
