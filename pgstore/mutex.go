@@ -109,7 +109,10 @@ func (s *Store) check(key string, ttl time.Duration) error {
 	return checkTTL(ttl)
 }
 
-// Transfer implements driver.Transferer in one statement: a live holding
+// Transfer implements driver.Transferer in one statement (a plain UPDATE:
+// PostgreSQL computes its SET, nextval included, under the row lock, on the
+// row's latest version when it had to wait, as for acquire; a second
+// statement runs only when nothing changed, to say why): a live holding
 // of from with exactly one hold becomes to's, with one hold, a fence from
 // the sequence and an expiry of ttl from now on the database clock. The key
 // is never free, so no NOTIFY is sent. If from does not hold key it
@@ -123,15 +126,25 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 		fence, holds int64
 		taken        bool
 	)
-	err := s.db.queryRow(ctx, s.sql.transfer, []any{key, digest(from), digest(to), micros(ttl)}, &fence, &holds, &taken)
-	if err != nil {
+	df := digest(from)
+	err := s.db.queryRow(ctx, s.sql.transfer, []any{key, df, digest(to), micros(ttl)}, &fence)
+	if err == nil {
+		return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: ttl}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) { // both backends report no row as pgx.ErrNoRows
 		return driver.Grant{}, wrap("transfer", err)
 	}
+	// Nothing changed: say why (a second statement, on this path only).
+	if err := s.db.queryRow(ctx, s.sql.refused, []any{key, df}, &holds, &taken); err != nil {
+		return driver.Grant{}, wrap("transfer refused, reading the key's state", err)
+	}
 	switch {
-	case fence > 0:
-		return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: ttl}, nil
 	case holds > 1:
 		return driver.Grant{}, fmt.Errorf("%w: pgstore: transfer of a key held %d times (re-entered)", driver.ErrInvalid, holds)
+	case holds == 1:
+		// Held once now: another call on from's token changed the row
+		// between the two statements. Nothing was transferred.
+		return driver.Grant{}, fmt.Errorf("%w: pgstore: transfer refused: the holding changed during the call", driver.ErrInvalid)
 	}
 	return driver.Grant{}, driver.NotHeld(taken)
 }

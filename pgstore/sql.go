@@ -21,7 +21,7 @@ import "fmt"
 // only if it had ended before the statement began.
 type statements struct {
 	acquire, insert, extend, release string
-	transfer, taken, mark            string
+	transfer, refused, taken, mark   string
 	inspect, list, sweep             string
 }
 
@@ -129,15 +129,13 @@ RETURNING l.expires_at = timestamptz 'epoch',
 		// row's waited mark stays (the waiters of other processes still
 		// wait). It reports the new fence (0 if nothing changed), the holds
 		// $2 had, and whether another owner holds the key.
-		transfer: fmt.Sprintf(`WITH cur AS (
-  SELECT holds FROM %[1]s
-  WHERE name = $1 AND owner = $2 AND expires_at > now() FOR UPDATE
-), u AS (
-  UPDATE %[1]s SET owner = $3, holds = 1, fence = nextval('%[2]s'), expires_at = now() + $4::bigint * interval '1 microsecond'
-  WHERE name = $1 AND owner = $2 AND (SELECT holds FROM cur) = 1 RETURNING fence
-)
-SELECT coalesce((SELECT fence FROM u), 0), coalesce((SELECT holds FROM cur), 0),
-  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks, n.fence),
+		transfer: fmt.Sprintf(`UPDATE %[1]s SET owner = $3, holds = 1, fence = nextval('%[2]s'), expires_at = now() + $4::bigint * interval '1 microsecond'
+WHERE name = $1 AND owner = $2 AND holds = 1 AND expires_at > now() RETURNING fence`, n.locks, n.fence),
+		// refused tells, after a transfer that changed nothing, a
+		// re-entered holding of $2 (its holds) from a key held by another
+		// owner or free.
+		refused: fmt.Sprintf(`SELECT coalesce((SELECT holds FROM %[1]s WHERE name = $1 AND owner = $2 AND expires_at > now()), 0),
+  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
 
 		// mark sets waited on key's live row, for Subscribe: the release
 		// of the holding it finds then sends NOTIFY. A row already marked
