@@ -1,8 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,50 +35,16 @@ func conformanceBouncer(t *testing.T, b *pgbouncer.Bouncer) {
 	srv := server(t)
 	admin := newPool(t)
 	table := uniqTable(t, admin)
-	var mu sync.Mutex
-	kills := map[driver.Mutex]func(){}
-	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
-			pool := bouncedPool(t, b, 0)
-			s, err := pgstore.New(pool, pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var once sync.Once
-			kill := func() {
-				once.Do(func() {
-					c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					defer cancel()
-					_ = s.Close(c)
-					pool.Close()
-				})
-			}
-			var m driver.Mutex = reporting{s, admin, table}
-			if b.Mode == pgbouncer.Transaction {
-				m = deafStore{reporting: reporting{s, admin, table}}
-			}
-			mu.Lock()
-			kills[m] = kill
-			mu.Unlock()
-			t.Cleanup(kill)
-			return m
-		},
-		Pause: func(t *testing.T) func() {
-			if err := srv.Pause(); err != nil {
-				t.Fatal(err)
-			}
-			return func() {
-				if err := srv.Resume(); err != nil {
-					t.Error(err)
-				}
-			}
-		},
-		Kill: func(t *testing.T, s driver.Mutex) {
-			mu.Lock()
-			kill := kills[s]
-			mu.Unlock()
-			kill()
-		},
-		Slack: time.Second,
-	})
+	drivertest.Run(t, harness(srv, func(t *testing.T) (driver.Mutex, func()) {
+		pool := bouncedPool(t, b, 0)
+		s, err := pgstore.New(pool, pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m driver.Mutex = reporting{s, admin, table}
+		if b.Mode == pgbouncer.Transaction {
+			m = deafStore{reporting: reporting{s, admin, table}}
+		}
+		return m, func() { closeStore(s); pool.Close() }
+	}))
 }

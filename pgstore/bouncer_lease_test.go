@@ -95,15 +95,26 @@ func leaseOperations(t *testing.T, s *pgstore.Store) {
 // through b (one table), goroutines each taking "hot" rounds times, and
 // records their critical sections.
 func leaseOverlaps(t *testing.T, b *pgbouncer.Bouncer, table string, clients, goroutines, rounds int) *overlap.Recorder {
-	rec := &overlap.Recorder{}
-	var wg sync.WaitGroup
-	for i := range clients {
+	cs := make([]*dlock.Client, clients)
+	for i := range cs {
 		s := newStore(t, bouncedPool(t, b, int32(goroutines/2+2)), pgstore.Options{Table: table})
 		c, err := dlock.New(s, dlock.WithTTL(10*time.Second), dlock.WithWait(60*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		cs[i] = c
+	}
+	return hotSections(t, cs, goroutines, rounds, time.Millisecond)
+}
+
+// hotSections runs goroutines goroutines on each of clients, each taking
+// the key "hot" rounds times for work (cut short if the lease ends), and
+// records the critical sections.
+func hotSections(t *testing.T, clients []*dlock.Client, goroutines, rounds int, work time.Duration) *overlap.Recorder {
+	rec := &overlap.Recorder{}
+	var wg sync.WaitGroup
+	for i, c := range clients {
 		for g := range goroutines {
 			wg.Add(1)
 			go func() {
@@ -118,7 +129,7 @@ func leaseOverlaps(t *testing.T, b *pgbouncer.Bouncer, table string, clients, go
 					from := time.Now()
 					select {
 					case <-l.Done():
-					case <-time.After(time.Millisecond): // the critical section's work
+					case <-time.After(work): // the critical section's work
 					}
 					rec.Add(overlap.Window{Who: fmt.Sprintf("c%d/g%d", i, g), From: from, To: time.Now(), Fence: l.Fence(), Lost: l.Err() != nil})
 					if err := l.Release(ctx(t)); err != nil {

@@ -3,8 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -128,35 +126,11 @@ func TestBouncerSessionMode(t *testing.T) {
 	b := bouncer(t, pgbouncer.Session)
 	sessMigrate(t, bouncedPool(t, b, 2))
 	const clients, goroutines, rounds = 2, 4, 10
-	rec := &overlap.Recorder{}
-	var wg sync.WaitGroup
-	for i := range clients {
-		c := bouncedSession(t, b, goroutines)
-		for g := range goroutines {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range rounds {
-					l, err := c.Lock(ctx(t), "hot")
-					if err != nil {
-						rec.Fail(err)
-						t.Errorf("Lock: %v", err)
-						return
-					}
-					from := time.Now()
-					select {
-					case <-l.Done():
-					case <-time.After(2 * time.Millisecond): // the critical section's work
-					}
-					rec.Add(overlap.Window{Who: fmt.Sprintf("c%d/g%d", i, g), From: from, To: time.Now(), Fence: l.Fence(), Lost: l.Err() != nil})
-					if err := l.Release(ctx(t)); err != nil {
-						t.Errorf("Release: %v", err)
-					}
-				}
-			}()
-		}
+	cs := make([]*dlock.Client, clients)
+	for i := range cs {
+		cs[i] = bouncedSession(t, b, goroutines)
 	}
-	wg.Wait()
+	rec := hotSections(t, cs, goroutines, rounds, 2*time.Millisecond)
 	if n, o := len(rec.Windows()), rec.Overlaps(); n != clients*goroutines*rounds || len(o) != 0 {
 		t.Fatalf("%d critical sections (want %d), errors %v, overlaps %v", n, clients*goroutines*rounds, rec.Errs(), o)
 	}

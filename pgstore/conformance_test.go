@@ -8,6 +8,7 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/drivertest"
+	"example.com/dlock/internal/pgserver"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -29,55 +30,58 @@ func conformance(t *testing.T, viaSQL bool) {
 	srv := server(t)
 	admin := newPool(t)
 	table := uniqTable(t, admin)
+	drivertest.Run(t, harness(srv, func(t *testing.T) (driver.Mutex, func()) {
+		pool, err := pgxpool.New(context.Background(), srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond}
+		s, err := pgstore.New(pool, opts)
+		closeDB := func() {}
+		if viaSQL {
+			db := stdlib.OpenDBFromPool(pool)
+			// Each *sql.DB connection holds a pool connection for its
+			// whole life. With more open than the pool has, a call
+			// that decides to open one waits in pgxpool for
+			// connections the DB's own idle ones hold: a stall of a
+			// minute under load (seen under -race). As many idle as
+			// open: database/sql's default of 2 idle would close and
+			// re-make the rest (re-preparing the statements), which
+			// can outlast the suite's 150 ms leases between two calls.
+			maxConns := int(pool.Config().MaxConns)
+			db.SetMaxOpenConns(maxConns)
+			db.SetMaxIdleConns(maxConns)
+			closeDB = func() { db.Close() }
+			s, err = pgstore.NewDB(db, opts)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The store, then the *sql.DB (which holds pool connections:
+		// the pool's Close waits for them), then the pool.
+		return reporting{s, admin, table}, func() { closeStore(s); closeDB(); pool.Close() }
+	}))
+}
+
+// harness is the conformance harness over srv whose clients open makes: a
+// store and the func that closes it (and its pool) without releasing
+// anything, as a crashed process would: its leases end with their TTL.
+// Pause freezes the whole server (SIGSTOP of its process group):
+// connections stay open, nothing answers, and the state is intact after
+// SIGCONT.
+func harness(srv *pgserver.Server, open func(t *testing.T) (driver.Mutex, func())) drivertest.Harness {
 	var mu sync.Mutex
 	kills := map[driver.Mutex]func(){}
-	drivertest.Run(t, drivertest.Harness{
+	return drivertest.Harness{
 		New: func(t *testing.T) driver.Mutex {
-			pool, err := pgxpool.New(context.Background(), srv.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := pgstore.Options{Table: table, SweepInterval: 200 * time.Millisecond}
-			s, err := pgstore.New(pool, opts)
-			closeDB := func() {}
-			if viaSQL {
-				db := stdlib.OpenDBFromPool(pool)
-				// Each *sql.DB connection holds a pool connection for its
-				// whole life. With more open than the pool has, a call
-				// that decides to open one waits in pgxpool for
-				// connections the DB's own idle ones hold: a stall of a
-				// minute under load (seen under -race). As many idle as
-				// open: database/sql's default of 2 idle would close and
-				// re-make the rest (re-preparing the statements), which
-				// can outlast the suite's 150 ms leases between two calls.
-				maxConns := int(pool.Config().MaxConns)
-				db.SetMaxOpenConns(maxConns)
-				db.SetMaxIdleConns(maxConns)
-				closeDB = func() { db.Close() }
-				s, err = pgstore.NewDB(db, opts)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			// kill closes the store, then the *sql.DB (which holds pool
-			// connections: the pool's Close waits for them), then the
-			// pool. It releases nothing: the leases end with their TTL.
+			m, closeFn := open(t)
 			var once sync.Once
-			kill := func() {
-				once.Do(func() {
-					c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					defer cancel()
-					_ = s.Close(c)
-					closeDB()
-					pool.Close()
-				})
-			}
-			r := reporting{s, admin, table}
+			kill := func() { once.Do(closeFn) }
 			mu.Lock()
-			kills[r] = kill
+			kills[m] = kill
 			mu.Unlock()
 			t.Cleanup(kill)
-			return r
+			return m
 		},
 		Pause: func(t *testing.T) func() {
 			if err := srv.Pause(); err != nil {
@@ -96,7 +100,14 @@ func conformance(t *testing.T, viaSQL bool) {
 			kill()
 		},
 		Slack: time.Second,
-	})
+	}
+}
+
+// closeStore closes s within 5 s.
+func closeStore(s *pgstore.Store) {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.Close(c)
 }
 
 // reporting lets the suite count what the store keeps for a key: rows of
