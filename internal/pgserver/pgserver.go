@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/proc"
+	"example.com/dlock/internal/testcert"
 )
 
 // startTimeout bounds how long a server may take to accept connections.
@@ -69,6 +70,7 @@ type Server struct {
 
 	bins map[string]string
 	cred *syscall.Credential
+	tls  bool // serve TLS only (StartTLS): tls.crt, tls.key in Dir
 
 	run proc.Handle // the running process and its log
 }
@@ -89,11 +91,28 @@ func Start(t testing.TB) *Server {
 	return proc.Launched(t, "pgserver", s, err, (*Server).Remove)
 }
 
+// StartTLS is Start for a server that takes TCP connections over TLS only,
+// with set's server certificate (pg_hba.conf: hostssl only; the unix
+// socket stays open for the harness).
+func StartTLS(t testing.TB, set *testcert.Set) *Server {
+	t.Helper()
+	bins := map[string]string{}
+	for _, name := range []string{"postgres", "initdb", "pg_isready"} {
+		if bins[name] = Find(name); bins[name] == "" {
+			proc.Missing(t, "pgserver: "+name+" not found", "Debian's postgresql")
+		}
+	}
+	s, err := launch(bins, set)
+	return proc.Launched(t, "pgserver", s, err, (*Server).Remove)
+}
+
 // Launch makes a cluster with initdb in a new temporary directory and
 // starts it with the programs in bins (postgres, initdb, pg_isready: full
 // paths). On error the server's log is in the error. The caller must call
 // Remove (also after an error, when the server is not nil).
-func Launch(bins map[string]string) (*Server, error) {
+func Launch(bins map[string]string) (*Server, error) { return launch(bins, nil) }
+
+func launch(bins map[string]string, set *testcert.Set) (*Server, error) {
 	dir, err := os.MkdirTemp("", "pgserver-")
 	if err != nil {
 		return nil, err
@@ -109,6 +128,11 @@ func Launch(bins map[string]string) (*Server, error) {
 	}
 	if err := s.initdb(); err != nil {
 		return s, err
+	}
+	if set != nil {
+		if err := s.serveTLS(set); err != nil {
+			return s, err
+		}
 	}
 	port, err := proc.FreePort()
 	if err != nil {
@@ -199,4 +223,34 @@ func (s *Server) WaitReady(timeout time.Duration) error {
 		}
 		return fmt.Errorf("pgserver: server on port %d not ready by the deadline", s.Port)
 	})
+}
+
+// serveTLS copies set's server certificate and key into the server's
+// directory, owned by the server's user (PostgreSQL refuses a key others
+// can read), and allows TCP connections over TLS only.
+func (s *Server) serveTLS(set *testcert.Set) error {
+	for src, dst := range map[string]string{set.ServerCert: "tls.crt", set.ServerKey: "tls.key"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(s.Dir, dst)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return err
+		}
+		if s.cred != nil {
+			if err := os.Chown(p, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+	hba := "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n"
+	if err := os.WriteFile(filepath.Join(s.dataDir(), "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+		return err
+	}
+	s.tls = true
+	if s.cred != nil {
+		return os.Chown(filepath.Join(s.dataDir(), "pg_hba.conf"), int(s.cred.Uid), int(s.cred.Gid))
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 // setsid(), so a signal to the group misses them), so that backends die or
 // freeze with it, as on a crashed or frozen machine.
 func (s *Server) start() error {
-	cmd := s.command("postgres", "-D", s.dataDir(),
+	args := []string{"-D", s.dataDir(),
 		"-p", fmt.Sprint(s.Port),
 		"-k", s.SocketDir(),
 		"-c", "listen_addresses=127.0.0.1",
@@ -25,7 +25,11 @@ func (s *Server) start() error {
 		"-c", "shared_buffers=32MB",
 		"-c", "log_min_messages=warning",
 		"-c", "TimeZone=UTC",
-	)
+	}
+	if s.tls {
+		args = append(args, "-c", "ssl=on", "-c", "ssl_cert_file="+s.Dir+"/tls.crt", "-c", "ssl_key_file="+s.Dir+"/tls.key")
+	}
+	cmd := s.command("postgres", args...)
 	if err := s.run.Start(cmd, proc.Tree); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
