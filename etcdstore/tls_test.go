@@ -13,6 +13,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/internal/etcdserver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/testcert"
 )
 
@@ -59,32 +60,15 @@ func TestOpenTLS(t *testing.T) {
 		"server not trusted": "etcds://" + addr + "/tls?dial-timeout=1s&" + url.Values{"cacert": {other.CA}, "cert": {certs.ClientCert}, "key": {certs.ClientKey}}.Encode(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := lockOnce(t, u)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // the etcd client retries a refused handshake until then
+			err := faulttest.OpenAndLock(ctx, u, "k2")
+			cancel()
 			if err == nil {
 				t.Fatalf("%s locked on a TLS server that requires a client certificate from its authority", name)
 			}
 			t.Logf("refused: %v", err)
 		})
 	}
-}
-
-// lockOnce opens rawURL and takes and releases one lock within 2 s (the
-// etcd client retries a refused handshake until then); it returns the first
-// error.
-func lockOnce(t *testing.T, rawURL string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	o, err := driver.Open(ctx, rawURL)
-	if err != nil {
-		return err
-	}
-	defer o.Close()
-	m := o.Store.(driver.Mutex)
-	a := tok()
-	if _, err := m.Acquire(ctx, "k2", a, time.Second); err != nil {
-		return err
-	}
-	return m.Release(ctx, "k2", a)
 }
 
 // The TLS parameters are checked before any connection: on etcd:// they are

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/internal/testcert"
 	"github.com/go-sql-driver/mysql"
@@ -29,23 +29,9 @@ func TestOpenTLS(t *testing.T) {
 	ctx := ctxT(t)
 	for _, mode := range []string{"lease", "session"} {
 		u := base + "&mode=" + mode + "&" + url.Values{"cacert": {certs.CA}, "cert": {certs.ClientCert}, "key": {certs.ClientKey}}.Encode()
-		o, err := driver.Open(ctx, u)
-		if err != nil {
+		if err := faulttest.OpenAndLock(ctx, u, "k"); err != nil {
 			t.Fatalf("%s over TLS: %v", mode, err)
 		}
-		c, err := dlock.New(o.Store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := c.Lock(ctx, "k")
-		if err != nil {
-			t.Fatalf("%s lock over TLS: %v", mode, err)
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		_ = c.Close(ctx)
-		_ = o.Close()
 	}
 	if cipher := sslCipher(t, srv, certs); cipher == "" {
 		t.Error("a connection configured as the URL's is not encrypted (Ssl_cipher empty)")

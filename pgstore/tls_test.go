@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock"
-	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/pgserver"
 	"example.com/dlock/internal/testcert"
 	"github.com/jackc/pgx/v5"
@@ -38,48 +37,22 @@ func TestOpenTLS(t *testing.T) {
 	_ = conn.Close(ctx)
 
 	for _, mode := range []string{"lease", "session"} {
-		o, err := driver.Open(ctx, good+"&migrate=true&mode="+mode)
-		if err != nil {
+		if err := faulttest.OpenAndLock(ctx, good+"&migrate=true&mode="+mode, "k"); err != nil {
 			t.Fatalf("%s over TLS: %v", mode, err)
 		}
-		c, err := dlock.New(o.Store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := c.Lock(ctx, "k")
-		if err != nil {
-			t.Fatalf("%s lock over TLS: %v", mode, err)
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		_ = c.Close(ctx)
-		_ = o.Close()
 	}
 
 	for name, u := range map[string]string{
 		"sslmode=disable":   base + "sslmode=disable",
 		"another authority": base + url.Values{"sslmode": {"verify-full"}, "sslrootcert": {other.CA}}.Encode(),
 	} {
-		if err := openAndLock(ctx, u); err == nil {
+		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := faulttest.OpenAndLock(octx, u+"&migrate=true", "k2")
+		cancel()
+		if err == nil {
 			t.Errorf("%s: locked on a server that takes TLS from its own authority only", name)
 		} else {
 			t.Logf("%s: refused: %v", name, err)
 		}
 	}
-}
-
-// openAndLock opens rawURL (migrating) and takes and releases one lock.
-func openAndLock(ctx context.Context, rawURL string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	o, err := driver.Open(ctx, rawURL+"&migrate=true")
-	if err != nil {
-		return err
-	}
-	defer o.Close()
-	if _, err := o.Store.Acquire(ctx, "k2", "tok", time.Second); err != nil {
-		return err
-	}
-	return o.Store.Release(ctx, "k2", "tok")
 }
