@@ -28,7 +28,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -133,7 +132,7 @@ func Launch(bin, isready string, pgPort int, opts Options) (*Bouncer, error) {
 	}
 	b := &Bouncer{Dir: dir, Mode: opts.Mode, bin: bin, isready: isready}
 	if os.Geteuid() == 0 {
-		if b.cred, err = unprivileged(); err != nil {
+		if b.cred, err = pgserver.PostgresUser(); err != nil {
 			return b, err
 		}
 		if err := os.Chown(dir, int(b.cred.Uid), int(b.cred.Gid)); err != nil {
@@ -153,18 +152,6 @@ func Launch(bin, isready string, pgPort int, opts Options) (*Bouncer, error) {
 		return b, fmt.Errorf("%w\n--- pgbouncer log:\n%s", err, proc.Tail(b.Log(), 4000))
 	}
 	return b, nil
-}
-
-// unprivileged returns the credentials of the user the bouncer runs as
-// when we are root.
-func unprivileged() (*syscall.Credential, error) {
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("running as root needs the user postgres (Debian's postgresql creates it): %w", err)
-	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // config is pgbouncer.ini: %[1]d the server's port, %[2]d the bouncer's,

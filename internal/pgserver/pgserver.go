@@ -81,20 +81,13 @@ type Server struct {
 // installed (fails under CI=true).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bins := map[string]string{}
-	for _, name := range []string{"postgres", "initdb", "pg_isready"} {
-		if bins[name] = Find(name); bins[name] == "" {
-			proc.Missing(t, "pgserver: "+name+" not found", "Debian's postgresql")
-		}
-	}
-	s, err := Launch(bins)
+	s, err := Launch(binaries(t))
 	return proc.Launched(t, "pgserver", s, err, (*Server).Remove)
 }
 
-// StartTLS is Start for a server that takes TCP connections over TLS only,
-// with set's server certificate (pg_hba.conf: hostssl only; the unix
-// socket stays open for the harness).
-func StartTLS(t testing.TB, set *testcert.Set) *Server {
+// binaries finds postgres, initdb and pg_isready, or skips t (fails it
+// under CI=true) when one is missing.
+func binaries(t testing.TB) map[string]string {
 	t.Helper()
 	bins := map[string]string{}
 	for _, name := range []string{"postgres", "initdb", "pg_isready"} {
@@ -102,7 +95,15 @@ func StartTLS(t testing.TB, set *testcert.Set) *Server {
 			proc.Missing(t, "pgserver: "+name+" not found", "Debian's postgresql")
 		}
 	}
-	s, err := launch(bins, set)
+	return bins
+}
+
+// StartTLS is Start for a server that takes TCP connections over TLS only,
+// with set's server certificate (pg_hba.conf: hostssl only; the unix
+// socket stays open for the harness).
+func StartTLS(t testing.TB, set *testcert.Set) *Server {
+	t.Helper()
+	s, err := launch(binaries(t), set)
 	return proc.Launched(t, "pgserver", s, err, (*Server).Remove)
 }
 
@@ -119,7 +120,7 @@ func launch(bins map[string]string, set *testcert.Set) (*Server, error) {
 	}
 	s := &Server{Dir: dir, bins: bins}
 	if os.Geteuid() == 0 {
-		if s.cred, err = postgresUser(); err != nil {
+		if s.cred, err = PostgresUser(); err != nil {
 			return s, err
 		}
 		if err := os.Chown(dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
@@ -148,9 +149,10 @@ func launch(bins map[string]string, set *testcert.Set) (*Server, error) {
 	return s, nil
 }
 
-// postgresUser returns the credentials of the unprivileged user the server
-// runs as when we are root.
-func postgresUser() (*syscall.Credential, error) {
+// PostgresUser returns the credentials of Debian's unprivileged user
+// "postgres", whom the server (and internal/pgbouncer's bouncer) runs as
+// when we are root.
+func PostgresUser() (*syscall.Credential, error) {
 	u, err := user.Lookup("postgres")
 	if err != nil {
 		return nil, fmt.Errorf("running as root needs the user postgres (Debian's postgresql creates it): %w", err)
