@@ -40,11 +40,12 @@ type scenario struct {
 	Name              string
 	Procs, Goroutines int
 	Seed              bool // 1 request per goroutine, stock 100
+	Interleaved       bool // every library in one process, in alternating blocks (runInterleaved)
 	Doc               string
 }
 
 var scenarios = []scenario{
-	{Name: "uncontended", Procs: 1, Goroutines: 1, Doc: "1 goroutine, lock+unlock"},
+	{Name: "uncontended", Procs: 1, Goroutines: 1, Interleaved: true, Doc: "1 goroutine, lock+unlock, the libraries in alternating blocks"},
 	{Name: "onekey-50", Procs: 1, Goroutines: 50, Doc: "one key, 50 goroutines, 1 process"},
 	{Name: "2x25", Procs: 2, Goroutines: 25, Doc: "one key, 2 processes × 25 goroutines"},
 	{Name: "seed-2x50", Procs: 2, Goroutines: 50, Seed: true, Doc: "stock 100 in etcd, 2 processes × 50 requests, read-modify-write under the lock"},
@@ -106,8 +107,15 @@ func run(out io.Writer, bin string, dur time.Duration, only string, rounds int, 
 		return err
 	}
 	fmt.Fprintf(out, "%s\nduration %v per timed scenario; %s; command: cd bench && go run ./etcd %s\n\n", env, dur, settings, args)
-	rows, err := cmp.Play(scenarios, func(sc scenario) string { return sc.Name }, only, rounds, libs,
-		func(sc scenario, lib string) (row, error) { return runScenario(srv.Endpoint, sc, lib, dur) })
+	rows, err := cmp.PlayWith(scenarios, func(sc scenario) string { return sc.Name }, only, rounds, libs,
+		func(sc scenario, lib string) (row, error) { return runScenario(srv.Endpoint, sc, lib, dur) },
+		func(sc scenario, round int) ([]row, bool, error) {
+			if !sc.Interleaved {
+				return nil, false, nil
+			}
+			rows, err := runInterleaved(srv.Endpoint, sc, libs, dur, round)
+			return rows, true, err
+		})
 	if err != nil {
 		return err
 	}

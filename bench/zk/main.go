@@ -37,11 +37,12 @@ type scenario struct {
 	Procs, Goroutines int
 	Seed              bool // 1 request per goroutine, stock 100
 	Wake              bool // the next waiter's wake-up latency
+	Interleaved       bool // every library in one process, in alternating blocks (runInterleaved)
 	Doc               string
 }
 
 var scenarios = []scenario{
-	{Name: "uncontended", Procs: 1, Goroutines: 1, Doc: "1 goroutine, lock+unlock"},
+	{Name: "uncontended", Procs: 1, Goroutines: 1, Interleaved: true, Doc: "1 goroutine, lock+unlock, the libraries in alternating blocks"},
 	{Name: "onekey-50", Procs: 1, Goroutines: 50, Doc: "one key, 50 goroutines, 1 process"},
 	{Name: "2x25", Procs: 2, Goroutines: 25, Doc: "one key, 2 processes × 25 goroutines"},
 	{Name: "wakeup", Procs: 1, Goroutines: 2, Wake: true, Doc: "a holder and a waiter on separate sessions: release to the waiter's grant"},
@@ -88,8 +89,15 @@ func run(out io.Writer, cfg config) error {
 	if err := warmUp(srv, cfg); err != nil {
 		return err
 	}
-	rows, err := cmp.Play(scenarios, func(sc scenario) string { return sc.Name }, cfg.only, cfg.rounds, libNames,
-		func(sc scenario, lib string) (row, error) { return runScenario(srv, sc, lib, cfg) })
+	rows, err := cmp.PlayWith(scenarios, func(sc scenario) string { return sc.Name }, cfg.only, cfg.rounds, libNames,
+		func(sc scenario, lib string) (row, error) { return runScenario(srv, sc, lib, cfg) },
+		func(sc scenario, round int) ([]row, bool, error) {
+			if !sc.Interleaved {
+				return nil, false, nil
+			}
+			rows, err := runInterleaved(srv, sc, cfg.dur, round)
+			return rows, true, err
+		})
 	if err != nil {
 		return err
 	}

@@ -93,24 +93,5 @@ func CPUModel() string {
 // rows in that order. It stops at the first error, prefixed with
 // "scenario/library: ".
 func Play[S, R any](scs []S, name func(S) string, only string, rounds int, libs []string, run func(sc S, lib string) (R, error)) ([]R, error) {
-	var rows []R
-	for _, sc := range scs {
-		if !Selected(only, name(sc)) {
-			continue
-		}
-		for round := range rounds {
-			pair, err := Alternate(libs, round, func(lib string) (R, error) {
-				r, err := run(sc, lib)
-				if err != nil {
-					return r, fmt.Errorf("%s/%s: %w", name(sc), lib, err)
-				}
-				return r, nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			rows = append(rows, pair...)
-		}
-	}
-	return rows, nil
+	return PlayWith(scs, name, only, rounds, libs, run, func(S, int) ([]R, bool, error) { return nil, false, nil })
 }
