@@ -11,7 +11,7 @@ import (
 )
 
 // deafStore is a lease-table store without driver.Notifier, as the store is
-// behind PgBouncer in transaction mode, where its Subscribe reports
+// behind PgBouncer in transaction or statement mode, where its Subscribe reports
 // notifications unsupported: the field Subscribe, shallower than the
 // embedded store's method, hides that method.
 type deafStore struct {
@@ -22,11 +22,11 @@ type deafStore struct {
 // TestConformanceBouncer is the conformance suite through PgBouncer, every
 // client a store on a pool of its own through the bouncer (set as the docs
 // say: default_query_exec_mode=exec). In session mode the store is whole;
-// in transaction mode it is without its notifications, which the probe
-// turns off there (TestBouncerWait), so the notification cases are
-// skipped as for a store that has none.
+// in transaction and statement mode it is without its notifications, which
+// the probe turns off there (TestBouncerWait), so the notification cases
+// are skipped as for a store that has none.
 func TestConformanceBouncer(t *testing.T) {
-	for _, mode := range []pgbouncer.Mode{pgbouncer.Session, pgbouncer.Transaction} {
+	for _, mode := range []pgbouncer.Mode{pgbouncer.Session, pgbouncer.Transaction, pgbouncer.Statement} {
 		t.Run(string(mode), func(t *testing.T) { conformanceBouncer(t, bouncer(t, mode)) })
 	}
 }
@@ -42,7 +42,7 @@ func conformanceBouncer(t *testing.T, b *pgbouncer.Bouncer) {
 			t.Fatal(err)
 		}
 		var m driver.Mutex = reporting{s, admin, table}
-		if b.Mode == pgbouncer.Transaction {
+		if b.Mode != pgbouncer.Session {
 			m = deafStore{reporting: reporting{s, admin, table}}
 		}
 		return m, func() { closeStore(s); pool.Close() }

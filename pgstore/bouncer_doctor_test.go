@@ -10,9 +10,12 @@ import (
 )
 
 // TestBouncerDoctor: doctor through PgBouncer. In transaction mode the
-// pooler check sees two client connections share or swap backends (Warn,
-// naming transaction mode) and the notifications check sees its probe
-// NOTIFY never arrive (Warn); in session mode the pooler check sees only
+// pooler check sees two client connections share or swap backends while a
+// transaction is allowed (Warn, naming transaction mode) and the
+// notifications check sees its probe NOTIFY never arrive (Warn); in
+// statement mode the pooler check sees its BEGIN refused (Warn, naming
+// statement mode; before, Fail with PgBouncer's raw error) and
+// notifications are deaf as in transaction mode; in session mode the pooler check sees only
 // the port differ (Warn, naming session pooling) and the notifications
 // check passes. The lock probe passes in both. A check that always warned,
 // or never, fails one of the modes (TestDoctor has the direct case: all OK).
@@ -23,7 +26,8 @@ func TestBouncerDoctor(t *testing.T) {
 		pooler        string // in the pooler check's text
 		notifications driver.Status
 	}{
-		{pgbouncer.Transaction, "transaction (or statement) mode", driver.Warn},
+		{pgbouncer.Transaction, "a pooler in transaction mode", driver.Warn},
+		{pgbouncer.Statement, "a pooler in statement mode", driver.Warn},
 		{pgbouncer.Session, "session pooling or a TCP proxy", driver.OK},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {

@@ -10,9 +10,13 @@ import (
 )
 
 // checkPooler looks for a pooler or proxy (PgBouncer) between the store and
-// the server: two client connections that share or swap server backends
-// (transaction pooling, see samplePIDs), or a server port that differs from
-// the one the pool dials (session pooling, or a TCP proxy). PgBouncer in
+// the server, and tells which pool mode it sees as far as a client can
+// (PgBouncer's SHOW CONFIG needs its admin console): a BEGIN refused with
+// PgBouncer's "statement pooling mode" error (statement pooling); two
+// client connections that share or swap server backends while a
+// transaction is allowed (transaction pooling, see samplePIDs); or a
+// server port that differs from the one the pool dials (session pooling,
+// or a TCP proxy: a client cannot tell them apart). PgBouncer in
 // transaction mode hands a client the backend it used last, so one
 // connection alone sees one backend: the sample takes two.
 func (s *Store) checkPooler(ctx context.Context, add addFunc) {
@@ -33,6 +37,13 @@ func (s *Store) checkPooler(ctx context.Context, add addFunc) {
 		return
 	}
 	pids, err := samplePIDs(ctx, c, pb.pool, DefaultConnWait)
+	if statementPooling(err) {
+		add("pooler", driver.Warn, "a second client connection's BEGIN was refused (%v): a pooler in statement mode, PgBouncer with pool_mode = statement, refuses transactions and shares server sessions between clients. "+
+			"The lease table works through it when the pool keeps no prepared statement across statements (default_query_exec_mode=exec in the pool's URL): each of its calls is one statement. "+
+			"LISTEN hears nothing through it: waiters back off instead of being woken at the release. "+
+			"The row lock (WithRowLock) and session locks (mode=session) refuse to run (ErrStatementPooling, ErrSharedSession)", err)
+		return
+	}
 	if err != nil {
 		add("pooler", driver.Fail, "%v", err)
 		return
@@ -40,7 +51,7 @@ func (s *Store) checkPooler(ctx context.Context, add addFunc) {
 	dialed := int64(c.Conn().Config().Port)
 	switch {
 	case sharedPIDs(pids):
-		add("pooler", driver.Warn, "two client connections ran on server backends %d, %d, %d (the first and last on one connection): a pooler in transaction (or statement) mode, PgBouncer, shares server sessions between clients. "+
+		add("pooler", driver.Warn, "two client connections ran on server backends %d, %d, %d (the first and last on one connection) and a transaction was allowed: a pooler in transaction mode, PgBouncer, shares server sessions between clients. "+
 			"The lease table works through it when the pool keeps no prepared statement across transactions (default_query_exec_mode=exec in the pool's URL, or PgBouncer 1.21+ with max_prepared_statements). "+
 			"LISTEN hears nothing through it: the store's listener finds that out with a probe and waiters back off instead (the Client's backoff, 250 ms at most by default, never past the holder's lease) rather than being woken at the release. "+
 			"Session locks (mode=session) refuse to run (ErrSharedSession): they need session pooling or a direct connection", pids[0], pids[1], pids[2])

@@ -9,6 +9,26 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// ErrStatementPooling means that a pooler in statement mode (PgBouncer with
+// pool_mode = statement) is in front: it refuses every transaction block
+// (BEGIN), closing the client connection that opened one, and gives the
+// server session back after each statement. WithRowLock and WithRowLockDB
+// fail with it at once, before fn runs (the row lock needs a transaction);
+// a session store's lock (NewSession) fails with an error matching both it
+// and ErrSharedSession. It matches driver.ErrRefused: retrying cannot fix
+// it. Nothing was locked or written. The lease table (New, NewDB) works
+// through statement pooling: each of its calls is one statement.
+var ErrStatementPooling = fmt.Errorf("%w: pgstore: a pooler in statement mode (PgBouncer pool_mode = statement) refuses transactions and shares server sessions: "+
+	"the row lock and session locks cannot work through it, the lease table (New) can", driver.ErrRefused)
+
+// statementPooling reports whether err is PgBouncer's refusal of a
+// transaction block in statement mode (SQLSTATE 08P01, FATAL: the pooler
+// closed the client connection).
+func statementPooling(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "statement pooling mode")
+}
+
 // wrap adds the operation to err and classifies PostgreSQL's refusals,
 // which retrying cannot fix, as driver.ErrRefused: a missing table (run
 // Migrate), a missing column (a table made before the column: run Migrate
