@@ -186,17 +186,22 @@ func hotSections(t *testing.T, clients []*dlock.Client, goroutines, rounds int, 
 	return rec
 }
 
-// TestBouncerPoolMisconfigured: through PgBouncer 1.18 in transaction mode
-// a pool with pgx's default exec mode (named prepared statements, cached
-// per client connection) fails once client connections run on each
-// other's server backends: a statement prepared on one backend is missing
-// on another (26000), or another client's of the same name is there
-// (42P05). Two pools × 4 goroutines provoke it. The store says so with an
-// error matching ErrRefused (the Client does not retry it) that names the
-// setting to change; the pool set as the docs say works
+// TestBouncerPoolMisconfigured: through PgBouncer 1.18 in transaction or
+// statement mode a pool with pgx's default exec mode (named prepared
+// statements, cached per client connection) fails once client connections
+// run on each other's server backends: a statement prepared on one backend
+// is missing on another (26000), or another client's of the same name is
+// there (42P05). Two pools × 4 goroutines provoke it. The store says so
+// with an error matching ErrRefused (the Client does not retry it) that
+// names the setting to change; the pool set as the docs say works
 // (TestBouncerLeaseTable).
 func TestBouncerPoolMisconfigured(t *testing.T) {
-	b := bouncer(t, pgbouncer.Transaction)
+	for _, mode := range []pgbouncer.Mode{pgbouncer.Transaction, pgbouncer.Statement} {
+		t.Run(string(mode), func(t *testing.T) { poolMisconfigured(t, bouncer(t, mode)) })
+	}
+}
+
+func poolMisconfigured(t *testing.T, b *pgbouncer.Bouncer) {
 	table := uniqTable(t, newPool(t))
 	var (
 		mu   sync.Mutex
@@ -233,14 +238,14 @@ func TestBouncerPoolMisconfigured(t *testing.T) {
 	}
 	wg.Wait()
 	if len(errs) == 0 {
-		t.Fatalf("%d lock cycles with named prepared statements through transaction pooling all worked: nothing to classify", ops)
+		t.Fatalf("%d lock cycles with named prepared statements through %s pooling all worked: nothing to classify", ops, b.Mode)
 	}
 	for _, err := range errs {
 		if !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "default_query_exec_mode=exec") {
-			t.Fatalf("a lock call through transaction pooling with prepared statements = %v; want ErrRefused naming default_query_exec_mode=exec", err)
+			t.Fatalf("a lock call through %s pooling with prepared statements = %v; want ErrRefused naming default_query_exec_mode=exec", b.Mode, err)
 		}
 	}
-	t.Logf("%d of %d lock cycles failed; the first: %v", len(errs), ops, errs[0])
+	t.Logf("%s pooling: %d of %d lock cycles failed; the first: %v", b.Mode, len(errs), ops, errs[0])
 }
 
 // TestBouncerRowLock: the row lock through PgBouncer in transaction mode

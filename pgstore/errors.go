@@ -34,7 +34,8 @@ func statementPooling(err error) bool {
 // Migrate), a missing column (a table made before the column: run Migrate
 // again), a read-only server (a replica, or default_transaction_read_only),
 // missing privileges, failed authentication, a prepared statement that a
-// pooler in transaction mode lost or shares (the Bind failed: nothing ran).
+// pooler in transaction or statement mode lost or shares (the Bind failed:
+// nothing ran).
 // Anything else (network errors,
 // a cancelled context, a server shutting down) matches no sentinel: the
 // outcome is unknown.
@@ -50,7 +51,7 @@ func wrap(op string, err error) error {
 		case "25006":
 			hint = " (a read-only server: a replica? point the store at the primary)"
 		case "26000", "42P05":
-			hint = " (a pooler in transaction mode, PgBouncer, ran the pool's prepared statement on another server connection: set default_query_exec_mode=exec in the pool's URL, see docs/postgres.md)"
+			hint = " (a pooler in transaction or statement mode, PgBouncer, ran the pool's prepared statement on another server connection: set default_query_exec_mode=exec in the pool's URL, see docs/postgres.md)"
 		}
 		return fmt.Errorf("%w: pgstore: %s: %w%s", driver.ErrRefused, op, err, hint)
 	}
