@@ -111,3 +111,49 @@ func TestBouncerLeaseTableDB(t *testing.T) {
 		})
 	}
 }
+
+// TestBouncerStatementBeginFreesLocks is why session locks cannot be made
+// to work through statement pooling, guards or not: a store with its
+// first-use check off takes a key (its lock stays on the server connection
+// that ran the statement, which PgBouncer then lends to anyone), and any
+// other client's BEGIN through the bouncer (here a plain pgx pool's) that
+// lands on that server connection makes PgBouncer close it, which frees
+// the lock behind the holder's back: pg_locks, read directly, no longer has
+// it, and a second store takes the key while the first still holds its
+// Lease. Up to 5 tries (PgBouncer lends the server connection used last,
+// so the BEGIN usually lands there); the test fails if the lock never
+// vanished, so it shows the hazard the first-use check's refusal
+// (TestBouncerStatementSessionLock) guards against.
+func TestBouncerStatementBeginFreesLocks(t *testing.T) {
+	b := bouncer(t, pgbouncer.Statement)
+	sessMigrate(t, bouncedPool(t, b, 2))
+	direct, other := newPool(t), bouncedPool(t, b, 2)
+	id := uint64(pgstore.LockID("dlock", "hot"))
+	for try := range 5 {
+		a := bouncedSession(t, b, 2, pgstore.WithoutSharedCheck)
+		l, err := a.Lock(ctx(t), "hot")
+		if err != nil {
+			t.Fatalf("try %d: Lock with the check off: %v", try, err)
+		}
+		if _, err := other.Begin(ctx(t)); err == nil {
+			t.Fatalf("try %d: BEGIN through statement pooling succeeded", try)
+		}
+		var n int
+		if err := direct.QueryRow(ctx(t), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 1`,
+			uint32(id>>32), uint32(id)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			c := bouncedSession(t, b, 2, pgstore.WithoutSharedCheck)
+			l2, err := c.TryLock(ctx(t), "hot")
+			t.Logf("try %d: after another client's BEGIN the lock is gone from pg_locks while its holder's Lease reports %v; a second store's TryLock: %v", try, l.Err(), err)
+			if err != nil || l.Err() != nil {
+				t.Fatalf("try %d: second store's TryLock = %v, first holder's Err = %v; want two holders", try, err, l.Err())
+			}
+			_ = l2.Release(ctx(t))
+			return
+		}
+		_ = l.Release(ctx(t))
+	}
+	t.Fatal("in 5 tries no BEGIN through statement pooling freed a held session lock: the hazard was not shown")
+}
