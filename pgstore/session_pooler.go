@@ -57,10 +57,11 @@ func errShared(key string) error {
 // matching ErrSharedSession, sticky for the store, when it sees one (also
 // matching ErrStatementPooling when the pooler refused the sample's BEGIN:
 // statement mode, where that BEGIN's server connection is closed, and
-// with it any session lock it held); nil when it sees none or cannot check (the
-// second connection fails within ConnWait, a statement fails): the next
-// pin checks again, and the lock statements' own guard (sharedGuard) still
-// refuses a lock whose server session holds it already.
+// with it any session lock it held); nil when it sees none or cannot
+// check (the second connection fails within ConnWait, a statement fails):
+// the next pin checks again, and the lock statements' own guard
+// (sharedGuard) still refuses a lock whose server session holds it
+// already.
 func (s *SessionStore) checkShared(ctx context.Context, c *pgxpool.Conn) error {
 	s.mu.Lock()
 	done, verdict := s.sharedChecked || s.noSharedCheck, s.shared
