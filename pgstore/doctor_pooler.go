@@ -18,9 +18,9 @@ import (
 // transaction is allowed (transaction pooling, see samplePIDs); a new
 // client connection given an older server backend (session pooling, see
 // reusedBackend); or a server port that differs from the one the pool
-// dials (a TCP proxy, or session pooling that reusedBackend missed). PgBouncer in
-// transaction mode hands a client the backend it used last, so one
-// connection alone sees one backend: the sample takes two.
+// dials (a TCP proxy, or session pooling that reusedBackend missed).
+// PgBouncer in transaction mode hands a client the backend it used last, so
+// one connection alone sees one backend: the sample takes two.
 func (s *Store) checkPooler(ctx context.Context, add addFunc) {
 	pb, ok := s.db.(pgxBackend)
 	if !ok {

@@ -73,8 +73,8 @@ type SessionOptions struct {
 // were its own, or (statement mode) close the server connection holding
 // it: the store refuses to work through one, with ErrSharedSession (a
 // check on its first pinned connection, and a guard in every lock
-// statement). It is safe
-// for concurrent use; Close gives the pinned connections back.
+// statement). It is safe for concurrent use; Close gives the pinned
+// connections back.
 type SessionStore struct {
 	pool    *pgxpool.Pool
 	table   string
