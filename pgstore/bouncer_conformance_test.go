@@ -1,17 +1,20 @@
 package pgstore_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"example.com/dlock/driver"
 	"example.com/dlock/drivertest"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/pgbouncer"
 	"example.com/dlock/pgstore"
 )
 
 // deafStore is a lease-table store without driver.Notifier, as the store is
-// behind PgBouncer in transaction mode, where its Subscribe reports
+// behind PgBouncer in transaction or statement mode, where its Subscribe reports
 // notifications unsupported: the field Subscribe, shallower than the
 // embedded store's method, hides that method.
 type deafStore struct {
@@ -22,11 +25,11 @@ type deafStore struct {
 // TestConformanceBouncer is the conformance suite through PgBouncer, every
 // client a store on a pool of its own through the bouncer (set as the docs
 // say: default_query_exec_mode=exec). In session mode the store is whole;
-// in transaction mode it is without its notifications, which the probe
-// turns off there (TestBouncerWait), so the notification cases are
-// skipped as for a store that has none.
+// in transaction and statement mode it is without its notifications, which
+// the probe turns off there (TestBouncerWait), so the notification cases
+// are skipped as for a store that has none.
 func TestConformanceBouncer(t *testing.T) {
-	for _, mode := range []pgbouncer.Mode{pgbouncer.Session, pgbouncer.Transaction} {
+	for _, mode := range []pgbouncer.Mode{pgbouncer.Session, pgbouncer.Transaction, pgbouncer.Statement} {
 		t.Run(string(mode), func(t *testing.T) { conformanceBouncer(t, bouncer(t, mode)) })
 	}
 }
@@ -42,9 +45,47 @@ func conformanceBouncer(t *testing.T, b *pgbouncer.Bouncer) {
 			t.Fatal(err)
 		}
 		var m driver.Mutex = reporting{s, admin, table}
-		if b.Mode == pgbouncer.Transaction {
+		if b.Mode != pgbouncer.Session {
 			m = deafStore{reporting: reporting{s, admin, table}}
 		}
 		return m, func() { closeStore(s); pool.Close() }
 	}))
+}
+
+// TestSessionConformanceBouncer is the session store's conformance suite
+// through PgBouncer in session mode, as TestSessionConformance runs it
+// direct: each client a pool of its own, through one fault proxy in front
+// of the bouncer (Pause holds the proxy's bytes both ways; Kill closes the
+// client's sockets, after which PgBouncer's server_reset_query, DISCARD
+// ALL by default, frees the advisory locks of the server connection it
+// keeps). Transaction and statement pooling refuse session locks
+// (TestBouncerSessionLock, TestBouncerStatementSessionLock).
+func TestSessionConformanceBouncer(t *testing.T) {
+	b := bouncer(t, pgbouncer.Session)
+	sessMigrate(t, bouncedPool(t, b, 2))
+	p, err := faultproxy.New(b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	url := strings.Replace(b.URL(), b.Addr(), p.Addr(), 1) + "&default_query_exec_mode=exec"
+	drivertest.Run(t, drivertest.Harness{
+		New: func(t *testing.T) driver.Mutex {
+			pool := sessPool(t, url, 8)
+			return sessReporting{newSession(t, pool, pgstore.SessionOptions{CheckInterval: 2 * time.Second}), pool}
+		},
+		KeepAlive: func(ctx context.Context, s driver.Mutex) error {
+			return s.(sessReporting).KeepAlive(ctx)
+		},
+		Pause: func(t *testing.T) func() {
+			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
+			return func() { up(); down() }
+		},
+		Kill:  func(t *testing.T, s driver.Mutex) { s.(sessReporting).Abandon() },
+		Slack: time.Second,
+		Skip: map[string]string{
+			"KilledSessionFreesItsKeys": "the server (here PgBouncer's reset of the server connection) frees a dead client's advisory locks at once, " +
+				"not after a session TTL: the case's 'still held right after the kill' does not hold",
+		},
+	})
 }

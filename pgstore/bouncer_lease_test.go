@@ -18,16 +18,26 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// TestBouncerLeaseTable: the lease table through PgBouncer in transaction
-// mode, the pool set as docs/postgres.md says (default_query_exec_mode=exec):
-// every operation answers as on a direct connection (lock, re-entry,
-// contention with the holder's remaining lease, extend, partial and last
-// release, NotHeld(taken), Transfer), fences increase, and 2 Clients × 10
-// goroutines on one key never overlap, with fences in holding order.
+// TestBouncerLeaseTable: the lease table through PgBouncer in each pool
+// mode (transaction, statement, session), the pool set as docs/postgres.md
+// says (default_query_exec_mode=exec): every operation answers as on a
+// direct connection (lock, re-entry, contention with the holder's
+// remaining lease, extend, partial and last release, NotHeld(taken),
+// Transfer; a fresh key takes the insert under pg_advisory_xact_lock, one
+// statement), fences increase, the sweep deletes free rows (one statement:
+// its row locks and advisory try-locks in one implicit transaction), and
+// 2 Clients × 10 goroutines on one key never overlap, with fences in
+// holding order.
 func TestBouncerLeaseTable(t *testing.T) {
-	b := bouncer(t, pgbouncer.Transaction)
-	s := newStore(t, bouncedPool(t, b, 4), pgstore.Options{})
+	for _, mode := range []pgbouncer.Mode{pgbouncer.Transaction, pgbouncer.Statement, pgbouncer.Session} {
+		t.Run(string(mode), func(t *testing.T) { bouncerLeaseTable(t, bouncer(t, mode)) })
+	}
+}
+
+func bouncerLeaseTable(t *testing.T, b *pgbouncer.Bouncer) {
+	s := newStore(t, bouncedPool(t, b, 4), pgstore.Options{SweepInterval: -1})
 	t.Run("Operations", func(t *testing.T) { leaseOperations(t, s) })
+	t.Run("Sweep", func(t *testing.T) { leaseSweep(t, s) })
 	t.Run("Overlap", func(t *testing.T) {
 		rec := leaseOverlaps(t, b, s.Table(), 2, 10, 5)
 		ws := rec.Windows()
@@ -41,6 +51,39 @@ func TestBouncerLeaseTable(t *testing.T) {
 			t.Fatalf("%d critical sections (want 100), errors %v, overlaps %v", len(ws), rec.Errs(), o)
 		}
 	})
+}
+
+// leaseSweep takes and releases 5 fresh keys and holds a sixth, then
+// sweeps s (a store that does not sweep by itself) through its pool: the
+// sweep deletes the 5 free rows (at least: rows of earlier subtests may be
+// free too), keeps the held one, and a second sweep finds nothing.
+func leaseSweep(t *testing.T, s *pgstore.Store) {
+	for i := range 5 {
+		key, tk := fmt.Sprintf("sweep-%d", i), tok()
+		if _, err := s.Acquire(ctx(t), key, tk, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx(t), key, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := tok()
+	if _, err := s.Acquire(ctx(t), "sweep-held", held, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Sweep(ctx(t))
+	if err != nil || n < 5 {
+		t.Fatalf("Sweep = %d, %v; want at least the 5 released rows", n, err)
+	}
+	if n, err := s.Sweep(ctx(t)); err != nil || n != 0 {
+		t.Fatalf("a second Sweep = %d, %v; want 0", n, err)
+	}
+	if info, err := s.Inspect(ctx(t), "sweep-held"); err != nil || !info.Held {
+		t.Fatalf("Inspect of the held key after the sweep = %+v, %v; want held", info, err)
+	}
+	if err := s.Release(ctx(t), "sweep-held", held); err != nil {
+		t.Fatalf("Release of the held key after the sweep: %v", err)
+	}
 }
 
 // leaseOperations drives one key of s through every operation and checks
@@ -143,17 +186,22 @@ func hotSections(t *testing.T, clients []*dlock.Client, goroutines, rounds int, 
 	return rec
 }
 
-// TestBouncerPoolMisconfigured: through PgBouncer 1.18 in transaction mode
-// a pool with pgx's default exec mode (named prepared statements, cached
-// per client connection) fails once client connections run on each
-// other's server backends: a statement prepared on one backend is missing
-// on another (26000), or another client's of the same name is there
-// (42P05). Two pools × 4 goroutines provoke it. The store says so with an
-// error matching ErrRefused (the Client does not retry it) that names the
-// setting to change; the pool set as the docs say works
+// TestBouncerPoolMisconfigured: through PgBouncer 1.18 in transaction or
+// statement mode a pool with pgx's default exec mode (named prepared
+// statements, cached per client connection) fails once client connections
+// run on each other's server backends: a statement prepared on one backend
+// is missing on another (26000), or another client's of the same name is
+// there (42P05). Two pools × 4 goroutines provoke it. The store says so
+// with an error matching ErrRefused (the Client does not retry it) that
+// names the setting to change; the pool set as the docs say works
 // (TestBouncerLeaseTable).
 func TestBouncerPoolMisconfigured(t *testing.T) {
-	b := bouncer(t, pgbouncer.Transaction)
+	for _, mode := range []pgbouncer.Mode{pgbouncer.Transaction, pgbouncer.Statement} {
+		t.Run(string(mode), func(t *testing.T) { poolMisconfigured(t, bouncer(t, mode)) })
+	}
+}
+
+func poolMisconfigured(t *testing.T, b *pgbouncer.Bouncer) {
 	table := uniqTable(t, newPool(t))
 	var (
 		mu   sync.Mutex
@@ -190,54 +238,67 @@ func TestBouncerPoolMisconfigured(t *testing.T) {
 	}
 	wg.Wait()
 	if len(errs) == 0 {
-		t.Fatalf("%d lock cycles with named prepared statements through transaction pooling all worked: nothing to classify", ops)
+		t.Fatalf("%d lock cycles with named prepared statements through %s pooling all worked: nothing to classify", ops, b.Mode)
 	}
 	for _, err := range errs {
 		if !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "default_query_exec_mode=exec") {
-			t.Fatalf("a lock call through transaction pooling with prepared statements = %v; want ErrRefused naming default_query_exec_mode=exec", err)
+			t.Fatalf("a lock call through %s pooling with prepared statements = %v; want ErrRefused naming default_query_exec_mode=exec", b.Mode, err)
 		}
 	}
-	t.Logf("%d of %d lock cycles failed; the first: %v", len(errs), ops, errs[0])
+	t.Logf("%s pooling: %d of %d lock cycles failed; the first: %v", b.Mode, len(errs), ops, errs[0])
 }
 
 // TestBouncerRowLock: the row lock through PgBouncer in transaction mode
 // (its lock and the protected write share one transaction, which PgBouncer
-// keeps on one server backend): two pools × counterWorkers goroutines ×
-// counterRounds read-pause-write increments lose none. Negative control: the
-// same increments in plain transactions, without FOR UPDATE, lose some.
+// keeps on one server backend) and in session mode (a client keeps its
+// backend): two pools × counterWorkers goroutines × counterRounds
+// read-pause-write increments lose none. Negative control, in each mode:
+// the same increments in plain transactions, without FOR UPDATE, lose
+// some. Statement mode refuses the transaction:
+// TestBouncerStatementRowLock.
 func TestBouncerRowLock(t *testing.T) {
-	b := bouncer(t, pgbouncer.Transaction)
 	direct := newPool(t)
 	sessMigrate(t, direct) // the default prefix's dlock_rows
 	if _, err := direct.Exec(ctx(t), `CREATE TABLE IF NOT EXISTS rl_data (k text PRIMARY KEY, v int NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	url := b.URL() + "&default_query_exec_mode=exec"
-	for _, mode := range []string{"rowlock", "none"} {
-		key := "bouncer-counter-" + mode
-		if _, err := direct.Exec(ctx(t), `INSERT INTO rl_data (k, v) VALUES ($1, 0) ON CONFLICT (k) DO UPDATE SET v = 0`, key); err != nil {
-			t.Fatal(err)
-		}
-		errs := make(chan error, 2)
-		for range 2 {
-			go func() { errs <- counterWork(url, mode, key) }()
-		}
-		for range 2 {
-			if err := <-errs; err != nil {
-				t.Fatalf("mode %s: %v", mode, err)
+	for _, pm := range []pgbouncer.Mode{pgbouncer.Transaction, pgbouncer.Session} {
+		t.Run(string(pm), func(t *testing.T) {
+			url := bouncer(t, pm).URL() + "&default_query_exec_mode=exec"
+			for _, mode := range []string{"rowlock", "none"} {
+				bouncerCounter(t, direct, url, string(pm), mode)
 			}
+		})
+	}
+}
+
+// bouncerCounter runs counterWork in mode from two pools to url at once on
+// a counter of its own, and checks the total: none lost under the row lock,
+// some lost without it.
+func bouncerCounter(t *testing.T, direct *pgxpool.Pool, url, pm, mode string) {
+	key := "bouncer-counter-" + pm + "-" + mode
+	if _, err := direct.Exec(ctx(t), `INSERT INTO rl_data (k, v) VALUES ($1, 0) ON CONFLICT (k) DO UPDATE SET v = 0`, key); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- counterWork(url, mode, key) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("mode %s: %v", mode, err)
 		}
-		var v int
-		if err := direct.QueryRow(ctx(t), `SELECT v FROM rl_data WHERE k = $1`, key).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		total := 2 * counterWorkers * counterRounds
-		t.Logf("mode %s through transaction pooling: counter %d of %d increments", mode, v, total)
-		if mode == "rowlock" && v != total {
-			t.Fatalf("lost updates under the row lock through transaction pooling: %d of %d", v, total)
-		}
-		if mode == "none" && v == total {
-			t.Fatalf("negative control: without FOR UPDATE no update was lost (%d): the test cannot see lost updates", v)
-		}
+	}
+	var v int
+	if err := direct.QueryRow(ctx(t), `SELECT v FROM rl_data WHERE k = $1`, key).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	total := 2 * counterWorkers * counterRounds
+	t.Logf("mode %s through %s pooling: counter %d of %d increments", mode, pm, v, total)
+	if mode == "rowlock" && v != total {
+		t.Fatalf("lost updates under the row lock through %s pooling: %d of %d", pm, v, total)
+	}
+	if mode == "none" && v == total {
+		t.Fatalf("negative control: without FOR UPDATE no update was lost (%d): the test cannot see lost updates", v)
 	}
 }

@@ -67,9 +67,12 @@ func waitAfterRelease(t *testing.T, a, b *dlock.Client, key string, retries int3
 //     doubling to 250 ms by default) instead of sleeping until the
 //     holder's lease would end. Measured after 2 failed attempts and after
 //     10 (the backoff near its cap).
-//   - NoProbeControl: the same wait with the probe off takes more than half
-//     a lease: the waiter subscribed on a deaf connection and sleeps until
-//     the expiry it last saw.
+//   - Statement: the same through statement mode (LISTEN deaf as in
+//     transaction mode, the probe says so).
+//   - NoProbeControl: the same wait with the probe off, in transaction
+//     and in statement mode, takes more than half a lease: the waiter
+//     subscribed on a deaf connection and sleeps until the expiry it last
+//     saw.
 //   - Session: in session mode LISTEN works; the probe passes and the
 //     waiter, asleep until the holder's lease would end (renewed), is woken
 //     by the release's NOTIFY.
@@ -115,12 +118,22 @@ func TestBouncerWait(t *testing.T) {
 		}
 		t.Logf("Subscribe: %v", err)
 	})
+	stmt := bouncer(t, pgbouncer.Statement)
+	t.Run("Statement", func(t *testing.T) {
+		ca, cb, sb := clients(t, stmt, true)
+		measure(t, ca, cb, 2)
+		if _, _, err := sb.Subscribe(ctx(t), "k"); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("Subscribe behind the bouncer in statement mode = %v; want an error matching errors.ErrUnsupported", err)
+		}
+	})
 	t.Run("NoProbeControl", func(t *testing.T) {
-		ca, cb, _ := clients(t, tx, false)
-		d := waitAfterRelease(t, ca, cb, "k", 2)
-		t.Logf("without the probe the waiter got the key %v after the release (lease %v)", d, ttl)
-		if d < ttl/2 {
-			t.Fatalf("without the probe the waiter got the key %v after the release; want > %v (a deaf LISTEN: the test cannot tell the fix from no fix)", d, ttl/2)
+		for _, b := range []*pgbouncer.Bouncer{tx, stmt} {
+			ca, cb, _ := clients(t, b, false)
+			d := waitAfterRelease(t, ca, cb, "k", 2)
+			t.Logf("%s mode: without the probe the waiter got the key %v after the release (lease %v)", b.Mode, d, ttl)
+			if d < ttl/2 {
+				t.Fatalf("%s mode: without the probe the waiter got the key %v after the release; want > %v (a deaf LISTEN: the test cannot tell the fix from no fix)", b.Mode, d, ttl/2)
+			}
 		}
 	})
 	t.Run("Session", func(t *testing.T) {

@@ -63,9 +63,10 @@
 // went unheard. It closes its connection 30 s after the last subscriber
 // leaves. Each new connection first proves that it hears what others send:
 // a probe NOTIFY sent through the pool must arrive within 2 s. Behind a
-// pooler in transaction mode (PgBouncer) it does not, and Subscribe reports
-// notifications unsupported, so waiters back off instead of sleeping until
-// the holder's lease would end (docs/postgres.md, "Behind PgBouncer").
+// pooler in transaction or statement mode (PgBouncer) it does not, and
+// Subscribe reports notifications unsupported, so waiters back off instead
+// of sleeping until the holder's lease would end (docs/postgres.md,
+// "Behind PgBouncer").
 //
 // # Schema
 //

@@ -9,12 +9,33 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// ErrStatementPooling means that a pooler in statement mode (PgBouncer with
+// pool_mode = statement) is in front: it refuses every transaction block
+// (BEGIN), closing the client connection that opened one, and gives the
+// server session back after each statement. WithRowLock and WithRowLockDB
+// fail with it at once, before fn runs (the row lock needs a transaction);
+// a session store's lock (NewSession) fails with an error matching both it
+// and ErrSharedSession. It matches driver.ErrRefused: retrying cannot fix
+// it. Nothing was locked or written. The lease table (New, NewDB) works
+// through statement pooling: each of its calls is one statement.
+var ErrStatementPooling = fmt.Errorf("%w: pgstore: a pooler in statement mode (PgBouncer pool_mode = statement) refuses transactions and shares server sessions: "+
+	"the row lock and session locks cannot work through it, the lease table (New) can", driver.ErrRefused)
+
+// statementPooling reports whether err is PgBouncer's refusal of a
+// transaction block in statement mode (SQLSTATE 08P01, FATAL: the pooler
+// closed the client connection).
+func statementPooling(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "statement pooling mode")
+}
+
 // wrap adds the operation to err and classifies PostgreSQL's refusals,
 // which retrying cannot fix, as driver.ErrRefused: a missing table (run
 // Migrate), a missing column (a table made before the column: run Migrate
 // again), a read-only server (a replica, or default_transaction_read_only),
 // missing privileges, failed authentication, a prepared statement that a
-// pooler in transaction mode lost or shares (the Bind failed: nothing ran).
+// pooler in transaction or statement mode lost or shares (the Bind failed:
+// nothing ran).
 // Anything else (network errors,
 // a cancelled context, a server shutting down) matches no sentinel: the
 // outcome is unknown.
@@ -30,7 +51,7 @@ func wrap(op string, err error) error {
 		case "25006":
 			hint = " (a read-only server: a replica? point the store at the primary)"
 		case "26000", "42P05":
-			hint = " (a pooler in transaction mode, PgBouncer, ran the pool's prepared statement on another server connection: set default_query_exec_mode=exec in the pool's URL, see docs/postgres.md)"
+			hint = " (a pooler in transaction or statement mode, PgBouncer, ran the pool's prepared statement on another server connection: set default_query_exec_mode=exec in the pool's URL, see docs/postgres.md)"
 		}
 		return fmt.Errorf("%w: pgstore: %s: %w%s", driver.ErrRefused, op, err, hint)
 	}

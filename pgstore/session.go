@@ -69,10 +69,12 @@ type SessionOptions struct {
 // docs/postgres-modes.md says how connections are shared and bounded and
 // what breaks the lock (a lock the server frees before the client notices).
 // A server session shared with other clients (PgBouncer in transaction
-// mode) would let another client re-enter a lock as if it were its own: the
-// store refuses to work through one, with ErrSharedSession (a check on its
-// first pinned connection, and a guard in every lock statement). It is safe
-// for concurrent use; Close gives the pinned connections back.
+// or statement mode) would let another client re-enter a lock as if it
+// were its own, or (statement mode) close the server connection holding
+// it: the store refuses to work through one, with ErrSharedSession (a
+// check on its first pinned connection, and a guard in every lock
+// statement). It is safe for concurrent use; Close gives the pinned
+// connections back.
 type SessionStore struct {
 	pool    *pgxpool.Pool
 	table   string

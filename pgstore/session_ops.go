@@ -126,8 +126,12 @@ func cls(id int64) uint32 { c, _ := split(id); return c }
 func obj(id int64) uint32 { _, o := split(id); return o }
 
 // classify wraps a statement's error: privileges and a missing sequence
-// match driver.ErrRefused; the rest leave the outcome unknown.
+// match driver.ErrRefused, a pooler's refusal of a transaction
+// ErrStatementPooling; the rest leave the outcome unknown.
 func classify(op string, err error) error {
+	if statementPooling(err) {
+		return fmt.Errorf("%w: %s: %w", ErrStatementPooling, op, err)
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {

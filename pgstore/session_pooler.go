@@ -20,7 +20,7 @@ import (
 // retrying cannot fix it. The call changed nothing. Use a direct
 // connection, PgBouncer in session mode, or the lease table (New), which
 // works through any pooler.
-var ErrSharedSession = fmt.Errorf("%w: pgstore: session locks need a server session of their own, but this one is shared (a pooler in transaction mode, PgBouncer, in front?)", driver.ErrRefused)
+var ErrSharedSession = fmt.Errorf("%w: pgstore: session locks need a server session of their own, but this one is shared (a pooler in transaction or statement mode, PgBouncer, in front?)", driver.ErrRefused)
 
 // The shared-session guard of the lock statements: $2 and $3 are the lock
 // id as pg_locks shows it (see lockWhere3). A statement that finds the lock
@@ -53,11 +53,15 @@ func errShared(key string) error {
 // checkShared finds out, once per store, on its first pinned connection c,
 // whether a pooler shares server sessions between client connections
 // (samplePIDs: three statements, on c and on an idle connection of the
-// pool, or one of its own when the pool has none idle). It returns an error matching ErrSharedSession, sticky for
-// the store, when it sees one; nil when it sees none or cannot check (the
-// second connection fails within ConnWait, a statement fails): the next
-// pin checks again, and the lock statements' own guard (sharedGuard) still
-// refuses a lock whose server session holds it already.
+// pool, or one of its own when the pool has none idle). It returns an error
+// matching ErrSharedSession, sticky for the store, when it sees one (also
+// matching ErrStatementPooling when the pooler refused the sample's BEGIN:
+// statement mode, where that BEGIN's server connection is closed, and
+// with it any session lock it held); nil when it sees none or cannot
+// check (the second connection fails within ConnWait, a statement fails):
+// the next pin checks again, and the lock statements' own guard
+// (sharedGuard) still refuses a lock whose server session holds it
+// already.
 func (s *SessionStore) checkShared(ctx context.Context, c *pgxpool.Conn) error {
 	s.mu.Lock()
 	done, verdict := s.sharedChecked || s.noSharedCheck, s.shared
@@ -66,13 +70,16 @@ func (s *SessionStore) checkShared(ctx context.Context, c *pgxpool.Conn) error {
 		return verdict
 	}
 	pids, err := samplePIDs(ctx, c, s.pool, s.wait)
-	if err != nil {
+	if err != nil && !statementPooling(err) {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sharedChecked = true
-	if sharedPIDs(pids) {
+	switch {
+	case err != nil:
+		s.shared = fmt.Errorf("%w: %w: the second connection's BEGIN was refused (%w)", ErrSharedSession, ErrStatementPooling, err)
+	case sharedPIDs(pids):
 		s.shared = fmt.Errorf("%w: two client connections ran on server backends %d, %d, %d (the first and last on one connection): a pooler in transaction mode", ErrSharedSession, pids[0], pids[1], pids[2])
 	}
 	return s.shared

@@ -70,6 +70,11 @@ const (
 	// next transaction may run on another backend, and session state (SET,
 	// LISTEN, advisory locks, prepared statements) stays on the backend.
 	Transaction Mode = "transaction"
+	// Statement gives it back after each statement: a client's next
+	// statement may run on another backend, and PgBouncer refuses
+	// multi-statement transactions (it closes the client connection whose
+	// statement left its backend inside a transaction, BEGIN included).
+	Statement Mode = "statement"
 )
 
 // Options configure a bouncer.
@@ -120,7 +125,7 @@ func Launch(bin, isready string, pgPort int, opts Options) (*Bouncer, error) {
 	if opts.Mode == "" {
 		opts.Mode = Transaction
 	}
-	if opts.Mode != Session && opts.Mode != Transaction {
+	if opts.Mode != Session && opts.Mode != Transaction && opts.Mode != Statement {
 		return nil, fmt.Errorf("pgbouncer: unknown mode %q", opts.Mode)
 	}
 	if opts.PoolSize <= 0 {

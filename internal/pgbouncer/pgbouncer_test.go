@@ -37,7 +37,7 @@ func psql(t *testing.T, b *Bouncer, db, sql string) string {
 // Options.Mode fails here.
 func TestModes(t *testing.T) {
 	pg := pgserver.Start(t)
-	for _, mode := range []Mode{Transaction, Session} {
+	for _, mode := range []Mode{Transaction, Session, Statement} {
 		t.Run(string(mode), func(t *testing.T) {
 			b := Start(t, pg, Options{Mode: mode})
 			if b.Port == pg.Port {
@@ -80,8 +80,8 @@ func TestLifecycle(t *testing.T) {
 // TestRejectsMode checks that an unknown pool mode is refused before
 // anything starts.
 func TestRejectsMode(t *testing.T) {
-	b, err := Launch("/nonexistent", "/nonexistent", 1, Options{Mode: "statement"})
+	b, err := Launch("/nonexistent", "/nonexistent", 1, Options{Mode: "stmt"})
 	if err == nil || b != nil {
-		t.Fatalf("Launch with mode statement = %v, %v; want an error and no bouncer", b, err)
+		t.Fatalf("Launch with mode stmt = %v, %v; want an error and no bouncer", b, err)
 	}
 }
