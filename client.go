@@ -90,8 +90,9 @@ func (c *Client) Store() driver.Mutex { return c.store }
 // call are handled as those of an attempt above: unavailable ones are
 // retried with the backoff, ErrRefused ends the wait, and an unknown
 // outcome is released in the background. WithRead, on a store that reads
-// with the grant (driver.Atomic), turns the queue off (it cannot read):
-// Lock then waits as on any other store.
+// with the grant (driver.Atomic), turns the queue off unless the queue can
+// read too (driver.QueueReader: etcdstore): Lock then waits as on any other
+// store.
 //
 // Invalid arguments, and calls after Close, return an error matching
 // ErrInvalid before any I/O.

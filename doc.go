@@ -57,9 +57,9 @@
 // read: with WithRead(resource) the store reads the resource key in the same
 // atomic step and round trip that grants the lock (acquisition, re-entry or
 // local handoff), and Lease.Value returns it. Stores that cannot
-// (driver.Atomic is optional; redisstore and memstore have it, the Redlock,
-// etcd, ZooKeeper and SQL stores lack it) ignore the option, and Lease.ValueRead reports false
-// so the caller reads for itself:
+// (driver.Atomic is optional; redisstore, etcdstore and memstore have it,
+// the Redlock, ZooKeeper and SQL stores lack it) ignore the option, and
+// Lease.ValueRead reports false so the caller reads for itself:
 //
 //	l, err := locks.Lock(ctx, "item-42", dlock.WithRead("stock:{item-42}"))
 //	...
@@ -153,4 +153,12 @@
 // capabilities visible by implementing driver.Unwrapper. Package drivertest
 // checks a store against the written contract. Package memstore is an
 // in-memory store for examples and tests.
+//
+// # Where to start
+//
+// New, then Client.Do (or Client.Lock and Lease.Release); the examples use
+// memstore and run without a server. The repository's README.md has the
+// overview and the safety model; docs/cli.md covers the dlock command, and
+// docs/redlock.md, docs/etcd.md, docs/zookeeper.md, docs/postgres.md and
+// docs/mysql.md each store.
 package dlock

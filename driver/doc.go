@@ -27,7 +27,7 @@
 // Open and the CLI's --store can open it. Package drivertest checks a store
 // against these contracts.
 //
-// Start with Mutex and Model, then the capabilities in caps.go; package
+// Start with Mutex and Model, then the optional capabilities; package
 // memstore is the reference implementation, and etcdstore the template for
 // a store in a module of its own. The repository's README, section "Writing
 // a store", walks through a store and its conformance test.
