@@ -110,8 +110,8 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 	return &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}, nil
 }
 
-// Model: a session store whose session is each holding's connection,
-// checked every CheckEvery.
+// Model implements driver.Mutex: a session store whose session is each
+// holding's connection, checked every CheckEvery.
 func (s *Session) Model() driver.Model {
 	return driver.Model{Session: true, SessionTTL: s.opts.CheckEvery, ServerClock: true}
 }
