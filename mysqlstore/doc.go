@@ -27,4 +27,11 @@
 // driver.Register (see Open). Use interpolateParams=true in the DSN for one
 // round trip per statement. Tested on MariaDB 10.11 only; docs/mysql.md
 // says what works on MySQL 8.
+//
+// # Where to start
+//
+// Migrate once, then New (the lease table), NewSession (the session lock)
+// or WithRowLock (the row lock), and dlock.New for the first two; the
+// examples show each. docs/mysql.md in the repository has the long form:
+// the three modes, the schema, waiting, doctor and MySQL 8.
 package mysqlstore
