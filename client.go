@@ -132,7 +132,8 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Leas
 // lost while fn ran, the result matches ErrLost even when fn returned nil:
 // fn's work may not have been protected. If fn panics (or calls
 // runtime.Goexit), Do releases the lock, which also stops its renewal, and
-// lets the panic go on.
+// lets the panic go on. A nil fn, like the invalid arguments Lock refuses,
+// returns an error matching ErrInvalid before any I/O.
 func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidf("nil function")
