@@ -129,7 +129,8 @@ func (s *Store) Retention() time.Duration { return s.retention }
 // driver.ErrUnavailable). Locking keeps working. It does not close the client,
 // and it does not wait for a connection still being dialled (against an
 // unresponsive server that lasts up to the client's timeouts): that one is
-// closed as soon as its dial ends.
+// closed as soon as its dial ends. It returns the pub/sub connection's
+// Close error, if any (nil when none was open, or on a second call).
 func (s *Store) Close() error { return s.subs.close() }
 
 // Keys returns the Redis keys of lock key: the lock, and the name of the
