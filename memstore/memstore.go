@@ -150,7 +150,7 @@ func (s *Store) Retention() time.Duration { return 0 }
 
 // KeyState returns how many entries the store keeps for key: its lock if
 // held, and its subscriptions if any (drivertest.StateReporter). An expired
-// lock is dropped here, as on any access.
+// lock is dropped here, as on any access. Its only error is ctx's.
 func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
