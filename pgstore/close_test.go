@@ -71,3 +71,20 @@ func TestCloseDoc(t *testing.T) {
 		}
 	})
 }
+
+// TestInspectRefusesBadKeysBeforeIO pins Inspect's doc: an empty key or one
+// with a NUL byte is ErrInvalid before any I/O (the pool is closed, so any
+// I/O would fail otherwise, as the control with a valid key shows).
+func TestInspectRefusesBadKeysBeforeIO(t *testing.T) {
+	pool := newPool(t)
+	s := newStore(t, pool, pgstore.Options{})
+	pool.Close()
+	for _, key := range []string{"", "a\x00b"} {
+		if _, err := s.Inspect(ctx(t), key); !errors.Is(err, driver.ErrInvalid) {
+			t.Errorf("Inspect(%q) = %v, want ErrInvalid", key, err)
+		}
+	}
+	if _, err := s.Inspect(ctx(t), "k"); err == nil || errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("control: Inspect on a closed pool = %v, want an I/O error", err)
+	}
+}

@@ -12,9 +12,10 @@ import (
 // Inspect implements driver.Inspector with one read: the live row of key,
 // if any. Info.Token is always empty (the table keeps only a digest of the
 // token); Fence is 0 for a free key (the row of a released key is gone).
-// A key with a NUL byte returns an error matching driver.ErrInvalid before
-// any I/O; a missing table or privilege, one matching driver.ErrRefused; an
-// error matching no sentinel means the database did not answer.
+// An empty key or one with a NUL byte returns an error matching
+// driver.ErrInvalid before any I/O; a missing table or privilege, one
+// matching driver.ErrRefused; an error matching no sentinel means the
+// database did not answer.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if err := checkKey(key); err != nil {
 		return driver.Info{}, err
