@@ -48,8 +48,11 @@
 // holding with its own owner token and a greater fence, never a shared one.
 // After 64 such handoffs in a row, or once a run of them has lasted its
 // time bound (5 ms, or 16 times the last handoff's store call if that is
-// longer, at most 25 ms), the lock is released to the store so that other
-// processes get their turn. Callers acquiring as an explicit Owner skip the queue (see below).
+// longer, at most 25 ms; at least 15 ms on a store that can neither notify
+// nor queue waiters, such as the MariaDB lease table, whose other waiters
+// learn of a release only at their next poll), the lock is released to the
+// store so that other processes get their turn. Callers acquiring as an
+// explicit Owner skip the queue (see below).
 //
 // # Reading the protected value with the grant
 //
