@@ -243,7 +243,7 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 const batchSize = 120
 
 // ExtendBatch implements driver.BatchExtender: one keepalive for the
-// session, then one read transaction per batchSize keys. A holding of a
+// session, then one read transaction per 120 keys. A holding of a
 // token through another Store's session is renewed with a keepalive of that
 // session. Each result is what Extend would return; a failed keepalive of
 // the store's session fails every request with its error.

@@ -12,7 +12,7 @@
 //     cannot be woken (no notifications): the first of them marks the row
 //     and polls at a pace the store gives it (driver.ContendedError.Retry,
 //     1 to 100 ms, growing with its wait), and a released key stays
-//     reserved for it until that poll (mark.go), so a process that keeps
+//     reserved for it until that poll (the waiter mark), so a process that keeps
 //     handing the key to its own goroutines no longer starves the others
 //     (docs/mysql.md, "Waiting").
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the

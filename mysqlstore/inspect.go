@@ -80,7 +80,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 // Inspect reads key's row without locking it (a consistent read). The token
 // is never known (the table keeps its digest); a free row reports its last
 // fence until the sweep removes it. A free row reserved for a marked waiter
-// (mark.go) is reported free (Held false): nobody holds it, though an
+// (see Acquire) is reported free (Held false): nobody holds it, though an
 // Acquire by another token is refused until the waiter takes it or the
 // mark goes stale (within about 150 ms). An empty key or one over
 // MaxKeyBytes returns driver.ErrInvalid before any I/O; a missing schema

@@ -208,7 +208,7 @@ func (s *Store) Deadlocks() int64 { return s.deadlocks.Load() }
 // *driver.ContendedError with the holder's remaining lease and changes
 // nothing but the waiter mark: if no other waiter is marked, the caller is,
 // and the error's Retry says when to try again; the key, once free, is then
-// reserved for the caller until a little after that (see mark.go). A free
+// reserved for the caller until a little after that (the waiter mark). A free
 // key reserved for another waiter is contended too, with the reservation's
 // remaining time. Bad arguments (an empty key or one over MaxKeyBytes, an
 // empty token, a ttl under a millisecond) return driver.ErrInvalid before
