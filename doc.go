@@ -17,12 +17,18 @@
 // holds), then the store (redisstore's Store.Close ends its pub/sub
 // connection), then the Redis client, which the store does not own:
 //
-//	store, _ := redisstore.New(rdb, nil)
-//	locks, _ := dlock.New(store)
 //	defer rdb.Close()
+//	store, err := redisstore.New(rdb, nil)
+//	if err != nil {
+//		return err // ErrInvalid: a nil client, a bad option
+//	}
 //	defer store.Close()
+//	locks, err := dlock.New(store)
+//	if err != nil {
+//		return err
+//	}
 //	defer locks.Close(context.Background())
-//	err := locks.Do(ctx, "stock:10000", func(ctx context.Context) error {
+//	err = locks.Do(ctx, "stock:10000", func(ctx context.Context) error {
 //		// ctx is cancelled if the lock is lost while this runs
 //		return decrement(ctx)
 //	})
