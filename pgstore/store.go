@@ -99,8 +99,8 @@ func newStore(b backend, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Model implements driver.Mutex: per-key leases on the database clock,
-// kept in microseconds (timestamptz).
+// Model implements driver.Mutex: per-key leases of at least a millisecond
+// on the database clock, kept in microseconds (timestamptz).
 func (s *Store) Model() driver.Model {
 	return driver.Model{MinTTL: time.Millisecond, Granularity: time.Microsecond, ServerClock: true}
 }

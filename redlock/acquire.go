@@ -68,7 +68,7 @@ func (t *acquireTally) confirmed() int {
 	return n
 }
 
-// Acquire implements Mutex: it asks every node in parallel, each within
+// Acquire implements driver.Mutex: it asks every node in parallel, each within
 // the node timeout, and succeeds when a majority granted and validity is
 // left (TTL − elapsed − drift > 0, elapsed measured on the monotonic clock
 // from the start of the call, including the fence raise).

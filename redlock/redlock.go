@@ -212,7 +212,7 @@ func kthLargest[T int | uint64 | time.Duration](vs []T, k int) T {
 	return s[k-1]
 }
 
-// Model implements Mutex: per-key TTLs in milliseconds, at least
+// Model implements driver.Mutex: per-key TTLs in milliseconds, at least
 // 10 ms, on each node's clock; the validity a grant reports is counted on the
 // client's clock, less elapsed time and drift, so ServerClock is false.
 func (s *Store) Model() driver.Model {
