@@ -27,14 +27,18 @@
 // # Errors
 //
 // Every method that takes a ctx returns ctx's error, unwrapped and changing
-// nothing, when ctx is already done; otherwise it answers at once. Keys, tokens
+// nothing, when ctx is already done (Apply refuses a step it cannot perform
+// first); otherwise it answers at once. Keys, tokens
 // and ttls are not validated (the dlock Client does that before any call).
 // The store never fails for want of a server: its other errors are the
 // contract's answers (a *driver.ContendedError, driver.NotHeld, ErrInvalid
 // for a step it cannot perform), each documented on its method.
 //
-// Start with New and dlock.New; the dlock package's examples all run on
-// this store.
+// # Where to start
+//
+// New, then dlock.New; the dlock package's examples all run on this store.
+// The repository's README.md ("Writing a store") describes the contract
+// this store is the reference for.
 package memstore
 
 import (
