@@ -90,8 +90,9 @@ func (c *Client) Store() driver.Mutex { return c.store }
 // call are handled as those of an attempt above: unavailable ones are
 // retried with the backoff, ErrRefused ends the wait, and an unknown
 // outcome is released in the background. WithRead, on a store that reads
-// with the grant (driver.Atomic), turns the queue off (it cannot read):
-// Lock then waits as on any other store.
+// with the grant (driver.Atomic), turns the queue off unless the queue can
+// read too (driver.QueueReader: etcdstore): Lock then waits as on any other
+// store.
 //
 // Invalid arguments, and calls after Close, return an error matching
 // ErrInvalid before any I/O.
@@ -131,7 +132,8 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Leas
 // lost while fn ran, the result matches ErrLost even when fn returned nil:
 // fn's work may not have been protected. If fn panics (or calls
 // runtime.Goexit), Do releases the lock, which also stops its renewal, and
-// lets the panic go on.
+// lets the panic go on. A nil fn, like the invalid arguments Lock refuses,
+// returns an error matching ErrInvalid before any I/O.
 func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidf("nil function")

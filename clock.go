@@ -7,6 +7,7 @@ import "time"
 // Implementations must be safe for concurrent use, and their Now must be
 // monotonic (never step backwards).
 type Clock interface {
+	// Now returns the current time, with a monotonic reading.
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine once d has elapsed, unless the
 	// returned Timer is stopped first.

@@ -85,3 +85,25 @@ func TestFenceGateRejectsStaleTokens(t *testing.T) {
 		t.Fatalf("fences are per resource: %v", err)
 	}
 }
+
+// TestExponentialBackoffEdges pins the documented edge cases: a min that is
+// not positive, or above max, starts at max; a max that is not positive
+// means no pause.
+func TestExponentialBackoffEdges(t *testing.T) {
+	for _, c := range []struct {
+		min, max, lo, hi time.Duration
+	}{
+		{0, 100 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond},
+		{-time.Second, 100 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond},
+		{time.Second, 100 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond},
+		{time.Millisecond, 0, 0, 0},
+		{time.Millisecond, -time.Second, 0, 0},
+	} {
+		b := dlock.ExponentialBackoff(c.min, c.max)
+		for n := 1; n < 20; n++ {
+			if d := b(n); d < c.lo || d > c.hi {
+				t.Errorf("ExponentialBackoff(%v, %v)(%d) = %v, want within [%v, %v]", c.min, c.max, n, d, c.lo, c.hi)
+			}
+		}
+	}
+}

@@ -17,12 +17,18 @@
 // holds), then the store (redisstore's Store.Close ends its pub/sub
 // connection), then the Redis client, which the store does not own:
 //
-//	store, _ := redisstore.New(rdb, nil)
-//	locks, _ := dlock.New(store)
 //	defer rdb.Close()
+//	store, err := redisstore.New(rdb, nil)
+//	if err != nil {
+//		return err // ErrInvalid: a nil client, a bad option
+//	}
 //	defer store.Close()
+//	locks, err := dlock.New(store)
+//	if err != nil {
+//		return err
+//	}
 //	defer locks.Close(context.Background())
-//	err := locks.Do(ctx, "stock:10000", func(ctx context.Context) error {
+//	err = locks.Do(ctx, "stock:10000", func(ctx context.Context) error {
 //		// ctx is cancelled if the lock is lost while this runs
 //		return decrement(ctx)
 //	})
@@ -48,8 +54,11 @@
 // holding with its own owner token and a greater fence, never a shared one.
 // After 64 such handoffs in a row, or once a run of them has lasted its
 // time bound (5 ms, or 16 times the last handoff's store call if that is
-// longer, at most 25 ms), the lock is released to the store so that other
-// processes get their turn. Callers acquiring as an explicit Owner skip the queue (see below).
+// longer, at most 25 ms; at least 15 ms on a store that can neither notify
+// nor queue waiters, such as the MariaDB lease table, whose other waiters
+// learn of a release only at their next poll), the lock is released to the
+// store so that other processes get their turn. Callers acquiring as an
+// explicit Owner skip the queue (see below).
 //
 // # Reading the protected value with the grant
 //
@@ -57,9 +66,9 @@
 // read: with WithRead(resource) the store reads the resource key in the same
 // atomic step and round trip that grants the lock (acquisition, re-entry or
 // local handoff), and Lease.Value returns it. Stores that cannot
-// (driver.Atomic is optional; redisstore and memstore have it, the Redlock,
-// etcd, ZooKeeper and SQL stores lack it) ignore the option, and Lease.ValueRead reports false
-// so the caller reads for itself:
+// (driver.Atomic is optional; redisstore, etcdstore and memstore have it,
+// the Redlock, ZooKeeper and SQL stores lack it) ignore the option, and
+// Lease.ValueRead reports false so the caller reads for itself:
 //
 //	l, err := locks.Lock(ctx, "item-42", dlock.WithRead("stock:{item-42}"))
 //	...
@@ -153,4 +162,12 @@
 // capabilities visible by implementing driver.Unwrapper. Package drivertest
 // checks a store against the written contract. Package memstore is an
 // in-memory store for examples and tests.
+//
+// # Where to start
+//
+// New, then Client.Do (or Client.Lock and Lease.Release); the examples use
+// memstore and run without a server. The repository's README.md has the
+// overview and the safety model; docs/cli.md covers the dlock command, and
+// docs/redlock.md, docs/etcd.md, docs/zookeeper.md, docs/postgres.md and
+// docs/mysql.md each store.
 package dlock

@@ -31,6 +31,8 @@ import (
 // an error matching ErrInvalid before any I/O, and change nothing. The store
 // is asked for ttl rounded up to its granularity; on a session-based store,
 // for its SessionTTL whatever ttl says (Extend then renews the session).
+// A nil ctx returns an error matching ErrInvalid; a lease already released
+// or lost returns what Err reports (ErrNotHeld, ErrLost), without I/O.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return invalidf("nil context")

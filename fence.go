@@ -21,7 +21,8 @@ type FenceGate struct {
 // Admit runs fn if fence is not lower than the highest fence admitted for
 // resource, holding the gate for resource's check and fn together. Otherwise
 // it returns an error matching ErrStaleFence and does not run fn. fn's error
-// is returned as is; the fence counts as admitted either way.
+// is returned as is; the fence counts as admitted either way. A nil fn only
+// admits the fence (a later, lower one is then refused).
 func (g *FenceGate) Admit(resource string, fence uint64, fn func() error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

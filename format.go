@@ -28,7 +28,8 @@ func (o Owner) String() string { return "dlock.Owner{" + TokenDigest(o.token) + 
 func (o Owner) GoString() string { return o.String() }
 
 // TokenDigest returns the first 12 hex digits of the token's SHA-256: a
-// stable, non-reversible name for a token in logs and status output.
+// stable, non-reversible name for a token in logs and status output. An
+// empty token (a holder whose token the store does not know) gives "-".
 func TokenDigest(token string) string {
 	if token == "" {
 		return "-"

@@ -150,7 +150,9 @@ func (l *Lease) Remaining() time.Duration { return l.v.Remaining() }
 // hands the lock to a local waiter. If the store cannot be
 // reached, it returns an error matching ErrUnavailable; the lease is released
 // locally all the same and the key expires at the end of its TTL. Releasing
-// twice returns an error matching ErrNotHeld.
+// twice returns an error matching ErrNotHeld, as does Release on a nil
+// Lease. A nil ctx returns an error matching ErrInvalid and releases
+// nothing: the lease stays held.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("%w: nil lease", ErrNotHeld)

@@ -81,8 +81,9 @@ func WithAutoRenew(lease time.Duration) Option {
 }
 
 // WithWait bounds how long Lock waits for a held lock, independently of the
-// lease. Zero means a single attempt, as TryLock. Default: wait until the
-// context ends.
+// lease. Zero means a single attempt, as TryLock. A negative d makes New,
+// or the call it is passed to, fail with ErrInvalid before any I/O.
+// Default: wait until the context ends.
 func WithWait(d time.Duration) Option {
 	return func(c *config) {
 		c.wait = d
@@ -93,7 +94,9 @@ func WithWait(d time.Duration) Option {
 }
 
 // WithBackoff sets how long a waiter sleeps between attempts when the store
-// cannot notify it of a release. Default: ExponentialBackoff(2ms, 250ms).
+// cannot notify it of a release. A nil b makes New, or the call it is
+// passed to, fail with ErrInvalid before any I/O. Default:
+// ExponentialBackoff(2ms, 250ms).
 func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff = b }
 }
@@ -113,7 +116,8 @@ func WithOnRetry(f func(failures int, err error)) Option {
 }
 
 // WithClock replaces the clock used for validity, expiry and waiting; meant
-// for tests. Default: the system's monotonic clock.
+// for tests. A nil clk makes New, or the call it is passed to, fail with
+// ErrInvalid before any I/O. Default: the system's monotonic clock.
 func WithClock(clk Clock) Option {
 	return func(c *config) { c.clock = clk }
 }
@@ -138,8 +142,8 @@ func WithClock(clk Clock) Option {
 // With Do, the function reads the value from its lease (LeaseFromContext);
 // Commit releases the lease, which is Do's to release, so a read-modify-write
 // that writes back with Commit uses Lock. WithRead("") turns a default set on
-// New off.
-// Default: no read.
+// New off. A resource longer than 4096 bytes makes New, or the call it is
+// passed to, fail with ErrInvalid before any I/O. Default: no read.
 func WithRead(resource string) Option {
 	if resource == "" {
 		return func(c *config) { c.read = nil }
@@ -185,7 +189,10 @@ func ValidateKey(key string) error {
 type Backoff func(failures int) time.Duration
 
 // ExponentialBackoff doubles the delay from min up to max, and picks a random
-// point in the upper half of it so that waiters do not wake in lock-step.
+// point in the upper half of it so that waiters do not wake in lock-step:
+// after n failures the pause is in [d/2, d], d = min·2^(n-1) capped at max.
+// A min that is not positive (or above max) starts at max; a max that is
+// not positive means no pause at all.
 func ExponentialBackoff(min, max time.Duration) Backoff {
 	return func(failures int) time.Duration {
 		d := min

@@ -7,8 +7,9 @@ import (
 
 // Notifier wakes waiters when a key is released.
 //
-// Absent: waiters retry with the client's backoff, capped by the holder's
-// remaining TTL when the store reports it (ContendedError.Remaining).
+// Absent, or when Subscribe returns any error: waiters retry with the
+// client's backoff, capped by the holder's remaining TTL when the store
+// reports it (ContendedError.Remaining).
 type Notifier interface {
 	// Subscribe registers interest in releases of key. Once it returns
 	// without error, every later release of key sends a value on the channel
@@ -16,7 +17,11 @@ type Notifier interface {
 	// key was released (or, on stores that say so, expired): acquisitions,
 	// extensions and refused releases send nothing, since every spurious
 	// wake-up costs each waiter a round trip. cancel ends the subscription
-	// and must be called exactly once.
+	// and must be called exactly once. On error the client uses neither ch
+	// nor cancel, so the store leaves nothing subscribed; any error makes
+	// the client fall back to its backoff, and a store that cannot notify
+	// at the moment of the call returns one matching errors.ErrUnsupported
+	// (Unsupported).
 	Subscribe(ctx context.Context, key string) (ch <-chan struct{}, cancel func(), err error)
 }
 
@@ -59,16 +64,23 @@ type QueueReader interface {
 	AcquireQueuedRead(ctx context.Context, key, token string, ttl time.Duration, resource string) (Grant, Value, error)
 }
 
-// ExtendRequest is one item of a batched renewal.
+// ExtendRequest is one item of a batched renewal: the arguments of one
+// Mutex.Extend.
 type ExtendRequest struct {
+	// Key and Token name the holding to renew, as Extend's key and token.
 	Key, Token string
-	TTL        time.Duration
+	// TTL is the new expiry, counted from the call, as Extend's ttl.
+	TTL time.Duration
 }
 
 // ExtendResult is the outcome of one ExtendRequest.
 type ExtendResult struct {
+	// Grant is what Extend would have returned; zero when Err is not nil.
 	Grant Grant
-	Err   error
+	// Err is what Extend would have returned: NotHeld(taken) for a token
+	// that does not hold the key, an error matching no sentinel when the
+	// outcome is unknown.
+	Err error
 }
 
 // BatchExtender renews many leases in one round trip (a pipeline, or one
@@ -78,7 +90,9 @@ type ExtendResult struct {
 // Absent: the renewal loop calls Extend once per lease.
 type BatchExtender interface {
 	// ExtendBatch behaves like calling Extend for each request, returning one
-	// result per request in the same order.
+	// result per request in the same order (len(reqs) results, also when
+	// the round trip fails: then each result carries the error). It has no
+	// error of its own: every failure is a result's Err.
 	ExtendBatch(ctx context.Context, reqs []ExtendRequest) []ExtendResult
 }
 
@@ -114,8 +128,11 @@ const (
 // Step is one lock step plus at most one read and one write of a resource
 // key: the caller's own data, named verbatim (no prefix).
 type Step struct {
+	// Action is the lock step: Acquire, Transfer or Release. Any other
+	// value is refused with an error matching ErrInvalid.
 	Action Action
-	Key    string
+	// Key is the lock's key, as the Mutex methods take it.
+	Key string
 	// Token is the acquiring token (Acquire) or the current holder
 	// (Transfer, Release).
 	Token string
@@ -133,6 +150,8 @@ type Step struct {
 
 // Write is a resource write of an Atomic Step.
 type Write struct {
+	// Resource names the key written, verbatim (no prefix); Value is
+	// written to it, replacing what it held.
 	Resource, Value string
 }
 
@@ -188,6 +207,11 @@ type Info struct {
 //
 // Absent: dlock status reports that the store cannot inspect keys.
 type Inspector interface {
+	// Inspect returns key's state. A free key is not an error: Info.Held is
+	// false. It changes nothing. Errors: one matching errors.ErrUnsupported
+	// when the store cannot inspect at the moment (Unsupported), ErrRefused
+	// for a key whose value is not a lock, otherwise the store's error
+	// (matching no sentinel when it did not answer).
 	Inspect(ctx context.Context, key string) (Info, error)
 }
 
@@ -198,7 +222,10 @@ type Inspector interface {
 type Lister interface {
 	// List calls fn for each key with state whose name starts with prefix,
 	// in no particular order, until fn returns false or the keys run out.
-	// Keys that are not locks are skipped.
+	// Keys that are not locks are skipped. It changes nothing. On error it
+	// stops; fn may have been called for some keys before it, and an error
+	// matching errors.ErrUnsupported means the store cannot list at the
+	// moment (Unsupported).
 	List(ctx context.Context, prefix string, fn func(key string, info Info) bool) error
 }
 
@@ -207,5 +234,9 @@ type Lister interface {
 //
 // Absent: waiter counts are reported as unknown.
 type WaiterCounter interface {
+	// Waiters returns how many waiters the store knows of for key (0 for
+	// none). It changes nothing. On error the count is 0 and unknown; one
+	// matching errors.ErrUnsupported means the store cannot count at the
+	// moment (Unsupported).
 	Waiters(ctx context.Context, key string) (int, error)
 }

@@ -27,6 +27,11 @@
 // Open and the CLI's --store can open it. Package drivertest checks a store
 // against these contracts.
 //
+// Start with Mutex and Model, then the optional capabilities; package
+// memstore is the reference implementation, and etcdstore the template for
+// a store in a module of its own. The repository's README, section "Writing
+// a store", walks through a store and its conformance test.
+//
 // # Rules for every method
 //
 //   - One attempt per call: no retries, sleeps or goroutines left running

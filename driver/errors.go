@@ -36,6 +36,8 @@ var (
 // A store that keeps a free key reserved for a waiter other than the caller
 // reports it as contended too, with the reservation's remaining time.
 type ContendedError struct {
+	// Remaining is the holder's remaining time to live, or negative if
+	// the store does not know it.
 	Remaining time.Duration
 	// Retry is a pacing hint. > 0: the store has placed this waiter next in
 	// line and expects its next attempt within Retry (a store that keeps
@@ -47,6 +49,8 @@ type ContendedError struct {
 	Retry time.Duration
 }
 
+// Error says the key is held by another owner and, when known, when that
+// holder's lease ends.
 func (e *ContendedError) Error() string {
 	if e.Remaining < 0 {
 		return ErrNotAcquired.Error() + ": held by another owner"

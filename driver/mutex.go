@@ -37,15 +37,23 @@ type Mutex interface {
 
 	// Acquire makes token the holder of key for ttl if key is free, or adds a
 	// hold if token already holds it. If another token holds key, it returns
-	// a *ContendedError and changes nothing.
+	// a *ContendedError and changes nothing. A ctx already done makes it
+	// fail, also changing nothing. Errors that retrying cannot fix match
+	// ErrRefused; an error matching no sentinel means the outcome is
+	// unknown (the key may be held for token).
 	Acquire(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
 
 	// Extend sets the expiry of key to ttl from now (shorter or longer) if
-	// token holds it.
+	// token holds it. Otherwise it changes nothing and returns
+	// NotHeld(taken). Other errors are as for Acquire: an error matching no
+	// sentinel means the expiry may or may not have been set.
 	Extend(ctx context.Context, key, token string, ttl time.Duration) (Grant, error)
 
 	// Release removes one hold of token on key; the key is freed, and waiters
-	// notified, when the count reaches zero.
+	// notified, when the count reaches zero. If token does not hold key it
+	// changes nothing and returns NotHeld(taken). Other errors are as for
+	// Acquire: an error matching no sentinel means the hold may or may not
+	// have been removed.
 	Release(ctx context.Context, key, token string) error
 }
 

@@ -30,8 +30,8 @@ var (
 )
 
 // Register makes an opener available for a URL scheme (lower case). Store
-// packages call it from init. It panics if the scheme is registered twice,
-// as database/sql.Register does.
+// packages call it from init. It panics if the scheme is registered twice
+// (in any case) or o is nil, as database/sql.Register does.
 func Register(scheme string, o Opener) {
 	openersMu.Lock()
 	defer openersMu.Unlock()
@@ -55,8 +55,9 @@ func Schemes() []string {
 }
 
 // Open opens the store a URL names, with the opener registered for its
-// scheme. An unparsable URL or an unknown scheme returns an error matching
-// ErrInvalid.
+// scheme (matched in any case). An unparsable URL or an unknown scheme
+// returns an error matching ErrInvalid, whose text never holds the URL (it
+// may hold a password); other errors are the opener's.
 func Open(ctx context.Context, rawURL string) (*Opened, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {

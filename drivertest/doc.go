@@ -40,4 +40,11 @@
 // Extend that re-creates a free key) and require each to fail the case
 // that names the rule it breaks, with package memstore as the control that
 // must pass.
+//
+// # Where to start
+//
+// Run with a Harness whose New returns a new client of one running server;
+// ExampleRun is a store's whole conformance test, and every store in the
+// repository has one (conformance_test.go). The repository's README.md,
+// section "Writing a store", walks through it.
 package drivertest

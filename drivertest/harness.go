@@ -79,13 +79,14 @@ const DefaultSlack = 500 * time.Millisecond
 // StateReporter is an optional interface of the store under test (usually
 // a test's wrapper around it, found through driver.As) for the
 // NoStateLeftAfterRetention case: how long the store keeps a released key's
-// state, and how much it keeps for a key.
+// state, and how much it keeps for a key. Absent: that case is skipped, and
+// says so.
 type StateReporter interface {
 	// Retention is how long the store may keep state for a key after the
 	// key was released or its lease ended.
 	Retention() time.Duration
 	// KeyState returns how many entries (server keys, map entries) the
-	// store holds for key.
+	// store holds for key. An error fails the case.
 	KeyState(ctx context.Context, key string) (int, error)
 }
 

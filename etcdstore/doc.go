@@ -96,6 +96,10 @@
 // v3.7.3 also passed the suite once against the same server; it is not
 // pinned because nothing here needs it.
 //
+// # Where to start
+//
+// New over your etcd client (or driver.Open with an etcd:// URL), then
+// dlock.New; the examples show the order in which to close them.
 // docs/etcd.md in the repository has the long form: installation, the URL,
 // interoperation with etcdctl, failover behaviour and the tests behind each
 // claim.

@@ -28,7 +28,8 @@ func children(kvs []*mvccpb.KeyValue, pfx string) []*mvccpb.KeyValue {
 // the lock's prefix; Token is known only for this Store's own holdings
 // (other processes' keys hold a digest at most), Remaining is the holder's
 // session TTL as the server reports it, and Fence is 0 when the key is free
-// (etcd keeps nothing of a released lock).
+// (etcd keeps nothing of a released lock). A failed read returns etcd's
+// error, wrapped, matching no sentinel.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	pfx := s.pfx(key)
 	resp, err := s.cli.Get(ctx, pfx, clientv3.WithFirstCreate()...)
@@ -59,7 +60,8 @@ func (s *Store) info(ctx context.Context, kv *mvccpb.KeyValue) (driver.Info, err
 // List implements driver.Lister: one range read of every key under the
 // store's prefix + prefix, grouped by lock name. Keys that are not a
 // lock's (no lease, or a value that is not dlock's nor empty) are skipped;
-// Remaining is reported as unknown (-1) to keep List to one read.
+// Remaining is reported as unknown (-1) to keep List to one read. A failed
+// read returns etcd's error, wrapped, before fn is called.
 func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
 	resp, err := s.cli.Get(ctx, s.prefix+prefix, clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
@@ -102,7 +104,8 @@ func (s *Store) known(kv *mvccpb.KeyValue, v lockValue) driver.Info {
 }
 
 // Waiters implements driver.WaiterCounter: the keys queued under the lock's
-// prefix behind the holder (dlock's and etcdctl's).
+// prefix behind the holder (dlock's and etcdctl's), from one read; a failed
+// read returns 0 and etcd's error, wrapped, matching no sentinel.
 func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
 	pfx := s.pfx(key)
 	resp, err := s.cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithKeysOnly())

@@ -168,7 +168,11 @@ func (s *Store) holder(ctx context.Context, pfx string) (*mvccpb.KeyValue, error
 // ModRevision that lowers the hold count or deletes the key, so that a
 // retried or stale release cannot delete a newer holding. The store's own
 // holdings are released in one round trip; a holding of the token through
-// another session is read first.
+// another session is read first. If token does not hold key it changes
+// nothing and returns driver.NotHeld (ErrTaken when another holder's key is
+// first, ErrExpired when none is). Any other error (etcd's, wrapped; or the
+// key changing under four attempts in a row) matches no sentinel: the hold
+// may or may not have been removed.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	_, err := s.release(ctx, key, token, nil, "")
 	return err
@@ -225,6 +229,10 @@ func (s *Store) release(ctx context.Context, key, token string, w *driver.Write,
 // Extend implements driver.Mutex: one keepalive of the session (shared with
 // concurrent Extends) and one read confirming that token still holds key.
 // ttl is ignored; Grant.TTL is how long the session is certain to last.
+// If token does not hold key (the session expired and took the key, or it
+// was released) it returns driver.NotHeld; a keepalive or read that gets
+// no answer returns etcd's error, wrapped, matching no sentinel: the
+// holding may still be alive, as far as the session's certain life.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	rs := s.ExtendBatch(ctx, []driver.ExtendRequest{{Key: key, Token: token, TTL: ttl}})
 	return rs[0].Grant, rs[0].Err
@@ -235,9 +243,10 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 const batchSize = 120
 
 // ExtendBatch implements driver.BatchExtender: one keepalive for the
-// session, then one read transaction per batchSize keys. A holding of a
+// session, then one read transaction per 120 keys. A holding of a
 // token through another Store's session is renewed with a keepalive of that
-// session.
+// session. Each result is what Extend would return; a failed keepalive of
+// the store's session fails every request with its error.
 func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	start := time.Now()
 	out := make([]driver.ExtendResult, len(reqs))

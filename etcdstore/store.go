@@ -132,9 +132,13 @@ func (s *Store) Client() *clientv3.Client { return s.cli }
 func (s *Store) SessionTTL() time.Duration { return s.ttl }
 
 // Close revokes the store's session, which deletes every key it holds or
-// waits with, and makes later calls fail with driver.ErrInvalid. It does not
-// close the etcd client. If the revoke fails the keys expire with the
-// session's TTL; the error says so.
+// waits with. Later calls that need a session (Acquire, AcquireQueued,
+// AcquireQueuedRead, and Apply's Acquire) fail with an error matching
+// driver.ErrInvalid before writing anything; Extend, Release and Transfer
+// then find the store's holdings gone and return driver.NotHeld; KeepAlive
+// returns 0 and no error (no session). It does not close the etcd client.
+// If the revoke fails the keys expire with the session's TTL; the error
+// says so. Calling it again does nothing and returns nil.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	sess := s.sess

@@ -35,7 +35,13 @@ func (s *Store) value(resource string) driver.Value {
 }
 
 // Apply implements driver.Atomic: the lock step and the resource write and
-// read happen under one hold of the store's mutex.
+// read happen under one hold of the store's mutex. A step whose lock part
+// fails returns that part's error (as Acquire, Transfer or Release) and
+// reads and writes nothing. It performs an Acquire with an optional Read, a
+// Transfer with an optional Write and Read, and a Release with an optional
+// Write; any other step (an Acquire with a Write, a Release with a Read, an
+// unknown Action) returns an error matching driver.ErrInvalid and changes
+// nothing.
 func (s *Store) Apply(ctx context.Context, st driver.Step) (driver.Grant, driver.Value, error) {
 	var op func() (driver.Grant, error)
 	switch {

@@ -23,6 +23,22 @@
 // WithRead and Lease.Commit) and driver.Inspector. It is not a
 // driver.Queuer, BatchExtender, Lister, WaiterCounter or Doctor: the client
 // falls back as each of those documents.
+//
+// # Errors
+//
+// Every method that takes a ctx returns ctx's error, unwrapped and changing
+// nothing, when ctx is already done (Apply refuses a step it cannot perform
+// first); otherwise it answers at once. Keys, tokens
+// and ttls are not validated (the dlock Client does that before any call).
+// The store never fails for want of a server: its other errors are the
+// contract's answers (a *driver.ContendedError, driver.NotHeld, ErrInvalid
+// for a step it cannot perform), each documented on its method.
+//
+// # Where to start
+//
+// New, then dlock.New; the dlock package's examples all run on this store.
+// The repository's README.md ("Writing a store") describes the contract
+// this store is the reference for.
 package memstore
 
 import (
@@ -83,7 +99,11 @@ func (s *Store) live(key string) *entry {
 	return e
 }
 
-// Acquire implements driver.Mutex.
+// Acquire implements driver.Mutex: it makes token the holder of key for
+// ttl, or adds a hold if token holds it already (same fence, expiry the
+// later of the current one and ttl from now). If another token holds key it
+// returns a *driver.ContendedError with that holder's remaining time and
+// changes nothing.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.Grant{}, err
@@ -134,7 +154,7 @@ func (s *Store) Retention() time.Duration { return 0 }
 
 // KeyState returns how many entries the store keeps for key: its lock if
 // held, and its subscriptions if any (drivertest.StateReporter). An expired
-// lock is dropped here, as on any access.
+// lock is dropped here, as on any access. Its only error is ctx's.
 func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -148,7 +168,11 @@ func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	return n, nil
 }
 
-// Extend implements driver.Mutex.
+// Extend implements driver.Mutex: it sets the expiry of token's holding of
+// key to ttl from now, shorter or longer. If token does not hold key it
+// changes nothing and returns driver.NotHeld: matching driver.ErrExpired
+// when the key is free (or its lease ran out), driver.ErrTaken when another
+// token holds it.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.Grant{}, err
@@ -163,7 +187,9 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	return driver.Grant{Fence: e.fence, Holds: e.holds, TTL: ttl}, nil
 }
 
-// Release implements driver.Mutex.
+// Release implements driver.Mutex: it removes one hold of token on key,
+// and on the last one frees key and wakes its subscribers. If token does not
+// hold key it changes nothing and returns driver.NotHeld, as Extend.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -203,7 +229,10 @@ func (s *Store) owned(key, token string) (*entry, error) {
 	return e, nil
 }
 
-// Subscribe implements driver.Notifier.
+// Subscribe implements driver.Notifier: every later final Release of key
+// sends a value on the channel (coalesced: it holds one). An expiry or a
+// Transfer sends nothing. Its only error is ctx's; cancel may be called
+// more than once.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -228,7 +257,9 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 	}, nil
 }
 
-// Inspect implements driver.Inspector.
+// Inspect implements driver.Inspector: the holder's token, hold count,
+// fence and remaining time, or Held false and Fence 0 for a free key. Its
+// only error is ctx's.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.Info{}, err
@@ -243,8 +274,9 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	return info, nil
 }
 
-// Model implements Mutex: per-key TTLs of at least a millisecond, kept
-// on this process's clock (the now function given to New).
+// Model implements driver.Mutex: per-key TTLs of at least a millisecond,
+// kept on this process's clock (the now function given to New), which
+// counts as the server's clock since every holder shares it.
 func (s *Store) Model() driver.Model {
 	return driver.Model{MinTTL: time.Millisecond, Granularity: time.Millisecond, ServerClock: true}
 }

@@ -12,7 +12,9 @@ var _ driver.Transferer = (*Store)(nil)
 
 // Transfer implements driver.Transferer: the new holding gets the key's next
 // fence, one hold and a fresh expiry; waiters are not notified (the key is
-// never free).
+// never free). If from does not hold key it changes nothing and returns
+// driver.NotHeld, as Extend; if from holds it more than once, an error
+// matching driver.ErrInvalid, also changing nothing.
 func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.Grant{}, err

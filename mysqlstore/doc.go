@@ -12,7 +12,7 @@
 //     cannot be woken (no notifications): the first of them marks the row
 //     and polls at a pace the store gives it (driver.ContendedError.Retry,
 //     1 to 100 ms, growing with its wait), and a released key stays
-//     reserved for it until that poll (mark.go), so a process that keeps
+//     reserved for it until that poll (the waiter mark), so a process that keeps
 //     handing the key to its own goroutines no longer starves the others
 //     (docs/mysql.md, "Waiting").
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
@@ -27,4 +27,11 @@
 // driver.Register (see Open). Use interpolateParams=true in the DSN for one
 // round trip per statement. Tested on MariaDB 10.11 only; docs/mysql.md
 // says what works on MySQL 8.
+//
+// # Where to start
+//
+// Migrate once, then New (the lease table), NewSession (the session lock)
+// or WithRowLock (the row lock), and dlock.New for the first two; the
+// examples show each. docs/mysql.md in the repository has the long form:
+// the three modes, the schema, waiting, doctor and MySQL 8.
 package mysqlstore

@@ -13,7 +13,8 @@ import (
 	"example.com/dlock/driver"
 )
 
-// Doctor checks what matters for locks on this server: version and flavour,
+// Doctor implements driver.Doctor. It checks what matters for locks on this
+// server: version and flavour,
 // isolation level, clock and time zone, connection headroom, read-only and
 // replica status, the schema, and a probe lock taken and released.
 func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
@@ -22,8 +23,8 @@ func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	return append(checks, probe(ctx, s, ttl))
 }
 
-// Doctor runs the server checks for the session lock (which needs neither
-// RETURNING nor the lease table) and a probe lock.
+// Doctor implements driver.Doctor: the server checks for the session lock
+// (which needs neither RETURNING nor the lease table) and a probe lock.
 func (s *Session) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	checks := serverChecks(ctx, s.db, false)
 	return append(checks, probe(ctx, s, ttl))

@@ -39,7 +39,9 @@ func (s *Store) maybeSweep(ctx context.Context) {
 // first reads their names without locking, then deletes them by primary
 // key, re-checking the expiry under the row lock: a row taken in between
 // stays, and the lock order (primary key, then the expiry index) is the
-// one Acquire takes, so the sweep cannot deadlock with it.
+// one Acquire takes, so the sweep cannot deadlock with it. On error it
+// returns 0 with the error (ErrRefused for a missing schema, else the
+// driver's): rows may have been deleted if the DELETE's answer was lost.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	cutoff := s.opts.Retention.Microseconds()
 	rows, err := s.db.QueryContext(ctx, "SELECT name FROM "+s.n.locks+
@@ -78,9 +80,12 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 // Inspect reads key's row without locking it (a consistent read). The token
 // is never known (the table keeps its digest); a free row reports its last
 // fence until the sweep removes it. A free row reserved for a marked waiter
-// (mark.go) is reported free (Held false): nobody holds it, though an
+// (see Acquire) is reported free (Held false): nobody holds it, though an
 // Acquire by another token is refused until the waiter takes it or the
-// mark goes stale (within about 150 ms).
+// mark goes stale (within about 150 ms). An empty key or one over
+// MaxKeyBytes returns driver.ErrInvalid before any I/O; a missing schema
+// driver.ErrRefused; a failed read the driver's error, matching no
+// sentinel.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if key == "" || len(key) > MaxKeyBytes {
 		return driver.Info{}, fmt.Errorf("%w: mysqlstore: bad key length %d", driver.ErrInvalid, len(key))
@@ -107,7 +112,8 @@ func info(r row) driver.Info {
 }
 
 // List calls fn for every held key starting with prefix, in key order,
-// until fn returns false. It reads at most 10000 keys per call.
+// until fn returns false. It reads at most 10000 keys per call. Errors are
+// as for Inspect; fn may have been called for some keys before one.
 func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
 	rows, err := s.db.QueryContext(ctx, "SELECT name, owner, holds, fence, "+remaining+" FROM "+s.n.locks+
 		" WHERE LEFT(name, ?) = ? AND expires_at > "+now+" AND holds > 0 ORDER BY name LIMIT 10000", len(prefix), []byte(prefix))

@@ -124,7 +124,8 @@ func (s *Store) prepareSQL() {
 	s.transferSQL = transferStmt(s.n)
 }
 
-// Model: per-key leases on the database clock, kept in microseconds.
+// Model implements driver.Mutex: per-key leases of at least MinTTL on the
+// database clock, kept in microseconds.
 func (s *Store) Model() driver.Model {
 	return driver.Model{MinTTL: MinTTL, Granularity: time.Microsecond, ServerClock: true}
 }
@@ -207,10 +208,12 @@ func (s *Store) Deadlocks() int64 { return s.deadlocks.Load() }
 // *driver.ContendedError with the holder's remaining lease and changes
 // nothing but the waiter mark: if no other waiter is marked, the caller is,
 // and the error's Retry says when to try again; the key, once free, is then
-// reserved for the caller until a little after that (see mark.go). A free
+// reserved for the caller until a little after that (the waiter mark). A free
 // key reserved for another waiter is contended too, with the reservation's
-// remaining time. Bad arguments return driver.ErrInvalid before any I/O; a missing
-// schema driver.ErrRefused; other errors leave the outcome unknown.
+// remaining time. Bad arguments (an empty key or one over MaxKeyBytes, an
+// empty token, a ttl under a millisecond) return driver.ErrInvalid before
+// any I/O, and so does a call after Close; a missing schema
+// driver.ErrRefused; other errors leave the outcome unknown.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, ttl, true); err != nil {
 		return driver.Grant{}, err
@@ -230,7 +233,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 // Extend sets key's expiry to ttl from now on the database clock if token
 // holds it; otherwise it changes nothing and returns driver.NotHeld. It
 // never re-creates a holding (for a missing key it leaves a free row that
-// the sweep removes).
+// the sweep removes). Bad arguments return driver.ErrInvalid before any
+// I/O; a missing schema driver.ErrRefused; other errors leave the outcome
+// unknown (the expiry may or may not have been set).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, ttl, true); err != nil {
 		return driver.Grant{}, err
@@ -248,6 +253,8 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 
 // Release removes one hold of token on key; the last one frees the key.
 // If token does not hold key it changes nothing and returns driver.NotHeld.
+// Other errors are as for Extend (the hold may or may not have been
+// removed).
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return err

@@ -26,7 +26,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 func (s *Session) Schema() string { return Schema(Options{Table: s.opts.Table}) }
 
 // Migrate implements driver.Schemer: the package's Migrate on the session
-// lock's *sql.DB for its table prefix.
+// lock's *sql.DB for its table prefix, with the same errors.
 func (s *Session) Migrate(ctx context.Context) error {
 	return Migrate(ctx, s.db, Options{Table: s.opts.Table})
 }

@@ -110,17 +110,18 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 	return &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}, nil
 }
 
-// Model: a session store whose session is each holding's connection,
-// checked every CheckEvery.
+// Model implements driver.Mutex: a session store whose session is each
+// holding's connection, checked every CheckEvery.
 func (s *Session) Model() driver.Model {
 	return driver.Model{Session: true, SessionTTL: s.opts.CheckEvery, ServerClock: true}
 }
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
 
-// LockName returns the GET_LOCK name of key: "<Table>:<key>" when that fits
-// in 64 characters and key uses only a-z 0-9 . _ - / :, else "#" and the
-// lower-case base32 of SHA-256("<Table>:<key>") (53 characters). Hashing
+// LockName returns the GET_LOCK name of key (table empty: DefaultTable):
+// "<Table>:<key>" when that fits in 64 characters and key uses only a-z 0-9
+// . _ - / :, else "#" and the lower-case base32 of SHA-256("<Table>:<key>")
+// (53 characters). Hashing
 // sidesteps the 64-character limit and case: MySQL compares lock names
 // case-insensitively (MariaDB 10.11 was measured case-sensitive), so "A"
 // and "a" must not share a name.

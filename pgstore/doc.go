@@ -81,4 +81,12 @@
 //
 // Importing the package registers postgres:// and postgresql:// with
 // driver.Open (see Open): the CLI's --store postgres://user@host/db?table=dlock.
+//
+// # Where to start
+//
+// Migrate once, then New (the lease table), NewSession (the session lock)
+// or WithRowLock (the row lock), and dlock.New for the first two; the
+// examples show each. docs/postgres.md (the lease table) and
+// docs/postgres-modes.md (the session and row locks) in the repository have
+// the long form.
 package pgstore

@@ -12,7 +12,10 @@ import (
 // Inspect implements driver.Inspector with one read: the live row of key,
 // if any. Info.Token is always empty (the table keeps only a digest of the
 // token); Fence is 0 for a free key (the row of a released key is gone).
-// An error matching no sentinel means the database did not answer.
+// An empty key or one with a NUL byte returns an error matching
+// driver.ErrInvalid before any I/O; a missing table or privilege, one
+// matching driver.ErrRefused; an error matching no sentinel means the
+// database did not answer.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if err := checkKey(key); err != nil {
 		return driver.Info{}, err
@@ -37,7 +40,8 @@ func info(holds, fence, remaining int64) driver.Info {
 
 // List implements driver.Lister with one query: every live row whose name
 // starts with prefix (a plain prefix: % and _ are not wildcards). The table
-// holds nothing but locks, so nothing is skipped.
+// holds nothing but locks, so nothing is skipped. Errors are as for Inspect;
+// fn may have been called for some keys before one.
 func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
 	err := s.db.query(ctx, s.sql.list, []any{prefix}, func(scan func(...any) error) (bool, error) {
 		var (

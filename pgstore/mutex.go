@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Acquire implements driver.Mutex in one statement (see statements; a key
-// without a row, never locked or swept since, takes a second one): a free
+// Acquire implements driver.Mutex in one statement (docs/postgres.md shows
+// it; a key without a row, never locked or swept since, takes a second one): a free
 // or expired key gets a new holding with a fence from the sequence, the
 // holder's token re-enters (fence kept, expiry the later of the current one
 // and ttl from now), another holder's key is left as it is and Acquire

@@ -119,7 +119,8 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
 
 // MigrateDB is Migrate for a *sql.DB. With the pgx stdlib driver (or any
 // driver that runs a statement without arguments as one simple query) the
-// migration is one transaction, as with Migrate.
+// migration is one transaction, as with Migrate. Errors are as for
+// Migrate.
 func MigrateDB(ctx context.Context, db *sql.DB, opts Options) error {
 	n, err := namesFor(opts.Table)
 	if err != nil {

@@ -35,7 +35,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 func (s *SessionStore) Schema() string { return Schema(Options{Table: s.table}) }
 
 // Migrate implements driver.Schemer: the package's Migrate on the store's
-// pool, for its table prefix.
+// pool, for its table prefix, with the same errors.
 func (s *SessionStore) Migrate(ctx context.Context) error {
 	if err := Migrate(ctx, s.pool, Options{Table: s.table}); err != nil {
 		return fmt.Errorf("pgstore: session store: %w", err)

@@ -187,8 +187,12 @@ var errSessionClosed = fmt.Errorf("%w: pgstore: session store closed", driver.Er
 // advisory locks (pg_advisory_unlock_all), which frees every key the store
 // holds; a connection that cannot be unlocked is closed instead, which frees
 // them too once the server sees it. Queued waits end as if their context
-// had (their connections are closed). Later calls fail with an error matching
-// driver.ErrInvalid. It does not close the pool.
+// had (their connections are closed). Later Acquire, AcquireQueued, Extend,
+// ExtendBatch and Release fail with an error matching driver.ErrInvalid
+// before any I/O; KeepAlive has no connection left to check and returns nil;
+// Inspect, Waiters and Migrate still work through the pool. It does not
+// close the pool. It returns the errors of the connections it could not
+// unlock, joined; calling it again does nothing and returns nil.
 func (s *SessionStore) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {

@@ -16,6 +16,7 @@ var _ driver.Inspector = (*SessionStore)(nil)
 // advisory lock per holding and counts re-entries itself) and Fence is 0
 // (unknown). Token is always empty (the store keeps digests only) and
 // Remaining is -1: advisory locks have no TTL. A free key reports Fence 0.
+// Errors are as for Waiters.
 func (s *SessionStore) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	info := driver.Info{Remaining: -1}
 	held, err := s.taken(ctx, key)

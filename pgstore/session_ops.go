@@ -349,7 +349,9 @@ func (s *SessionStore) unlock(ctx context.Context, e *entry, h *holding, key str
 
 // Waiters implements driver.WaiterCounter: the backends waiting for the
 // key's advisory lock (in AcquireQueued, or any other program's
-// pg_advisory_lock), from pg_locks.
+// pg_advisory_lock), from pg_locks, in one query on the pool. A missing
+// privilege returns an error matching driver.ErrRefused; a failed query,
+// the driver's error, matching no sentinel.
 func (s *SessionStore) Waiters(ctx context.Context, key string) (int, error) {
 	id := LockID(s.table, key)
 	var n int

@@ -21,7 +21,7 @@ const cancelGrace = 2 * time.Second
 // connection holds the key and serves later holdings too.
 //
 // When ctx ends first, it sends the server a cancel request, waits up to
-// cancelGrace for the wait to end, and then closes the connection whatever
+// 2 s for the wait to end, and then closes the connection whatever
 // the answer: the lock may have been granted just as the cancel landed, and
 // closing the connection frees it (the server frees a closed session's
 // locks), so a cancelled wait leaves nothing. It returns ctx's error.

@@ -99,8 +99,8 @@ func newStore(b backend, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Model implements driver.Mutex: per-key leases on the database clock,
-// kept in microseconds (timestamptz).
+// Model implements driver.Mutex: per-key leases of at least a millisecond
+// on the database clock, kept in microseconds (timestamptz).
 func (s *Store) Model() driver.Model {
 	return driver.Model{MinTTL: time.Millisecond, Granularity: time.Microsecond, ServerClock: true}
 }
@@ -116,10 +116,13 @@ func (s *Store) Retention() time.Duration {
 }
 
 // Close stops the store's listener (its connection is closed; subscribers
-// get no more values) and its sweep, and makes later calls fail with
-// driver.ErrInvalid. It leaves the rows of held keys, which expire with
+// get no more values) and its sweep. Later Acquire, Extend, Release,
+// Transfer and Subscribe fail with an error matching driver.ErrInvalid
+// before any I/O; Inspect, List, Sweep, Migrate and Doctor still work
+// through the pool. It leaves the rows of held keys, which expire with
 // their leases, and never closes the pool. It waits for the background
-// work to end or ctx, whichever comes first.
+// work to end or ctx, whichever comes first, and returns ctx's error if
+// ctx ended first, else nil. Calling it again does nothing and returns nil.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	already := s.closed

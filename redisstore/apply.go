@@ -44,7 +44,7 @@ func (s *Store) Apply(ctx context.Context, st driver.Step) (driver.Grant, driver
 	return driver.Grant{}, driver.Value{}, fmt.Errorf("%w: redisstore: unsupported step (action %d, write %t, read %q)", driver.ErrInvalid, st.Action, st.Write != nil, st.Read)
 }
 
-// Model implements Mutex: per-key TTLs in milliseconds (PX), at least
+// Model implements driver.Mutex: per-key TTLs in milliseconds (PX), at least
 // 10 ms, kept on the server's clock (Redis expires keys by its own time).
 func (s *Store) Model() driver.Model {
 	return driver.Model{MinTTL: 10 * time.Millisecond, Granularity: time.Millisecond, ServerClock: true}

@@ -87,4 +87,12 @@
 // client the opener made; Opened.Describe names the servers, never a
 // password. Bad URLs return errors matching driver.ErrInvalid that do not
 // contain the password.
+//
+// # Where to start
+//
+// New over your go-redis client (or driver.Open with one of the URLs
+// above), then dlock.New; the examples show the order in which to close
+// them. The repository's README.md (sections "Stores" and "Safety model")
+// and docs/redlock.md (Cluster, Sentinel and what a failover can lose) have
+// the long form.
 package redisstore

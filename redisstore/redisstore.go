@@ -129,12 +129,14 @@ func (s *Store) Retention() time.Duration { return s.retention }
 // driver.ErrUnavailable). Locking keeps working. It does not close the client,
 // and it does not wait for a connection still being dialled (against an
 // unresponsive server that lasts up to the client's timeouts): that one is
-// closed as soon as its dial ends.
+// closed as soon as its dial ends. It returns the pub/sub connection's
+// Close error, if any (nil when none was open, or on a second call).
 func (s *Store) Close() error { return s.subs.close() }
 
 // Keys returns the Redis keys of lock key: the lock, and the name of the
 // fence counter that earlier versions of this package kept (this version
-// neither reads nor writes it; see the package doc).
+// neither reads nor writes it; see the package doc). It does no I/O and
+// does not validate key.
 func (s *Store) Keys(key string) (lock, fence string) {
 	lock = s.prefix + "{" + key + "}"
 	return lock, lock + ":fence"
@@ -162,7 +164,14 @@ func ms(ttl time.Duration) int64 {
 	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
 }
 
-// Acquire implements driver.Mutex.
+// Acquire implements driver.Mutex in one script call. If another token
+// holds key it returns a *driver.ContendedError with the holder's remaining
+// time (negative if the key has no expiry) and changes nothing. A key that
+// dlock.ValidateKey refuses, or that starts with '}' (it would break the
+// Cluster hash tag), returns an error matching driver.ErrInvalid before any
+// I/O; the same holds for every method that takes a key. Refusals match
+// driver.ErrRefused (see the package doc); any other error is go-redis's
+// and leaves the outcome unknown.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkKey(key); err != nil {
 		return driver.Grant{}, err
@@ -195,7 +204,10 @@ func pttl(v int64) time.Duration {
 	return time.Duration(v) * time.Millisecond
 }
 
-// Extend implements driver.Mutex.
+// Extend implements driver.Mutex in one script call. If token does not
+// hold key it changes nothing and returns driver.NotHeld (ErrExpired when
+// the key is free, ErrTaken when another token holds it). Other errors are
+// as for Acquire.
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkKey(key); err != nil {
 		return driver.Grant{}, err
@@ -223,7 +235,11 @@ func notHeld(expired bool) error {
 	return fmt.Errorf("%w: %w", driver.ErrNotHeld, driver.ErrTaken)
 }
 
-// Release implements driver.Mutex.
+// Release implements driver.Mutex in one script call; the last hold leaves
+// a tombstone for the retention and publishes on the release channel. If
+// token does not hold key it changes nothing and returns driver.NotHeld, as
+// Extend; a resent release that already ran answers nil. Other errors are as
+// for Acquire.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := checkKey(key); err != nil {
 		return err
@@ -303,7 +319,9 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 // SetFenced writes value to the Redis hash key (a protected resource, not a
 // lock key: no prefix is added) only if fence is not below the fence stored
 // with its current value. A stale write changes nothing and returns an error
-// matching dlock.ErrStaleFence.
+// matching dlock.ErrStaleFence. Other errors are go-redis's (the key holds
+// another type: WRONGTYPE; the round trip failed: the write may or may not
+// have been made).
 func SetFenced(ctx context.Context, client redis.Scripter, key, value string, fence uint64) error {
 	n, err := fencedSetScript.Run(ctx, client, []string{key}, fence, value).Int64()
 	if err != nil {
@@ -316,7 +334,9 @@ func SetFenced(ctx context.Context, client redis.Scripter, key, value string, fe
 }
 
 // GetFenced reads a value written by SetFenced, with its fence. A missing key
-// returns "", 0 and no error.
+// returns "", 0 and no error. A key that is not a SetFenced hash returns the
+// server's error (WRONGTYPE) or, for a hash without a fence, a parse error;
+// a failed round trip returns go-redis's error.
 func GetFenced(ctx context.Context, client redis.Cmdable, key string) (value string, fence uint64, err error) {
 	v, err := client.HMGet(ctx, key, "value", "fence").Result()
 	if err != nil || v[0] == nil {

@@ -46,7 +46,10 @@ func newSubscriber(client redis.UniversalClient) *subscriber {
 
 // Subscribe implements driver.Notifier. It returns once Redis has confirmed the
 // subscription, so a release published after it returns is never missed
-// while the connection stays up.
+// while the connection stays up. If ctx ends first it returns ctx's error;
+// a subscription not confirmed within 2 s, or one after Close, an error
+// matching driver.ErrUnavailable; a connection that fails, go-redis's error.
+// On error nothing stays subscribed.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err

@@ -21,6 +21,9 @@ var _ driver.Transferer = (*Store)(nil)
 
 // Transfer implements driver.Transferer in one round trip. The new holding
 // gets a fence as an Acquire would: max(last + 1, the server's TIME in µs).
+// If from does not hold key it changes nothing and returns driver.NotHeld,
+// as Extend; if from holds it more than once, an error matching
+// driver.ErrInvalid. Other errors are as for Acquire.
 func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkKey(key); err != nil {
 		return driver.Grant{}, err

@@ -68,13 +68,14 @@ func (t *acquireTally) confirmed() int {
 	return n
 }
 
-// Acquire implements Mutex: it asks every node in parallel, each within
+// Acquire implements driver.Mutex: it asks every node in parallel, each within
 // the node timeout, and succeeds when a majority granted and validity is
 // left (TTL − elapsed − drift > 0, elapsed measured on the monotonic clock
 // from the start of the call, including the fence raise).
 //
 // It stops waiting as soon as the outcome is settled (for contention, once
-// the Remaining it reports is: see acquireSettled). On failure it releases
+// the Remaining it reports no longer depends on the nodes yet to answer).
+// On failure it releases
 // the key on every node that granted or failed with an unknown outcome, in
 // parallel; a node that had not answered yet releases its own grant when its
 // answer arrives, from the goroutine that ran its call, within the node

@@ -46,7 +46,8 @@ var _ CallUndoer = (*RedisNode)(nil)
 // UndoAcquire implements CallUndoer with one script call (see
 // undo_acquire.lua): a hold it removes is released as a Release would,
 // leaving a tombstone for the node's retention and waking waiters when it
-// was the last one.
+// was the last one. Its error, if any, is go-redis's as is (the hold may or
+// may not have been removed); it does not validate key.
 func (n *RedisNode) UndoAcquire(ctx context.Context, key, token, call string) (bool, error) {
 	lock, _ := n.Keys(key)
 	ret := strconv.FormatInt(max(n.Retention().Milliseconds(), 1), 10)

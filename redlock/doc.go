@@ -187,4 +187,12 @@
 // and fencing=false (see ParseURL). The opener applies ClientOptions to
 // every node's client, makes no network call, and its Opened.Close closes
 // the store and the clients it made.
+//
+// # Where to start
+//
+// NewRedis over one go-redis client per independent primary (each
+// configured with ClientOptions), or New over any node stores, then
+// dlock.New. docs/redlock.md in the repository has the long form: the
+// algorithm, the validity arithmetic, what fencing promises, and the
+// restart rule.
 package redlock

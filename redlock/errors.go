@@ -22,10 +22,13 @@ var ErrValidityElapsed = errors.New("redlock: validity elapsed during acquisitio
 // ErrNoQuorum error (node errors are reported, not wrapped, so that a single
 // node's contention or context error is not mistaken for the outcome).
 type NodeError struct {
-	Node int // index in the slice given to New
-	Err  error
+	// Node is the node's index in the slice given to New (or NewRedis).
+	Node int
+	// Err is the node's own error.
+	Err error
 }
 
+// Error names the node by index and gives its error.
 func (e *NodeError) Error() string { return fmt.Sprintf("node %d: %v", e.Node, e.Err) }
 
 // Unwrap returns the node's error.

@@ -70,7 +70,7 @@ func (v *verdict) notHeld(n, q int) error {
 	return fmt.Errorf("%w: %w: redlock: %d of %d nodes no longer hold it", driver.ErrNotHeld, cause, v.expired+v.lost, n)
 }
 
-// Extend implements Mutex: it resets the expiry on every node in
+// Extend implements driver.Mutex: it resets the expiry on every node in
 // parallel and succeeds if a majority did within the validity window
 // (TTL − elapsed − drift > 0). The grant reports the holding's recorded
 // fence and hold count if this Store granted the holding, otherwise the
@@ -215,7 +215,7 @@ func allDecided(rs []reply[[]driver.ExtendResult], nreq, n, q int) bool {
 	return true
 }
 
-// Release implements Mutex: it releases one hold, in parallel, on the
+// Release implements driver.Mutex: it releases one hold, in parallel, on the
 // nodes where that hold was added. For a holding this Store granted that is
 // the nodes of its latest acquisition not yet released (the in-time and
 // late grants of a re-entry, say), so that releasing a re-entry never takes

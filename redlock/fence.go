@@ -18,9 +18,10 @@ import (
 type FenceRaiser interface {
 	// RaiseFence records fence as the fence of token's holding of key, if
 	// token holds key, and makes key's last fence (from which the node's
-	// next fence follows) at least fence if token holds key or key is free; it changes nothing while another token holds key (that holding's
-	// fence must not move). It reports whether token holds key. Errors mean
-	// the node could not be reached or failed.
+	// next fence follows) at least fence if token holds key or key is
+	// free; it changes nothing while another token holds key (that
+	// holding's fence must not move). It reports whether token holds key.
+	// Errors mean the node could not be reached or failed.
 	RaiseFence(ctx context.Context, key, token string, fence uint64) (bool, error)
 }
 
@@ -75,7 +76,9 @@ func ClientOptions(o *redis.Options) {
 	o.DialerRetries = 1
 }
 
-// RaiseFence implements FenceRaiser with one script call.
+// RaiseFence implements FenceRaiser with one script call. Its error, if
+// any, is go-redis's as is (the raise may or may not have been applied); it
+// does not validate key (the Store passes keys it validated).
 func (n *RedisNode) RaiseFence(ctx context.Context, key, token string, fence uint64) (bool, error) {
 	lock, counter := n.Keys(key)
 	v, err := raiseScript.Run(ctx, n.client, []string{lock, counter}, token, strconv.FormatUint(fence, 10)).Int64()

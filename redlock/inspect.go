@@ -12,7 +12,7 @@ var _ driver.Inspector = (*Store)(nil)
 // Inspect implements driver.Inspector with the majority's view of key: it is
 // held by a token only if that token holds it on a quorum of nodes, with the
 // hold count, remaining time and fence that a quorum agrees on (the
-// quorum-th largest: for the fence, the holding's own; see majorityView);
+// quorum-th largest: for the fence, the holding's own);
 // a free key has the fence a quorum of the answering nodes reach, which is
 // the last holding's when every node answers. It changes nothing.
 //

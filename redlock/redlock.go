@@ -157,7 +157,8 @@ func (s *Store) Fencing() bool { return s.fencing }
 // clients, nor stores given to New. A store that is never closed loses its
 // idle workers within two seconds of its last call anyway. Calls after Close
 // still work as far as the nodes do: their node calls then run on one-off
-// goroutines.
+// goroutines. It returns the node stores' Close errors, joined (nil for a
+// store from New, which closes no node store).
 func (s *Store) Close() error {
 	s.pool.close()
 	var errs []error
@@ -211,7 +212,7 @@ func kthLargest[T int | uint64 | time.Duration](vs []T, k int) T {
 	return s[k-1]
 }
 
-// Model implements Mutex: per-key TTLs in milliseconds, at least
+// Model implements driver.Mutex: per-key TTLs in milliseconds, at least
 // 10 ms, on each node's clock; the validity a grant reports is counted on the
 // client's clock, less elapsed time and drift, so ServerClock is false.
 func (s *Store) Model() driver.Model {

@@ -8,8 +8,8 @@ import (
 	"example.com/dlock/driver"
 )
 
-// MaxNodes is the largest node count New accepts: a holding's node sets are
-// bit masks (see registry).
+// MaxNodes is the largest node count New accepts: the Store records the
+// nodes of each holding in a 64-bit mask.
 const MaxNodes = 64
 
 // nodeSet is a set of node indices, bit i for node i.

@@ -134,13 +134,17 @@
 //
 // # What it cannot do
 //
-// No Notifier (waiters queue instead), no Atomic step. A
-// token that holds a name through another Store (another session) cannot
-// extend it here (an error matching driver.ErrInvalid) nor re-enter it
-// (Acquire reports contention; AcquireQueued waits until that holding
-// ends); Release works. Contended errors carry no remaining time. The session timeout is
-// bounded by the server (2 to 20 tickTimes by default: 4 s to 40 s).
+// No Notifier (waiters queue instead), no Atomic step. A token that holds a
+// name through another Store (another session) cannot extend it here (an
+// error matching driver.ErrInvalid) nor re-enter it (Acquire reports
+// contention; AcquireQueued waits until that holding ends); Release works.
+// Contended errors carry no remaining time. The session timeout is bounded
+// by the server (2 to 20 tickTimes by default: 4 s to 40 s).
 //
+// # Where to start
+//
+// Dial (a Store that owns its connection) or New over your zk.Conn, then
+// dlock.New; the example shows the order in which to close them.
 // docs/zookeeper.md in the repository has the long form: installation, the
 // URL, interoperation with Curator, faults, and the tests behind each claim.
 package zkstore

@@ -20,7 +20,11 @@ import (
 // a node whose data carries its fence (after a transfer or a re-entry);
 // for another store's holding granted by a listing whose pzxid is above
 // the node's czxid (a waiter's grant), it is the czxid, smaller than the
-// holder's fence: the package doc's Fence section says why.
+// holder's fence: the package doc's Fence section says why. It returns an
+// error matching ctx's if ctx ends first, one matching driver.ErrInvalid
+// after Close, one
+// matching driver.ErrRefused when the session may not read the nodes (ACL,
+// authentication), and otherwise ZooKeeper's error, matching no sentinel.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	lp := s.lockPath(key)
 	name, data, st, err := s.firstNode(ctx, key, lp)
@@ -55,7 +59,8 @@ func (s *Store) info(path string, data []byte, st *zk.Stat) driver.Info {
 // reports every lock path that has a lock node, decoded back to its lock
 // name, whose name starts with prefix. Paths that are not lock paths (no
 // lock node among their children) are skipped. It reads each directory
-// once and each holder's data once.
+// once and each holder's data once. Errors are as for Inspect; fn may have
+// been called for some keys before one.
 func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
 	strip := func(key string, info driver.Info) bool { return fn(strings.TrimPrefix(key, s.prefix), info) }
 	_, err := s.walk(ctx, s.root, "", s.prefix+prefix, strip)
@@ -128,7 +133,7 @@ func (s *Store) report(ctx context.Context, dir, key, first string, fn func(stri
 
 // Waiters implements driver.WaiterCounter: the lock nodes after the first
 // (dlock's and Curator's waiters alike; a contended Acquire counts while
-// its node briefly exists).
+// its node briefly exists). Errors are as for Inspect.
 func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
 	nodes, err := s.children(ctx, key, s.lockPath(key))
 	if err != nil {

@@ -32,7 +32,7 @@ func (n *Negotiated) Timeout() (time.Duration, int64) {
 }
 
 // Dial is a zk.Dialer (net.DialTimeout's signature) whose connections
-// report their connect response to n.
+// report their connect response to n. Its error is net.DialTimeout's.
 func (n *Negotiated) Dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout(network, address, timeout)
 	if err != nil {

@@ -19,11 +19,11 @@ const cleanupTimeout = 5 * time.Second
 // our node (protected create), lists the lock path and, while another node
 // is before ours in Curator's order, watches only the node just before ours
 // (its predecessor: FIFO, no herd) with a watch that fires when it is
-// deleted (see awaitGone), listing again when that watch fires or the
-// predecessor is already gone (with a sync beside the listing when the
-// session needs confirming, see wokenChildren). Curator's waiters queue in
-// the same order. When ours is first the call returns the grant, with the
-// fence grantFence gives. If our node disappears (the session expired) it
+// deleted, listing again when that watch fires or the predecessor is
+// already gone (with a sync beside the listing when the session needs
+// confirming). Curator's waiters queue in the same order. When ours is
+// first the call returns the grant, with the fence the package
+// documentation's Fence section describes. If our node disappears (the session expired) it
 // returns an error matching driver.ErrNotAcquired. When it returns any
 // error it deletes its node (if that fails, the node goes with the session
 // and is recorded for deletion by the next call on the lock).

@@ -139,7 +139,8 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 
 // ExtendBatch implements driver.BatchExtender: the Extends run at once, so
 // that their requests are in flight together (two round trips for the
-// batch, as ZooKeeper pipelines a session's requests).
+// batch, as ZooKeeper pipelines a session's requests). Each result is
+// what Extend would return for its request.
 func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	out := make([]driver.ExtendResult, len(reqs))
 	done := make(chan struct{}, len(reqs))

@@ -165,7 +165,10 @@ func (s *Store) certainTTL(sid int64, start time.Time) time.Duration {
 // KeepAlive is for callers that hold locks through the store without a
 // dlock Client renewing them (go-zookeeper keeps the session alive by
 // itself; this tells the caller for how long it is sure). An error means
-// nothing was confirmed.
+// nothing was confirmed: one matching ctx's error, or driver.ErrInvalid
+// after Close; driver.NotHeld if the session expired and was replaced
+// (every holding of the store is lost); otherwise ZooKeeper's error,
+// matching no sentinel.
 func (s *Store) KeepAlive(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	sid := s.conn.SessionID()

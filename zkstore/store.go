@@ -68,7 +68,9 @@ type Options struct {
 // Auth is one credential for Options.Auth: a ZooKeeper authentication
 // scheme ("digest": Secret is "user:password") and its secret.
 type Auth struct {
+	// Scheme is the ZooKeeper authentication scheme, such as "digest".
 	Scheme string
+	// Secret is the scheme's credential ("user:password" for digest).
 	Secret []byte
 }
 
