@@ -41,7 +41,11 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = ctx // the client must outlive ctx; DialTimeout bounds dialling
+	// The client must outlive ctx, so ctx bounds only the dialling: a
+	// deadline sooner than dial-timeout shortens it.
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < cfg.DialTimeout {
+		cfg.DialTimeout = max(time.Until(dl), time.Millisecond)
+	}
 	// Connect now, so that an unreachable cluster or a refused TLS
 	// handshake is reported here with its reason, not later as a timeout.
 	//lint:ignore SA1019 grpc.DialContext, which the etcd client uses, honours both.

@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -41,5 +42,24 @@ func TestOpenCredentials(t *testing.T) {
 	defer cancel()
 	if err := faulttest.OpenAndLock(actx, "etcd://"+addr+"/auth", "k"); err == nil {
 		t.Error("control: a client without credentials locked on a cluster with authentication enabled")
+	}
+}
+
+// TestOpenHonoursDeadline: ctx's deadline bounds Open's dialling when it
+// is sooner than dial-timeout (so `dlock run --wait D` ends within D on an
+// unreachable cluster); the error matches ErrUnavailable.
+func TestOpenHonoursDeadline(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = driver.Open(ctx, "etcd://"+addr+"/x?dial-timeout=20s")
+	if el := time.Since(start); !errors.Is(err, driver.ErrUnavailable) || el > 10*time.Second {
+		t.Fatalf("Open on a closed port with a 300ms deadline: %v after %v; want ErrUnavailable well before dial-timeout (20s)", err, el)
 	}
 }
