@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,39 @@ func TestConnConfig(t *testing.T) {
 	defer db.Close()
 	if err := db.PingContext(ctxT(t)); err != nil {
 		t.Errorf("a pool made from ConnConfig: %v", err)
+	}
+}
+
+// TestOpenURLMaxConns: max-conns=N is the session lock's MaxConns. With 1,
+// the one connection holding a key leaves none for a queued wait on it,
+// which fails at once with ErrConnLimit; with 2 (the control) the wait gets
+// its own connection and blocks in GET_LOCK until its context ends.
+func TestOpenURLMaxConns(t *testing.T) {
+	s := shared(t)
+	table := uniqTable(t)
+	for _, n := range []int{1, 2} {
+		o, err := driver.Open(ctxT(t), s.URL()+"?migrate=1&mode=session&table="+table+"&max-conns="+strconv.Itoa(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.Store.Acquire(ctxT(t), "k", "holder", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		q, ok := driver.As[driver.Queuer](o.Store)
+		if !ok {
+			t.Fatal("the session lock has no Queuer")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err = q.AcquireQueued(ctx, "k", "waiter", time.Second)
+		cancel()
+		if limited := errors.Is(err, mysqlstore.ErrConnLimit); limited != (n == 1) || err == nil {
+			t.Errorf("max-conns=%d: a queued wait behind a holder: %v; want ErrConnLimit only with 1", n, err)
+		}
+		if err := o.Store.Release(ctxT(t), "k", "holder"); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
