@@ -2,12 +2,14 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
 	"example.com/dlock/driver"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -31,20 +33,30 @@ func init() {
 // verbatim instead (etcd://h:2379?prefix=locks/ is the same as the path
 // above); giving both is an error. It creates an etcd client, which the returned
 // Close closes after revoking the session. A malformed URL or parameter
-// returns an error matching driver.ErrInvalid.
+// returns an error matching driver.ErrInvalid; a user or password the
+// cluster rejects, driver.ErrRefused; an unreachable cluster or a refused
+// TLS handshake, driver.ErrUnavailable.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	cfg, opts, err := parseURL(u)
 	if err != nil {
 		return nil, err
 	}
-	_ = ctx // the client must outlive ctx; DialTimeout bounds dialling
+	// The client must outlive ctx, so ctx bounds only the dialling: a
+	// deadline sooner than dial-timeout shortens it.
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < cfg.DialTimeout {
+		cfg.DialTimeout = max(time.Until(dl), time.Millisecond)
+	}
 	// Connect now, so that an unreachable cluster or a refused TLS
 	// handshake is reported here with its reason, not later as a timeout.
 	//lint:ignore SA1019 grpc.DialContext, which the etcd client uses, honours both.
 	cfg.DialOptions = append(cfg.DialOptions, grpc.WithBlock(), grpc.WithReturnConnectionError())
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: etcdstore: connect to %s: %w", driver.ErrUnavailable, strings.Join(cfg.Endpoints, ","), err)
+		kind := driver.ErrUnavailable
+		if errors.Is(err, rpctypes.ErrAuthFailed) {
+			kind = driver.ErrRefused // a wrong user or password: retrying cannot fix it
+		}
+		return nil, fmt.Errorf("%w: etcdstore: connect to %s: %w", kind, strings.Join(cfg.Endpoints, ","), err)
 	}
 	st, err := New(cli, opts)
 	if err != nil {

@@ -31,7 +31,9 @@ func init() { driver.Register("mysql", Open) }
 // time_zone is irrelevant: expiry uses UTC_TIMESTAMP) and pings it; the
 // returned Close closes the session lock (releasing its locks) and then the
 // pool. A malformed URL or parameter returns an error matching
-// driver.ErrInvalid; an unreachable server a wrapped driver error.
+// driver.ErrInvalid; a server that refuses the connection (a wrong user or
+// password, a database that does not exist or that the user may not use)
+// driver.ErrRefused; an unreachable server a wrapped driver error.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	cfg, p, err := parseURL(u)
 	if err != nil {
@@ -45,6 +47,9 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	db.SetConnMaxIdleTime(time.Minute)
 	fail := func(err error) (*driver.Opened, error) { db.Close(); return nil, err }
 	if err := db.PingContext(ctx); err != nil {
+		if refusedConn(err) {
+			return fail(fmt.Errorf("%w: mysqlstore: connect to %s: %w", driver.ErrRefused, cfg.Addr, err))
+		}
 		return fail(fmt.Errorf("mysqlstore: connect to %s: %w", cfg.Addr, err))
 	}
 	if p.migrate {
@@ -65,6 +70,35 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 		return fail(err)
 	}
 	return &driver.Opened{Store: s, Describe: desc, Close: func() error { _ = s.Close(); return db.Close() }}, nil
+}
+
+// refusedConn reports whether err is the server refusing a connection in a
+// way that retrying cannot fix: ER_DBACCESS_DENIED_ERROR (1044),
+// ER_ACCESS_DENIED_ERROR (1045: a wrong user or password, or a user that
+// must connect over TLS), ER_BAD_DB_ERROR (1049: no such database) and
+// ER_ACCESS_DENIED_NO_PASSWORD_ERROR (1698).
+func refusedConn(err error) bool {
+	switch errNumber(err) {
+	case 1044, 1045, 1049, 1698:
+		return true
+	}
+	return false
+}
+
+// ConnConfig returns the go-sql-driver configuration that Open connects
+// with for the mysql:// URL u (address, port 3306 by default, user,
+// password, database, dial-timeout, TLS from tls=, cacert=, cert= and key=,
+// parseTime and interpolateParams) and the Options of its table= prefix, so
+// that a program can make a pool of its own (mysql.NewConnector) that
+// reaches the server as the store does. It checks every parameter Open
+// takes, makes no network call, and returns an error matching
+// driver.ErrInvalid for a malformed URL or parameter.
+func ConnConfig(u *url.URL) (*mysql.Config, Options, error) {
+	cfg, p, err := parseURL(u)
+	if err != nil {
+		return nil, Options{}, err
+	}
+	return cfg, Options{Table: p.table}, nil
 }
 
 func orDefault(table string) string {

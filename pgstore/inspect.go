@@ -11,7 +11,8 @@ import (
 
 // Inspect implements driver.Inspector with one read: the live row of key,
 // if any. Info.Token is always empty (the table keeps only a digest of the
-// token); Fence is 0 for a free key (the row of a released key is gone).
+// token); Fence is 0 for a free key (a released key keeps its row until
+// the sweep, but only a live row is read).
 // An empty key or one with a NUL byte returns an error matching
 // driver.ErrInvalid before any I/O; a missing table or privilege, one
 // matching driver.ErrRefused; an error matching no sentinel means the

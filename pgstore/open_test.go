@@ -69,3 +69,17 @@ func TestOpenRejects(t *testing.T) {
 		t.Fatalf("New(nil) = %v", err)
 	}
 }
+
+// TestOpenHidesPassword: pgx quotes the connection string in its parse
+// errors; the opener's error keeps the ErrInvalid match and the parameter's
+// reason, and never the URL's password (docs/cli.md: passwords never
+// appear in dlock's messages). pgx v5.12 masks the password itself and the
+// opener's redact masks it again, so the test pins the promise whichever
+// layer keeps it.
+func TestOpenHidesPassword(t *testing.T) {
+	const pw = "s3cret-pw"
+	_, err := driver.Open(context.Background(), "postgres://app:"+pw+"@db.example:5432/app?sslmode=bogus")
+	if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "sslmode") || strings.Contains(err.Error(), pw) {
+		t.Fatalf("Open with sslmode=bogus = %v; want ErrInvalid naming sslmode, without the password", err)
+	}
+}

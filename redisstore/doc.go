@@ -81,8 +81,11 @@
 // Sentinel URLs user:pass are the primary's credentials and the query
 // parameters sentinel-username= and sentinel-password= the Sentinels' own.
 // Every form takes prefix= (Options.Prefix) and retention=
-// (Options.Retention, a Go duration); other query parameters are go-redis'
-// own (dial_timeout=, read_timeout=, max_retries=, …; see redis.ParseURL).
+// (Options.Retention, a Go duration), and the TLS forms cacert=, cert= and
+// key= (PEM files: the authorities to check the server against instead of
+// the system's roots, and a client certificate); other query parameters are
+// go-redis' own (dial_timeout=, read_timeout=, max_retries=, …; see
+// redis.ParseURL).
 // Opening makes no network call; Opened.Close closes the store and the
 // client the opener made; Opened.Describe names the servers, never a
 // password. Bad URLs return errors matching driver.ErrInvalid that do not

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -41,9 +42,13 @@ func init() {
 // ParseURL parses the URL of one Redis server, redis://[user:pass@]host:port[/db]
 // or rediss:// for TLS, into go-redis options and the store's options: the
 // query parameters prefix= (Options.Prefix) and retention= (Options.Retention,
-// a Go duration) are the store's, every other one is go-redis' own
-// (dial_timeout=, max_retries=, …; see redis.ParseURL). A missing port means
-// 6379. Errors match driver.ErrInvalid and never contain the password.
+// a Go duration) are the store's, and on rediss:// cacert= (a PEM file of
+// the authorities to check the server's certificate against instead of the
+// system's roots), cert= and key= (a client certificate, both or neither)
+// set the TLS configuration (driver.TLSFromFiles); every other one is
+// go-redis' own (dial_timeout=, max_retries=, skip_verify=, …; see
+// redis.ParseURL). A missing port means 6379. Errors match driver.ErrInvalid
+// and never contain the password.
 func ParseURL(rawURL string) (*redis.Options, *Options, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -57,7 +62,7 @@ func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
 	if scheme != SchemeRedis && scheme != SchemeRedisTLS {
 		return nil, nil, fmt.Errorf("%w: store URL: scheme %q is not redis or rediss", driver.ErrInvalid, u.Scheme)
 	}
-	opts, rest, err := storeQuery(u)
+	opts, tc, rest, err := storeQuery(u)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,28 +81,54 @@ func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
 	if err != nil {
 		return nil, nil, invalidURL(scheme, u.String(), err)
 	}
+	o.TLSConfig = withFiles(o.TLSConfig, tc)
 	return o, opts, nil
 }
 
 // storeQuery takes the store's own parameters out of u's query and returns
-// the rest (go-redis' options).
-func storeQuery(u *url.URL) (*Options, url.Values, error) {
+// the rest (go-redis' options). The TLS files (cacert=, cert=, key=) are
+// read into tc, nil when the URL names none; they need a rediss scheme.
+func storeQuery(u *url.URL) (opts *Options, tc *tls.Config, rest url.Values, err error) {
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: store URL: query: %v", driver.ErrInvalid, err)
+		return nil, nil, nil, fmt.Errorf("%w: store URL: query: %v", driver.ErrInvalid, err)
 	}
-	opts := &Options{Prefix: q.Get("prefix")}
+	opts = &Options{Prefix: q.Get("prefix")}
 	if q.Has("prefix") && opts.Prefix == "" {
-		return nil, nil, fmt.Errorf("%w: store URL: empty prefix= (leave it out for the default %q)", driver.ErrInvalid, DefaultPrefix)
+		return nil, nil, nil, fmt.Errorf("%w: store URL: empty prefix= (leave it out for the default %q)", driver.ErrInvalid, DefaultPrefix)
 	}
 	if r := q.Get("retention"); r != "" {
 		if opts.Retention, err = time.ParseDuration(r); err != nil || opts.Retention <= 0 {
-			return nil, nil, fmt.Errorf("%w: store URL: retention=%q is not a positive duration (such as 30s)", driver.ErrInvalid, r)
+			return nil, nil, nil, fmt.Errorf("%w: store URL: retention=%q is not a positive duration (such as 30s)", driver.ErrInvalid, r)
 		}
 	}
-	q.Del("prefix")
-	q.Del("retention")
-	return opts, q, nil
+	if ca, cert, key := q.Get("cacert"), q.Get("cert"), q.Get("key"); ca != "" || cert != "" || key != "" {
+		if baseScheme(u.Scheme) != SchemeRedisTLS {
+			return nil, nil, nil, fmt.Errorf("%w: store URL: cacert=, cert= and key= are TLS parameters: use %s", driver.ErrInvalid, strings.Replace(strings.ToLower(u.Scheme), "redis", "rediss", 1)+"://")
+		}
+		if sv, _ := strconv.ParseBool(q.Get("skip_verify")); sv && ca != "" {
+			return nil, nil, nil, fmt.Errorf("%w: store URL: skip_verify=true checks no certificate: drop it or cacert=", driver.ErrInvalid)
+		}
+		if tc, err = driver.TLSFromFiles(ca, cert, key); err != nil {
+			return nil, nil, nil, fmt.Errorf("store URL: %w", err)
+		}
+	}
+	for _, p := range []string{"prefix", "retention", "cacert", "cert", "key"} {
+		q.Del(p)
+	}
+	return opts, tc, q, nil
+}
+
+// withFiles puts the URL's TLS files (tc, from storeQuery) into the TLS
+// configuration go-redis made for a rediss URL, keeping its server name.
+func withFiles(made, tc *tls.Config) *tls.Config {
+	if tc == nil {
+		return made
+	}
+	if made != nil {
+		tc.ServerName = made.ServerName
+	}
+	return tc
 }
 
 // splitHosts splits a comma-separated host list (the host part of a
@@ -214,7 +245,7 @@ func baseScheme(scheme string) string {
 // parseCluster parses redis+cluster://[user:pass@]host:port,host:port[?…]:
 // the hosts are seeds (any reachable node will do), the query as for ParseURL.
 func parseCluster(u *url.URL) (*redis.ClusterOptions, *Options, error) {
-	opts, rest, err := storeQuery(u)
+	opts, tc, rest, err := storeQuery(u)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,6 +267,7 @@ func parseCluster(u *url.URL) (*redis.ClusterOptions, *Options, error) {
 	if err != nil {
 		return nil, nil, invalidURL(u.Scheme, g.String(), err)
 	}
+	o.TLSConfig = withFiles(o.TLSConfig, tc)
 	return o, opts, nil
 }
 
@@ -245,7 +277,7 @@ func parseCluster(u *url.URL) (*redis.ClusterOptions, *Options, error) {
 // sentinel-username and sentinel-password the Sentinels' own (none if
 // absent). Other query parameters are as for ParseURL.
 func parseSentinel(u *url.URL) (*redis.FailoverOptions, *Options, error) {
-	opts, rest, err := storeQuery(u)
+	opts, tc, rest, err := storeQuery(u)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -283,6 +315,7 @@ func parseSentinel(u *url.URL) (*redis.FailoverOptions, *Options, error) {
 		o.Username = u.User.Username()
 		o.Password, _ = u.User.Password()
 	}
+	o.TLSConfig = withFiles(o.TLSConfig, tc)
 	return o, opts, nil
 }
 

@@ -29,7 +29,7 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // prefixes (the CLI adds its own) while keeping it matchable with errors.Is.
 type plainError struct{ err error }
 
-func (e plainError) Error() string { return strings.ReplaceAll(e.err.Error(), "dlock: ", "") }
+func (e plainError) Error() string { return stripLibPrefix(e.err.Error()) }
 func (e plainError) Unwrap() error { return e.err }
 
 // plain wraps err in a plainError.

@@ -198,7 +198,7 @@ func probe(ctx context.Context, s driver.Mutex, ttl time.Duration) []check {
 	}
 	acquired := step("probe acquire", func() (string, error) {
 		g, err := s.Acquire(ctx, key, token, ttl)
-		return fmt.Sprintf("granted (fence %d, ttl %v)", g.Fence, g.TTL), err
+		return fmt.Sprintf("granted (fence %d, ttl %v)", g.Fence, g.TTL.Round(time.Millisecond)), err
 	})
 	if !acquired {
 		return out
@@ -206,7 +206,7 @@ func probe(ctx context.Context, s driver.Mutex, ttl time.Duration) []check {
 	// Release even if the extension failed: the probe must not stay held.
 	step("probe extend", func() (string, error) {
 		g, err := s.Extend(ctx, key, token, ttl)
-		return fmt.Sprintf("extended (ttl %v)", g.TTL), err
+		return fmt.Sprintf("extended (ttl %v)", g.TTL.Round(time.Millisecond)), err
 	})
 	released := step("probe release", func() (string, error) {
 		return "released", s.Release(context.WithoutCancel(ctx), key, token)

@@ -182,3 +182,31 @@ func FuzzStoreFlags(f *testing.F) {
 		}
 	})
 }
+
+// TestStoreFlagsEveryVariable: each store variable docs/cli.md lists
+// (DLOCK_STORE, DLOCK_REDIS, DLOCK_REDIS_CLUSTER, DLOCK_REDIS_SENTINEL,
+// DLOCK_REDLOCK, with DLOCK_PREFIX) selects the store its flag selects,
+// with no flag given.
+func TestStoreFlagsEveryVariable(t *testing.T) {
+	for _, c := range []struct{ env, val, want string }{
+		{"DLOCK_STORE", "zk://127.0.0.1:2181/locks", "zk://127.0.0.1:2181/locks?prefix=app%3A"},
+		{"DLOCK_REDIS", "127.0.0.1:7000", "redis://127.0.0.1:7000?prefix=app%3A"},
+		{"DLOCK_REDIS_CLUSTER", "redis://127.0.0.1:7000?addr=127.0.0.1:7001", "redis+cluster://127.0.0.1:7000,127.0.0.1:7001?prefix=app%3A"},
+		{"DLOCK_REDIS_SENTINEL", "redis://127.0.0.1:26379?master_name=m&addr=127.0.0.1:26380", "redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/m?prefix=app%3A"},
+		{"DLOCK_REDLOCK", "redis://127.0.0.1:7000,redis://127.0.0.1:7001,redis://127.0.0.1:7002", "redlock://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002?prefix=app%3A"},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			for _, v := range []string{"DLOCK_STORE", "DLOCK_REDIS", "DLOCK_REDIS_CLUSTER", "DLOCK_REDIS_SENTINEL", "DLOCK_REDLOCK"} {
+				t.Setenv(v, "")
+			}
+			t.Setenv(c.env, c.val)
+			t.Setenv("DLOCK_PREFIX", "app:")
+			var f storeFlags
+			f.register(&cobra.Command{Use: "x"})
+			got, err := f.url()
+			if err != nil || got != c.want {
+				t.Errorf("%s=%s: URL %q, %v; want %q", c.env, c.val, got, err, c.want)
+			}
+		})
+	}
+}

@@ -115,11 +115,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // unprefixed is err's text without the "dlock: " that every wrapped library
 // error brings along (the CLI prints its own prefix once), on one line
-// (errors.Join puts its parts on lines of their own). Only a whole word is
-// removed: the "redlock: " of the Redlock store's errors stays as it is.
+// (errors.Join puts its parts on lines of their own); see stripLibPrefix.
 func unprefixed(err error) string {
+	return stripLibPrefix(strings.ReplaceAll(err.Error(), "\n", "; "))
+}
+
+// stripLibPrefix removes the library's "dlock: " prefixes from s. Only a
+// prefix that starts s or follows a space, "(" or a quote is removed: the
+// "redlock: " of the Redlock store's errors, and a description that ends in
+// a name such as a database "…/dlock: ", keep their text.
+func stripLibPrefix(s string) string {
 	const prefix = "dlock: "
-	s := strings.ReplaceAll(err.Error(), "\n", "; ")
 	var b strings.Builder
 	for {
 		i := strings.Index(s, prefix)
@@ -128,16 +134,11 @@ func unprefixed(err error) string {
 			return b.String()
 		}
 		b.WriteString(s[:i])
-		if i > 0 && isWordByte(s[i-1]) {
-			b.WriteString(prefix) // part of a longer word, such as "redlock: "
+		if i > 0 && !strings.ContainsRune(" (\"'\t", rune(s[i-1])) {
+			b.WriteString(prefix) // part of a longer word or name, such as "redlock: "
 		}
 		s = s[i+len(prefix):]
 	}
-}
-
-// isWordByte reports whether c can be part of an identifier-like word.
-func isWordByte(c byte) bool {
-	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func main() {

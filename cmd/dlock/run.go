@@ -145,7 +145,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 	ctx := context.WithoutCancel(cmd.Context()) // signals are handled here, not by the root context
 	deadline := time.Now().Add(f.wait)          // of the whole wait, connecting included
 	rep := &unreachableReporter{w: cmd.ErrOrStderr(), key: f.key, until: f.waitHint()}
-	st, err := f.openStore(ctx, cmd.ErrOrStderr(), rep, deadline)
+	st, err := f.openStore(ctx, cmd.ErrOrStderr(), rep, deadline, sigs)
 	if err != nil {
 		return err
 	}

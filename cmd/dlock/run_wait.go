@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // mistyped address should not hang forever. With a positive --wait the store
 // is waited for until deadline: run says so on stderr and goes on with the
 // store opened but not yet reached (the lock's wait then retries it, and rep,
-// told since when the store is unreachable, reports the wait).
-func (f *runFlags) openStore(ctx context.Context, stderr io.Writer, rep *unreachableReporter, deadline time.Time) (*openedStore, error) {
+// told since when the store is unreachable, reports the wait). A store whose
+// opener dials (etcd, ZooKeeper, MySQL) is opened again until deadline
+// (openUntil); a signal in sigs ends that wait with ExitNotAcquired.
+func (f *runFlags) openStore(ctx context.Context, stderr io.Writer, rep *unreachableReporter, deadline time.Time, sigs <-chan os.Signal) (*openedStore, error) {
 	if !f.waitSet || f.wait == 0 {
 		return f.store.connect(ctx)
 	}
@@ -34,7 +37,47 @@ func (f *runFlags) openStore(ctx context.Context, stderr io.Writer, rep *unreach
 	rep.mu.Lock()
 	rep.since = start
 	rep.mu.Unlock()
-	return f.store.open(ctx)
+	return f.openUntil(ctx, rep, deadline, sigs)
+}
+
+// Pauses between openUntil's attempts: doubling from the first to the last.
+const (
+	reopenFirst = 100 * time.Millisecond
+	reopenMax   = 2 * time.Second
+)
+
+// openUntil opens the store, and while the opener finds it unreachable
+// (ExitUnavailable) opens it again after a pause, telling rep, until
+// deadline: then the last error, as an ExitUnavailable that names the wait.
+// A signal in sigs ends the wait with ExitNotAcquired, as it ends a wait
+// for the lock; any other error ends it at once.
+func (f *runFlags) openUntil(ctx context.Context, rep *unreachableReporter, deadline time.Time, sigs <-chan os.Signal) (*openedStore, error) {
+	pause := reopenFirst
+	for {
+		octx, cancel := context.WithDeadline(ctx, deadline)
+		st, err := f.store.open(octx)
+		cancel()
+		var ee *exitError
+		if err == nil || !errors.As(err, &ee) || ee.code != ExitUnavailable {
+			return st, err
+		}
+		if !errors.Is(err, dlock.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", dlock.ErrUnavailable, ee.err)
+		}
+		rep.retry(0, err)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, exitWith(ExitUnavailable, fmt.Errorf("lock %q not acquired within --wait %v: the store stayed unreachable (last attempt: %w)", f.key, f.wait, plain(ee.err)))
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-t.C:
+		case s := <-sigs:
+			t.Stop()
+			return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: interrupted by %v while waiting for the store", f.key, s))
+		}
+		pause = min(2*pause, reopenMax)
+	}
 }
 
 // waitHint says how long run keeps trying, for the stderr lines.

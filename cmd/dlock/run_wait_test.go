@@ -131,3 +131,25 @@ func TestUnprefixedKeepsRedlockPrefix(t *testing.T) {
 		t.Fatalf("got %q, want every whole-word prefix removed", got)
 	}
 }
+
+// plain (the wrapper most exit paths use) removes the prefix the same way
+// unprefixed does: it used to replace every "dlock: " in the text, so an
+// unreachable Redlock majority read "reno quorum" again, and a database
+// named dlock lost its name ("on mysql 127.0.0.1:3306/mysqlstore: …").
+func TestPlainKeepsWordsAndNames(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"dlock: store unavailable: redlock: no quorum", "store unavailable: redlock: no quorum"},
+		{"schema --apply on mysql 127.0.0.1:3306/dlock: mysqlstore: migrate: denied", "schema --apply on mysql 127.0.0.1:3306/dlock: mysqlstore: migrate: denied"},
+		{`lock "k": dlock: lock not acquired (dlock: c)`, `lock "k": lock not acquired (c)`},
+	} {
+		if got := plain(errors.New(c.in)).Error(); got != c.want {
+			t.Errorf("plain(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := unprefixed(plain(errors.New(c.in))); got != c.want {
+			t.Errorf("unprefixed(plain(%q)) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if err := plain(fmt.Errorf("x: %w", dlock.ErrNotAcquired)); !errors.Is(err, dlock.ErrNotAcquired) {
+		t.Errorf("plain(%v) no longer matches its sentinel", err)
+	}
+}

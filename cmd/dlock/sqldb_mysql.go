@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -19,29 +17,15 @@ func init() { sqlDBOpeners["mysql"] = openMySQLDB }
 
 // openMySQLDB is the sqlDB of a mysql:// URL: mysqlstore's row lock,
 // Schema and Migrate for the URL's ?table= prefix, on a database/sql pool
-// of its own (go-sql-driver, the settings mysqlstore's opener uses). It
+// of its own, configured as mysqlstore's opener configures its own
+// (mysqlstore.ConnConfig: TLS, dial-timeout and every other parameter). It
 // makes no network call: the pool dials on first use.
 func openMySQLDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
-	table, _, err := storeParams(u)
+	cfg, opts, err := mysqlstore.ConnConfig(u)
 	if err != nil {
 		return nil, err
 	}
-	opts := mysqlstore.Options{Table: table}
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = "3306"
-	}
-	if host == "" {
-		return nil, fmt.Errorf("%w: mysql URL: no host (mysql://user:password@host:port/database)", driver.ErrInvalid)
-	}
-	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
-	cfg.ParseTime, cfg.InterpolateParams, cfg.Timeout = true, true, 5*time.Second
-	if u.User != nil {
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-	}
-	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	table := opts.Table
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mysql URL: %v", driver.ErrInvalid, err)
@@ -56,7 +40,7 @@ func openMySQLDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 			return mysqlstore.WithRowLock(ctx, db, key, rl, func(*sql.Tx) error { return fn(ctx) })
 		},
 		schema:  func() string { return mysqlstore.Schema(opts) },
-		migrate: func(ctx context.Context) error { return mysqlstore.Migrate(ctx, db, opts) },
+		migrate: func(ctx context.Context) error { return mysqlRefused(mysqlstore.Migrate(ctx, db, opts)) },
 		close:   db.Close,
 	}
 	if err := d.checkTable(); err != nil {
@@ -64,4 +48,19 @@ func openMySQLDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// mysqlRefused marks err as driver.ErrRefused (exit 77) when the server
+// refused the user or a privilege, which retrying cannot fix: access to the
+// database denied (1044), authentication failed (1045, 1698), no such
+// database (1049), a command such as CREATE denied (1142, 1227).
+func mysqlRefused(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && !errors.Is(err, driver.ErrRefused) {
+		switch me.Number {
+		case 1044, 1045, 1049, 1142, 1227, 1698:
+			return fmt.Errorf("%w: %w", driver.ErrRefused, err)
+		}
+	}
+	return err
 }

@@ -238,15 +238,44 @@ func redact(rawURL string, err error) error {
 	msg := err.Error()
 	changed := false
 	for _, s := range secretsOf(rawURL) {
-		if s != "" && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, "REDACTED")
-			changed = true
-		}
+		var did bool
+		msg, did = replaceWhole(msg, s, "REDACTED")
+		changed = changed || did
 	}
 	if !changed {
 		return err
 	}
 	return &redactedError{msg: msg, sentinel: sentinelOf(err)}
+}
+
+// replaceWhole replaces every occurrence of s in msg that is not part of a
+// longer word (no letter or digit touches it on a side where s itself
+// starts or ends with one), so that a short password such as "p" is
+// removed where it stands alone without mangling "tcp" around it.
+func replaceWhole(msg, s, repl string) (string, bool) {
+	if s == "" {
+		return msg, false
+	}
+	alnum := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+	var b strings.Builder
+	changed := false
+	for {
+		i := strings.Index(msg, s)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String(), changed
+		}
+		end := i + len(s)
+		inWord := alnum(s[0]) && i > 0 && alnum(msg[i-1]) || alnum(s[len(s)-1]) && end < len(msg) && alnum(msg[end])
+		b.WriteString(msg[:i])
+		if inWord {
+			b.WriteString(s)
+		} else {
+			b.WriteString(repl)
+			changed = true
+		}
+		msg = msg[end:]
+	}
 }
 
 // secretsOf returns the strings of rawURL that may hold a password: the

@@ -325,3 +325,15 @@ func TestPrefixOnZooKeeperAndSQLURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactShortPassword: a short password is removed where it stands
+// alone but not from inside other words: with the password "p", an
+// unreachable mysql:// URL was reported as "dial tcREDACTED 127.0.0.1:1".
+func TestRedactShortPassword(t *testing.T) {
+	raw := "mysql://u:p@127.0.0.1:1/db"
+	err := redact(raw, fmt.Errorf("connect: dial tcp 127.0.0.1:1: refused (password p, dsn u:p@tcp): %w", driver.ErrUnavailable))
+	want := "connect: dial tcp 127.0.0.1:1: refused (password REDACTED, dsn REDACTED@tcp): " + driver.ErrUnavailable.Error()
+	if got := err.Error(); got != want || !errors.Is(err, driver.ErrUnavailable) {
+		t.Fatalf("redact(%s) = %q, want %q", raw, got, want)
+	}
+}
