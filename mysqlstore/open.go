@@ -22,7 +22,7 @@ func init() { driver.Register("mysql", Open) }
 //
 // with the query parameters table (Options.Table), mode (lease, the
 // default, or session), migrate (1 or true: run Migrate first), max-conns
-// (session mode: SessionOptions.MaxConns), dial-timeout (default 5s), and
+// (session mode only: SessionOptions.MaxConns; refused in lease mode), dial-timeout (default 5s), and
 // for TLS tls (true, skip-verify, preferred; default false), cacert (the
 // authority to check the server's certificate against instead of the
 // system's roots), cert and key (a client certificate); cacert, cert or
@@ -186,6 +186,9 @@ func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
 		default:
 			return bad("unknown parameter %q (known: table, mode, migrate, max-conns, dial-timeout, tls, cacert, cert, key)", name)
 		}
+	}
+	if p.maxConns != 0 && p.mode != "session" {
+		return bad("max-conns applies to mode=session (the lease table uses your pool), not to mode=%s", p.mode)
 	}
 	return cfg, p, nil
 }

@@ -53,6 +53,7 @@ func TestOpenURLInvalid(t *testing.T) {
 		"mysql:///db", "mysql://h:99999/db", "mysql://h/", "mysql://h/a/b",
 		"mysql://h/db?mode=queue", "mysql://h/db?table=1bad", "mysql://h/db?nope=1",
 		"mysql://h/db?max-conns=0", "mysql://h/db?migrate=maybe", "mysql://h/db?table=a&table=b",
+		"mysql://h/db?max-conns=2", "mysql://h/db?mode=lease&max-conns=2", // max-conns is the session lock's
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := driver.Open(ctx, u)

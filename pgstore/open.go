@@ -31,7 +31,7 @@ const (
 // Options.Table), mode (lease, the default: New; session: NewSession, the
 // advisory-lock store on pinned connections, with table as its
 // SessionOptions.Table), migrate (true: run Migrate before returning) and sweep (a Go duration,
-// Options.SweepInterval). Every other parameter goes to pgx (sslmode,
+// Options.SweepInterval; lease mode only, refused with mode=session). Every other parameter goes to pgx (sslmode,
 // pool_max_conns...). It creates a pgx pool, which the returned Close closes
 // after the store. A malformed URL or parameter returns an error matching
 // driver.ErrInvalid; a failed migration returns its error.
@@ -141,6 +141,9 @@ func parseURL(u *url.URL) (connURL string, opts Options, migrate bool, err error
 		migrate = true
 	default:
 		return bad("migrate %q: want true or false", mig)
+	}
+	if sweep != "" && mode == "session" {
+		return bad("sweep applies to the lease table (mode=lease), not to mode=session")
 	}
 	if sweep != "" {
 		d, err := time.ParseDuration(sweep)

@@ -49,6 +49,7 @@ func TestOpenRejects(t *testing.T) {
 		"postgres://h/db?mode=row",
 		"postgres://h/db?migrate=maybe",
 		"postgres://h/db?sweep=soon",
+		"postgres://h/db?mode=session&sweep=1s", // the sweep is the lease table's
 		"postgres://h/db?table=a&table=b",
 	} {
 		if _, err := driver.Open(context.Background(), u); !errors.Is(err, driver.ErrInvalid) {
