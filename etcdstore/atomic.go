@@ -37,7 +37,8 @@ func (s *Store) Apply(ctx context.Context, step driver.Step) (driver.Grant, driv
 		return driver.Grant{}, driver.Value{}, err
 	}
 	if step.Action == driver.Acquire {
-		return s.acquire(ctx, step.Key, step.Token, step.Read)
+		g, v, err := s.acquire(ctx, step.Key, step.Token, step.Read)
+		return g, v, authRefused(err)
 	}
 	read, v := step.Read, driver.Value{}
 	if step.Write != nil && read == step.Write.Resource {
@@ -52,7 +53,7 @@ func (s *Store) Apply(ctx context.Context, step driver.Step) (driver.Grant, driv
 		got, err = s.release(ctx, step.Key, step.Token, step.Write, read)
 	}
 	if err != nil {
-		return driver.Grant{}, driver.Value{}, err
+		return driver.Grant{}, driver.Value{}, authRefused(err)
 	}
 	if read != "" {
 		v = got

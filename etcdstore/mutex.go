@@ -44,7 +44,7 @@ func readState(rs []*pb.ResponseOp) state {
 // *driver.ContendedError with Remaining -1 and changes nothing.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, _, err := s.acquire(ctx, key, token, "")
-	return g, err
+	return g, authRefused(err)
 }
 
 // acquire is Acquire that also reads the resource key read (if not empty)

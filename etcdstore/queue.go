@@ -31,7 +31,7 @@ const putDropTimeout = 300 * time.Millisecond
 // the key goes with the session.
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, _, err := s.acquireQueued(ctx, key, token, "")
-	return g, err
+	return g, authRefused(err)
 }
 
 // AcquireQueuedRead implements driver.QueueReader: AcquireQueued that also
@@ -48,7 +48,8 @@ func (s *Store) AcquireQueuedRead(ctx context.Context, key, token string, ttl ti
 			return driver.Grant{}, driver.Value{}, err
 		}
 	}
-	return s.acquireQueued(ctx, key, token, resource)
+	g, v, err := s.acquireQueued(ctx, key, token, resource)
+	return g, v, authRefused(err)
 }
 
 // acquireQueued is AcquireQueued reading the resource key read (if not

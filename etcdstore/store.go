@@ -239,7 +239,7 @@ func (s *Store) grant(ctx context.Context, old *session) error {
 	sent := time.Now()
 	resp, err := s.cli.Grant(ctx, int64(s.ttl/time.Second))
 	if err != nil {
-		return fmt.Errorf("etcdstore: create session: %w", err)
+		return fmt.Errorf("etcdstore: create session: %w", authRefused(err))
 	}
 	sess := &session{id: resp.ID, hex: strconv.FormatInt(int64(resp.ID), 16), certain: sent.Add(s.ttl)}
 	s.mu.Lock()
@@ -250,6 +250,20 @@ func (s *Store) grant(ctx context.Context, old *session) error {
 	clear(s.held)
 	s.mu.Unlock()
 	return nil
+}
+
+// authRefused marks err as driver.ErrRefused when etcd refused the
+// client's identity or its permissions: no user name on a cluster with
+// authentication enabled, a user or password it rejects, or a role without
+// access to the lock's prefix. Retrying cannot fix those, so a wait ends
+// at once. Other errors are returned as they are.
+func authRefused(err error) error {
+	for _, e := range []error{rpctypes.ErrUserEmpty, rpctypes.ErrAuthFailed, rpctypes.ErrPermissionDenied, rpctypes.ErrUserNotFound} {
+		if errors.Is(err, e) && !errors.Is(err, driver.ErrRefused) {
+			return fmt.Errorf("%w: %w", driver.ErrRefused, err)
+		}
+	}
+	return err
 }
 
 // errSessionGone reports that the server no longer has the session's lease.
