@@ -255,11 +255,19 @@ func printDoctor(w io.Writer, rep doctorReport) {
 	case m.MaxTTL == "none":
 		bounds = "TTL " + m.MinTTL + " or more"
 	}
-	fmt.Fprintf(w, "model: %s, granularity %s; expiry on %s; %s\n\n", bounds, m.Granularity, clock, life)
+	gran := ", granularity " + m.Granularity
+	if m.Granularity == "0s" { // no TTL to round (the SQL session locks)
+		gran = ""
+	}
+	fmt.Fprintf(w, "model: %s%s; expiry on %s; %s\n\n", bounds, gran, clock, life)
+	width := 16
 	for _, c := range rep.Checks {
-		fmt.Fprintf(w, "  %-4s  %-16s  %s\n", c.Status, c.Name, c.Detail)
+		width = max(width, len(c.Name))
+	}
+	for _, c := range rep.Checks {
+		fmt.Fprintf(w, "  %-4s  %-*s  %s\n", c.Status, width, c.Name, c.Detail)
 		if c.Fix != "" && c.Status != statusOK && !strings.Contains(c.Detail, "fix: ") {
-			fmt.Fprintf(w, "        %-16s  fix: %s\n", "", c.Fix)
+			fmt.Fprintf(w, "        %-*s  fix: %s\n", width, "", c.Fix)
 		}
 	}
 	if rep.Safe {

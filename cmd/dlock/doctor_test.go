@@ -155,11 +155,34 @@ func TestDoctorModelLine(t *testing.T) {
 		{modelReport{MinTTL: "0s", MaxTTL: "none", Granularity: "1s", ServerClock: true, Session: true, SessionTTL: "10s"}, "model: any TTL, granularity 1s; expiry on the server's clock; one session per client (session TTL 10s)"},
 		{modelReport{MinTTL: "10ms", MaxTTL: "none", Granularity: "1ms", ServerClock: true}, "model: TTL 10ms or more, granularity 1ms;"},
 		{modelReport{MinTTL: "1ms", MaxTTL: "24h0m0s", Granularity: "1µs"}, "model: TTL 1ms to 24h0m0s, granularity 1µs; expiry on client clocks (they must run at similar rates); per-key leases"},
+		{modelReport{MinTTL: "0s", MaxTTL: "none", Granularity: "0s", ServerClock: true, Session: true, SessionTTL: "5s"}, "model: any TTL; expiry on the server's clock; one session per client (session TTL 5s)"},
 	} {
 		var b strings.Builder
 		printDoctor(&b, doctorReport{Target: "x", Model: c.m, Safe: true})
 		if !strings.Contains(b.String(), c.want) {
 			t.Errorf("%+v: printed %q, want %q", c.m, b.String(), c.want)
 		}
+	}
+}
+
+// The check lines keep one column for the details, also when a check's
+// name is longer than the usual width ("clock and time zone").
+func TestDoctorColumnsAlign(t *testing.T) {
+	var b strings.Builder
+	printDoctor(&b, doctorReport{Target: "x", Safe: true, Checks: []check{
+		{Name: "ping", Status: statusOK, Detail: "DETAIL-A"},
+		{Name: "clock and time zone", Status: statusWarn, Detail: "DETAIL-B", Fix: "FIX-B"},
+	}})
+	col := func(s string) int {
+		for _, l := range strings.Split(b.String(), "\n") {
+			if i := strings.Index(l, s); i >= 0 {
+				return i
+			}
+		}
+		t.Fatalf("no %s in %q", s, b.String())
+		return -1
+	}
+	if a, d, f := col("DETAIL-A"), col("DETAIL-B"), col("fix: FIX-B"); a != d || f != d {
+		t.Errorf("details at columns %d and %d, fix at %d; want one column:\n%s", a, d, f, b.String())
 	}
 }
