@@ -1,14 +1,12 @@
 package pgstore_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"example.com/dlock/driver"
 	"example.com/dlock/drivertest"
-	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/pgbouncer"
 	"example.com/dlock/pgstore"
 )
@@ -63,29 +61,8 @@ func conformanceBouncer(t *testing.T, b *pgbouncer.Bouncer) {
 func TestSessionConformanceBouncer(t *testing.T) {
 	b := bouncer(t, pgbouncer.Session)
 	sessMigrate(t, bouncedPool(t, b, 2))
-	p, err := faultproxy.New(b.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	url := strings.Replace(b.URL(), b.Addr(), p.Addr(), 1) + "&default_query_exec_mode=exec"
-	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
-			pool := sessPool(t, url, 8)
-			return sessReporting{newSession(t, pool, pgstore.SessionOptions{CheckInterval: 2 * time.Second}), pool}
-		},
-		KeepAlive: func(ctx context.Context, s driver.Mutex) error {
-			return s.(sessReporting).KeepAlive(ctx)
-		},
-		Pause: func(t *testing.T) func() {
-			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
-			return func() { up(); down() }
-		},
-		Kill:  func(t *testing.T, s driver.Mutex) { s.(sessReporting).Abandon() },
-		Slack: time.Second,
-		Skip: map[string]string{
-			"KilledSessionFreesItsKeys": "the server (here PgBouncer's reset of the server connection) frees a dead client's advisory locks at once, " +
-				"not after a session TTL: the case's 'still held right after the kill' does not hold",
-		},
-	})
+	drivertest.Run(t, sessHarness(t, b.Addr(), func(addr string) string {
+		return strings.Replace(b.URL(), b.Addr(), addr, 1) + "&default_query_exec_mode=exec"
+	}, "the server (here PgBouncer's reset of the server connection) frees a dead client's advisory locks at once, "+
+		"not after a session TTL: the case's 'still held right after the kill' does not hold"))
 }

@@ -19,14 +19,24 @@ import (
 // client's sockets as a crashed process's kernel would.
 func TestSessionConformance(t *testing.T) {
 	srv := sessServer(t)
-	p, err := faultproxy.New(srv.Addr())
+	drivertest.Run(t, sessHarness(t, srv.Addr(), func(addr string) string { return srv.URLFor(addr) },
+		"PostgreSQL frees a dead connection's advisory locks at once, not after a session TTL: "+
+			"the case's 'still held right after the kill' does not hold (TestSessionKilledConnectionFreesAtOnce checks what does)"))
+}
+
+// sessHarness is the session store's conformance harness on the server at
+// addr, reached through a fault proxy (urlFor gives the URL for the proxy's
+// address); killed says why KilledSessionFreesItsKeys is skipped.
+func sessHarness(t *testing.T, addr string, urlFor func(addr string) string, killed string) drivertest.Harness {
+	p, err := faultproxy.New(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	drivertest.Run(t, drivertest.Harness{
+	url := urlFor(p.Addr())
+	return drivertest.Harness{
 		New: func(t *testing.T) driver.Mutex {
-			pool := sessPool(t, srv.URLFor(p.Addr()), 8)
+			pool := sessPool(t, url, 8)
 			return sessReporting{newSession(t, pool, pgstore.SessionOptions{CheckInterval: 2 * time.Second}), pool}
 		},
 		KeepAlive: func(ctx context.Context, s driver.Mutex) error {
@@ -38,11 +48,8 @@ func TestSessionConformance(t *testing.T) {
 		},
 		Kill:  func(t *testing.T, s driver.Mutex) { s.(sessReporting).Abandon() },
 		Slack: time.Second,
-		Skip: map[string]string{
-			"KilledSessionFreesItsKeys": "PostgreSQL frees a dead connection's advisory locks at once, not after a session TTL: " +
-				"the case's 'still held right after the kill' does not hold (TestSessionKilledConnectionFreesAtOnce checks what does)",
-		},
-	})
+		Skip:  map[string]string{"KilledSessionFreesItsKeys": killed},
+	}
 }
 
 // sessReporting lets the suite count what is kept for a key: the store's
