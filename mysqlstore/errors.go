@@ -38,12 +38,28 @@ func missingSchema(err error) bool {
 	return n == erNoSuchTable || n == erUnknownObject || n == erBadField
 }
 
+// deniedPrivilege reports an error that a missing privilege causes:
+// ER_DBACCESS_DENIED_ERROR (1044), ER_TABLEACCESS_DENIED_ERROR (1142: a
+// command denied on a table or sequence), ER_COLUMNACCESS_DENIED_ERROR
+// (1143) and ER_SPECIFIC_ACCESS_DENIED_ERROR (1227). Retrying cannot fix it.
+func deniedPrivilege(err error) bool {
+	switch errNumber(err) {
+	case 1044, 1142, 1143, 1227:
+		return true
+	}
+	return false
+}
+
 // wrap gives a server error its context; a missing schema matches
-// driver.ErrRefused (run Migrate), everything else stays unclassified
-// (driver.ErrUnavailable by default: the outcome is unknown).
+// driver.ErrRefused (run Migrate), and so does a missing privilege;
+// everything else stays unclassified (driver.ErrUnavailable by default:
+// the outcome is unknown).
 func wrap(op string, err error) error {
 	if missingSchema(err) {
 		return fmt.Errorf("%w: mysqlstore: %s: schema missing or outdated (run mysqlstore.Migrate): %w", driver.ErrRefused, op, err)
+	}
+	if deniedPrivilege(err) {
+		return fmt.Errorf("%w: mysqlstore: %s: the database user lacks a privilege on the lock tables: %w", driver.ErrRefused, op, err)
 	}
 	return fmt.Errorf("mysqlstore: %s: %w", op, err)
 }

@@ -102,7 +102,7 @@ func Schema(opts Options) string {
 // them is left as it is); it is idempotent and changes nothing else that
 // exists. Adding the columns rebuilds nothing on MariaDB 10.3+ (instant
 // ADD COLUMN of nullable columns at the end), but takes a metadata lock:
-// run it when no statement holds the table for long. It needs CREATE privileges. On MySQL (no
+// run it when no statement holds the table for long. It needs CREATE privileges (without them it fails with an error matching driver.ErrRefused). On MySQL (no
 // CREATE SEQUENCE) it fails with an error matching driver.ErrRefused: the
 // lease table is MariaDB-only (see docs/mysql.md). It returns an error
 // matching driver.ErrInvalid for a bad Options.Table.
@@ -118,6 +118,9 @@ func Migrate(ctx context.Context, db *sql.DB, opts Options) error {
 		if _, err := db.ExecContext(ctx, s); err != nil {
 			if strings.Contains(s, "SEQUENCE") && isSyntaxError(err) {
 				return fmt.Errorf("%w: mysqlstore: the server has no CREATE SEQUENCE (MySQL?): the lease table needs MariaDB 10.3+: %v", driver.ErrRefused, err)
+			}
+			if deniedPrivilege(err) {
+				return fmt.Errorf("%w: mysqlstore: migrate: the database user may not create the schema (it needs CREATE, ALTER and INDEX on the database): %w", driver.ErrRefused, err)
 			}
 			return fmt.Errorf("mysqlstore: migrate: %w", err)
 		}
