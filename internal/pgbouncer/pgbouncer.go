@@ -254,6 +254,22 @@ func (b *Bouncer) Running() bool { return b.run.Held() && !b.run.Exited() }
 // exit. Harmless if it is not running.
 func (b *Bouncer) Kill() { b.run.Kill() }
 
+// Restart kills the bouncer if it runs, starts it again on the same port
+// with the same configuration, and waits until it accepts connections; on
+// error the bouncer's log is in the error. Clients' connections to the
+// killed bouncer are gone, and so are its server connections (PostgreSQL
+// then ends their sessions).
+func (b *Bouncer) Restart() error {
+	b.Kill()
+	if err := b.start(); err != nil {
+		return err
+	}
+	if err := b.WaitReady(30 * time.Second); err != nil {
+		return fmt.Errorf("%w\n--- bouncer log:\n%s", err, proc.Tail(b.Log(), 4000))
+	}
+	return nil
+}
+
 // Remove kills the bouncer and removes its directory.
 func (b *Bouncer) Remove() {
 	b.Kill()
