@@ -41,7 +41,10 @@ func readState(rs []*pb.ResponseOp) state {
 // re-entry is a compare-and-set of the hold count (also of a holding the
 // token has through another Store's session). ttl is ignored: the holding
 // lasts as long as the session. A contended key returns a
-// *driver.ContendedError with Remaining -1 and changes nothing.
+// *driver.ContendedError with Remaining -1 and changes nothing. A client
+// etcd refuses (no user name on a cluster with authentication enabled, a
+// role without access to the prefix) gets an error matching
+// driver.ErrRefused.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, _, err := s.acquire(ctx, key, token, "")
 	return g, authRefused(err)

@@ -28,7 +28,8 @@ const putDropTimeout = 300 * time.Millisecond
 // (guarded by its CreateRevision), so it leaves nothing behind; also when
 // the put itself got no reply (ctx ended with it in flight: a delete of our
 // key with its one hold, bounded by 300 ms). If that delete cannot be done,
-// the key goes with the session.
+// the key goes with the session. A client etcd refuses gets an error
+// matching driver.ErrRefused, as from Acquire.
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, _, err := s.acquireQueued(ctx, key, token, "")
 	return g, authRefused(err)
