@@ -212,7 +212,7 @@ func (s *Store) Deadlocks() int64 { return s.deadlocks.Load() }
 // key reserved for another waiter is contended too, with the reservation's
 // remaining time. Bad arguments (an empty key or one over MaxKeyBytes, an
 // empty token, a ttl under a millisecond) return driver.ErrInvalid before
-// any I/O, and so does a call after Close; a missing schema
+// any I/O, and so does a call after Close; a missing schema or privilege
 // driver.ErrRefused; other errors leave the outcome unknown.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, ttl, true); err != nil {
@@ -234,7 +234,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 // holds it; otherwise it changes nothing and returns driver.NotHeld. It
 // never re-creates a holding (for a missing key it leaves a free row that
 // the sweep removes). Bad arguments return driver.ErrInvalid before any
-// I/O; a missing schema driver.ErrRefused; other errors leave the outcome
+// I/O; a missing schema or privilege driver.ErrRefused; other errors leave the outcome
 // unknown (the expiry may or may not have been set).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, ttl, true); err != nil {

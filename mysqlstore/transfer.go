@@ -55,7 +55,7 @@ func transferStmt(n names) string {
 // (re-entered), an error matching driver.ErrInvalid and changes nothing.
 // Telling these apart takes a second statement, a read of the key's row,
 // on the refused path only. Bad arguments (or from == to) return
-// driver.ErrInvalid before any I/O, a missing schema driver.ErrRefused;
+// driver.ErrInvalid before any I/O, a missing schema or privilege driver.ErrRefused;
 // other errors leave the outcome unknown (the key is from's or to's).
 func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, from, ttl, true); err != nil {
