@@ -36,7 +36,10 @@ func runInterleaved(endpoint string, sc scenario, libs []string, dur time.Durati
 			return nil, fmt.Errorf("%s: %w", lib, err)
 		}
 		defer lk.close()
-		if fns[i], err = lk.worker(ctx); err != nil {
+		// The peer's session lives on the worker's context (its keepalives
+		// stop when it ends), so it must outlast every block, as in
+		// runProcess: not the set-up's bounded ctx.
+		if fns[i], err = lk.worker(context.Background()); err != nil {
 			return nil, fmt.Errorf("%s: %w", lib, err)
 		}
 		if err := cmp.WarmUp(ctx, fns[i], 0); err != nil {
