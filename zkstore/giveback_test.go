@@ -1,0 +1,74 @@
+package zkstore_test
+
+import (
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
+	"example.com/dlock/zkstore"
+)
+
+// Holdings that end without a confirmed release are given back by the
+// Client in the background (issue 23, "Locks that stay held after they
+// were given back"): a ZooKeeper session keeps its lock nodes until it
+// ends, and go-zookeeper keeps it alive with its own pings, so a key
+// nobody gives back stays held until the store is closed. Each test has
+// another Client, on a connection and session of its own (as another
+// process), take the key within the bound it states. Negative control:
+// the same tests on the code before the background give-back (835c212)
+// fail, the key still held at the end of the watch
+// (faulttest.GiveBackWatch).
+
+// giveBackTimeout is the session timeout of these tests: short, so that a
+// nested fixed lease runs out quickly.
+const giveBackTimeout = 2 * time.Second
+
+// giveBackClient returns a Client on s.
+func giveBackClient(t *testing.T, s *zkstore.Store) *dlock.Client {
+	t.Helper()
+	dc, err := dlock.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
+}
+
+// TestReleaseWithEndedContextGivesKeyBack: Lease.Release with a context
+// that already ended returns ErrUnavailable with the context's error, and
+// the key is free for another client within faulttest.GiveBackBound.
+func TestReleaseWithEndedContextGivesKeyBack(t *testing.T) {
+	root, addrs := uniq(t), server(t).Addrs()
+	holder := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+	other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+	faulttest.ReleaseEnded(t, ctxT(t, 60*time.Second), holder, other, "k", faulttest.GiveBackBound)
+}
+
+// TestReleaseLostInBlipIsRetried: the holder's connection goes through a
+// fault proxy that drops every request for 300 ms while the key is
+// released, then resets the connection; go-zookeeper reconnects within the
+// session, and another lease of the same store is renewed all along. The
+// key must be free for another client within faulttest.BlipGiveBackBound
+// of the reset.
+func TestReleaseLostInBlipIsRetried(t *testing.T) {
+	root, addrs := uniq(t), server(t).Addrs()
+	h := dialProxied(t, root, giveBackTimeout, addrs[0])
+	holder := giveBackClient(t, h.Store)
+	other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+	sid := h.Conn().SessionID()
+	faulttest.ReleaseBlip(t, ctxT(t, 60*time.Second), holder, other, h.p, "k", 300*time.Millisecond, faulttest.BlipGiveBackBound)
+	if got := h.Conn().SessionID(); got != sid {
+		t.Errorf("the holder's session changed across the blip (%x, then %x): the key was freed with the old one", sid, got)
+	}
+}
+
+// TestNestedFixedLeaseRunOutGivesKeyBack: Do(k){ Do(k, WithTTL(T)){ work
+// T+0.5s } } with T the session timeout: the nested lease runs out under
+// the outer one, both return, and the key must be free for another client
+// within faulttest.GiveBackBound.
+func TestNestedFixedLeaseRunOutGivesKeyBack(t *testing.T) {
+	root, addrs := uniq(t), server(t).Addrs()
+	holder := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+	other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+	faulttest.NestedRunOut(t, ctxT(t, 60*time.Second), holder, other, "k", giveBackTimeout, faulttest.GiveBackBound)
+}
