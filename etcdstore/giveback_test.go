@@ -60,24 +60,34 @@ func TestReleaseWithEndedContextGivesKeyBack(t *testing.T) {
 // the key is released, then resets the connections; another lease of the
 // same store is renewed all along (the session stays alive). The key must
 // be free for another client within faulttest.BlipGiveBackBound of the
-// reset.
+// reset. Control: the same blip with the Release sent after it frees the
+// key within the same bound (the reconnection fits in it).
 func TestReleaseLostInBlipIsRetried(t *testing.T) {
-	c, pfx := node(t), uniq(t)
-	p, err := faultproxy.New(c.Members[0].Addr())
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range faulttest.Blips {
+		t.Run(tc.Name, func(t *testing.T) {
+			c, pfx := node(t), uniq(t)
+			p, err := faultproxy.New(c.Members[0].Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			holder, other := giveBackClient(t, c, pfx, p.Addr()), giveBackClient(t, c, pfx)
+			tc.Run(t, ctxT(t, 60*time.Second), holder, other, p, "k", 300*time.Millisecond, faulttest.BlipGiveBackBound)
+		})
 	}
-	t.Cleanup(func() { p.Close() })
-	holder, other := giveBackClient(t, c, pfx, p.Addr()), giveBackClient(t, c, pfx)
-	faulttest.ReleaseBlip(t, ctxT(t, 60*time.Second), holder, other, p, "k", 300*time.Millisecond, faulttest.BlipGiveBackBound)
 }
 
 // TestNestedFixedLeaseRunOutGivesKeyBack: Do(k){ Do(k, WithTTL(T)){ work
 // T+0.5s } } with T the session TTL: the nested lease runs out under the
 // outer one, both return, and the key must be free for another client
-// within faulttest.GiveBackBound.
+// within faulttest.GiveBackBound. Control: the same fixed lease, not
+// nested, is given back within the same bound.
 func TestNestedFixedLeaseRunOutGivesKeyBack(t *testing.T) {
-	c, pfx := node(t), uniq(t)
-	holder, other := giveBackClient(t, c, pfx), giveBackClient(t, c, pfx)
-	faulttest.NestedRunOut(t, ctxT(t, 60*time.Second), holder, other, "k", giveBackTTL, faulttest.GiveBackBound)
+	for _, tc := range faulttest.RunOuts {
+		t.Run(tc.Name, func(t *testing.T) {
+			c, pfx := node(t), uniq(t)
+			holder, other := giveBackClient(t, c, pfx), giveBackClient(t, c, pfx)
+			tc.Run(t, ctxT(t, 60*time.Second), holder, other, "k", giveBackTTL, faulttest.GiveBackBound)
+		})
+	}
 }

@@ -49,26 +49,36 @@ func TestReleaseWithEndedContextGivesKeyBack(t *testing.T) {
 // released, then resets the connection; go-zookeeper reconnects within the
 // session, and another lease of the same store is renewed all along. The
 // key must be free for another client within faulttest.BlipGiveBackBound
-// of the reset.
+// of the reset. Control: the same blip with the Release sent after it
+// frees the key within the same bound (the reconnection fits in it).
 func TestReleaseLostInBlipIsRetried(t *testing.T) {
-	root, addrs := uniq(t), server(t).Addrs()
-	h := dialProxied(t, root, giveBackTimeout, addrs[0])
-	holder := giveBackClient(t, h.Store)
-	other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
-	sid := h.Conn().SessionID()
-	faulttest.ReleaseBlip(t, ctxT(t, 60*time.Second), holder, other, h.p, "k", 300*time.Millisecond, faulttest.BlipGiveBackBound)
-	if got := h.Conn().SessionID(); got != sid {
-		t.Errorf("the holder's session changed across the blip (%x, then %x): the key was freed with the old one", sid, got)
+	for _, tc := range faulttest.Blips {
+		t.Run(tc.Name, func(t *testing.T) {
+			root, addrs := uniq(t), server(t).Addrs()
+			h := dialProxied(t, root, giveBackTimeout, addrs[0])
+			holder := giveBackClient(t, h.Store)
+			other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+			sid := h.Conn().SessionID()
+			tc.Run(t, ctxT(t, 60*time.Second), holder, other, h.p, "k", 300*time.Millisecond, faulttest.BlipGiveBackBound)
+			if got := h.Conn().SessionID(); got != sid {
+				t.Errorf("the holder's session changed across the blip (%x, then %x): the key was freed with the old one", sid, got)
+			}
+		})
 	}
 }
 
 // TestNestedFixedLeaseRunOutGivesKeyBack: Do(k){ Do(k, WithTTL(T)){ work
 // T+0.5s } } with T the session timeout: the nested lease runs out under
 // the outer one, both return, and the key must be free for another client
-// within faulttest.GiveBackBound.
+// within faulttest.GiveBackBound. Control: the same fixed lease, not
+// nested, is given back within the same bound.
 func TestNestedFixedLeaseRunOutGivesKeyBack(t *testing.T) {
-	root, addrs := uniq(t), server(t).Addrs()
-	holder := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
-	other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
-	faulttest.NestedRunOut(t, ctxT(t, 60*time.Second), holder, other, "k", giveBackTimeout, faulttest.GiveBackBound)
+	for _, tc := range faulttest.RunOuts {
+		t.Run(tc.Name, func(t *testing.T) {
+			root, addrs := uniq(t), server(t).Addrs()
+			holder := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+			other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+			tc.Run(t, ctxT(t, 60*time.Second), holder, other, "k", giveBackTimeout, faulttest.GiveBackBound)
+		})
+	}
 }

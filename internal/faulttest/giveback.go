@@ -246,3 +246,84 @@ func KeepSession(t testing.TB, ctx context.Context, holder *dlock.Client, key st
 		}
 	}
 }
+
+// The controls of the give-back tests: the same measurement on a path
+// that already gave keys back before issue 23 was fixed, to show that the
+// bound can be met and that another client sees a freed key at once.
+
+// PlainRunOut is the control of NestedRunOut: the same fixed lease, not
+// nested (no Owner), runs out; the Client gives back a lost lease of its
+// own token in the background. other must take key within bound of the
+// lost lease's Release (which reports ErrLost).
+func PlainRunOut(t testing.TB, ctx context.Context, holder, other *dlock.Client, key string, ttl, bound time.Duration) {
+	t.Helper()
+	defer KeepSession(t, ctx, holder, key)()
+	l, err := holder.Lock(ctx, key, dlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := time.NewTimer(ttl + 500*time.Millisecond) // the lease runs out: the point of the schedule
+	<-work.C
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = l.Release(rctx)
+	cancel()
+	from := time.Now()
+	if !errors.Is(err, dlock.ErrLost) {
+		t.Errorf("Release of a fixed lease %v after it ran out: %v; want ErrLost", ttl+500*time.Millisecond, err)
+	}
+	CheckGivenBack(t, ctx, other, key, from, bound, GiveBackWatch, "plain fixed lease ran out (control)")
+}
+
+// ReleaseAfterBlip is the control of ReleaseBlip: the same blip and reset
+// with the key held, then, once the holder's store answers again (Inspect
+// through the holder's store client succeeds: it has reconnected), a
+// Release with a live context. other must take key within bound of the
+// reset: the bound leaves room for the reconnection.
+func ReleaseAfterBlip(t testing.TB, ctx context.Context, holder, other *dlock.Client, p *faultproxy.Proxy, key string, blip, bound time.Duration) {
+	t.Helper()
+	defer KeepSession(t, ctx, holder, key)()
+	l, err := holder.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(faultproxy.Upstream, true)
+	cut := time.NewTimer(blip) // the blip's length: the fault under test
+	<-cut.C
+	p.Clear()
+	p.ResetAll()
+	from := time.Now()
+	in, ok := driver.As[driver.Inspector](holder.Store())
+	if !ok {
+		t.Fatal("control: the holder's store cannot inspect keys, to tell when it has reconnected")
+	}
+	var ierr error
+	if !Within(bound, func() bool {
+		ictx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		_, ierr = in.Inspect(ictx, key)
+		return ierr == nil
+	}) {
+		t.Fatalf("control: the holder's store did not answer within %v of the reset: %v", bound, ierr)
+	}
+	t.Logf("the holder's store answers again %v after the reset", time.Since(from).Round(time.Millisecond))
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	err = l.Release(rctx)
+	cancel()
+	t.Logf("Release after the blip: %v (returned %v after the reset)", err, time.Since(from).Round(time.Millisecond))
+	if err != nil {
+		t.Errorf("Release after the blip: %v; want nil", err)
+	}
+	CheckGivenBack(t, ctx, other, key, from, bound, GiveBackWatch, "release after the blip (control)")
+}
+
+// RunOuts are NestedRunOut and its control PlainRunOut, as subtests.
+var RunOuts = []struct {
+	Name string
+	Run  func(t testing.TB, ctx context.Context, holder, other *dlock.Client, key string, ttl, bound time.Duration)
+}{{"nested", NestedRunOut}, {"control-plain", PlainRunOut}}
+
+// Blips are ReleaseBlip and its control ReleaseAfterBlip, as subtests.
+var Blips = []struct {
+	Name string
+	Run  func(t testing.TB, ctx context.Context, holder, other *dlock.Client, p *faultproxy.Proxy, key string, blip, bound time.Duration)
+}{{"lost", ReleaseBlip}, {"control-release-after-blip", ReleaseAfterBlip}}
