@@ -91,3 +91,13 @@ func TestNestedFixedLeaseRunOutGivesKeyBack(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWaitsForGiveBack: Close right after a Release with an ended
+// context waits for the background give-back: once Close returned,
+// another client's first TryLock takes the key (the holder's store, and
+// so its session, still open).
+func TestCloseWaitsForGiveBack(t *testing.T) {
+	c, pfx := node(t), uniq(t)
+	holder, other := giveBackClient(t, c, pfx), giveBackClient(t, c, pfx)
+	faulttest.ReleaseEndedThenClose(t, ctxT(t, 60*time.Second), holder, other, "k")
+}

@@ -81,3 +81,19 @@ func TestNestedFixedLeaseRunOutGivesKeyBack(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWaitsForGiveBack: Close right after a Release with an ended
+// context waits for the background give-back: once Close returned,
+// another client's first TryLock takes the key (the holder's store still
+// open: closing it would free a session lock for the wrong reason), on the
+// session lock and on the lease table with a 30 s lease.
+func TestCloseWaitsForGiveBack(t *testing.T) {
+	t.Run("session", func(t *testing.T) {
+		holder, other := giveBackClients(t, true)
+		faulttest.ReleaseEndedThenClose(t, ctx(t), holder, other, "k")
+	})
+	t.Run("lease", func(t *testing.T) {
+		holder, other := giveBackClients(t, false)
+		faulttest.ReleaseEndedThenClose(t, ctx(t), holder, other, "k", dlock.WithTTL(giveBackLeaseTTL))
+	})
+}

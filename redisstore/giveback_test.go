@@ -26,3 +26,14 @@ func TestReleaseWithEndedContextGivesKeyBack(t *testing.T) {
 	holder, other := newClient(t, rdb), newClient(t, ordb)
 	faulttest.ReleaseEnded(t, testCtx(t), holder, other, "k", faulttest.GiveBackBound, dlock.WithTTL(30*time.Second))
 }
+
+// TestCloseWaitsForGiveBack: Close right after a Release with an ended
+// context (a 30 s lease) waits for the background give-back: once Close
+// returned, another client's first TryLock takes the key.
+func TestCloseWaitsForGiveBack(t *testing.T) {
+	srv, rdb := newRedis(t)
+	ordb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = ordb.Close() })
+	holder, other := newClient(t, rdb), newClient(t, ordb)
+	faulttest.ReleaseEndedThenClose(t, testCtx(t), holder, other, "k", dlock.WithTTL(30*time.Second))
+}

@@ -82,3 +82,14 @@ func TestNestedFixedLeaseRunOutGivesKeyBack(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWaitsForGiveBack: Close right after a Release with an ended
+// context waits for the background give-back: once Close returned,
+// another client's first TryLock takes the key (the holder's store, and
+// so its session, still open).
+func TestCloseWaitsForGiveBack(t *testing.T) {
+	root, addrs := uniq(t), server(t).Addrs()
+	holder := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+	other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
+	faulttest.ReleaseEndedThenClose(t, ctxT(t, 60*time.Second), holder, other, "k")
+}

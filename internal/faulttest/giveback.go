@@ -327,3 +327,37 @@ var Blips = []struct {
 	Name string
 	Run  func(t testing.TB, ctx context.Context, holder, other *dlock.Client, p *faultproxy.Proxy, key string, blip, bound time.Duration)
 }{{"lost", ReleaseBlip}, {"control-release-after-blip", ReleaseAfterBlip}}
+
+// ReleaseEndedThenClose is ReleaseEnded followed at once by holder.Close:
+// Close waits for the background give-back, so once it returned nil the
+// key is free: other's first TryLock must take it (no polling), though
+// holder's store is still open (closing it would end its session and free
+// the key for the wrong reason).
+func ReleaseEndedThenClose(t testing.TB, ctx context.Context, holder, other *dlock.Client, key string, opts ...dlock.Option) {
+	t.Helper()
+	req, cancel := context.WithCancel(ctx)
+	l, err := holder.Lock(req, key, opts...)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cancel()
+	err = l.Release(req)
+	CheckReleaseEnded(t, err, context.Canceled)
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	start := time.Now()
+	err = holder.Close(cctx)
+	ccancel()
+	t.Logf("Close after the Release with an ended context: %v, in %v", err, time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		t.Errorf("Close: %v; want nil (the give-back succeeded)", err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer tcancel()
+	ol, err := other.TryLock(tctx, key)
+	if err != nil {
+		t.Fatalf("another client's TryLock right after Close returned: %v; want the key free (Close waits for the give-back); state: %s", err, Describe(ctx, other.Store(), key))
+	}
+	t.Log("RESULT another client took the key right after Close returned")
+	_ = ol.Release(tctx)
+}
