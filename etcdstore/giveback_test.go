@@ -101,3 +101,27 @@ func TestCloseWaitsForGiveBack(t *testing.T) {
 	holder, other := giveBackClient(t, c, pfx), giveBackClient(t, c, pfx)
 	faulttest.ReleaseEndedThenClose(t, ctxT(t, 60*time.Second), holder, other, "k")
 }
+
+// TestLostAcquireOfOwnerGivesKeyBack (faulttest.LostAcquire): Lock as an
+// explicit Owner (holding nothing else) is cancelled once etcd applied it,
+// its reply held back by the fault proxy; the proxy then resets the
+// connections. The owner's last live holding has ended, so the Client
+// must give back what its token holds: the key free for another client
+// within faulttest.BlipGiveBackBound of the reset. own-token: the same
+// Lock without an Owner (a token of the call's own), same bound. Both
+// pass on 835c212 (etcd withdraws the queued acquisition when the call
+// ends): a guard, not the evidence.
+func TestLostAcquireOfOwnerGivesKeyBack(t *testing.T) {
+	for _, owner := range []bool{true, false} {
+		t.Run(map[bool]string{true: "owner", false: "own-token"}[owner], func(t *testing.T) {
+			c, pfx := node(t), uniq(t)
+			p, err := faultproxy.New(c.Members[0].Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			holder, other := giveBackClient(t, c, pfx, p.Addr()), giveBackClient(t, c, pfx)
+			faulttest.LostAcquire(t, ctxT(t, 60*time.Second), holder, other, p, "k", owner, faulttest.BlipGiveBackBound)
+		})
+	}
+}

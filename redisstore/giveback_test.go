@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/faulttest"
 )
 
@@ -36,4 +37,32 @@ func TestCloseWaitsForGiveBack(t *testing.T) {
 	t.Cleanup(func() { _ = ordb.Close() })
 	holder, other := newClient(t, rdb), newClient(t, ordb)
 	faulttest.ReleaseEndedThenClose(t, testCtx(t), holder, other, "k", dlock.WithTTL(30*time.Second))
+}
+
+// TestLostAcquireOfOwnerGivesKeyBack (faulttest.LostAcquire): Lock as an
+// explicit Owner (holding nothing else), with a 30 s lease, is cancelled
+// once Redis applied it, its reply held back by a fault proxy; the proxy
+// then resets the connections. The owner's last live holding has ended,
+// so the Client must give back every hold its token has: the key free for
+// another client within faulttest.BlipGiveBackBound of the reset, not at
+// the end of its TTL. own-token: the same Lock without an Owner (a token
+// of the call's own), same bound: it passes on 835c212 (the control),
+// where the owner's fails.
+func TestLostAcquireOfOwnerGivesKeyBack(t *testing.T) {
+	for _, owner := range []bool{true, false} {
+		t.Run(map[bool]string{true: "owner", false: "own-token"}[owner], func(t *testing.T) {
+			srv, ordb := newRedis(t)
+			p, err := faultproxy.New(srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			// Replies later than 100 ms are lost to the holder: go-redis does
+			// not abandon a read when its context is cancelled.
+			hrdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ReadTimeout: 100 * time.Millisecond})
+			t.Cleanup(func() { _ = hrdb.Close() })
+			holder, other := newClient(t, hrdb), newClient(t, ordb)
+			faulttest.LostAcquire(t, testCtx(t), holder, other, p, "k", owner, faulttest.BlipGiveBackBound, dlock.WithTTL(30*time.Second))
+		})
+	}
 }

@@ -93,3 +93,28 @@ func TestCloseWaitsForGiveBack(t *testing.T) {
 	other := giveBackClient(t, dial(t, root, giveBackTimeout, addrs...))
 	faulttest.ReleaseEndedThenClose(t, ctxT(t, 60*time.Second), holder, other, "k")
 }
+
+// TestLostAcquireOfOwnerGivesKeyBack (faulttest.LostAcquire): Lock as an
+// explicit Owner (holding nothing else) is cancelled once ZooKeeper
+// applied it, its reply held back by the fault proxy; the proxy then
+// resets the connection (go-zookeeper reconnects within the session). The
+// owner's last live holding has ended, so the Client must give back what
+// its token holds: the key free for another client within
+// faulttest.BlipGiveBackBound of the reset. own-token: the same Lock
+// without an Owner (a token of the call's own), same bound. Both fail on
+// 835c212: the owner's hold is never given back, and the one background
+// release of the call's own token is lost with the reset, never retried.
+func TestLostAcquireOfOwnerGivesKeyBack(t *testing.T) {
+	for _, owner := range []bool{true, false} {
+		t.Run(map[bool]string{true: "owner", false: "own-token"}[owner], func(t *testing.T) {
+			root, addrs := uniq(t), server(t).Addrs()
+			// A longer session: the proxy delays every reply of the holder
+			// by 400 ms, one chunk after another, and its renewals must
+			// outlast that.
+			h := dialProxied(t, root, 2*giveBackTimeout, addrs[0])
+			holder := giveBackClient(t, h.Store)
+			other := giveBackClient(t, dial(t, root, 2*giveBackTimeout, addrs...))
+			faulttest.LostAcquire(t, ctxT(t, 60*time.Second), holder, other, h.p, "k", owner, faulttest.BlipGiveBackBound)
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -360,4 +361,63 @@ func ReleaseEndedThenClose(t testing.TB, ctx context.Context, holder, other *dlo
 	}
 	t.Log("RESULT another client took the key right after Close returned")
 	_ = ol.Release(tctx)
+}
+
+// LostAcquire is the schedule "an acquisition whose reply was lost":
+// holder's store reaches its server only through p, which delays every
+// reply (downstream bytes) by 400 ms (within every session); holder locks
+// key, and as soon as the server shows key held (the acquisition applied,
+// its reply still on its way) the call's context ends, so Lock fails; the
+// proxy then resets every connection (the late replies are lost) and
+// lets bytes through again. With owner, Lock runs as an explicit Owner
+// (ContextWithOwner) that holds nothing else: its last live holding has
+// ended (it never had one), so whatever its token holds must be given
+// back. Without, the call used a token of its own, which the Client gives
+// back after a failed Lock. other must take key within bound of the
+// reset. holder holds another key, renewed, all along (see KeepSession).
+func LostAcquire(t testing.TB, ctx context.Context, holder, other *dlock.Client, p *faultproxy.Proxy, key string, owner bool, bound time.Duration, opts ...dlock.Option) {
+	t.Helper()
+	defer KeepSession(t, ctx, holder, key)()
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if owner {
+		lctx = dlock.ContextWithOwner(lctx, dlock.NewOwner())
+	}
+	p.SetDelay(faultproxy.Downstream, 400*time.Millisecond) // every reply late: the acquisition's reply is outstanding when the call ends, a few ms after it was applied
+	type result struct {
+		l   *dlock.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := holder.Lock(lctx, key, opts...)
+		done <- result{l, err}
+	}()
+	var state string
+	applied := Within(4*time.Second, func() bool {
+		state = Describe(ctx, other.Store(), key)
+		return strings.HasPrefix(state, "held")
+	})
+	cancel() // the caller gives up: the acquisition applied, its reply not yet in
+	cancelled := time.Now()
+	var r result
+	select {
+	case r = <-done:
+		t.Logf("Lock returned %v after its context was cancelled", time.Since(cancelled).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		p.Clear()
+		t.Fatal("Lock did not return within 10 s of its context's end")
+	}
+	p.Clear()
+	p.ResetAll()
+	from := time.Now()
+	if r.err == nil {
+		_ = r.l.Release(ctx)
+		t.Fatal("Lock succeeded while its replies were delayed: the test lost its premise")
+	}
+	t.Logf("Lock with its replies delayed (owner %v): %v; the key when its context ended: %s", owner, r.err, state)
+	if !applied {
+		t.Fatalf("the key while Lock's replies were delayed: %s; want held (the request applied): the test lost its premise", state)
+	}
+	CheckGivenBack(t, ctx, other, key, from, bound, GiveBackWatch, fmt.Sprintf("acquisition whose reply was lost (explicit owner: %v)", owner))
 }
