@@ -42,15 +42,40 @@ func (r *renewable) Slot() *lease.Slot { return &r.renewal }
 
 // BeginRenewal implements lease.Renewable: a renewal asks for the TTL the
 // key's expiry was set to last.
+// An Owner's lease renews only when no other call sets its record's expiry,
+// and asks for at least what the record's other live holdings need
+// (Lease.ask); it is looked at again shortly otherwise.
 func (r *renewable) BeginRenewal() (driver.ExtendRequest, time.Time, bool) {
 	l := (*Lease)(r)
+	rec := l.rec.Load()
+	if rec != nil && !l.c.records.tryBegin(rec) {
+		return driver.ExtendRequest{}, time.Time{}, false
+	}
 	ttl, validUntil, ok := l.tryBeginCall()
-	return driver.ExtendRequest{Key: l.key, Token: l.token, TTL: ttl}, validUntil, ok
+	if ok && l.rec.Load() != rec { // joined a record meanwhile: next time
+		l.v.EndCall()
+		ok = false
+	}
+	if !ok {
+		if rec != nil {
+			l.c.records.end(rec)
+		}
+		return driver.ExtendRequest{}, validUntil, false
+	}
+	return driver.ExtendRequest{Key: l.key, Token: l.token, TTL: l.ask(ttl)}, validUntil, true
 }
 
-// SettleRenewal implements lease.Renewable (see Lease.settle).
+// SettleRenewal implements lease.Renewable (see Lease.settle). The lease's
+// TTL cannot change while its call is under way: it is the one renewal
+// asked for, before Lease.ask raised it.
 func (r *renewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res driver.ExtendResult) bool {
-	return (*Lease)(r).settle(start, req.TTL, res.Grant, classify(res.Err)) != nil
+	l := (*Lease)(r)
+	ttl, _ := l.v.Current()
+	err := l.settle(start, min(ttl, req.TTL), req.TTL, res.Grant, classify(res.Err))
+	if rec := l.rec.Load(); rec != nil { // the one of BeginRenewal: a record is joined only between calls
+		l.c.records.end(rec)
+	}
+	return err != nil
 }
 
 // Current implements lease.Renewable.
