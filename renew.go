@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -15,7 +16,9 @@ import (
 
 // extender is the Client's side of renewal: one pipelined round trip when
 // the store is a BatchExtender and the batch has more than one lease, else
-// one Extend per lease.
+// one Extend per lease, all at once: one after the other, a hung Extend
+// would hold up the rest of the batch until its deadline, which the batch
+// shares, and they would fail with it.
 type extender struct{ c *Client }
 
 // ExtendMany implements lease.Extender.
@@ -25,9 +28,16 @@ func (e extender) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 		return b.ExtendBatch(ctx, reqs)
 	}
 	results := make([]driver.ExtendResult, len(reqs))
-	for i, q := range reqs {
+	extend := func(i int) {
+		q := reqs[i]
 		results[i].Grant, results[i].Err = c.store.Extend(ctx, q.Key, q.Token, q.TTL)
 	}
+	var wg sync.WaitGroup
+	for i := 1; i < len(reqs); i++ {
+		wg.Go(func() { extend(i) })
+	}
+	extend(0)
+	wg.Wait()
 	return results
 }
 
