@@ -66,3 +66,25 @@ func TestLostAcquireOfOwnerGivesKeyBack(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseLostLocallyGivesKeyBack (faulttest.LateExtend): a fixed 2 s
+// lease whose Extend to 30 s is applied but answered too late is lost on
+// the local clock while Redis holds the key for 30 s more; the Client must
+// give the key back (token-checked): another client takes it within
+// faulttest.GiveBackBound of the loss. On 835c212 a lease lost on the
+// local clock was given back on session stores only: the key stayed held
+// until the 30 s expiry.
+func TestLeaseLostLocallyGivesKeyBack(t *testing.T) {
+	srv, ordb := newRedis(t)
+	p, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	// Replies later than 100 ms are lost to the holder: go-redis does not
+	// abandon a read when its context ends.
+	hrdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ReadTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = hrdb.Close() })
+	holder, other := newClient(t, hrdb), newClient(t, ordb)
+	faulttest.LateExtend(t, testCtx(t), holder, other, p, "k", 2*time.Second, faulttest.GiveBackBound)
+}

@@ -421,3 +421,54 @@ func LostAcquire(t testing.TB, ctx context.Context, holder, other *dlock.Client,
 	}
 	CheckGivenBack(t, ctx, other, key, from, bound, GiveBackWatch, fmt.Sprintf("acquisition whose reply was lost (explicit owner: %v)", owner))
 }
+
+// LateExtend is the schedule "a lease lost on the local clock while the
+// store still holds it": holder's store reaches its server only through p
+// and gives up on a reply after less than 400 ms (its client's read
+// timeout, or ctx). holder takes key for ttl (a fixed lease, its own
+// token) and extends it once to ttl; its Extend to 30 s is applied by the store, but the proxy delays
+// the reply by 400 ms, so Extend fails with ErrUnavailable and the lease
+// keeps its validity: it is lost on the local clock at about ttl while the
+// store holds key for 30 s more. The Client must give the key back
+// (token-checked): other must take it within bound of the loss (Done).
+func LateExtend(t testing.TB, ctx context.Context, holder, other *dlock.Client, p *faultproxy.Proxy, key string, ttl, bound time.Duration) {
+	t.Helper()
+	defer KeepSession(t, ctx, holder, key)()
+	l, err := holder.Lock(ctx, key, dlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A first Extend, answered: the store's script or statement is then
+	// loaded or prepared, so the faulty Extend is one round trip.
+	if err := l.Extend(ctx, ttl); err != nil {
+		t.Fatal(err)
+	}
+	p.SetDelay(faultproxy.Downstream, 400*time.Millisecond) // the Extend's reply comes too late
+	ectx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	err = l.Extend(ectx, 30*time.Second)
+	cancel()
+	p.Clear()
+	p.ResetAll()
+	if !errors.Is(err, dlock.ErrUnavailable) {
+		t.Fatalf("Extend with its reply delayed: %v; want ErrUnavailable (no answer): the test lost its premise", err)
+	}
+	var ce *dlock.ContendedError
+	tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+	ol, oerr := other.TryLock(tctx, key)
+	tcancel()
+	if ol != nil {
+		_ = ol.Release(ctx)
+	}
+	if !errors.As(oerr, &ce) || ce.Remaining < ttl+time.Second {
+		t.Fatalf("another client's TryLock after the Extend: %v; want the key held for about 30 s (the Extend applied): the test lost its premise", oerr)
+	}
+	t.Logf("Extend with its reply delayed: %v; the store holds the key for %v more", err, ce.Remaining.Round(time.Millisecond))
+	select {
+	case <-l.Done():
+	case <-time.After(ttl + 5*time.Second):
+		t.Fatalf("the lease was not lost %v after its TTL (%v) ran out: %v", 5*time.Second, ttl, l.Err())
+	}
+	from := time.Now()
+	t.Logf("the lease ended: %v", l.Err())
+	CheckGivenBack(t, ctx, other, key, from, bound, GiveBackWatch, "lease lost on the local clock, the store holding it 30 s")
+}
