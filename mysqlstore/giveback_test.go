@@ -7,6 +7,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faulttest"
+	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/mysqlstore"
 )
 
@@ -108,4 +109,32 @@ func TestCloseWaitsForGiveBack(t *testing.T) {
 		holder, other := giveBackClients(t, false)
 		faulttest.ReleaseEndedThenClose(t, ctxT(t), holder, other, "k", dlock.WithTTL(giveBackLeaseTTL))
 	})
+}
+
+// TestLeaseLostLocallyGivesKeyBack (faulttest.LateExtend, lease table): a
+// fixed 2 s lease whose Extend to 30 s is applied but answered too late
+// (the holder's pool goes through a fault proxy) is lost on the local
+// clock while the table holds the key for 30 s more; the Client must give
+// the key back (token-checked): another client takes it within
+// faulttest.GiveBackBound of the loss. On 835c212 a lease lost on the
+// local clock was given back on session stores only.
+func TestLeaseLostLocallyGivesKeyBack(t *testing.T) {
+	db, opts := migrated(t, mysqlstore.Options{})
+	p := proxy(t, shared(t).Addr())
+	// interpolateParams: each statement is one round trip (no
+	// server-side prepare whose late reply would keep the Extend unsent).
+	hs, err := mysqlstore.New(openDB(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database, "interpolateParams=true")), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os, err := mysqlstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err1 := dlock.New(hs)
+	other, err2 := dlock.New(os)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	faulttest.LateExtend(t, ctxT(t), holder, other, p, "k", 2*time.Second, faulttest.GiveBackBound)
 }

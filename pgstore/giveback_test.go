@@ -97,3 +97,25 @@ func TestCloseWaitsForGiveBack(t *testing.T) {
 		faulttest.ReleaseEndedThenClose(t, ctx(t), holder, other, "k", dlock.WithTTL(giveBackLeaseTTL))
 	})
 }
+
+// TestLeaseLostLocallyGivesKeyBack (faulttest.LateExtend, lease table): a
+// fixed 2 s lease whose Extend to 30 s is applied but answered too late
+// (the holder's pool goes through a fault proxy) is lost on the local
+// clock while the table holds the key for 30 s more; the Client must give
+// the key back (token-checked): another client takes it within
+// faulttest.GiveBackBound of the loss. On 835c212 a lease lost on the
+// local clock was given back on session stores only.
+func TestLeaseLostLocallyGivesKeyBack(t *testing.T) {
+	pool := newPool(t)
+	table := uniqTable(t, pool)
+	p := proxied(t, server(t).Addr())
+	holder, err := dlock.New(newStore(t, newPool(t, p.Addr()), pgstore.Options{Table: table}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := dlock.New(newStore(t, pool, pgstore.Options{Table: table}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulttest.LateExtend(t, ctx(t), holder, other, p, "k", 2*time.Second, faulttest.GiveBackBound)
+}
