@@ -75,13 +75,13 @@ func (c *Client) Store() driver.Mutex { return c.store }
 // What a failed Lock leaves in the store: nothing, when every attempt got an
 // answer. An attempt that got none (the store was unreachable, or ctx ended
 // while it was in flight) may have been applied; Lock then releases the
-// call's token in the background, detached from ctx and bounded by
-// min(TTL, 10s), so that the key does not stay held for the TTL (Close waits
-// for that). If the store cannot be reached within that bound, or the lost
-// attempt reaches the store only after the release, the key stays held until
-// its TTL ends. Calls with an explicit Owner (ContextWithOwner) do not
-// release: that could remove a hold the owner took earlier; a lost attempt's
-// hold then counts as one more hold of the owner and expires with the TTL.
+// call's token in the background, retried until the store answers, for at
+// most the TTL (at least the session TTL on a session store), so that the
+// key does not stay held (Close waits for that). If the lost attempt reaches
+// the store only after the release, the key stays held until its TTL ends.
+// For an explicit Owner (ContextWithOwner) a lost attempt's hold counts as
+// one more hold of the owner, given back once the owner's last live holding
+// of the key ends (see Lease.Release).
 //
 // On a store with its own queue of waiters (driver.Queuer: etcd,
 // ZooKeeper), Lock waits in that queue, in one call bounded by the wait,
@@ -326,12 +326,12 @@ func (c *Client) attempt(ctx context.Context, key, token string, rec *record, cf
 		if rec != nil {
 			c.strayHold(rec)
 		} else {
-			c.giveBack(key, token, ghosts+1, cfg.ttl, time.Time{}, nil)
+			c.giveBackNow(ctx, key, token, ghosts+1, cfg.ttl)
 		}
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
 	if ghosts > 0 {
-		c.giveBack(key, token, ghosts, cfg.ttl, time.Time{}, nil)
+		c.giveBackNow(ctx, key, token, ghosts, cfg.ttl)
 	}
 	return c.newLease(key, token, rec, g, cfg, validUntil, q, rd), nil
 }

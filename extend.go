@@ -21,6 +21,12 @@ import (
 // in the store last: Extend first waits, as long as ctx allows, for one
 // already under way.
 //
+// Holdings of one owner on one key (re-entries, nested Do) share one record
+// in the store, and no holding shortens another: the store is asked for the
+// longer of ttl and the lease every other live holding of the owner set
+// last, while this lease's validity follows ttl; such calls run one at a
+// time for the owner and key.
+//
 // If the store says the lock is no longer held, or the lease was lost while
 // the call was under way, the lease is lost and Extend returns an error
 // matching ErrLost (Release still gives the store back its hold). If the

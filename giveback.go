@@ -45,6 +45,28 @@ func (c *Client) giveBack(key, token string, n int, ttl time.Duration, notBefore
 	})
 }
 
+// giveBackNow releases up to n holds of token on key at once, one try
+// each, bounded by releaseTimeout(ttl) and detached from ctx's
+// cancellation, and leaves to the background give-back what the store did
+// not answer.
+func (c *Client) giveBackNow(ctx context.Context, key, token string, n int, ttl time.Duration) {
+	rctx, cancel := releaseContext(ctx, ttl)
+	defer cancel()
+	for ; n > 0; n-- {
+		err := classify(c.store.Release(rctx, key, token))
+		if err == nil {
+			continue
+		}
+		if isNotHeld(err) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrRefused) {
+			return
+		}
+		break
+	}
+	if n > 0 {
+		c.giveBack(key, token, n, ttl, time.Time{}, nil)
+	}
+}
+
 // releaseN releases up to n holds of token on key, retrying a release that
 // got no answer until ctx ends. It stops early when the store says the token
 // holds nothing, or refuses in a way retrying cannot fix.

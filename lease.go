@@ -142,9 +142,10 @@ func (l *Lease) Done() <-chan struct{} { return l.v.Done() }
 func (l *Lease) Err() error { return l.v.Err(l.holder()) }
 
 // ValidUntil returns the local monotonic time up to which the lock is held.
-// It follows the expiry set in the store last, by Extend or by a renewal: a
-// shorter Extend moves it back, even one that failed (it may have been
-// applied).
+// It follows the expiry this lease set in the store last, by Extend or by a
+// renewal: a shorter Extend moves it back, even one that failed (it may have
+// been applied). Another live holding of the same owner and key keeps the
+// store's record longer (see Extend), not this lease's validity.
 func (l *Lease) ValidUntil() time.Time { return l.v.ValidUntil() }
 
 // Remaining returns how much validity is left, or zero once the lease ended.
@@ -154,18 +155,24 @@ func (l *Lease) Remaining() time.Duration { return l.v.Remaining() }
 // its owner is released. Renewal stops before the store is asked, so it never
 // outlives the release.
 //
-// If the lock had already been lost, Release returns an error matching ErrLost:
-// the work done under it may not have been protected. It still asks the store
-// first, once, to remove this lease's hold if its token still has it (an
-// extension applied after the loss may keep the key held); that request is
-// best effort, bounded by ctx, and its outcome is not reported; it is not
-// sent for a lease taken as an explicit Owner (ContextWithOwner), whose
-// token a newer holding of the same owner may carry. A lost lease never
-// hands the lock to a local waiter. If the store cannot be
-// reached, it returns an error matching ErrUnavailable; the lease is released
-// locally all the same and the key expires at the end of its TTL. Releasing
-// twice returns an error matching ErrNotHeld, as does Release on a nil
-// Lease. A nil ctx returns an error matching ErrInvalid and releases
+// If the store cannot be reached, or ctx has ended (a request context under
+// defer), Release returns an error matching ErrUnavailable (and ctx's
+// error, if ctx ended) that says the release goes on in the background: the
+// lease is released locally all the same, and the Client sends the release
+// again, retried until the store answers, for at most the lease's TTL (at
+// least the session TTL on a session store); Close waits for it. For an
+// explicit Owner (ContextWithOwner) whose other holdings of the key are
+// still live, it is sent once the last of them ends: earlier, it would take
+// one of theirs.
+//
+// If the lock had already been lost, Release returns an error matching
+// ErrLost: the work done under it may not have been protected. The hold the
+// lost lease may still have in the store (an extension applied after the
+// loss may keep the key held) is given back in the same way, once, not
+// before the end of the validity the lease reported, and Release waits for
+// that within ctx. A lost lease never hands the lock to a local waiter.
+// Releasing twice returns an error matching ErrNotHeld, as does Release on
+// a nil Lease. A nil ctx returns an error matching ErrInvalid and releases
 // nothing: the lease stays held.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
