@@ -43,6 +43,7 @@ func giveBackClient(t *testing.T, c *etcdtest.Cluster, pfx string, endpoints ...
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	return dc
 }
 

@@ -62,6 +62,7 @@ func giveBackClients(t *testing.T, session bool) (holder, other *dlock.Client) {
 		if cs[i], err = dlock.New(m); err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, cs[i])
 	}
 	return cs[0], cs[1]
 }
@@ -127,14 +128,16 @@ func TestLeaseLostLocallyGivesKeyBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os, err := mysqlstore.New(db, opts)
+	ostore, err := mysqlstore.New(db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	holder, err1 := dlock.New(hs)
-	other, err2 := dlock.New(os)
+	other, err2 := dlock.New(ostore)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
+	faulttest.CloseOnCleanup(t, holder)
+	faulttest.CloseOnCleanup(t, other)
 	faulttest.LateExtend(t, ctxT(t), holder, other, p, "k", 2*time.Second, faulttest.GiveBackBound)
 }

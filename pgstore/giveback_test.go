@@ -48,6 +48,7 @@ func giveBackClients(t *testing.T, session bool) (holder, other *dlock.Client) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, dc)
 		cs[i] = dc
 	}
 	return cs[0], cs[1]
@@ -117,5 +118,7 @@ func TestLeaseLostLocallyGivesKeyBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, holder)
+	faulttest.CloseOnCleanup(t, other)
 	faulttest.LateExtend(t, ctx(t), holder, other, p, "k", 2*time.Second, faulttest.GiveBackBound)
 }

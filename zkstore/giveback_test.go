@@ -31,6 +31,7 @@ func giveBackClient(t *testing.T, s *zkstore.Store) *dlock.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	return dc
 }
 
