@@ -116,10 +116,11 @@ func CheckReleaseEnded(t testing.TB, err, ctxErr error) {
 }
 
 // The bounds of the give-back tests, from the moment the holding ended
-// (Release returned, the blip ended, both Do calls returned) to another
-// client's successful TryLock. The Client gives a key back in the
-// background at once, retrying with its backoff (at most 250 ms between
-// attempts by default) until the store answers.
+// (Release returned, the blip ended, both Do calls returned, the lease was
+// lost) to another client's successful TryLock. The Client gives a key
+// back in the background at once, and retries a release that got no
+// answer with a jittered backoff from 10 ms, doubling (its attempts come
+// at most 10, 30, 70, 150, 310, 630 and 1270 ms after the first).
 const (
 	// GiveBackBound is the bound on a working store: one release round
 	// trip, scheduled in the background, with slack for -race and a loaded
@@ -127,9 +128,9 @@ const (
 	GiveBackBound = time.Second
 	// BlipGiveBackBound is the bound after a network blip, counted from
 	// its end (the reset): the client reconnects within its session
-	// (go-zookeeper waits up to a second before it redials its only
-	// server), then the background retry (at most 250 ms away) frees the
-	// key.
+	// (go-zookeeper waits about a second before it redials its only
+	// server), and the first retry after that, at most 1.27 s after the
+	// reset, frees the key.
 	BlipGiveBackBound = 2 * time.Second
 	// GiveBackWatch is how long a failing run keeps watching the key, to
 	// report how long it stayed held (the old code's evidence).
