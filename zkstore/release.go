@@ -18,6 +18,9 @@ import (
 // (CURATOR-678: local state is dropped only when the node is known gone)
 // and returns an error of unknown outcome; calling Release again retries.
 func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := s.checkKey(key); err != nil {
+		return err
+	}
 	for range maxAttempts {
 		h, ok := s.lookup(key, token)
 		if !ok {
@@ -104,6 +107,9 @@ func (s *Store) foreign(ctx context.Context, key, token string) (*holding, error
 // key through another session gets an error matching driver.ErrInvalid
 // (this store cannot renew that session).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.checkKey(key); err != nil {
+		return driver.Grant{}, err
+	}
 	start := time.Now()
 	h, ok := s.lookup(key, token)
 	if !ok {
