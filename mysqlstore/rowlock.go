@@ -163,18 +163,40 @@ func withIdleTimeout(ctx context.Context, db *sql.DB, table, key string, opts Ro
 }
 
 // rowErr classifies an error got before fn ran, as pgstore's row lock
-// does: a *driver.ContendedError (NOWAIT, lock wait timeout) as it is; the
-// end of ctx (its deadline, usually before the server's WAIT n, which is
-// rounded up to whole seconds) an error matching driver.ErrNotAcquired and
-// ctx's error (fn did not run, nothing was written); others as wrap.
+// does: once ctx has ended (its deadline, usually before the server's
+// WAIT n, which is rounded up to whole seconds; or its cancellation), an
+// error matching driver.ErrNotAcquired and ctx's error (fn did not run,
+// nothing was written), keeping a *driver.ContendedError when the server's
+// lock wait timeout answered as the deadline passed; otherwise a
+// *driver.ContendedError (NOWAIT, lock wait timeout) as it is, and others
+// as wrap.
 func rowErr(ctx context.Context, key, op string, err error) error {
+	cerr := ended(ctx)
 	switch {
+	case cerr != nil && errors.Is(err, driver.ErrNotAcquired):
+		return fmt.Errorf("%w (the wait ended with ctx: %w)", err, cerr)
+	case cerr != nil:
+		return fmt.Errorf("%w: mysqlstore: row lock %q: %s: %w", driver.ErrNotAcquired, key, op, cerr)
 	case errors.Is(err, driver.ErrNotAcquired):
 		return err
-	case ctx.Err() != nil:
-		return fmt.Errorf("%w: mysqlstore: row lock %q: %s: %w", driver.ErrNotAcquired, key, op, context.Cause(ctx))
 	}
 	return wrap("row lock: "+op, err)
+}
+
+// ended returns ctx's error (with its cause, if that is another error),
+// or context.DeadlineExceeded once ctx's deadline has passed although its
+// timer has not fired yet; nil while ctx lives.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		if c := context.Cause(ctx); c != nil && c != err {
+			return fmt.Errorf("%w: %w", err, c)
+		}
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // lockRow takes key's row in tx: errNoRow if it has none, a
