@@ -234,7 +234,11 @@ func (l *Lease) release(ctx context.Context, w *write) error {
 		return err
 	}
 	l.c.renewer.Remove(l.renewable())
-	if l.slot != nil {
+	// A lease that shares its record with an owner's holdings (a Do's lease
+	// re-entered through its context) is not handed off: the record may keep
+	// their holds, which a transfer would move or refuse; it is released, and
+	// the record gives back what is left (record.go).
+	if l.slot != nil && l.rec.Load() == nil {
 		if handled, err := l.c.handoff(ctx, l, w); handled {
 			return err
 		}
