@@ -233,7 +233,7 @@ func (s *suite) keyState(t *testing.T, m driver.Mutex, key string, c *modelCheck
 	if err != nil {
 		return fmt.Sprintf("Inspect: %v", err)
 	}
-	holder := "no lease of this run"
+	holder := "not matched to a lease of this run"
 	if c != nil {
 		c.mu.Lock()
 		for _, w := range c.leases {
