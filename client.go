@@ -19,8 +19,9 @@ type Client struct {
 	cfg     config
 	renewer *lease.Renewer[Timer]
 	queues  queues
-	caps    caps // the store's optional capabilities, found once
-	life    life // Close's state: live leases, background clean-ups (close.go)
+	records records // the holdings of explicit Owners (record.go)
+	caps    caps    // the store's optional capabilities, found once
+	life    life    // Close's state: live leases, background clean-ups (close.go)
 }
 
 // New returns a Client for store with the given default options. It reads
@@ -74,13 +75,13 @@ func (c *Client) Store() driver.Mutex { return c.store }
 // What a failed Lock leaves in the store: nothing, when every attempt got an
 // answer. An attempt that got none (the store was unreachable, or ctx ended
 // while it was in flight) may have been applied; Lock then releases the
-// call's token in the background, detached from ctx and bounded by
-// min(TTL, 10s), so that the key does not stay held for the TTL (Close waits
-// for that). If the store cannot be reached within that bound, or the lost
-// attempt reaches the store only after the release, the key stays held until
-// its TTL ends. Calls with an explicit Owner (ContextWithOwner) do not
-// release: that could remove a hold the owner took earlier; a lost attempt's
-// hold then counts as one more hold of the owner and expires with the TTL.
+// call's token in the background, retried until the store answers, for at
+// most the TTL (at least the session TTL on a session store), so that the
+// key does not stay held (Close waits for that). If the lost attempt reaches
+// the store only after the release, the key stays held until its TTL ends.
+// For an explicit Owner (ContextWithOwner) a lost attempt's hold counts as
+// one more hold of the owner, given back once the owner's last live holding
+// of the key ends (see Lease.Release).
 //
 // On a store with its own queue of waiters (driver.Queuer: etcd,
 // ZooKeeper), Lock waits in that queue, in one call bounded by the wait,
@@ -226,7 +227,16 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg,
 		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, c.caps.notifier, c.life.closing)}
 	yield := false
-	if !owned {
+	if owned {
+		if l, ok := LeaseFromContext(ctx); ok && l.c == c && l.key == key && l.token == token && l.rec.Load() == nil {
+			c.adopt(wctx, l) // Do's function re-enters Do's lease: they share a record
+		}
+		var err error
+		if w.rec, err = c.records.enter(wctx, key, token); err != nil {
+			return nil, waitError(ctx, wctx, key, nil)
+		}
+		defer func() { c.acquired(w.rec, w.unsure) }()
+	} else {
 		var l *Lease
 		var err error
 		w.q, l, yield, err = c.queue(wctx, key, cfg)
@@ -271,8 +281,16 @@ func (c *Client) queue(ctx context.Context, key string, cfg config) (*keyQueue, 
 }
 
 // attempt makes one acquisition and turns a grant into a Lease, discarding a
-// grant whose validity ran out before its reply arrived.
-func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg config, q *keyQueue) (*Lease, error) {
+// grant whose validity ran out before its reply arrived. rec is the owner's
+// record when the token is an explicit Owner's (nil otherwise): the call
+// then runs as the only one setting the record's expiry.
+func (c *Client) attempt(ctx context.Context, key, token string, rec *record, cfg config, q *keyQueue) (*Lease, error) {
+	if rec != nil {
+		if err := c.records.begin(ctx, rec); err != nil {
+			return nil, classify(err)
+		}
+		defer c.records.end(rec)
+	}
 	start := cfg.clock.Now()
 	var g driver.Grant
 	var rd *grantRead
@@ -298,16 +316,24 @@ func (c *Client) attempt(ctx context.Context, key, token string, owned bool, cfg
 	// applied although its reply was lost. Those ghost holds are given back,
 	// so that one Release frees the key.
 	ghosts := 0
-	if !owned && g.Holds > 1 {
+	if rec == nil && g.Holds > 1 {
 		ghosts, g.Holds = g.Holds-1, 1
 	}
 	validUntil := lease.ValidUntil(start, g.TTL, cfg.ttl)
 	if !cfg.clock.Now().Before(validUntil) {
-		c.releaseHolds(ctx, key, token, ghosts+1, cfg.ttl) // the grant is unusable
+		// The grant is unusable: give it back (an Owner's once its record
+		// has no live holding left).
+		if rec != nil {
+			c.strayHold(rec)
+		} else {
+			c.giveBackNow(ctx, key, token, ghosts+1, cfg.ttl)
+		}
 		return nil, fmt.Errorf("%w: grant for %q arrived after its validity", ErrNotAcquired, key)
 	}
-	c.releaseHolds(ctx, key, token, ghosts, cfg.ttl)
-	return c.newLease(key, token, owned, g, cfg, validUntil, q, rd), nil
+	if ghosts > 0 {
+		c.giveBackNow(ctx, key, token, ghosts, cfg.ttl)
+	}
+	return c.newLease(key, token, rec, g, cfg, validUntil, q, rd), nil
 }
 
 // acquireQueued waits for key in the store's own queue (driver.Queuer) until
@@ -328,28 +354,6 @@ func (c *Client) acquireQueuedRead(ctx context.Context, key, token string, ttl t
 	stop := context.AfterFunc(c.life.closeCtx, func() { cancel(errClosed) })
 	defer stop()
 	return c.caps.qread.AcquireQueuedRead(qctx, key, token, ttl, resource)
-}
-
-// releaseHolds gives back n holds of token on key, best effort: if the store
-// cannot be reached they expire with the key's TTL.
-func (c *Client) releaseHolds(ctx context.Context, key, token string, n int, ttl time.Duration) {
-	if n <= 0 {
-		return
-	}
-	rctx, cancel := releaseContext(ctx, ttl)
-	defer cancel()
-	c.giveBack(rctx, key, token, n)
-}
-
-// giveBack releases up to n holds of token on key, stopping at the first
-// error: "not held" means nothing is left, anything else that the store
-// cannot be reached (the holds then expire with the key's TTL).
-func (c *Client) giveBack(ctx context.Context, key, token string, n int) {
-	for ; n > 0; n-- {
-		if c.store.Release(ctx, key, token) != nil {
-			return
-		}
-	}
 }
 
 // notAcquired makes sure an error from a failed attempt matches ErrNotAcquired.

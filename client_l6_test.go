@@ -155,6 +155,7 @@ func TestL6WrongAddressNamesTheCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeOnCleanup(t, c)
 	var tries atomic.Int64
 	var firstErr atomic.Pointer[error]
 	onRetry := dlock.WithOnRetry(func(_ int, err error) {

@@ -28,6 +28,7 @@ func TestValidityIsTTLMinusElapsedMinusDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeOnCleanup(t, c)
 	const ttl = 10 * time.Second
 	start := clk.Now()
 	l := mustLock(t, c, testCtx(t), "k", dlock.WithTTL(ttl))

@@ -20,6 +20,10 @@ type life struct {
 	// closed by Close, as closing: cancels queued acquisitions in progress
 	closeCtx context.Context
 	closeNow context.CancelCauseFunc
+	// cancelled when Close gave up waiting for the background clean-ups:
+	// they end then, leaving the rest to the keys' TTLs
+	abandonCtx context.Context
+	abandon    context.CancelFunc
 
 	mu      sync.Mutex
 	leases  map[*Lease]struct{} // live leases handed to callers
@@ -29,6 +33,7 @@ type life struct {
 
 func (lf *life) init() {
 	lf.closeCtx, lf.closeNow = context.WithCancelCause(context.Background())
+	lf.abandonCtx, lf.abandon = context.WithCancel(context.Background())
 	lf.closing = lf.closeCtx.Done()
 	lf.leases = make(map[*Lease]struct{})
 }
@@ -77,8 +82,10 @@ func (c *Client) untrack(l *Lease) {
 // Done channel closes and Do's function sees its context cancelled, and Err
 // (and Release) then report an error matching ErrLost and ErrInvalid. Close
 // then releases each in the store, within ctx, and waits, within ctx, for
-// the releases Lock runs in the background after a lost reply (see Lock).
-// What ctx cuts off expires with the key's TTL.
+// the background give-backs: releases the store did not confirm (see
+// Lease.Release and Lock), including its own, retried until the store
+// answers. If ctx ends first they stop; what they left expires with the
+// key's TTL (on a session store, with the session).
 //
 // Close returns nil if every release succeeded (a key already gone or taken
 // counts as released), otherwise the release errors joined, or ctx's error
@@ -114,11 +121,15 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 		if err := c.storeRelease(ctx, l.key, l.token, nil); err != nil && !isNotHeld(err) {
 			errs = append(errs, err)
+			if l.rec.Load() == nil { // a record gives back its own (record.go)
+				c.giveBack(l.key, l.token, 1, l.ttl, time.Time{}, nil)
+			}
 		}
 	}
 	select {
 	case <-c.life.drained():
 	case <-ctx.Done():
+		c.life.abandon() // what is left expires with the keys' TTLs
 		errs = append(errs, ctx.Err())
 	}
 	return joinLine(errs...)
@@ -142,34 +153,4 @@ func (lf *life) drained() <-chan struct{} {
 		lf.idle = make(chan struct{})
 	}
 	return lf.idle
-}
-
-// background runs f in its own goroutine with a context detached from
-// ctx's cancellation and bounded by releaseTimeout(ttl): clean-ups after a
-// lost reply, which the call that needed them does not wait for (its
-// context may have ended already). Close waits for them.
-func (c *Client) background(ctx context.Context, ttl time.Duration, f func(context.Context)) {
-	lf := &c.life
-	lf.mu.Lock()
-	lf.pending++
-	lf.mu.Unlock()
-	go func() {
-		defer func() {
-			lf.mu.Lock()
-			if lf.pending--; lf.pending == 0 && lf.idle != nil {
-				close(lf.idle)
-				lf.idle = nil
-			}
-			lf.mu.Unlock()
-		}()
-		rctx, cancel := releaseContext(ctx, ttl)
-		defer cancel()
-		f(rctx)
-	}()
-}
-
-// dropHolds gives back, in the background, up to n holds of token on key
-// that attempts whose reply was lost may have left (see Lock and giveBack).
-func (c *Client) dropHolds(ctx context.Context, key string, ttl time.Duration, n int, token string) {
-	c.background(ctx, ttl, func(ctx context.Context) { c.giveBack(ctx, key, token, n) })
 }

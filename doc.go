@@ -122,6 +122,21 @@
 // function the lease of the innermost Do (a nested Do on the same key gets
 // the re-entrant lease: same fence, one more hold).
 //
+// An owner's holdings of one key share one record in the store, and none
+// shortens another: an Extend or renewal of one asks the store for at least
+// what every other live holding of the owner last set (Lease.Extend).
+//
+// # Giving keys back
+//
+// A holding that ends without the store confirming its release (Release
+// with an ended context or a lost reply, a lease lost on the local clock, an
+// acquisition whose reply was lost, a nested holding that ran out) is given
+// back in the background: token-checked releases retried with jittered
+// backoff until the store answers, for at most the lease (at least the
+// session TTL on a session store), never before the validity a lost lease
+// reported; an owner's holds once its last live holding of the key ended.
+// Close waits for them within its context.
+//
 // # Errors
 //
 // Errors match the package's sentinels with errors.Is: ErrNotAcquired,

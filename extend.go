@@ -21,6 +21,12 @@ import (
 // in the store last: Extend first waits, as long as ctx allows, for one
 // already under way.
 //
+// Holdings of one owner on one key (re-entries, nested Do) share one record
+// in the store, and no holding shortens another: the store is asked for the
+// longer of ttl and the lease every other live holding of the owner set
+// last, while this lease's validity follows ttl; such calls run one at a
+// time for the owner and key.
+//
 // If the store says the lock is no longer held, or the lease was lost while
 // the call was under way, the lease is lost and Extend returns an error
 // matching ErrLost (Release still gives the store back its hold). If the
@@ -47,18 +53,67 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if err := l.v.BeginCall(ctx); err != nil {
-		if errors.Is(err, lease.ErrCallWait) {
-			return fmt.Errorf("%w: lock %q: %w", ErrUnavailable, l.key, err)
-		}
+	rec, err := l.beginCall(ctx)
+	if err != nil {
 		return err
 	}
+	if rec != nil {
+		defer l.c.records.end(rec)
+	}
 	start := l.v.Now()
-	g, err := l.c.store.Extend(ctx, l.key, l.token, ttl)
-	if err = l.settle(start, ttl, g, classify(err)); err == nil {
+	ask := l.ask(ttl)
+	g, err := l.c.store.Extend(ctx, l.key, l.token, ask)
+	if err = l.settle(start, ttl, ask, g, classify(err)); err == nil {
 		l.c.renewer.Retune(l.renewable(), ttl)
 	}
 	return err
+}
+
+// beginCall marks a call that sets the key's expiry, waiting as long as
+// ctx allows for one under way: on the lease, and on its record if it
+// shares one (record.go), whose calls run one at a time. It returns the
+// record, to end its call with.
+func (l *Lease) beginCall(ctx context.Context) (*record, error) {
+	for {
+		rec := l.rec.Load()
+		if rec != nil {
+			if err := l.c.records.begin(ctx, rec); err != nil {
+				return nil, fmt.Errorf("%w: lock %q: %w: %w", ErrUnavailable, l.key, lease.ErrCallWait, err)
+			}
+		}
+		err := l.v.BeginCall(ctx)
+		if err == nil && l.rec.Load() != rec {
+			l.v.EndCall() // the lease joined a record meanwhile: take its turn
+			err = errAdopted
+		}
+		if err != nil && rec != nil {
+			l.c.records.end(rec)
+		}
+		switch {
+		case err == nil:
+			return rec, nil
+		case err == errAdopted:
+			continue
+		case errors.Is(err, lease.ErrCallWait):
+			return nil, fmt.Errorf("%w: lock %q: %w", ErrUnavailable, l.key, err)
+		}
+		return nil, err
+	}
+}
+
+// errAdopted says that a lease joined a record while a call waited.
+var errAdopted = errors.New("lease joined a record")
+
+// ask returns the TTL to ask the store for when this lease sets the key's
+// expiry to ttl: ttl, or longer if another live holding of the same Owner
+// set a longer one (record.go), so that no holding shortens another's.
+// Called with a call on the record under way.
+func (l *Lease) ask(ttl time.Duration) time.Duration {
+	rec := l.rec.Load()
+	if rec == nil {
+		return ttl
+	}
+	return max(ttl, l.c.records.floor(rec, l))
 }
 
 // tryBeginCall marks a call under way, unless one is already or the lease
@@ -68,8 +123,15 @@ func (l *Lease) tryBeginCall() (ttl time.Duration, validUntil time.Time, ok bool
 }
 
 // settle applies the outcome of a call begun with beginCall or tryBeginCall
-// (see lease.Validity.Settle) and returns the call's error, or the lease's
-// if it ended.
-func (l *Lease) settle(start time.Time, ttl time.Duration, g driver.Grant, err error) error {
-	return l.v.Settle(l.holder(), start, ttl, g.TTL, err)
+// (see lease.Validity.Settle), which set the key's expiry to ttl for this
+// lease by asking the store for ask (see Lease.ask), and returns the call's
+// error, or the lease's if it ended. The lease's validity follows ttl: what
+// the store granted beyond it is other holdings'.
+func (l *Lease) settle(start time.Time, ttl, ask time.Duration, g driver.Grant, err error) error {
+	grant := g.TTL - (ask - ttl)
+	err = l.v.Settle(l.holder(), start, ttl, grant, err)
+	if rec := l.rec.Load(); rec != nil && err == nil {
+		l.c.records.set(rec, l, ttl)
+	}
+	return err
 }

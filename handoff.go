@@ -29,13 +29,13 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 	if err == nil {
 		validUntil := lease.ValidUntil(start, g.TTL, q.cfg.ttl)
 		if q.cfg.clock.Now().Before(validUntil) {
-			c.queues.deliver(l.slot, q, c.newLease(l.key, token, false, g, q.cfg, validUntil, l.slot, v), took)
+			c.queues.deliver(l.slot, q, c.newLease(l.key, token, nil, g, q.cfg, validUntil, l.slot, v), took)
 			return true, nil
 		}
 		// The grant was over on arrival: free the key (the write, if any,
 		// was made: l's release is done), and let the waiter acquire for
 		// itself. Nobody has token, so the release must not depend on ctx.
-		c.dropHolds(ctx, l.key, q.cfg.ttl, 1, token)
+		c.giveBack(l.key, token, 1, q.cfg.ttl, time.Time{}, nil)
 		c.queues.deliver(l.slot, q, nil, took)
 		return true, nil
 	}
@@ -48,11 +48,14 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 		// release our hold only; the waiter acquires for itself and meets
 		// its own error.
 		err = c.storeRelease(ctx, l.key, l.token, w)
+		if err != nil && !isNotHeld(err) {
+			c.giveBack(l.key, l.token, 1, l.ttl, time.Time{}, nil)
+		}
 	default:
 		// No answer: the transfer may have been applied, leaving the key
 		// under token, which nobody has (the waiter is told to acquire for
 		// itself), or not, leaving it under l's.
-		c.dropHandoff(ctx, l, token, q.cfg.ttl)
+		c.dropHandoff(l, token, q.cfg.ttl)
 	}
 	c.queues.deliver(l.slot, q, nil, took)
 	if isNotHeld(err) {
@@ -63,15 +66,14 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 
 // dropHandoff frees, in the background, the key of a handoff whose outcome
 // is unknown. l's token goes first: once it is released, a transfer still
-// in flight finds it gone and changes nothing. Only if l's token no longer
-// held the key (the transfer was applied), or the store did not answer, is
-// the recipient's token released.
-func (c *Client) dropHandoff(ctx context.Context, l *Lease, token string, ttl time.Duration) {
-	c.background(ctx, max(ttl, l.ttl), func(ctx context.Context) {
-		if c.store.Release(ctx, l.key, l.token) == nil {
-			return
-		}
-		_ = c.store.Release(ctx, l.key, token)
+// in flight finds it gone and changes nothing. Then the recipient's token,
+// which nobody has, is released too in case the transfer was applied (if
+// it was not, the store says it holds nothing). Both are retried until the
+// store answers (giveback.go).
+func (c *Client) dropHandoff(l *Lease, token string, ttl time.Duration) {
+	c.backgroundFor(c.giveBackBound(max(ttl, l.ttl)), func(ctx context.Context) {
+		c.releaseN(ctx, l.key, l.token, 1)
+		c.releaseN(ctx, l.key, token, 1)
 	})
 }
 

@@ -67,7 +67,19 @@ func newClient(t *testing.T, opts ...dlock.Option) (*dlock.Client, *faultStore) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeOnCleanup(t, c)
 	return c, fs
+}
+
+// closeOnCleanup closes c when the test ends, so that no background
+// give-back (giveback.go) outlives it: within 2 s, after which Close stops
+// them.
+func closeOnCleanup(t *testing.T, c *dlock.Client) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
 }
 
 func testCtx(t *testing.T) context.Context {

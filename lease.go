@@ -2,7 +2,9 @@ package dlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"example.com/dlock/driver"
@@ -30,6 +32,11 @@ type Lease struct {
 	v         lease.Validity[Timer] // validity and the signal of its end (the lease engine)
 	releasing                       // guarded by v's mutex
 	renewal   lease.Slot            // place in the renewal queue; guarded by the renewer's mutex
+	// rec is the record of the holdings that share this lease's store
+	// record (record.go): set at the grant for an explicit Owner's lease,
+	// and when a Do's lease is re-entered through its context; then never
+	// changes.
+	rec atomic.Pointer[record]
 	data
 }
 
@@ -67,15 +74,22 @@ type grantRead struct {
 
 var errReleased = lease.Released
 
-func (c *Client) newLease(key, token string, owned bool, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, rd *grantRead) *Lease {
+// newLease makes the lease of a grant. rec is the owner's record if the
+// token is an explicit Owner's (nil otherwise): the lease joins it before
+// its expiry timer is armed, so that its end always finds it there.
+func (c *Client) newLease(key, token string, rec *record, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, rd *grantRead) *Lease {
 	l := &Lease{
-		identity:  identity{c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), owned: owned, ttl: cfg.ttl},
+		identity:  identity{c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), owned: rec != nil, ttl: cfg.ttl},
 		releasing: releasing{slot: slot},
 		renewal:   lease.NewSlot(),
 		data:      data{read: rd},
 	}
 	if slot != nil {
 		c.queues.held(slot, l)
+	}
+	if rec != nil {
+		l.rec.Store(rec)
+		c.joined(rec, l)
 	}
 	l.v.Init(cfg.clock, validUntil, cfg.ttl, l.holder())
 	if cfg.renew {
@@ -128,9 +142,10 @@ func (l *Lease) Done() <-chan struct{} { return l.v.Done() }
 func (l *Lease) Err() error { return l.v.Err(l.holder()) }
 
 // ValidUntil returns the local monotonic time up to which the lock is held.
-// It follows the expiry set in the store last, by Extend or by a renewal: a
-// shorter Extend moves it back, even one that failed (it may have been
-// applied).
+// It follows the expiry this lease set in the store last, by Extend or by a
+// renewal: a shorter Extend moves it back, even one that failed (it may have
+// been applied). Another live holding of the same owner and key keeps the
+// store's record longer (see Extend), not this lease's validity.
 func (l *Lease) ValidUntil() time.Time { return l.v.ValidUntil() }
 
 // Remaining returns how much validity is left, or zero once the lease ended.
@@ -140,18 +155,24 @@ func (l *Lease) Remaining() time.Duration { return l.v.Remaining() }
 // its owner is released. Renewal stops before the store is asked, so it never
 // outlives the release.
 //
-// If the lock had already been lost, Release returns an error matching ErrLost:
-// the work done under it may not have been protected. It still asks the store
-// first, once, to remove this lease's hold if its token still has it (an
-// extension applied after the loss may keep the key held); that request is
-// best effort, bounded by ctx, and its outcome is not reported; it is not
-// sent for a lease taken as an explicit Owner (ContextWithOwner), whose
-// token a newer holding of the same owner may carry. A lost lease never
-// hands the lock to a local waiter. If the store cannot be
-// reached, it returns an error matching ErrUnavailable; the lease is released
-// locally all the same and the key expires at the end of its TTL. Releasing
-// twice returns an error matching ErrNotHeld, as does Release on a nil
-// Lease. A nil ctx returns an error matching ErrInvalid and releases
+// If the store cannot be reached, or ctx has ended (a request context under
+// defer), Release returns an error matching ErrUnavailable (and ctx's
+// error, if ctx ended) that says the release goes on in the background: the
+// lease is released locally all the same, and the Client sends the release
+// again, retried until the store answers, for at most the lease's TTL (at
+// least the session TTL on a session store); Close waits for it. For an
+// explicit Owner (ContextWithOwner) whose other holdings of the key are
+// still live, it is sent once the last of them ends: earlier, it would take
+// one of theirs.
+//
+// If the lock had already been lost, Release returns an error matching
+// ErrLost: the work done under it may not have been protected. The hold the
+// lost lease may still have in the store (an extension applied after the
+// loss may keep the key held) is given back in the same way, once, not
+// before the end of the validity the lease reported, and Release waits for
+// that within ctx. A lost lease never hands the lock to a local waiter.
+// Releasing twice returns an error matching ErrNotHeld, as does Release on
+// a nil Lease. A nil ctx returns an error matching ErrInvalid and releases
 // nothing: the lease stays held.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
@@ -201,9 +222,14 @@ type write struct {
 // release ends the lease and frees (or hands off) the lock in the store,
 // applying w with it if not nil.
 func (l *Lease) release(ctx context.Context, w *write) error {
-	if err, first := l.v.Release(l.holder()); err != nil {
+	if err, first, back := l.v.Release(l.holder()); err != nil {
 		if first {
 			l.releaseLost(ctx)
+		} else if back != nil {
+			select { // the give-back that the loss started
+			case <-back:
+			case <-ctx.Done():
+			}
 		}
 		return err
 	}
@@ -218,9 +244,34 @@ func (l *Lease) release(ctx context.Context, w *write) error {
 		l.c.queues.leave(l.key, l.slot, true) // after the store freed the key
 	}
 	if isNotHeld(err) {
+		l.settleRelease(true)
 		return lostError(l.key, err)
 	}
+	if l.settleRelease(err == nil) {
+		return fmt.Errorf("%w (the release is retried in the background)", err)
+	}
 	return err
+}
+
+// settleRelease records the outcome of the lease's release in the store:
+// confirmed, or not (no answer, or ctx ended first). An unconfirmed release
+// is given back in the background (giveback.go), at once for a lease of its
+// own token, and for an Owner's once its last live holding of the key
+// ends (record.go). It reports whether a give-back will follow.
+func (l *Lease) settleRelease(confirmed bool) bool {
+	if rec := l.rec.Load(); rec != nil {
+		how := leftReleased
+		if !confirmed {
+			how = leftUnconfirmed
+		}
+		l.c.left(rec, l, how)
+		return !confirmed
+	}
+	if confirmed {
+		return false
+	}
+	l.c.giveBack(l.key, l.token, 1, l.ttl, time.Time{}, nil)
+	return true
 }
 
 // releaseLost gives back the hold of a lease that was lost. A lease lost to
@@ -256,19 +307,38 @@ func (h *holder) Ended() { h.c.untrack((*Lease)(h)) }
 // Lost implements lease.Holder: renewal stops and the local queue slot is
 // left without handoff.
 //
-// On a session-based store a key is freed only with the session, which the
-// Client's other leases may keep alive: a lease lost on the local clock
-// (its validity ran out unrenewed) would leave its key held for as long
-// as they run. So the key is given back in the background, token-checked
-// (as releaseLost explains, not for an explicit Owner).
+// A lease lost on the local clock may still hold the key in the store (an
+// extension whose reply came too late, or none); on a session store the
+// key is freed only with the session, which the Client's other leases may
+// keep alive. So the hold is given back in the background, token-checked;
+// an Owner's, once its last live holding of the key ended (record.go).
+// Nothing is given back when the store said the token holds nothing, nor
+// after Close, which releases its leases itself.
 func (h *holder) Lost() {
 	l := (*Lease)(h)
 	l.c.renewer.Remove(l.renewable())
 	if l.slot != nil {
 		l.c.queues.leave(l.key, l.slot, false)
 	}
-	if l.c.model.Session && !l.owned && !l.c.life.closed.Load() {
-		l.c.background(context.Background(), l.ttl, l.releaseLost)
+	cause := l.v.Err(h)
+	gone := errors.Is(cause, ErrTaken) || errors.Is(cause, ErrNotHeld)
+	closed := errors.Is(cause, errClosed)
+	if rec := l.rec.Load(); rec != nil {
+		switch {
+		case gone:
+			l.c.left(rec, l, leftReleased)
+		case closed:
+			l.c.left(rec, l, leftUnconfirmed)
+		default:
+			l.c.left(rec, l, leftExpired)
+		}
+		return
+	}
+	if gone || closed {
+		return
+	}
+	if back := l.v.ClaimGiveBack(); back != nil {
+		l.c.giveBack(l.key, l.token, 1, l.ttl, l.ValidUntil(), func() { close(back) })
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/memstore"
 )
 
 // L3: an Extend applied by the store whose reply comes after the lease's
@@ -79,11 +80,13 @@ func TestL3ConcurrentReleasesOfLostLease(t *testing.T) {
 	}
 }
 
-// L3's release of a lost lease is not sent for an explicit Owner: the owner's
-// token may carry a newer holding of the key by then, which a token-checked
-// release would strip (two holders). Negative control: the fresh-token lease
-// above sends one.
-func TestL3LostOwnerLeaseSendsNoRelease(t *testing.T) {
+// L3 for an explicit Owner: the lost lease's hold is given back (the owner
+// had no other live holding of the key), and never from under a newer
+// holding of the same owner, which shares the owner's token: the new
+// acquisition waits for a give-back under way, or the give-back waits for
+// the newer holding's end. Negative control: once both ended the key is
+// free, so the "held" check can fail.
+func TestL3LostOwnerLeaseNeverStripsTheNewerHolding(t *testing.T) {
 	c, fs := newClient(t)
 	ctx := dlock.ContextWithOwner(testCtx(t), dlock.NewOwner())
 	old := mustLock(t, c, ctx, "k", dlock.WithTTL(30*time.Millisecond))
@@ -92,10 +95,25 @@ func TestL3LostOwnerLeaseSendsNoRelease(t *testing.T) {
 	if err := old.Release(testCtx(t)); !errors.Is(err, dlock.ErrLost) {
 		t.Fatalf("Release of the lost lease = %v, want ErrLost", err)
 	}
-	if n := fs.released.Load(); n != 0 {
-		t.Fatalf("%d releases sent for a lost Owner lease, want 0 (it would strip the newer holding)", n)
+	// The give-back ran before the new acquisition, or (if the loss was
+	// still being settled when it started) waits for the newer holding's
+	// end: either way the key stays held until then.
+	if info, err := fs.Mutex.(*memstore.Store).Inspect(testCtx(t), "k"); err != nil || !info.Held {
+		t.Fatalf("store after the lost lease's Release: %+v, %v; want held by the newer holding", info, err)
+	}
+	if err := renewed.Extend(testCtx(t), time.Minute); err != nil {
+		t.Fatalf("the newer holding after the lost lease's Release: Extend = %v", err)
 	}
 	if err := renewed.Release(testCtx(t)); err != nil {
 		t.Fatalf("Release of the newer holding = %v", err)
+	}
+	if err := c.Close(testCtx(t)); err != nil { // waits for a give-back under way
+		t.Fatal(err)
+	}
+	if info, err := fs.Mutex.(*memstore.Store).Inspect(testCtx(t), "k"); err != nil || info.Held {
+		t.Fatalf("store after both releases: %+v, %v; want free", info, err)
+	}
+	if n := fs.released.Load(); n != 2 {
+		t.Fatalf("%d releases sent, want 2 (the give-back and the newer holding's)", n)
 	}
 }

@@ -180,6 +180,9 @@ func TestLateGrantIsDiscardedAndReleased(t *testing.T) {
 	if l != nil || !errors.Is(err, dlock.ErrNotAcquired) {
 		t.Fatalf("late grant: lease %v, err %v", l, err)
 	}
+	if err := c.Close(testCtx(t)); err != nil { // waits for the give-back
+		t.Fatal(err)
+	}
 	if fs.released.Load() != 1 {
 		t.Fatalf("late grant released %d times, want 1", fs.released.Load())
 	}

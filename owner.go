@@ -15,12 +15,15 @@ import (
 // same key re-enter. Share an owner only with work that belongs to the same
 // logical holder: every goroutine with the owner's context holds its locks.
 //
-// The store cannot tell a re-entry from an acquisition whose reply was lost
-// and that Lock then retried, so for an owner such a retry counts as one more
-// hold; it expires with the key's TTL, and so does the hold of an attempt
-// whose reply was lost when the call then fails (see Client.Lock). Calls
-// without an owner use a fresh token per call and give such ghost holds
-// back: at once when the call succeeds, in the background when it fails.
+// An owner's holdings of one key share one record in the store; the Client
+// keeps any of them from shortening another (an Extend or renewal asks the
+// store for at least what the others need) and gives back, once the
+// owner's last live holding of the key ends, the holds no holding accounts
+// for: one of a lease that ended without a confirmed release, or of an
+// acquisition whose reply was lost (the store cannot tell a re-entry from a
+// retried acquisition). Calls without an owner use a fresh token per call
+// and give such ghost holds back at once. Both hold for the holdings of one
+// Client: use an owner with one Client per store.
 type Owner struct{ token string }
 
 // NewOwner returns an owner with a fresh 128-bit token from crypto/rand.

@@ -37,6 +37,7 @@ func (e *redisEnv) client(t *testing.T, viaProxy bool, hook *extendHook, opts ..
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeOnCleanup(t, c)
 	return c
 }
 

@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -15,7 +16,9 @@ import (
 
 // extender is the Client's side of renewal: one pipelined round trip when
 // the store is a BatchExtender and the batch has more than one lease, else
-// one Extend per lease.
+// one Extend per lease, all at once: one after the other, a hung Extend
+// would hold up the rest of the batch until its deadline, which the batch
+// shares, and they would fail with it.
 type extender struct{ c *Client }
 
 // ExtendMany implements lease.Extender.
@@ -25,9 +28,16 @@ func (e extender) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 		return b.ExtendBatch(ctx, reqs)
 	}
 	results := make([]driver.ExtendResult, len(reqs))
-	for i, q := range reqs {
+	extend := func(i int) {
+		q := reqs[i]
 		results[i].Grant, results[i].Err = c.store.Extend(ctx, q.Key, q.Token, q.TTL)
 	}
+	var wg sync.WaitGroup
+	for i := 1; i < len(reqs); i++ {
+		wg.Go(func() { extend(i) })
+	}
+	extend(0)
+	wg.Wait()
 	return results
 }
 
@@ -42,15 +52,40 @@ func (r *renewable) Slot() *lease.Slot { return &r.renewal }
 
 // BeginRenewal implements lease.Renewable: a renewal asks for the TTL the
 // key's expiry was set to last.
+// An Owner's lease renews only when no other call sets its record's expiry,
+// and asks for at least what the record's other live holdings need
+// (Lease.ask); it is looked at again shortly otherwise.
 func (r *renewable) BeginRenewal() (driver.ExtendRequest, time.Time, bool) {
 	l := (*Lease)(r)
+	rec := l.rec.Load()
+	if rec != nil && !l.c.records.tryBegin(rec) {
+		return driver.ExtendRequest{}, time.Time{}, false
+	}
 	ttl, validUntil, ok := l.tryBeginCall()
-	return driver.ExtendRequest{Key: l.key, Token: l.token, TTL: ttl}, validUntil, ok
+	if ok && l.rec.Load() != rec { // joined a record meanwhile: next time
+		l.v.EndCall()
+		ok = false
+	}
+	if !ok {
+		if rec != nil {
+			l.c.records.end(rec)
+		}
+		return driver.ExtendRequest{}, validUntil, false
+	}
+	return driver.ExtendRequest{Key: l.key, Token: l.token, TTL: l.ask(ttl)}, validUntil, true
 }
 
-// SettleRenewal implements lease.Renewable (see Lease.settle).
+// SettleRenewal implements lease.Renewable (see Lease.settle). The lease's
+// TTL cannot change while its call is under way: it is the one renewal
+// asked for, before Lease.ask raised it.
 func (r *renewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res driver.ExtendResult) bool {
-	return (*Lease)(r).settle(start, req.TTL, res.Grant, classify(res.Err)) != nil
+	l := (*Lease)(r)
+	ttl, _ := l.v.Current()
+	err := l.settle(start, min(ttl, req.TTL), req.TTL, res.Grant, classify(res.Err))
+	if rec := l.rec.Load(); rec != nil { // the one of BeginRenewal: a record is joined only between calls
+		l.c.records.end(rec)
+	}
+	return err != nil
 }
 
 // Current implements lease.Renewable.

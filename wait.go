@@ -18,6 +18,7 @@ type waiter struct {
 	token string
 	owned bool      // token is an explicit Owner's
 	q     *keyQueue // the key's local slot, nil if the call bypasses the queue
+	rec   *record   // the owner's record of the key, if owned (record.go)
 	cfg   config
 	pace  lease.Pacer[Timer] // failures, subscription and sleeps (the lease engine)
 	// last is the last attempt's error that was an answer, not the context
@@ -40,7 +41,7 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 		if c.life.closed.Load() {
 			return nil, errClosed
 		}
-		l, err := c.attempt(ctx, w.key, w.token, w.owned, w.cfg, w.q)
+		l, err := c.attempt(ctx, w.key, w.token, w.rec, w.cfg, w.q)
 		if err == nil {
 			if yield && first {
 				c.queues.contended(w.q, false) // nobody took the key while we yielded
@@ -109,7 +110,7 @@ func (w *waiter) failed(ctx, wctx context.Context, err error) error {
 		c.queues.leave(w.key, w.q, false)
 	}
 	if w.unsure > 0 && !w.owned {
-		c.dropHolds(ctx, w.key, w.cfg.ttl, w.unsure, w.token)
+		c.giveBack(w.key, w.token, w.unsure, w.cfg.ttl, time.Time{}, nil)
 	}
 	switch {
 	case err == errClosed, errors.Is(err, ErrRefused):

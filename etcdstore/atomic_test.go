@@ -8,6 +8,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/stepcall"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -44,6 +45,7 @@ func TestStaleCommitWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	t.Cleanup(func() { _ = dc.Close(ctx) })
 	l, err := dc.Lock(ctx, "k", dlock.WithRead(res))
 	if err != nil {
@@ -153,10 +155,12 @@ func TestWithReadLockWaitsInQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, da)
 	db, err := dlock.New(sb)
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, db)
 	t.Cleanup(func() { _ = da.Close(ctx); _ = db.Close(ctx) })
 	l1, err := da.Lock(ctx, "k", dlock.WithRead(res))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -36,6 +37,7 @@ func BenchmarkUncontended(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(b, dc)
 		ctx := ctxT(b, time.Minute)
 		b.ResetTimer()
 		for range b.N {

@@ -94,6 +94,7 @@ func pausedHolder(t *testing.T, c *etcdtest.Cluster, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	const mine = "the next holder's write"
 	r := faulttest.PausedHolder{Child: h, Next: dc, Key: "k", Wait: 4 * faultTTL,
 		Write: func(fence uint64) (bool, error) {

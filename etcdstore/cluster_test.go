@@ -10,6 +10,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
+	"example.com/dlock/internal/faulttest"
 )
 
 // On a 3-member cluster, stores talking to different members exclude each
@@ -38,6 +39,7 @@ func TestClusterLeaderKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	l, err := dc.Lock(ctx, "k")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 )
 
 // The dlock Client with no options over etcdstore: its defaults must follow
@@ -62,6 +63,7 @@ func TestClientDefaultsRenewTheSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, dc)
 		ctx := ctxT(t, 30*time.Second)
 		start := time.Now()
 		l, err := dc.Lock(ctx, "k")
@@ -100,10 +102,12 @@ func TestClientDefaultsTryLockWaitReentryDo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, a)
 	b, err := dlock.New(s2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, b)
 	ctx := ctxT(t, 30*time.Second)
 	owned := dlock.ContextWithOwner(ctx, dlock.NewOwner())
 	l1, err := a.Lock(owned, "k")
@@ -197,6 +201,7 @@ func TestClientDefaultsLostSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	ctx := ctxT(t, 30*time.Second)
 	watcher := c.Client(t)
 	l, freed := lockKeyAndWatch(t, ctx, dc, "k", watcher, pfx+"k/")

@@ -44,6 +44,7 @@ func leaderKilled(t *testing.T, broken bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, dc)
 		clients[i] = dc
 	}
 	ctx := ctxT(t, 60*time.Second)

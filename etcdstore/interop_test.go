@@ -14,6 +14,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/etcdstore/internal/etcdtest"
+	"example.com/dlock/internal/faulttest"
 )
 
 // section is a read-modify-write of a counter file, with an overlap check
@@ -140,6 +141,7 @@ func interopRun(t *testing.T, bin, endpoint string, locked bool, rounds int) int
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	done := make(chan error, 1)
 	var finished atomic.Bool
 	go func() {

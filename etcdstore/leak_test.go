@@ -8,6 +8,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/etcdstore"
+	"example.com/dlock/internal/faulttest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -34,6 +35,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	l, err := dc.Lock(ctx, "k")
 	if err != nil {
 		t.Fatal(err)

@@ -174,6 +174,7 @@ func lockAndWatch(t *testing.T, ctx context.Context, store driver.Mutex, lease t
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	return lockKeyAndWatch(t, ctx, dc, "x", watcher, pfx)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/etcdstore"
+	"example.com/dlock/internal/faulttest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -41,10 +42,12 @@ func keyNamesAfterCycles(t *testing.T, fresh bool) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c1)
 	c2, err := dlock.New(s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c2)
 	start, err := cli.Get(ctx, "revision-probe")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
+	"example.com/dlock/internal/faulttest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -41,6 +42,7 @@ func TestQuorumLostLockFailsWithinBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	held, err := dc.Lock(ctx, "held")
 	if err != nil {
 		t.Fatal(err)

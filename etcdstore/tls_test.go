@@ -38,6 +38,7 @@ func TestOpenTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, cl)
 	l, err := cl.Lock(ctx, "k")
 	if err != nil {
 		t.Fatalf("lock over TLS: %v", err)

@@ -12,6 +12,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
+	"example.com/dlock/internal/faulttest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -179,6 +180,7 @@ func fenceRace(t *testing.T, c *etcdtest.Cluster, pfx string, broken bool) (over
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, dc)
 		t.Cleanup(func() { _ = dc.Close(context.Background()); _ = st.Close(context.Background()) })
 		key := "race"
 		if broken && p == 1 {

@@ -11,6 +11,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/mysqlstore"
 )
 
@@ -61,6 +62,7 @@ func client(t *testing.T, m driver.Mutex) *dlock.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }

@@ -12,6 +12,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/overlap"
 	"example.com/dlock/internal/pgbouncer"
 	"example.com/dlock/pgstore"
@@ -145,6 +146,7 @@ func leaseOverlaps(t *testing.T, b *pgbouncer.Bouncer, table string, clients, go
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, c)
 		t.Cleanup(func() { _ = c.Close(context.Background()) })
 		cs[i] = c
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/overlap"
 	"example.com/dlock/internal/pgbouncer"
 	"example.com/dlock/pgstore"
@@ -24,6 +25,7 @@ func bouncedSession(t *testing.T, b *pgbouncer.Bouncer, maxConns int, opts ...fu
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c
 }

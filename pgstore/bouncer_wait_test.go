@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/pgbouncer"
 	"example.com/dlock/pgstore"
 )
@@ -90,10 +91,12 @@ func TestBouncerWait(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, ca)
 		cb, err := dlock.New(sb, dlock.WithTTL(ttl))
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, cb)
 		return ca, cb, sb
 	}
 	measure := func(t *testing.T, a, c *dlock.Client, retries int32) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,6 +72,7 @@ func contend(t *testing.T, clients, goroutines, rounds int, isolation string) co
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, c)
 		t.Cleanup(func() { _ = c.Close(context.Background()) })
 		for range goroutines {
 			wg.Add(1)

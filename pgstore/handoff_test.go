@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/pgstore"
 )
 
@@ -41,10 +42,12 @@ func TestHandoffLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, holder)
 	waiter, err := dlock.New(waiterStore, dlock.WithTTL(time.Minute), dlock.WithWait(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, waiter)
 	const n = 40
 	lat := make([]time.Duration, 0, n)
 	for i := range n {

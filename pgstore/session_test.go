@@ -206,6 +206,7 @@ func sessTerminated(t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	key := t.Name()
 	l, err := c.Lock(tctx(t), key)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
 )
@@ -53,6 +54,7 @@ func newBenchEnv(b *testing.B) benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(b, c)
 	return benchEnv{rdb: rdb, c: c}
 }
 

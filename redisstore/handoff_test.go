@@ -13,6 +13,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/redisstore"
 )
 
@@ -98,6 +99,7 @@ func handoffRun(t *testing.T, addr string, hide bool) ([]uint64, float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	ctx := testCtx(t)
 	var mu sync.Mutex
 	var fences []uint64

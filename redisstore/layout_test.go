@@ -8,6 +8,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 )
 
 // A lock is stored as "<holds>:<fence>:<call id>:<owner>" (see acquire.lua). Tokens are data:
@@ -106,6 +107,7 @@ func TestL6NonLockValuesAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, c)
 		start := time.Now()
 		if _, err := c.Lock(ctx, "old", dlock.WithWait(5*time.Second)); !errors.Is(err, dlock.ErrRefused) || !errors.Is(err, dlock.ErrNotAcquired) {
 			t.Fatalf("value %d: Lock = %v, want ErrRefused and ErrNotAcquired", i, err)

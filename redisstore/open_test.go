@@ -41,11 +41,13 @@ func lockThrough(t *testing.T, ctx context.Context, op *driver.Opened, key strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	l, err := c.TryLock(ctx, key)
 	if err != nil {
 		t.Fatalf("%s: TryLock: %v", op.Describe, err)
 	}
 	other, _ := dlock.New(op.Store)
+	faulttest.CloseOnCleanup(t, other)
 	if _, err := other.TryLock(ctx, key); err == nil {
 		t.Fatalf("%s: a second owner got a held lock", op.Describe)
 	}
@@ -101,6 +103,7 @@ func mustClient(t *testing.T, s driver.Mutex) *dlock.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	return c
 }
 

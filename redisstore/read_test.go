@@ -11,6 +11,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/stepcall"
 )
 
@@ -90,6 +91,7 @@ func readRun(t *testing.T, addr string, hide bool) (seen []int, final int, perHo
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	ctx := testCtx(t)
 	const counter = "read:counter"
 	var mu sync.Mutex

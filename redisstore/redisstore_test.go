@@ -15,6 +15,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/drivertest"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
 )
@@ -51,6 +52,7 @@ func newClient(t *testing.T, rdb redis.UniversalClient, opts ...dlock.Option) *d
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	return c
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 )
 
 // TestL6RefusalsEndTheWaitAtOnce: errors that retrying cannot fix come back
@@ -44,6 +45,7 @@ func TestL6RefusalsEndTheWaitAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, c)
 		l, err := c.Lock(ctx, "refused-"+name, dlock.WithWait(2*time.Second))
 		if err == nil {
 			err = l.Release(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 )
 
 // countingStore counts successful Extend calls that started after Release
@@ -69,6 +70,7 @@ func TestRenewalNeverOutlivesRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	const lease = 60 * time.Millisecond
 	var leases []*dlock.Lease
 	for _, k := range []string{"r1", "r2", "r3"} {

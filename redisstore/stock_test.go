@@ -42,6 +42,7 @@ func runChild() int {
 	store, _ := redisstore.New(rdb, nil)
 	defer store.Close()
 	locks, _ := dlock.New(store)
+	defer locks.Close(context.Background())
 	mode := os.Getenv(childEnv)
 	var mu sync.Mutex
 	var res stockResult

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 )
 
 func processCPU() time.Duration {
@@ -35,6 +36,7 @@ func TestRenewalOfManyLocksIsBatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	ctx := testCtx(t)
 	leases := make([]*dlock.Lease, n)
 	for i := range leases {

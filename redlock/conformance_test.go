@@ -8,6 +8,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/drivertest"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/memstore"
 	"example.com/dlock/redlock"
 )
@@ -107,6 +108,7 @@ func TestInspectReportsTheMajoritysView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, locks)
 	ctx := t.Context()
 	l, err := locks.Lock(ctx, "inspected", dlock.WithTTL(time.Minute))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redlock"
 )
@@ -89,6 +90,7 @@ func newClient(t testing.TB, s driver.Mutex, opts ...dlock.Option) *dlock.Client
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	return c
 }
 

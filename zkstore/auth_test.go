@@ -9,6 +9,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
 )
@@ -96,6 +97,7 @@ func openClient(t *testing.T, ctx context.Context, rawURL string) (*dlock.Client
 		o.Close()
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	return dc, func() { _ = dc.Close(ctx); _ = o.Close() }
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
 )
@@ -82,6 +83,7 @@ func BenchmarkClientLockFree(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(b, c)
 	ctx := ctxT(b, time.Hour)
 	b.Cleanup(func() { _ = c.Close(ctx) })
 	for b.Loop() {

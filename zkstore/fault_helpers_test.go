@@ -14,6 +14,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
 )
@@ -120,6 +121,7 @@ func newFaultClient(t testing.TB, m driver.Mutex, timeout time.Duration) *dlock.
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	return dc
 }
 

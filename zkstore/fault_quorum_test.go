@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/zkserver"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
@@ -97,5 +98,6 @@ func quorumClients(t *testing.T, ctx context.Context, addrs []string) (*zkstore.
 		open.Close()
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	return s, open, dc
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/zkstore"
 	"go.uber.org/goleak"
 )
@@ -27,6 +28,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	l, err := dc.Lock(ctx, "k")
 	if err != nil {
 		t.Fatal(err)

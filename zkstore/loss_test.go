@@ -152,6 +152,7 @@ func lossRun(t *testing.T, wrap func(*zkstore.Store) driver.Mutex, overAsk bool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	l, err := dc.Lock(ctx, "x")
 	if err != nil {
 		t.Fatal(err)

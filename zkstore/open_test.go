@@ -11,6 +11,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/zkserver"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
@@ -37,6 +38,7 @@ func TestOpenURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	l, err := dc.Lock(ctx, "orders/42")
 	if err != nil {
 		t.Fatal(err)

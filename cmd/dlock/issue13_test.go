@@ -19,6 +19,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/cmd/dlock/internal/inventory"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/redisstore"
 )
@@ -209,6 +210,7 @@ func TestL6RunRefusedByACLExitsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	if _, err := c.TryLock(context.Background(), "probe"); !errors.Is(err, dlock.ErrRefused) {
 		t.Fatalf("TryLock as a user without EVALSHA returned %v, want an error matching dlock.ErrRefused", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 )
 
@@ -27,6 +28,7 @@ func TestOpenRedlockLocksOnThreeServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := c.TryLock(ctx, "job")
@@ -166,5 +168,6 @@ func redlockClient(t *testing.T) ([]*redisserver.Server, string, *dlock.Client) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	return servers, strings.Join(urls, ","), c
 }

@@ -11,6 +11,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/memstore"
 )
 
@@ -94,6 +95,7 @@ func TestL6AcquireRefusedExitsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	var stderr bytes.Buffer
 	f := &runFlags{key: "k", lease: dlock.DefaultLease} // no --wait: wait forever
 	rep := &unreachableReporter{w: &stderr, key: f.key, until: f.waitHint()}

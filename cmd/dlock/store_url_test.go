@@ -15,6 +15,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/memstore"
 )
@@ -116,6 +117,7 @@ func holdMem(t *testing.T, key string) *dlock.Lease {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	l, err := c.TryLock(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)

@@ -77,8 +77,12 @@ func (w *worker) plain(ctx context.Context) {
 
 // reentryLock: an outer lease (fixed or renewed) re-entered through
 // ContextWithOwner with a TTL shorter or longer than the outer one (S2: a
-// shorter re-entry shortened the outer holding in the store); the outer
-// lease goes on holding after the inner one is released.
+// shorter re-entry shortened the outer holding in the store). In the full
+// range the inner lease may also be renewed with its own, shorter period,
+// or extended shorter than the outer one, and the outer one may be released
+// first (issue 23: each holding's renewal or Extend set the shared record's
+// expiry outright, under the other's validity). The holding released last
+// goes on holding after the other one ended.
 func (w *worker) reentryLock(ctx context.Context) {
 	ttl, renew := w.ttl(), w.rng.IntN(2) == 0
 	octx := dlock.ContextWithOwner(ctx, dlock.NewOwner())
@@ -88,12 +92,24 @@ func (w *worker) reentryLock(ctx context.Context) {
 	}
 	w.hold(outer, 0, 0.25)
 	d := w.innerTTL(ttl)
-	if inner, err := w.lockRec(octx, d, false, dlock.WithTTL(d), dlock.WithWait(0)); err == nil {
-		w.hold(inner, 0, 0.3)
-		w.releaseRec(ctx, inner)
+	renewInner := w.full && w.rng.IntN(3) == 0
+	inner, err := w.lockRec(octx, d, renewInner, leaseOpt(d, renewInner), dlock.WithWait(0))
+	if err != nil {
+		w.hold(outer, 0.3, 0.8)
+		w.releaseRec(ctx, outer)
+		return
 	}
-	w.hold(outer, 0.3, 0.8) // the outer holding must still be in the store
-	w.releaseRec(ctx, outer)
+	w.hold(inner, 0, 0.3)
+	if w.full && w.rng.IntN(2) == 0 {
+		w.extendRec(ctx, inner, w.shortTTL(min(d, ttl))) // shorter than the outer holding
+	}
+	first, last := inner, outer
+	if w.full && w.rng.IntN(4) == 0 {
+		first, last = outer, inner
+	}
+	w.releaseRec(ctx, first)
+	w.hold(last, 0.3, 0.8) // the other holding must still be in the store
+	w.releaseRec(ctx, last)
 }
 
 // innerTTL is a re-entry's TTL: in the full range, half of the time
@@ -120,10 +136,11 @@ func (w *worker) reentryDo(ctx context.Context) {
 	_ = w.doRec(ctx, tok, ttl, true, func(fctx context.Context) error {
 		time.Sleep(w.between(0, ttl/4)) // work before the nested call
 		d := w.innerTTL(ttl)
-		_ = w.doRec(fctx, tok, d, false, func(context.Context) error {
+		renewInner := w.full && w.rng.IntN(2) == 0 // issue 23 b: a nested Do renewed with a short period
+		_ = w.doRec(fctx, tok, d, renewInner, func(context.Context) error {
 			time.Sleep(w.between(0, d/4)) // the nested call's work
 			return nil
-		}, dlock.WithTTL(d))
+		}, leaseOpt(d, renewInner))
 		time.Sleep(w.between(ttl/4, ttl/2)) // the outer holding must still be in the store
 		return nil
 	}, dlock.WithAutoRenew(ttl), dlock.WithWait(ttl))

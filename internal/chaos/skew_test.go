@@ -21,12 +21,19 @@ type virtual struct {
 }
 
 type vtimer struct {
+	vt      *virtual
 	at      time.Duration // server time
 	f       func()
-	stopped bool
+	stopped bool // guarded by vt.mu
 }
 
-func (t *vtimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
+func (t *vtimer) Stop() bool {
+	t.vt.mu.Lock()
+	defer t.vt.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -68,7 +75,7 @@ func (c skewed) Now() time.Time {
 func (c skewed) AfterFunc(d time.Duration, f func()) dlock.Timer {
 	c.vt.mu.Lock()
 	defer c.vt.mu.Unlock()
-	t := &vtimer{at: c.vt.v + time.Duration(float64(d)/c.rate), f: f}
+	t := &vtimer{vt: c.vt, at: c.vt.v + time.Duration(float64(d)/c.rate), f: f}
 	c.vt.timers = append(c.vt.timers, t)
 	return t
 }

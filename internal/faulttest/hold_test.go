@@ -45,6 +45,7 @@ func TestHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, c)
 	var rec overlap.Recorder
 	l, err := c.Lock(ctx, "k", dlock.WithTTL(time.Minute))
 	if err != nil {
@@ -90,6 +91,7 @@ func memClients(t *testing.T, broken bool) []*dlock.Client {
 		if err != nil {
 			t.Fatal(err)
 		}
+		faulttest.CloseOnCleanup(t, c)
 		clients = append(clients, c)
 	}
 	return clients

@@ -90,6 +90,7 @@ func TestPausedHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	faulttest.CloseOnCleanup(t, dc)
 	var value string
 	r := faulttest.PausedHolder{
 		Child: roles.Start(t, t.Context(), "paused-holder", "FAULTTEST_HELD="+held),

@@ -44,7 +44,9 @@ type Validity[T Stopper] struct {
 	// freed is set once the ended lease's hold was given back to the store
 	// (or the attempt made), so that releasing a lost lease twice sends one
 	// release.
-	freed    bool
+	freed bool
+	// back is closed when a give-back claimed by ClaimGiveBack ends.
+	back     chan struct{}
 	nextHook int32
 	callDone chan struct{} // made by a BeginCall waiting for the call under way
 	done     chan struct{} // made on first use by Done; closed when the lease ends
@@ -179,8 +181,10 @@ func (v *Validity[T]) Current() (ttl time.Duration, ended bool) {
 // frees it in the store. A lease past its validity is lost first (a lease
 // past its validity must not hand off). If the lease had ended already, it
 // returns why, and first reports whether this is the first release of a
-// lost lease (the caller then gives its hold back to the store, once).
-func (v *Validity[T]) Release(h Holder) (ended error, firstAfterLoss bool) {
+// lost lease (the caller then gives its hold back to the store, once);
+// back, if not nil, is closed when a give-back claimed with ClaimGiveBack
+// ends.
+func (v *Validity[T]) Release(h Holder) (ended error, firstAfterLoss bool, back <-chan struct{}) {
 	v.mu.Lock()
 	if v.err == nil && !v.clock.Now().Before(v.until) {
 		v.mu.Unlock()
@@ -191,10 +195,27 @@ func (v *Validity[T]) Release(h Holder) (ended error, firstAfterLoss bool) {
 	if v.err != nil {
 		first := v.err != Released && !v.freed
 		v.freed = true
-		return v.err, first
+		if v.back != nil {
+			back = v.back
+		}
+		return v.err, first, back
 	}
 	v.end(h, Released)
-	return nil, false
+	return nil, false, nil
+}
+
+// ClaimGiveBack claims the giving back of an ended lease's hold, unless a
+// release of it claimed it first: it returns a channel to close once done,
+// or nil.
+func (v *Validity[T]) ClaimGiveBack() chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.freed {
+		return nil
+	}
+	v.freed = true
+	v.back = make(chan struct{})
+	return v.back
 }
 
 // Expire loses the lease if its validity (less the margin) is over: the
@@ -337,6 +358,14 @@ func (v *Validity[T]) Settle(h Holder, start time.Time, ttl, grantTTL time.Durat
 		return lerr
 	}
 	return err
+}
+
+// EndCall ends a call begun with BeginCall or TryBeginCall that was not
+// sent (nothing to settle).
+func (v *Validity[T]) EndCall() {
+	v.mu.Lock()
+	v.endCall()
+	v.mu.Unlock()
 }
 
 // endCall ends the call under way and wakes a BeginCall waiting for it.

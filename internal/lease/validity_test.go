@@ -53,10 +53,10 @@ func TestValidityExpiresAtTheMargin(t *testing.T) {
 	if !errors.Is(hooked, driver.ErrExpired) || h.ended != 1 || h.lost != 1 {
 		t.Fatalf("hook got %v; ended %d, lost %d", hooked, h.ended, h.lost)
 	}
-	if err, first := v.Release(h); !errors.Is(err, driver.ErrExpired) || !first {
+	if err, first, _ := v.Release(h); !errors.Is(err, driver.ErrExpired) || !first {
 		t.Fatalf("first release after the loss: %v, first %v", err, first)
 	}
-	if _, first := v.Release(h); first {
+	if _, first, _ := v.Release(h); first {
 		t.Fatal("second release after the loss also told to give the hold back")
 	}
 }
@@ -97,7 +97,7 @@ func TestValiditySettle(t *testing.T) {
 	r, _, rh := newValidity(ttl)
 	ran := false
 	r.OnLost(func(error) { ran = true })
-	if err, _ := r.Release(rh); err != nil {
+	if err, _, _ := r.Release(rh); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Lose(rh, driver.ErrExpired); err != Released || ran || rh.ended != 1 {
