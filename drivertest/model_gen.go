@@ -43,12 +43,6 @@ type modelRun struct {
 	// outlast counts the steps left that wait for a fixed lease to run
 	// out: few on a session store, where each costs a session TTL.
 	outlast atomic.Int32
-	// ghost is how long a hold of an Owner may outlive its holdings: a
-	// faulty Owner's acquisition whose reply was lost, or whose release
-	// was lost, leaves a hold the Client cannot give back without risking
-	// another holding of the same owner (Client.Lock documents that it
-	// expires with the TTL), so invariant (2) waits that long for it.
-	ghost time.Duration
 }
 
 // actor is one owner of the run, on one goroutine.
@@ -59,7 +53,7 @@ type actor struct {
 	fs     *faultStore
 	base   context.Context // with an Owner if owned
 	owned  bool
-	faulty bool // arms faults on Acquire and on its Release (own client; short leases only)
+	faulty bool // arms faults on Acquire and on its Release (own client: no other actor's call takes them)
 	own    bool // the client is the actor's alone: it may Close it
 	rnd    *rand.Rand
 	closed bool
@@ -74,7 +68,7 @@ func (a *actor) leaseOpt() ([]dlock.Option, string, time.Duration, bool) {
 	m := a.r.s.model
 	k := a.rnd.IntN(10)
 	switch {
-	case k == 0 && !a.faulty:
+	case k == 0:
 		return nil, "default lease", m.TTLFor(dlock.DefaultLease), false
 	case k < 5:
 		d := a.ttl() * time.Duration([]int{1, 2, 4}[a.rnd.IntN(3)])
