@@ -27,6 +27,7 @@ import (
 //	DLOCK_MODEL_TIME=10m  runs until that much time is spent (default 20s)
 //	DLOCK_MODEL_RUNS=500  runs exactly that many generated runs instead
 //	DLOCK_MODEL_SEED=n    replays the run of seed n (printed by every run)
+//	DLOCK_MODEL_TRACE=1   prints every run's trace, not only a failed one's
 //
 // e.g. DLOCK_MODEL_TIME=10m go test -run 'TestConformance/ModelRandomHoldings' ./redisstore
 // (go test's -timeout must cover it).
@@ -137,7 +138,7 @@ func (s *suite) modelRun(t *testing.T, seed uint64) {
 	}
 	closeClients(t, actors, prober)
 	t.Logf("seed %d: %d violations of invariant 1; the prober got the key %d times", seed, len(found), probes)
-	if t.Failed() {
+	if t.Failed() || os.Getenv("DLOCK_MODEL_TRACE") != "" {
 		t.Logf("seed %d: trace (replay: DLOCK_MODEL_SEED=%d):\n%s", seed, seed, r.check.report(120))
 	}
 }

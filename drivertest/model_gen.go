@@ -57,6 +57,7 @@ type actor struct {
 	own    bool // the client is the actor's alone: it may Close it
 	rnd    *rand.Rand
 	closed bool
+	last   bool // the last block: its outermost holding has the default lease
 }
 
 // ttl returns the run's short lease.
@@ -68,7 +69,8 @@ func (a *actor) leaseOpt() ([]dlock.Option, string, time.Duration, bool) {
 	m := a.r.s.model
 	k := a.rnd.IntN(10)
 	switch {
-	case k == 0:
+	case k == 0 || a.last:
+		a.last = false
 		return nil, "default lease", m.TTLFor(dlock.DefaultLease), false
 	case k < 5:
 		d := a.ttl() * time.Duration([]int{1, 2, 4}[a.rnd.IntN(3)])
@@ -86,7 +88,7 @@ func (a *actor) waitBound() time.Duration {
 
 // arm draws a fault for the next call of kind k (Acquire and Release:
 // faulty actors only; Extend: any actor).
-func (a *actor) arm(k faultKind, ttl time.Duration) {
+func (a *actor) arm(k faultKind) {
 	if (k != faultExtend && !a.faulty) || a.rnd.IntN(8) != 0 {
 		return
 	}
@@ -95,36 +97,51 @@ func (a *actor) arm(k faultKind, ttl time.Duration) {
 	a.r.check.logf("%s: armed %v for the next %s", a.name, m, [...]string{"Acquire", "Extend", "Release"}[k])
 }
 
-// run runs blocks until the run's time is up or the client is closed.
+// run runs blocks until the run's time is up or the client is closed,
+// then a last one with the default lease (a long one on a per-key store):
+// a holding of it that the store does not free when it ends keeps the key
+// for longer than invariant (2) allows.
 func (a *actor) run() {
 	for i := 0; i < maxBlocks && !a.closed && time.Now().Before(a.r.until); i++ {
 		a.block(a.base, 0)
 		a.sleep(time.Duration(a.rnd.Int64N(int64(a.ttl()) / 2)))
+	}
+	if !a.closed {
+		a.last = true
+		a.block(a.base, 0)
 	}
 }
 
 // block takes the key once, by Do, Lock or TryLock, holds it for a body
 // of random steps and gives it back.
 func (a *actor) block(ctx context.Context, depth int) {
-	opts, desc, ttl, fixed := a.leaseOpt()
+	last := a.last
+	opts, desc, _, fixed := a.leaseOpt()
 	owned := depth > 0 || a.owned
-	switch a.rnd.IntN(4) {
+	op := a.rnd.IntN(4)
+	if last {
+		op = 2 // Lock, with a wait long enough to get the key
+	}
+	switch op {
 	case 0:
 		a.do(ctx, depth, opts, desc, fixed)
 		return
 	case 1:
-		a.arm(faultAcquire, ttl)
+		a.arm(faultAcquire)
 		desc = "TryLock(" + desc + ")"
 		l, err := a.cl.TryLock(ctx, a.r.key, opts...)
-		a.hold(ctx, depth, l, err, desc, owned, fixed)
+		a.hold(ctx, depth, l, err, desc, owned, fixed, false)
 	default:
-		a.arm(faultAcquire, ttl)
+		a.arm(faultAcquire)
 		wait := a.waitBound()
+		if last {
+			wait = 10 * a.ttl()
+		}
 		desc = fmt.Sprintf("Lock(%s, wait %v)", desc, wait)
 		wctx, cancel := context.WithTimeout(ctx, wait) // a wait cancelled by its context
 		l, err := a.cl.Lock(wctx, a.r.key, opts...)
 		cancel()
-		a.hold(ctx, depth, l, err, desc, owned, fixed)
+		a.hold(ctx, depth, l, err, desc, owned, fixed, last)
 	}
 }
 
@@ -142,14 +159,20 @@ func (a *actor) do(ctx context.Context, depth int, opts []dlock.Option, desc str
 }
 
 // hold runs a body under a lease from Lock or TryLock and releases it.
-func (a *actor) hold(ctx context.Context, depth int, l *dlock.Lease, err error, desc string, owned, fixed bool) {
+// The actor's last holding has no body: nothing else of its owner sets
+// the key's expiry after it, so its release alone must free the key.
+func (a *actor) hold(ctx context.Context, depth int, l *dlock.Lease, err error, desc string, owned, fixed, last bool) {
 	name := fmt.Sprintf("%s/d%d %s", a.name, depth, desc)
 	if err != nil {
 		a.r.check.logf("%s: %v", name, err)
 		return
 	}
 	w := a.r.check.acquired(name, l, owned, fixed)
-	a.body(ctx, w, depth)
+	if last {
+		a.sleep(time.Duration(a.rnd.Int64N(int64(a.ttl()))))
+	} else {
+		a.body(ctx, w, depth)
+	}
 	a.release(w)
 }
 
@@ -179,11 +202,14 @@ func (a *actor) body(ctx context.Context, w *watched, depth int) {
 // extend extends w to a random length, shorter or longer than its lease.
 func (a *actor) extend(ctx context.Context, w *watched) {
 	d := max(a.ttl()*time.Duration([]int{1, 2, 6, 16}[a.rnd.IntN(4)])/2, a.r.s.model.MinTTL, dlock.MinTTL)
-	a.arm(faultExtend, 0)
+	a.arm(faultExtend)
 	ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err := w.l.Extend(ectx, d)
 	cancel()
 	a.r.check.logf("%s: Extend(%v): %v, valid for %v", w.who, d, err, time.Until(w.l.ValidUntil()).Round(time.Millisecond))
+	if err == nil && a.rnd.IntN(2) == 0 {
+		a.sleep(time.Duration(a.rnd.Int64N(int64(d)))) // work for part of the extension
+	}
 }
 
 // outlast waits for a fixed lease to run out (a bounded number of times on
@@ -226,7 +252,7 @@ func (a *actor) release(w *watched) {
 		cancel()
 		a.r.check.logf("%s: releasing with an ended context", w.who)
 	}
-	a.arm(faultRelease, 0)
+	a.arm(faultRelease)
 	valid := a.r.check.observe(w)
 	err := w.l.Release(ctx)
 	if ended && errors.Is(err, context.Canceled) {
