@@ -230,16 +230,18 @@ func (s *suite) keyState(t *testing.T, m driver.Mutex, key string, c *modelCheck
 	if err != nil {
 		return fmt.Sprintf("Inspect: %v", err)
 	}
-	holder := "not matched to a lease of this run"
-	if c != nil {
-		c.mu.Lock()
-		for _, w := range c.leases {
-			if info.Held && w.l.Token() == info.Token {
-				holder = w.who + " (its owner's last lease)"
-			}
-		}
-		c.mu.Unlock()
+	state := fmt.Sprintf("Inspect: held %v, holds %d, fence %d, remaining %v",
+		info.Held, info.Holds, info.Fence, info.Remaining.Round(time.Millisecond))
+	if c == nil || !info.Held {
+		return state
 	}
-	return fmt.Sprintf("Inspect: held %v, holds %d, fence %d, remaining %v; holder: %s",
-		info.Held, info.Holds, info.Fence, info.Remaining.Round(time.Millisecond), holder)
+	holder := "not matched to a lease of this run"
+	c.mu.Lock()
+	for _, w := range c.leases {
+		if w.l.Token() == info.Token {
+			holder = w.who + " (its owner's last lease)"
+		}
+	}
+	c.mu.Unlock()
+	return state + "; holder: " + holder
 }

@@ -176,3 +176,50 @@ func (s *suite) testNestedFixedLeaseEnds(t *testing.T, _ driver.Mutex) {
 	t.Logf("outer Do: %v", err)
 	s.keyFreeWithin(t, "nested fixed lease ended under an outer Do", key)
 }
+
+// testLostNestedThenHandoff (found by the model case after fd848f5, seed
+// 108930929661067 on memstore): a Do without an Owner holds the key with
+// its default lease; a holding nested through its context runs out (lost
+// on the local clock) and is released; a sibling of the same Client waits
+// for the key meanwhile, so that the Do's release is a local handoff. Once
+// the Do returned, the key must pass to the sibling, or at least be free,
+// within the give-back bound. The sibling starts before the nested lease
+// runs out (a real-time wait of a lease, not a synchronisation): it is
+// queued by then on any machine that is not stalled; if not, the case
+// checks a plain release instead and passes.
+func (s *suite) testLostNestedThenHandoff(t *testing.T, _ driver.Mutex) {
+	cl, _ := s.modelClient(t)
+	key := Key(t)
+	sibling := make(chan error, 1)
+	err := cl.Do(ctx(t), key, func(fctx context.Context) error {
+		l, err := cl.Lock(fctx, key, dlock.WithTTL(s.ttl))
+		if err != nil {
+			return err
+		}
+		go func() {
+			wctx, cancel := context.WithTimeout(context.Background(), s.model.TTLFor(s.ttl)+giveBackBound+2*s.slack)
+			defer cancel()
+			w, err := cl.Lock(wctx, key, dlock.WithTTL(s.ttl))
+			if err == nil {
+				err = w.Release(context.Background())
+			}
+			sibling <- err
+		}()
+		bound := time.NewTimer(s.model.TTLFor(s.ttl) + s.slack)
+		defer bound.Stop()
+		select {
+		case <-l.Done():
+		case <-bound.C:
+			t.Errorf("the nested fixed lease did not run out within %v", s.model.TTLFor(s.ttl)+s.slack)
+		}
+		t.Logf("nested Release after its loss: %v", l.Release(fctx))
+		return nil
+	})
+	returned := time.Now()
+	t.Logf("outer Do: %v", err)
+	if err := <-sibling; err != nil {
+		t.Errorf("the sibling waiting for %q never got it (%v after the Do returned): %v; %s",
+			key, time.Since(returned).Round(time.Millisecond), err, s.keyState(t, s.client(t), key, nil))
+	}
+	s.keyFreeWithin(t, "lost nested holding, then a local handoff", key)
+}

@@ -222,6 +222,7 @@ func (s *suite) cases() []testCase {
 		testCase{"TransferIsANewHolding", s.testTransfer},
 		testCase{"AtomicStepsAreOwnerChecked", s.testReadAndCommit},
 		testCase{"AtomicTransferReadsAndWrites", s.testTransferReadAndWrite},
+		testCase{"LostNestedHoldingThenHandoffFreesTheKey", s.testLostNestedThenHandoff},
 		testCase{"ModelRandomHoldingsNeverOverlapAndFreeTheKey", s.testModelRuns},
 	)
 }
