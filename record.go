@@ -45,8 +45,9 @@ type record struct {
 	acquiring int                      // acquisitions in flight
 	// holds bounds the holds the store may keep for the token: grants and
 	// unanswered acquisitions, less confirmed releases.
-	holds int
-	stray bool // the store may keep holds no live lease accounts for
+	holds  int
+	maxTTL time.Duration // the longest lease that joined: bounds the give-back
+	stray  bool          // the store may keep holds no live lease accounts for
 	// notBefore is the latest validity a lease that left without a confirmed
 	// release reported: the give-back waits for it.
 	notBefore time.Time
@@ -112,6 +113,7 @@ func (c *Client) adopt(ctx context.Context, l *Lease) {
 		l.rec.Store(r)
 		r.members[l] = ttl
 		r.holds++
+		r.maxTTL = max(r.maxTTL, ttl)
 	})
 	c.settleRecord(r) // forgets it if l had ended
 }
@@ -189,6 +191,7 @@ func (c *Client) joined(r *record, l *Lease) {
 	c.records.mu.Lock()
 	r.members[l] = l.ttl
 	r.holds++
+	r.maxTTL = max(r.maxTTL, l.ttl)
 	c.records.mu.Unlock()
 }
 
@@ -256,7 +259,7 @@ func (c *Client) settleRecord(r *record) {
 	}
 	n := r.holds
 	r.giving = make(chan struct{})
-	c.giveBack(r.key, r.token, n, c.cfg.ttl, r.notBefore, func() {
+	c.giveBack(r.key, r.token, n, max(r.maxTTL, c.cfg.ttl), r.notBefore, func() {
 		c.records.mu.Lock()
 		close(r.giving)
 		r.giving = nil

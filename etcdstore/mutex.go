@@ -176,6 +176,14 @@ func (s *Store) holder(ctx context.Context, pfx string) (*mvccpb.KeyValue, error
 // first, ErrExpired when none is). Any other error (etcd's, wrapped; or the
 // key changing under four attempts in a row) matches no sentinel: the hold
 // may or may not have been removed.
+//
+// A ctx that has already ended returns an error matching ctx's error at
+// once (no other sentinel): nothing is sent and nothing changes. The
+// holding lives as long as the store's session, which the renewal of any
+// other holding keeps alive, so it stays held until a Release with a live
+// context gives it back or the session ends (Close, or SessionTTL without
+// a keepalive). If ctx ends while the transaction is in flight, the error
+// matches ctx's and the outcome is unknown, as above.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	_, err := s.release(ctx, key, token, nil, "")
 	return err
@@ -185,6 +193,9 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 // resource key read (if not empty) in the releasing transaction, under the
 // same ownership compare: a refused release reads and writes nothing.
 func (s *Store) release(ctx context.Context, key, token string, w *driver.Write, read string) (driver.Value, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.Value{}, fmt.Errorf("etcdstore: release %q: nothing sent, the lock is still held: %w", key, err)
+	}
 	dig, pfx := digest(token), s.pfx(key)
 	var k string
 	if sess := s.live(); sess != nil {

@@ -48,7 +48,11 @@ type RowLockOptions struct {
 // When another transaction holds the row and NoWait is set, or the wait
 // ends (lock wait timeout), it returns an error matching
 // driver.ErrNotAcquired (a *driver.ContendedError with a negative
-// Remaining) and fn does not run. If fn returns an error the transaction
+// Remaining) and fn does not run. When ctx ends before the row is locked
+// (its deadline, which usually comes before the server's WAIT n, rounded
+// up to whole seconds, or its cancellation) it returns an error matching
+// driver.ErrNotAcquired and ctx's error (context.DeadlineExceeded or
+// context.Canceled); fn does not run and nothing was written. If fn returns an error the transaction
 // is rolled back and that error returned; otherwise it is committed and a
 // commit error is returned (the writes may or may not have been applied
 // when the connection broke during COMMIT). fn must not commit or roll
@@ -94,22 +98,23 @@ func runLocked(ctx context.Context, c txStarter, table, key string, noWait bool,
 	for try := 0; ; try++ {
 		tx, err := c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err != nil {
-			return wrap("row lock: begin", err)
+			return rowErr(ctx, key, "begin", err)
 		}
 		err = lockRow(ctx, tx, table, key, noWait)
 		if errors.Is(err, errNoRow) && try == 0 {
 			_ = tx.Rollback()
 			if _, err := c.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (name) VALUES (?)", []byte(key)); err != nil {
-				return wrap("row lock: create row", err)
+				return rowErr(ctx, key, "create row", err)
 			}
 			continue
 		}
 		if errors.Is(err, errNoRow) {
-			err = fmt.Errorf("mysqlstore: row lock %q: row vanished after creation (deleted by someone else?)", key)
+			_ = tx.Rollback()
+			return fmt.Errorf("mysqlstore: row lock %q: row vanished after creation (deleted by someone else?)", key)
 		}
 		if err != nil {
 			_ = tx.Rollback()
-			return err
+			return rowErr(ctx, key, "lock", err)
 		}
 		return finish(tx, fn)
 	}
@@ -139,7 +144,7 @@ func finish(tx *sql.Tx, fn func(*sql.Tx) error) error {
 func withIdleTimeout(ctx context.Context, db *sql.DB, table, key string, opts RowLockOptions, fn func(*sql.Tx) error) (err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return wrap("row lock: connection", err)
+		return rowErr(ctx, key, "connection", err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -152,12 +157,51 @@ func withIdleTimeout(ctx context.Context, db *sql.DB, table, key string, opts Ro
 	}()
 	secs := int64(math.Ceil(opts.IdleTimeout.Seconds()))
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION idle_transaction_timeout = %d", secs)); err != nil {
-		return wrap("row lock: idle timeout", err)
+		return rowErr(ctx, key, "idle timeout", err)
 	}
 	return runLocked(ctx, conn, table, key, opts.NoWait, fn)
 }
 
-// lockRow takes key's row in tx; errNoRow if it has none.
+// rowErr classifies an error got before fn ran, as pgstore's row lock
+// does: once ctx has ended (its deadline, usually before the server's
+// WAIT n, which is rounded up to whole seconds; or its cancellation), an
+// error matching driver.ErrNotAcquired and ctx's error (fn did not run,
+// nothing was written), keeping a *driver.ContendedError when the server's
+// lock wait timeout answered as the deadline passed; otherwise a
+// *driver.ContendedError (NOWAIT, lock wait timeout) as it is, and others
+// as wrap.
+func rowErr(ctx context.Context, key, op string, err error) error {
+	cerr := ended(ctx)
+	switch {
+	case cerr != nil && errors.Is(err, driver.ErrNotAcquired):
+		return fmt.Errorf("%w (the wait ended with ctx: %w)", err, cerr)
+	case cerr != nil:
+		return fmt.Errorf("%w: mysqlstore: row lock %q: %s: %w", driver.ErrNotAcquired, key, op, cerr)
+	case errors.Is(err, driver.ErrNotAcquired):
+		return err
+	}
+	return wrap("row lock: "+op, err)
+}
+
+// ended returns ctx's error (with its cause, if that is another error),
+// or context.DeadlineExceeded once ctx's deadline has passed although its
+// timer has not fired yet; nil while ctx lives.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		if c := context.Cause(ctx); c != nil && c != err {
+			return fmt.Errorf("%w: %w", err, c)
+		}
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// lockRow takes key's row in tx: errNoRow if it has none, a
+// *driver.ContendedError for NOWAIT or a lock wait timeout, else the
+// driver's error as it is (the caller classifies it with rowErr).
 func lockRow(ctx context.Context, tx *sql.Tx, table, key string, noWait bool) error {
 	q := "SELECT 1 FROM " + table + " WHERE name = ? FOR UPDATE" + waitClause(ctx, noWait)
 	var one int
@@ -170,7 +214,7 @@ func lockRow(ctx context.Context, tx *sql.Tx, table, key string, noWait bool) er
 	case errNumber(err) == erLockWait || errNumber(err) == erNoWait:
 		return fmt.Errorf("mysqlstore: row lock %q: %w", key, &driver.ContendedError{Remaining: -1})
 	default:
-		return wrap("row lock", err)
+		return err
 	}
 }
 

@@ -282,15 +282,27 @@ func (s *Session) Extend(ctx context.Context, key, token string, ttl time.Durati
 // Release removes one hold; the last one runs RELEASE_LOCK on the
 // holding's connection, which is unpinned when it holds nothing more. A
 // token that does not hold key gets driver.NotHeld; so does the last hold
-// of a holding the server had already dropped. If ctx ends first, the
-// connection is discarded (the server releases its locks; other keys on
-// it are lost, as their Extend reports).
+// of a holding the server had already dropped.
+//
+// A ctx that has already ended returns an error matching ctx's error at
+// once (no other sentinel): nothing is sent and nothing changes. The
+// holding stays on its pinned connection, which stays pinned (it never
+// goes back to the pool while it holds a lock) until a Release with a live
+// context, or Close, gives it back. The connection is deliberately not
+// discarded: that would free every other key held on it too, while their
+// leases still report themselves valid. If ctx ends while Release waits
+// for the connection's previous statement, it is the same: nothing sent.
+// If ctx ends while RELEASE_LOCK runs, Release returns ctx's error and the
+// statement finishes in the background, bounded by callTimeout: the
+// holding is forgotten if it succeeds; if it fails, the connection is
+// discarded (it broke or was closed: the server releases its locks; other
+// keys on it are lost, as their Extend reports).
 func (s *Session) Release(ctx context.Context, key, token string) error {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("mysqlstore: session release %q: nothing sent, the lock is still held: %w", key, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -288,9 +288,16 @@ func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.D
 // token of a key the store holds, is one statement checking the holding in
 // pg_locks. If ctx ends while the unlock runs, the call returns ctx's error
 // and the store forgets the holding when the unlock completes.
+//
+// A ctx that has already ended returns an error matching ctx's error at
+// once (no other sentinel): nothing is sent and nothing changes. The lock
+// stays held by its pinned connection (an advisory lock has no TTL) until
+// a Release with a live context, or Close, gives it back. The same holds
+// when ctx ends while Release waits for the key or for the connection's
+// previous statement.
 func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("pgstore: session release %q: nothing sent, the lock is still held: %w", key, err)
 	}
 	if o := s.delegate(key, token); o != nil {
 		return o.Release(ctx, key, token)

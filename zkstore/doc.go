@@ -15,9 +15,16 @@
 // the lock path and its parents are created as container nodes, which the
 // server deletes once empty. Children are ordered as Curator orders them: by
 // the text after the last "lock-", compared as strings. The first lock node
-// holds the lock. Children without "lock-" (the lock path of a nested name,
-// a/b under a) are not participants for this store; Curator counts them,
-// and so waits where dlock would not: more exclusion, never less.
+// holds the lock. A child is a lock node when its name ends in "lock-" and
+// a ZooKeeper sequence (what %010d prints for a 32-bit number: 10 digits,
+// or a minus sign and 9 or 10); other children (the lock path of a nested
+// name, a/b under a) are not participants for this store, so a and a/b are
+// independent locks. Curator counts every child, and so waits where dlock
+// would not: more exclusion, never less. A name (Prefix included) with a
+// "/"-separated part after the first that is itself named like a lock node,
+// such as "n1/x-lock-0000000001", would hold the name before it, so every
+// call of the store refuses it with an error matching driver.ErrInvalid,
+// before any request.
 //
 // The node data is "dlock/1 <holds> <digest>[ <fence>]": the hold count
 // and 16 bytes of the token's SHA-256, never the token, and after a

@@ -34,3 +34,8 @@ var AwaitSession = awaitSession
 
 // Quiet is the store's logger that drops go-zookeeper's log lines.
 type Quiet = quiet
+
+// SetLooseNames makes s count every child with "lock-" as a participant
+// and refuse no name (the rule before nested names were made independent):
+// the control of TestNestedNamesAreIndependent.
+func SetLooseNames(s *Store, on bool) { s.looseNames = on }

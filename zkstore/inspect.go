@@ -26,6 +26,9 @@ import (
 // matching driver.ErrRefused when the session may not read the nodes (ACL,
 // authentication), and otherwise ZooKeeper's error, matching no sentinel.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
+	if err := s.checkKey(key); err != nil {
+		return driver.Info{Remaining: -1}, err
+	}
 	lp := s.lockPath(key)
 	name, data, st, err := s.firstNode(ctx, key, lp)
 	if err != nil || st == nil {
@@ -82,7 +85,7 @@ func (s *Store) walk(ctx context.Context, dir, rel, prefix string, fn func(strin
 	if err != nil {
 		return false, wrapErr("list", rel, err)
 	}
-	if nodes := lockNodes(kids); len(nodes) > 0 && rel != "" {
+	if nodes := s.participants(kids); len(nodes) > 0 && rel != "" {
 		if key, ok := decodeKey(rel); ok && strings.HasPrefix(key, prefix) {
 			if more, err := s.report(ctx, dir, key, nodes[0], fn); !more || err != nil {
 				return false, err
@@ -90,7 +93,7 @@ func (s *Store) walk(ctx context.Context, dir, rel, prefix string, fn func(strin
 		}
 	}
 	for _, k := range kids {
-		if strings.Contains(k, lockMarker) {
+		if s.isParticipant(k) {
 			continue
 		}
 		sub := k
@@ -135,6 +138,9 @@ func (s *Store) report(ctx context.Context, dir, key, first string, fn func(stri
 // (dlock's and Curator's waiters alike; a contended Acquire counts while
 // its node briefly exists). Errors are as for Inspect.
 func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
+	if err := s.checkKey(key); err != nil {
+		return 0, err
+	}
 	nodes, err := s.children(ctx, key, s.lockPath(key))
 	if err != nil {
 		return 0, err

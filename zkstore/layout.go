@@ -42,6 +42,39 @@ func hasUUID(child, uuid string) bool {
 	return strings.HasPrefix(child, protectedPrefix+uuid+"-")
 }
 
+// isLockNode reports whether child is named like a lock node: its name
+// ends in "lock-" followed by a ZooKeeper sequence, exactly as %010d prints
+// a signed 32-bit number (10 digits, or a minus sign and 9 or 10 digits).
+// ZooKeeper appends that sequence to every EPHEMERAL_SEQUENTIAL node, so
+// every lock node of Curator's InterProcessMutex (protected or not),
+// go-zookeeper's Lock and this store ends so; the container of a nested
+// lock name does not, unless its name is one checkName refuses.
+func isLockNode(child string) bool {
+	i := strings.LastIndex(child, lockMarker)
+	if i < 0 {
+		return false
+	}
+	seq := child[i+len(lockMarker):]
+	n, err := strconv.ParseInt(seq, 10, 32)
+	return err == nil && fmt.Sprintf("%010d", n) == seq
+}
+
+// checkName returns an error matching driver.ErrInvalid if the lock name
+// name (the store's Prefix included) has a "/"-separated part, after the
+// first, named like a lock node (isLockNode, on the part as encodeKey
+// writes it): that part's container is a child of the lock path of the
+// name before it, and would be counted as a holder there. Nil otherwise.
+func checkName(name string) error {
+	segs := strings.Split(encodeKey(name), "/")
+	for _, seg := range segs[1:] {
+		if isLockNode(seg) {
+			return fmt.Errorf("%w: zkstore: lock name %q: its part %q ends in \"lock-\" and a 10-digit sequence, as a lock node's name does: "+
+				"its path would hold the name before it", driver.ErrInvalid, name, seg)
+		}
+	}
+	return nil
+}
+
 // sortKey is Curator's ordering key (StandardLockInternalsDriver
 // .fixForSorting): the part after the last "lock-", or the whole name for a
 // child without one.

@@ -15,19 +15,47 @@ import (
 // changes under it.
 const maxAttempts = 4
 
-// lockNodes returns the lock nodes among children (names with "lock-"), in
-// Curator's order. Other children (the directory of a nested lock name)
+// lockNodes returns the lock nodes among children (isLockNode), in
+// Curator's order. Other children (the container of a nested lock name)
 // are not participants for this store; Curator counts them too, so it
-// waits where this store would not (more exclusion, never less).
-func lockNodes(children []string) []string {
+// waits where this store would not (more exclusion, never less). Leaving
+// them out keeps Curator's relative order of the lock nodes (the sort is
+// stable), so a lock node first for Curator is first here too.
+func lockNodes(children []string) []string { return filterSorted(children, isLockNode) }
+
+// participants is lockNodes, or with looseNames every child with "lock-"
+// (the rule before nested names were made independent: tests' control).
+func (s *Store) participants(children []string) []string {
+	return filterSorted(children, s.isParticipant)
+}
+
+// isParticipant is isLockNode, or with looseNames whether c has "lock-".
+func (s *Store) isParticipant(c string) bool {
+	if s.looseNames {
+		return strings.Contains(c, lockMarker)
+	}
+	return isLockNode(c)
+}
+
+// filterSorted returns the children that keep accepts, in Curator's order.
+func filterSorted(children []string, keep func(string) bool) []string {
 	out := make([]string, 0, len(children))
 	for _, c := range children {
-		if strings.Contains(c, lockMarker) {
+		if keep(c) {
 			out = append(out, c)
 		}
 	}
 	sortChildren(out)
 	return out
+}
+
+// checkKey is checkName for key with the store's prefix (nil with
+// looseNames).
+func (s *Store) checkKey(key string) error {
+	if s.looseNames {
+		return nil
+	}
+	return checkName(s.prefix + key)
 }
 
 // children reads the lock nodes of lp in Curator's order, without this
@@ -54,7 +82,7 @@ func (s *Store) childrenZ(ctx context.Context, key, lp string) ([]string, int64,
 	if err != nil {
 		return nil, 0, wrapErr("list", key, err)
 	}
-	return lockNodes(s.sweep(ctx, lp, kids)), st.Pzxid, nil
+	return s.participants(s.sweep(ctx, lp, kids)), st.Pzxid, nil
 }
 
 // grantFence is the fence of a holding whose node was created at czxid and
@@ -88,7 +116,15 @@ func grantFence(czxid, pzxid int64) int64 { return max(czxid, pzxid) }
 //
 // A token that holds key through another Store (another session) cannot
 // re-enter it here: Acquire reports contention.
+//
+// A key that checkName refuses (a "/"-separated part after the first named
+// like a lock node, "lock-" and a 10-digit sequence at its end: see the
+// package doc's Layout) gets an error matching driver.ErrInvalid before any
+// request, as it does from every other call of the store.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.checkKey(key); err != nil {
+		return driver.Grant{}, err
+	}
 	start := time.Now()
 	if g, ok, err := s.reenter(ctx, key, token, start); ok || err != nil {
 		return g, err

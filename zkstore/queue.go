@@ -28,6 +28,9 @@ const cleanupTimeout = 5 * time.Second
 // error it deletes its node (if that fails, the node goes with the session
 // and is recorded for deletion by the next call on the lock).
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.checkKey(key); err != nil {
+		return driver.Grant{}, err
+	}
 	start := time.Now()
 	if g, ok, err := s.reenter(ctx, key, token, start); ok || err != nil {
 		return g, err

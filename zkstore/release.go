@@ -3,6 +3,7 @@ package zkstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"example.com/dlock/driver"
@@ -17,7 +18,20 @@ import (
 // driver.NotHeld. If the connection fails the store keeps the holding
 // (CURATOR-678: local state is dropped only when the node is known gone)
 // and returns an error of unknown outcome; calling Release again retries.
+//
+// A ctx that has already ended returns an error matching ctx's error at
+// once (no other sentinel): nothing is sent and nothing changes. The lock
+// node is ephemeral, with no TTL of its own: it stays until a Release with
+// a live context deletes it, or the session ends (Close of a store made by
+// Dial, or expiry). If ctx ends while the delete is in flight, the error
+// matches ctx's and the outcome is unknown, as for a connection failure.
 func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := s.checkKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("zkstore: release %q: nothing sent, the lock is still held: %w", key, err)
+	}
 	for range maxAttempts {
 		h, ok := s.lookup(key, token)
 		if !ok {
@@ -104,6 +118,9 @@ func (s *Store) foreign(ctx context.Context, key, token string) (*holding, error
 // key through another session gets an error matching driver.ErrInvalid
 // (this store cannot renew that session).
 func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.checkKey(key); err != nil {
+		return driver.Grant{}, err
+	}
 	start := time.Now()
 	h, ok := s.lookup(key, token)
 	if !ok {

@@ -100,6 +100,7 @@ type Store struct {
 	unprotected bool         // tests only: retry a create that lost its connection without looking (naive)
 	statCreate  bool         // tests only: stat every node after its create (the request the store no longer sends)
 	existsWatch bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
+	looseNames  bool         // tests only: every child with "lock-" is a participant and no name is refused (the old rule)
 	syncs       atomic.Int64 // syncs sent (tests count them)
 	reqs        atomic.Int64 // requests sent (tests count them)
 }

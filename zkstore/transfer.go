@@ -23,6 +23,9 @@ var _ driver.Transferer = (*Store)(nil)
 // driver.ErrInvalid, as does one through another session; a token that does
 // not hold key gets driver.NotHeld.
 func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
+	if err := s.checkKey(key); err != nil {
+		return driver.Grant{}, err
+	}
 	start := time.Now()
 	for range maxAttempts {
 		h, err := s.holdingOf(ctx, key, from)
