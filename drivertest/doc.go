@@ -56,7 +56,8 @@
 // the model found first have deterministic cases of their own (per-key
 // stores: NestedExtendShorterKeepsOuterHeld, NestedShortRenewalKeepsOuterHeld,
 // OuterRenewalKeepsInnerFixedLeaseHeld; session stores:
-// ReleaseWithEndedContextFreesSessionKey, NestedFixedLeaseEndingFreesSessionKey).
+// ReleaseWithEndedContextFreesSessionKey, NestedFixedLeaseEndingFreesSessionKey;
+// every store: LostNestedHoldingThenHandoffFreesTheKey).
 //
 // The suite checks itself: its own tests run it against stores broken on
 // purpose (no owner check, no expiry, a fence that does not increase, an
