@@ -35,9 +35,35 @@
 // Each case uses its own keys, so one server serves the whole run; cases
 // run one after the other.
 //
+// # The model-based case
+//
+// ModelRandomHoldingsNeverOverlapAndFreeTheKey drives the store through
+// package dlock's Client: generated runs of several owners (some on Clients
+// of their own, on separate clients of the store, as separate processes)
+// taking one key with Lock, TryLock and Do nested to random depth, with and
+// without an Owner, Extend shorter and longer than the lease, renewed and
+// fixed leases, releases with live and ended contexts, cancelled waits, lost
+// requests and replies (a fault wrapper at the driver.Mutex seam) and
+// Close. It checks two invariants: while a lease reports itself valid, no
+// other owner holds the key; once every holding has ended, the key is free
+// within the give-back bound (2 s plus Harness.Slack). Each run prints its
+// seed. CI's size is about 20 s of runs per store; a longer run:
+//
+//	DLOCK_MODEL_TIME=10m go test -timeout 20m -run 'TestConformance/ModelRandom' ./redisstore
+//
+// DLOCK_MODEL_RUNS=n makes exactly n runs, and DLOCK_MODEL_SEED=n replays the
+// run of seed n (the same operations; the timing may differ). The schedules
+// the model found first have deterministic cases of their own (per-key
+// stores: NestedExtendShorterKeepsOuterHeld, NestedShortRenewalKeepsOuterHeld,
+// OuterRenewalKeepsInnerFixedLeaseHeld; session stores:
+// ReleaseWithEndedContextFreesSessionKey, NestedFixedLeaseEndingFreesSessionKey;
+// every store: LostNestedHoldingThenHandoffFreesTheKey).
+//
 // The suite checks itself: its own tests run it against stores broken on
 // purpose (no owner check, no expiry, a fence that does not increase, an
-// Extend that re-creates a free key) and require each to fail the case
+// Extend that re-creates a free key; for the model case, a Release that frees
+// every hold, an Extend that sets half the expiry asked, a Release that frees
+// nothing) and require each to fail the case
 // that names the rule it breaks, with package memstore as the control that
 // must pass.
 //

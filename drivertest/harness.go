@@ -192,6 +192,8 @@ func (s *suite) cases() []testCase {
 		cs = append(cs,
 			testCase{"SessionExtendRenews", s.testSessionExtend},
 			testCase{"KilledSessionFreesItsKeys", s.testKilledSession},
+			testCase{"ReleaseWithEndedContextFreesSessionKey", s.testReleaseEndedContext},
+			testCase{"NestedFixedLeaseEndingFreesSessionKey", s.testNestedFixedLeaseEnds},
 		)
 	} else {
 		cs = append(cs,
@@ -200,6 +202,9 @@ func (s *suite) cases() []testCase {
 			testCase{"ExtendNeverRecreates", s.testExtendNoRecreate},
 			testCase{"ReentryNeverShortensTheHolding", s.testReentryNeverShortens},
 			testCase{"ExtendShorterShortensTheHolding", s.testExtendShorterShortens},
+			testCase{"NestedExtendShorterKeepsOuterHeld", s.testNestedExtendShorter},
+			testCase{"NestedShortRenewalKeepsOuterHeld", s.testNestedShortRenewal},
+			testCase{"OuterRenewalKeepsInnerFixedLeaseHeld", s.testOuterRenewalShorter},
 		)
 	}
 	return append(cs,
@@ -217,5 +222,7 @@ func (s *suite) cases() []testCase {
 		testCase{"TransferIsANewHolding", s.testTransfer},
 		testCase{"AtomicStepsAreOwnerChecked", s.testReadAndCommit},
 		testCase{"AtomicTransferReadsAndWrites", s.testTransferReadAndWrite},
+		testCase{"LostNestedHoldingThenHandoffFreesTheKey", s.testLostNestedThenHandoff},
+		testCase{"ModelRandomHoldingsNeverOverlapAndFreeTheKey", s.testModelRuns},
 	)
 }

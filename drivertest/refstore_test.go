@@ -51,6 +51,9 @@ const (
 	sessionNoRenew       mutation = "session-no-renew"       // Extend does not renew the session
 	sessionOutlivesKill  mutation = "session-outlives-kill"  // a killed client's holdings never end
 	answersWhenDown      mutation = "answers-when-down"      // a paused store answers "not held"
+	releaseAllHolds      mutation = "release-all-holds"      // Release frees the key whatever its hold count
+	extendHalf           mutation = "extend-half"            // Extend sets half the expiry asked for
+	releaseNoop          mutation = "release-noop"           // Release answers success and frees nothing
 )
 
 func newRef(m mutation) *refStore {
@@ -144,7 +147,13 @@ func (r *refStore) extend(key, token string, ttl time.Duration) (driver.Grant, e
 	if err != nil {
 		return driver.Grant{}, err
 	}
+	if r.mut == extendHalf {
+		ttl /= 2
+	}
 	l.expires = time.Now().Add(ttl)
+	if r.mut == extendHalf {
+		ttl *= 2 // and says it set what was asked
+	}
 	return driver.Grant{Fence: l.fence, Holds: l.holds, TTL: ttl}, nil
 }
 
@@ -158,7 +167,10 @@ func (r *refStore) Release(ctx context.Context, key, token string) error {
 	if err != nil {
 		return err
 	}
-	if l.holds--; l.holds > 0 {
+	if r.mut == releaseNoop {
+		return nil
+	}
+	if l.holds--; l.holds > 0 && r.mut != releaseAllHolds {
 		return nil
 	}
 	delete(r.locks, key)
