@@ -24,7 +24,7 @@ import (
 //
 // Its size is set by the environment, for a longer run than CI's:
 //
-//	DLOCK_MODEL_TIME=10m  runs until that much time is spent (default 20s)
+//	DLOCK_MODEL_TIME=10m  runs until that much time is spent (default 8s)
 //	DLOCK_MODEL_RUNS=500  runs exactly that many generated runs instead
 //	DLOCK_MODEL_SEED=n    replays the run of seed n (printed by every run)
 //	DLOCK_MODEL_TRACE=1   prints every run's trace, not only a failed one's
@@ -41,7 +41,7 @@ const giveBackBound = 2 * time.Second
 
 // defaultModelTime is the default budget of the generated runs; the
 // deterministic cases and the last run's wind-down come on top.
-const defaultModelTime = 20 * time.Second
+const defaultModelTime = 8 * time.Second
 
 // modelPlan is how many runs to make, from which seed.
 type modelPlan struct {

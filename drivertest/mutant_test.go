@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,15 +68,16 @@ func TestMutantChild(t *testing.T) {
 	drivertest.Run(t, h)
 }
 
-// runChild runs the suite on store in a subprocess and returns its output
-// and exit error.
-func runChild(t *testing.T, store string) (string, error) {
+// runChild runs the suite on store in a subprocess, with modelTime as the
+// model case's budget (DLOCK_MODEL_TIME), and returns its output and exit
+// error.
+func runChild(t *testing.T, store string, modelTime time.Duration) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMutantChild$", "-test.v", "-test.count=1",
 		"-test.timeout="+childTimeout.String())
-	cmd.Env = append(os.Environ(), mutantEnv+"="+store)
+	cmd.Env = append(os.Environ(), mutantEnv+"="+store, "DLOCK_MODEL_TIME="+modelTime.String())
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("%s: the suite did not finish within %v:\n%s", store, childTimeout, tail(out))
@@ -134,7 +136,13 @@ func TestMutantsFailTheSuite(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
 			t.Parallel() // extra load can only add failures, not hide the expected one
-			out, err := runChild(t, string(tc.m))
+			// The model case gets its full budget only where it is the
+			// case that must catch the mutant; elsewhere a short run.
+			budget := 2 * time.Second
+			if slices.Contains(tc.mustFail, modelCase) {
+				budget = 20 * time.Second
+			}
+			out, err := runChild(t, string(tc.m), budget)
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 				t.Fatalf("the suite passed a store with mutation %q (err %v):\n%s", tc.m, err, tail([]byte(out)))
@@ -159,7 +167,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 func TestReferenceStoresPassTheSuite(t *testing.T) {
 	for _, store := range []string{"memstore", "reference", "session", "atomic"} {
 		t.Run(store, func(t *testing.T) {
-			out, err := runChild(t, store)
+			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
 				t.Fatalf("%s: %v, failed %v:\n%s", store, err, failed(out), tail([]byte(out)))
 			}
