@@ -25,12 +25,9 @@ type Client struct {
 }
 
 // New returns a Client for store with the given default options. It reads
-// the store's time model (store.Model) once: on a per-key store the default
-// lease is raised to the store's MinTTL (and lowered to its MaxTTL), a TTL
-// outside the store's bounds is refused, and lease lengths are rounded up to
-// the store's granularity; on a session-based store every lease lasts the
-// store's SessionTTL (see WithTTL). It returns an error matching ErrInvalid,
-// naming the bounds, if store is nil or an option is out of range.
+// the store's time model once; every lease is then bounded and rounded by it
+// (docs/api.md#new). It returns an error matching ErrInvalid, naming the
+// bounds, if store is nil or an option is out of range.
 func New(store driver.Mutex, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, invalidf("nil store")
@@ -62,41 +59,14 @@ func New(store driver.Mutex, opts ...Option) (*Client, error) {
 // driver.As.
 func (c *Client) Store() driver.Mutex { return c.store }
 
-// Lock acquires the lock on key, waiting while another owner holds it until
-// the lock is free, the wait bound (WithWait) elapses, or ctx ends. By default
-// the lease is renewed automatically until Release (see WithAutoRenew).
-//
-// On failure it returns a nil Lease and an error matching ErrNotAcquired. If
-// ctx ended, the error also matches ctx.Err(); if the store was unreachable,
-// it also matches ErrUnavailable, and the text names the last attempt's
-// cause; if the store refused the call in a way retrying cannot fix, it
-// matches ErrRefused and the wait ends at once.
-//
-// What a failed Lock leaves in the store: nothing, when every attempt got an
-// answer. An attempt that got none (the store was unreachable, or ctx ended
-// while it was in flight) may have been applied; Lock then releases the
-// call's token in the background, retried until the store answers, for at
-// most the TTL (at least the session TTL on a session store), so that the
-// key does not stay held (Close waits for that). If the lost attempt reaches
-// the store only after the release, the key stays held until its TTL ends.
-// For an explicit Owner (ContextWithOwner) a lost attempt's hold counts as
-// one more hold of the owner, given back once the owner's last live holding
-// of the key ends (see Lease.Release).
-//
-// On a store with its own queue of waiters (driver.Queuer: etcd,
-// ZooKeeper), Lock waits in that queue, in one call bounded by the wait,
-// instead of retrying: waiters are then served in order across processes,
-// and a store that stops answering looks like a long wait (the error then
-// says the wait ended, not that the store was unreachable). Errors of that
-// call are handled as those of an attempt above: unavailable ones are
-// retried with the backoff, ErrRefused ends the wait, and an unknown
-// outcome is released in the background. WithRead, on a store that reads
-// with the grant (driver.Atomic), turns the queue off unless the queue can
-// read too (driver.QueueReader: etcdstore): Lock then waits as on any other
-// store.
-//
-// Invalid arguments, and calls after Close, return an error matching
-// ErrInvalid before any I/O.
+// Lock acquires the lock on key, waiting until it is free, the wait bound
+// (WithWait) elapses or ctx ends; the lease is renewed until Release unless
+// WithTTL is given. On failure it returns a nil Lease and an error matching
+// ErrNotAcquired, and also ctx.Err(), ErrUnavailable, or ErrRefused (which
+// ends the wait at once); an attempt that got no answer is released in the
+// background, and Close waits for that. Invalid arguments and calls after
+// Close return ErrInvalid before any I/O. Queued stores and what a failure
+// leaves behind: docs/api.md#clientlock.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
 	if err != nil {
@@ -105,14 +75,10 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 	return c.acquire(ctx, key, cfg)
 }
 
-// TryLock makes a single attempt to acquire the lock on key. If another owner
-// holds it, TryLock returns a nil Lease and a *ContendedError (which matches
-// ErrNotAcquired) without waiting. If another goroutine of this Client holds
-// key under a lease that is still valid, TryLock fails that way at once,
-// without asking the store. If another goroutine is only acquiring key, its
-// outcome is not known yet, so TryLock asks the store. TryLock never waits
-// in a store's queue (driver.Queuer). Other failures, and
-// what a failure leaves in the store, are as for Lock.
+// TryLock makes one attempt to acquire the lock on key and never waits: if
+// another owner holds it, or another goroutine of this Client holds a valid
+// lease on it, it returns a nil Lease and a *ContendedError matching
+// ErrNotAcquired. Other failures are as for Lock (docs/api.md#clienttrylock).
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	cfg, err := c.callConfig(ctx, key, opts)
 	if err != nil {
@@ -122,19 +88,12 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Leas
 	return c.acquire(ctx, key, cfg)
 }
 
-// Do acquires the lock on key as Lock does, runs fn, and releases the lock
-// when fn returns. fn's context carries the lease: LeaseFromContext returns
-// it (for its fence), and nested calls on the same key re-enter, since the
-// lease's owner is the context's Owner. The context is cancelled, with the
-// loss as its cause, if the lock is lost while fn runs.
-//
-// Do returns the acquisition error if the lock was not acquired (fn does not
-// run), otherwise fn's error joined with any release error. If the lock was
-// lost while fn ran, the result matches ErrLost even when fn returned nil:
-// fn's work may not have been protected. If fn panics (or calls
-// runtime.Goexit), Do releases the lock, which also stops its renewal, and
-// lets the panic go on. A nil fn, like the invalid arguments Lock refuses,
-// returns an error matching ErrInvalid before any I/O.
+// Do acquires the lock on key as Lock does, runs fn with a context that
+// carries the lease (LeaseFromContext) and is cancelled, cause ErrLost, if
+// the lock is lost, and releases the lock when fn returns or panics. It
+// returns the acquisition error (fn did not run), or fn's error joined with
+// the release's, matching ErrLost if the lock was lost while fn ran. A nil fn
+// returns ErrInvalid before any I/O. More: docs/api.md#clientdo.
 func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidf("nil function")

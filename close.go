@@ -73,29 +73,12 @@ func (c *Client) untrack(l *Lease) {
 	c.life.mu.Unlock()
 }
 
-// Close ends the Client's use of the store: later calls of Lock, TryLock and
-// Do fail with an error matching ErrInvalid ("client closed") before any
-// I/O, and waits in progress end with one matching ErrNotAcquired and
-// ErrInvalid at their next wake-up, which Close brings forward.
-//
-// Every lease the Client still holds ends at once: its renewal stops, its
-// Done channel closes and Do's function sees its context cancelled, and Err
-// (and Release) then report an error matching ErrLost and ErrInvalid. Close
-// then releases each in the store, within ctx, and waits, within ctx, for
-// the background give-backs: releases the store did not confirm (see
-// Lease.Release and Lock), including its own, retried until the store
-// answers. If ctx ends first they stop; what they left expires with the
-// key's TTL (on a session store, with the session).
-//
-// Close returns nil if every release succeeded (a key already gone or taken
-// counts as released), otherwise the release errors joined, or ctx's error
-// if the background releases were still running when ctx ended. Calling it
-// again does nothing more and returns nil. A nil ctx returns an error
-// matching ErrInvalid, changing nothing.
-//
-// Close does not close the store, which the caller owns: close the Client
-// first, then the store (redisstore.Store.Close), then the store's own
-// client (the go-redis client), so that the releases still have a way out.
+// Close ends every lease the Client holds (Err then matches ErrLost and
+// ErrInvalid), releases them and waits for the background give-backs, both
+// within ctx; later calls fail with ErrInvalid. It returns nil, the release
+// errors joined, or ctx's error; a second call returns nil. It does not
+// close the store: close the Client, then the store, then the store's own
+// client. More: docs/api.md#clientclose.
 func (c *Client) Close(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("nil context")

@@ -1,14 +1,25 @@
 // Package dlock provides distributed locks: leases on a shared store that
 // one process at a time may hold, with automatic renewal, a signal when a
-// lock is lost, and fencing tokens for the resource it protects. The stores
-// are Redis (package redisstore: a single server, Sentinel or Cluster) and
-// Redlock over several Redis primaries (package redlock) in this module;
-// etcd (example.com/dlock/etcdstore), ZooKeeper with Apache Curator's lock
-// layout (example.com/dlock/zkstore), PostgreSQL (example.com/dlock/pgstore)
-// and MySQL/MariaDB (example.com/dlock/mysqlstore), each in a module of its
-// own; or any other store that implements driver.Mutex. The SQL stores offer
+// lock is lost, and fencing tokens for the resource it protects. Start with
+// New on a store, then Client.Do (or Client.Lock and Lease.Release); the
+// examples use memstore and run without a server.
+//
+// The stores are Redis (package redisstore: a single server, Sentinel or
+// Cluster) and Redlock over several Redis primaries (package redlock) in
+// this module; etcd (example.com/dlock/etcdstore), ZooKeeper with Apache
+// Curator's lock layout (example.com/dlock/zkstore), PostgreSQL
+// (example.com/dlock/pgstore) and MySQL/MariaDB (example.com/dlock/mysqlstore),
+// each in a module of its own; or any other store that implements
+// driver.Mutex. The SQL stores offer
 // a lease table and a session lock as stores, and a row lock in the caller's
 // transaction as a function of their own.
+//
+// # Where to read more
+//
+// In the repository, README.md has a complete program; docs/safety.md the safety model; docs/api.md the full
+// contract of each call; docs/stores.md, docs/redlock.md, docs/etcd.md,
+// docs/zookeeper.md, docs/postgres.md and docs/mysql.md each store; and
+// docs/cli.md the dlock command.
 //
 // # Using it
 //
@@ -177,12 +188,4 @@
 // capabilities visible by implementing driver.Unwrapper. Package drivertest
 // checks a store against the written contract. Package memstore is an
 // in-memory store for examples and tests.
-//
-// # Where to start
-//
-// New, then Client.Do (or Client.Lock and Lease.Release); the examples use
-// memstore and run without a server. The repository's README.md has the
-// overview and the safety model; docs/cli.md covers the dlock command, and
-// docs/redlock.md, docs/etcd.md, docs/zookeeper.md, docs/postgres.md and
-// docs/mysql.md each store.
 package dlock

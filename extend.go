@@ -10,35 +10,13 @@ import (
 	"example.com/dlock/internal/lease"
 )
 
-// Extend sets the key's expiry in the store to ttl from now, shorter or
-// longer than before, and moves ValidUntil to match, back as well as forward.
-// Leases taken with WithTTL need it to last longer; automatically renewed
-// leases extend themselves, and after Extend they renew with ttl, every
-// ttl/3, so that renewal never shrinks what Extend set.
-//
-// Calls that set the key's expiry, Extend and automatic renewal, run one at
-// a time for each lease, so that the validity always follows the expiry set
-// in the store last: Extend first waits, as long as ctx allows, for one
-// already under way.
-//
-// Holdings of one owner on one key (re-entries, nested Do) share one record
-// in the store, and no holding shortens another: the store is asked for the
-// longer of ttl and the lease every other live holding of the owner set
-// last, while this lease's validity follows ttl; such calls run one at a
-// time for the owner and key.
-//
-// If the store says the lock is no longer held, or the lease was lost while
-// the call was under way, the lease is lost and Extend returns an error
-// matching ErrLost (Release still gives the store back its hold). If the
-// store cannot be reached or ctx ends first, Extend returns an error
-// matching ErrUnavailable; the lease keeps its current validity, cut to what
-// ttl would give if ttl is shorter (the call may have been applied). Invalid
-// ttl values, and values outside the store's bounds (driver.Model), return
-// an error matching ErrInvalid before any I/O, and change nothing. The store
-// is asked for ttl rounded up to its granularity; on a session-based store,
-// for its SessionTTL whatever ttl says (Extend then renews the session).
-// A nil ctx returns an error matching ErrInvalid; a lease already released
-// or lost returns what Err reports (ErrNotHeld, ErrLost), without I/O.
+// Extend sets the key's expiry to ttl from now, shorter or longer, and moves
+// ValidUntil to match; renewal then follows ttl. It never shortens another
+// live holding of the same owner. It returns ErrLost if the store no longer
+// holds the lock; ErrUnavailable if the store was unreachable or ctx ended
+// (validity kept, cut to ttl if shorter); ErrInvalid for a bad ttl or a nil
+// ctx, and Err's error on a released or lost lease, both without I/O. More:
+// docs/api.md#leaseextend.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return invalidf("nil context")

@@ -114,13 +114,10 @@ func (l *Lease) Fence() uint64 { return l.fence }
 // acquisition, more for a re-entrant one.
 func (l *Lease) Holds() int { return int(l.holds) }
 
-// Value returns the value the resource key named with WithRead had when this
-// lease was granted, read by the store atomically with the grant. found is
-// false if the key did not exist, and also if nothing was read: the call had
-// no WithRead, or the store cannot read with the grant (it lacks
-// driver.Atomic); ValueRead tells these apart. The value is not refreshed:
-// writes made after the grant, including the holder's own, are not
-// reflected.
+// Value returns the WithRead resource's value at the grant, read atomically
+// with it; found is false if the key did not exist or nothing was read
+// (ValueRead tells these apart). Later writes, the holder's own included,
+// are not reflected.
 func (l *Lease) Value() (value string, found bool) {
 	if l.read == nil {
 		return "", false
@@ -151,29 +148,13 @@ func (l *Lease) ValidUntil() time.Time { return l.v.ValidUntil() }
 // Remaining returns how much validity is left, or zero once the lease ended.
 func (l *Lease) Remaining() time.Duration { return l.v.Remaining() }
 
-// Release gives up one hold of the lock; the lock is free once every hold of
-// its owner is released. Renewal stops before the store is asked, so it never
-// outlives the release.
-//
-// If the store cannot be reached, or ctx has ended (a request context under
-// defer), Release returns an error matching ErrUnavailable (and ctx's
-// error, if ctx ended) that says the release goes on in the background: the
-// lease is released locally all the same, and the Client sends the release
-// again, retried until the store answers, for at most the lease's TTL (at
-// least the session TTL on a session store); Close waits for it. For an
-// explicit Owner (ContextWithOwner) whose other holdings of the key are
-// still live, it is sent once the last of them ends: earlier, it would take
-// one of theirs.
-//
-// If the lock had already been lost, Release returns an error matching
-// ErrLost: the work done under it may not have been protected. The hold the
-// lost lease may still have in the store (an extension applied after the
-// loss may keep the key held) is given back in the same way, once, not
-// before the end of the validity the lease reported, and Release waits for
-// that within ctx. A lost lease never hands the lock to a local waiter.
-// Releasing twice returns an error matching ErrNotHeld, as does Release on
-// a nil Lease. A nil ctx returns an error matching ErrInvalid and releases
-// nothing: the lease stays held.
+// Release gives up one hold of the lock (the lock is free once every hold of
+// its owner is released) and stops renewal first. If the store did not
+// confirm, it returns an error matching ErrUnavailable: the lease is released
+// locally and the Client retries in the background. It returns ErrLost if the
+// lock had been lost, ErrNotHeld if already released (or l is nil), and
+// ErrInvalid for a nil ctx, leaving the lease held. More:
+// docs/api.md#leaserelease.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("%w: nil lease", ErrNotHeld)
@@ -184,23 +165,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.release(ctx, nil)
 }
 
-// Commit writes value to the resource named with WithRead and releases the
-// lease (one hold of it), in one atomic step and one round trip: the write
-// is made only if this lease still holds the lock, so a holder that lost the
-// lock cannot overwrite what its successor wrote. If another waiter of the
-// same Client is queued for the key, the lock passes to it in the same step,
-// and a waiter that reads the same resource gets value.
-//
-// Commit needs a lease whose ValueRead is true (WithRead, with a store that
-// reads with the grant and also writes with the release, such as
-// redisstore). Otherwise, or if ctx is nil, it returns an error matching
-// ErrInvalid before any I/O and the lease stays held: write the resource and
-// Release yourself.
-//
-// If the lock had already been lost, Commit writes nothing and returns an
-// error matching ErrLost, after the same best-effort release as Release. If the store cannot be reached, it returns an error
-// matching ErrUnavailable, and whether the write happened is unknown; the
-// lease is released locally all the same, as with Release.
+// Commit writes value to the WithRead resource and releases one hold, in one
+// atomic step, only while this lease still holds the lock. It returns
+// ErrInvalid before any I/O, the lease still held, if ValueRead is false or
+// ctx is nil; ErrLost, nothing written, if the lock was lost; ErrUnavailable,
+// the write unknown and the lease released locally, if the store did not
+// answer. More: docs/api.md#leasecommit.
 func (l *Lease) Commit(ctx context.Context, value string) error {
 	if l == nil {
 		return fmt.Errorf("%w: nil lease", ErrNotHeld)

@@ -53,29 +53,19 @@ func defaultConfig() config {
 	}
 }
 
-// WithTTL sets a fixed lease: the lock expires ttl after it is acquired (or
-// last extended with Lease.Extend) and is not renewed automatically.
-// The store's model (driver.Model, read by New) applies: a ttl outside a
-// per-key store's MinTTL..MaxTTL makes Lock, TryLock, Do and New fail with
-// ErrInvalid before any I/O, and ttl is rounded up to the store's
-// granularity (a millisecond on Redis). On a session-based store (etcd)
-// ttl has no effect: every lease lasts the store's SessionTTL; WithTTL
-// still turns automatic renewal off, and a lease lost that way has its key
-// given back by the Client.
-// Default: automatic renewal of a DefaultLease lease (see WithAutoRenew),
-// raised to the store's MinTTL when that is longer.
+// WithTTL sets a fixed lease: the lock expires ttl after it is acquired or
+// last extended, and is never renewed. A ttl outside the store's bounds makes
+// the call (or New) fail with ErrInvalid before any I/O; on a session store
+// every lease lasts the session TTL. Default: automatic renewal of a
+// DefaultLease lease. More: docs/api.md#withttl.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) { c.ttl, c.renew = ttl, false }
 }
 
-// WithAutoRenew sets a lease of length lease that the Client renews for as
-// long as the Lease is held: every lease/3, each renewal asking for lease
-// again. After a Lease.Extend(ctx, d), renewal follows d instead: every d/3,
-// asking for d, so that it never undoes what Extend set. A failed renewal is
-// retried sooner (a fifth of the period, at least 5 ms) until the validity
-// runs out. The store's model bounds and rounds lease as it does WithTTL's
-// ttl; on a session-based store the lease is the store's SessionTTL, renewed
-// every SessionTTL/3. Default: WithAutoRenew(DefaultLease).
+// WithAutoRenew sets a lease of length lease, renewed every lease/3 while the
+// Lease is held (after Lease.Extend(ctx, d): every d/3, asking for d); a
+// failed renewal is retried sooner until the validity runs out. Bounds as for
+// WithTTL (docs/api.md#withautorenew). Default: WithAutoRenew(DefaultLease).
 func WithAutoRenew(lease time.Duration) Option {
 	return func(c *config) { c.ttl, c.renew = lease, true }
 }
@@ -101,16 +91,10 @@ func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff = b }
 }
 
-// WithOnRetry calls f, from the waiting goroutine, after each failed attempt
-// of a wait and before the waiter sleeps: failures is the number of failed
-// attempts so far (from 1) and err the last attempt's error, which matches
-// ErrNotAcquired when another owner holds the key and ErrUnavailable when the
-// store could not be reached. f must not block: the wait is paused while it
-// runs. Use it to report a wait that is taking long (the CLI says on stderr
-// that the store is unreachable). It is not called for a single try (TryLock,
-// WithWait(0)), for errors that end the wait at once (ErrRefused,
-// ErrInvalid), nor for an attempt cut short by the end of the wait.
-// Default: none.
+// WithOnRetry calls f from the waiting goroutine after each failed attempt
+// of a wait, with the number of failures so far and the last error; f must
+// not block. It is not called for a single try or for errors that end the
+// wait (docs/api.md#withonretry). Default: none.
 func WithOnRetry(f func(failures int, err error)) Option {
 	return func(c *config) { c.onRetry = f }
 }
@@ -122,28 +106,12 @@ func WithClock(clk Clock) Option {
 	return func(c *config) { c.clock = clk }
 }
 
-// WithRead asks the store to read the value of resource, a key of the
-// protected data named exactly as the store knows it (for Redis: the full
-// key, no prefix), in the same atomic step and round trip that grants the
-// lock: on acquisition, re-entry and local handoff. The value is then
-// available from Lease.Value, saving the critical section its first read.
-// It is the value at the grant; later writes, including the holder's own,
-// are not reflected. Lease.Commit writes the resource back as the lock is
-// released, in the same step.
-//
-// Only stores that implement driver.Atomic can do this (redisstore,
-// etcdstore and memstore do; Redlock stores do not); etcdstore also reads
-// it when a waiter's turn comes in etcd's queue, and refuses a resource
-// inside its lock prefix with ErrInvalid. With any other store the option
-// changes nothing: Lease.ValueRead reports false and the caller reads the
-// resource itself. With Redis Cluster the resource key must hash to the
-// lock's slot: give it the lock key as hash tag, e.g. "stock:{item-42}" for
-// the lock "item-42"; otherwise acquisition fails with ErrInvalid.
-// With Do, the function reads the value from its lease (LeaseFromContext);
-// Commit releases the lease, which is Do's to release, so a read-modify-write
-// that writes back with Commit uses Lock. WithRead("") turns a default set on
-// New off. A resource longer than 4096 bytes makes New, or the call it is
-// passed to, fail with ErrInvalid before any I/O. Default: no read.
+// WithRead makes the store read resource (its key as the store names it) in
+// the step that grants the lock: Lease.Value returns it, and Lease.Commit
+// writes it back with the release. On a store that cannot (no driver.Atomic)
+// it changes nothing and Lease.ValueRead is false. A resource over 4096
+// bytes, or outside the lock's Cluster slot, fails with ErrInvalid. Default:
+// no read. More: docs/api.md#withread.
 func WithRead(resource string) Option {
 	if resource == "" {
 		return func(c *config) { c.read = nil }

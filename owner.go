@@ -59,15 +59,9 @@ func OwnerFromContext(ctx context.Context) (Owner, bool) {
 	return Owner{}, false
 }
 
-// LeaseFromContext returns the lease of the innermost Do whose function
-// received ctx (or a context derived from it), so that the function can
-// pass the lease's Fence to the protected resource. A Do nested on the same
-// key re-enters, and its function gets the re-entrant lease: same fence,
-// one more hold. It returns nil and false for a context that no Do gave.
-//
-// The lease is Do's to release: do not Release it yourself. Once Do has
-// returned it is released; a context kept past that still returns it, with
-// Err reporting the release.
+// LeaseFromContext returns the lease of the innermost Do whose function got
+// ctx (or a context derived from it), or nil and false. The lease is Do's to
+// release (docs/api.md#leasefromcontext).
 func LeaseFromContext(ctx context.Context) (*Lease, bool) {
 	switch v := ctx.Value(ownerKey{}).(type) {
 	case *Lease:

@@ -2,6 +2,12 @@
 // the stores that keep lock state on a server. It is for store authors; users
 // of locks need only package dlock and a store's constructor.
 //
+// Start with Mutex, the interface every lock store implements, and Model,
+// its declared time model; then the optional capabilities, each of which
+// says what the client does without it. The repository's
+// docs/writing-a-store.md walks through writing a store, and
+// drivertest.Run checks one against these contracts.
+//
 // The split follows gocloud.dev's driver packages: this package has
 // interfaces, plain data types, the errors both sides share, and two small
 // mechanisms, As and the URL opener registry (Register, Open). A store
