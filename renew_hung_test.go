@@ -6,27 +6,32 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/testkit/clienttest"
+	"example.com/dlock/memstore"
 )
 
-// L4: a renewal call that hangs holds up only its own lease. The long
+// A renewal call that hangs holds up only its own lease. The long
 // lease's renewal hangs for half its 1 s period, longer than the short
 // lease's whole validity; the short lease, taken by the same Client while
 // that call hangs, is renewed on time throughout, and nobody else can take
 // its key.
-func TestL4HungRenewalDoesNotStarveOtherLeases(t *testing.T) {
-	f := startRedis(t, true)
-	hook := newExtendHook("l4-long")
-	holder := f.client(t, false, hook)
-	other := f.client(t, false, nil)
+//
+// Was TestL4HungRenewalDoesNotStarveOtherLeases (review item L4), on a
+// real Redis.
+func TestHungRenewalDoesNotStarveOtherLeases(t *testing.T) {
+	st := memstore.New(nil)
+	hook := clienttest.NewExtendHook(st, "l4-long")
+	holder := newClientOn(t, hook)
+	other := newClientOn(t, st)
 	ctx := testCtx(t)
 	long := mustLock(t, holder, ctx, "l4-long", dlock.WithAutoRenew(3*time.Second))
-	within(t, hook.started, 3*time.Second, "the long lease's renewal")
+	within(t, hook.Started, 3*time.Second, "the long lease's renewal")
 	hangStart := time.Now()
 	const lease = 300 * time.Millisecond
 	short := mustLock(t, holder, ctx, "l4-short", dlock.WithAutoRenew(lease))
 	// Watch the short lease's key from another client until well after the
 	// hung call ended: two of its TTLs.
-	within(t, hook.ended, 3*time.Second, "the hung renewal's timeout")
+	within(t, hook.Ended, 3*time.Second, "the hung renewal's timeout")
 	hang := time.Since(hangStart)
 	overlaps, tries := 0, 0
 	for until := time.Now().Add(2 * lease); time.Now().Before(until); tries++ {
