@@ -36,10 +36,11 @@ func (g *gateStore) Extend(ctx context.Context, key, token string, ttl time.Dura
 	return g.Mutex.Extend(ctx, key, token, ttl)
 }
 
-// S1: Extend and renewal are serialised. A renewal under way when Extend is
+// Extend and renewal are serialised. A renewal under way when Extend is
 // called finishes first, so it cannot overwrite the Extend's validity with
 // its own; an Extend whose context ends while it waits changes nothing.
-func TestS1ExtendWaitsForRenewalUnderWay(t *testing.T) {
+// (Was TestS1ExtendWaitsForRenewalUnderWay, review item S1.)
+func TestExtendWaitsForRenewalUnderWay(t *testing.T) {
 	// The renewal (at a third of the lease) may hang for half a period, 500 ms.
 	const lease, longer = 3 * time.Second, 5 * time.Second
 	gs := &gateStore{Mutex: memstore.New(nil), gated: lease, entered: make(chan struct{}, 1), gate: make(chan struct{})}
