@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"example.com/dlock"
@@ -64,39 +65,43 @@ func TestContendedErrorSaysWhoseTimeItIs(t *testing.T) {
 // WithWait against a store that stops answering reports the last
 // answer's cause (matchable), not the wait's own deadline.
 func TestWaitBoundKeepsTheLastCause(t *testing.T) {
-	c, _ := newHanging(t)
-	_, err := c.Lock(testCtx(t), "k", dlock.WithWait(100*time.Millisecond),
-		dlock.WithBackoff(func(int) time.Duration { return time.Millisecond }))
-	if !errors.Is(err, errRefusedConn) || !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrNotAcquired) ||
-		errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("got %v; want the refused connection as the cause, not a deadline", err)
-	}
-	oneLine(t, "wait bound", err)
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newHanging(t)
+		_, err := c.Lock(testCtx(t), "k", dlock.WithWait(100*time.Millisecond),
+			dlock.WithBackoff(func(int) time.Duration { return time.Millisecond }))
+		if !errors.Is(err, errRefusedConn) || !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrNotAcquired) ||
+			errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("got %v; want the refused connection as the cause, not a deadline", err)
+		}
+		oneLine(t, "wait bound", err)
+	})
 }
 
 // The caller's deadline gives one line matching both errors, and the
 // last cause.
 func TestContextDeadlineErrorIsOneLine(t *testing.T) {
-	c, _ := newHanging(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := c.Lock(ctx, "k", dlock.WithBackoff(func(int) time.Duration { return time.Millisecond }))
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dlock.ErrNotAcquired) || !errors.Is(err, errRefusedConn) {
-		t.Fatalf("got %v", err)
-	}
-	oneLine(t, "context deadline", err)
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newHanging(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := c.Lock(ctx, "k", dlock.WithBackoff(func(int) time.Duration { return time.Millisecond }))
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dlock.ErrNotAcquired) || !errors.Is(err, errRefusedConn) {
+			t.Fatalf("got %v", err)
+		}
+		oneLine(t, "context deadline", err)
 
-	// Contended, not unavailable: also one line.
-	mc, _ := newClient(t)
-	held := mustLock(t, mc, testCtx(t), "k")
-	defer release(t, held)
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel2()
-	_, err = mc.Lock(ctx2, "k")
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "held by another owner") {
-		t.Fatalf("got %v", err)
-	}
-	oneLine(t, "contended deadline", err)
+		// Contended, not unavailable: also one line.
+		mc, _ := newClient(t)
+		held := mustLock(t, mc, testCtx(t), "k")
+		defer release(t, held)
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel2()
+		_, err = mc.Lock(ctx2, "k")
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "held by another owner") {
+			t.Fatalf("got %v", err)
+		}
+		oneLine(t, "contended deadline", err)
+	})
 }
 
 // An already-ended context fails before any I/O with its own error,
@@ -140,21 +145,23 @@ func TestCancelledContextIsNotUnavailable(t *testing.T) {
 // deleted behind the Client's back, as a DEL on the server does.
 // (Was TestA6DeletedKeyIsKeyGone, on a real Redis.)
 func TestDeletedKeyIsKeyGone(t *testing.T) {
-	c, fs := newClient(t)
-	l := mustLock(t, c, testCtx(t), "A6", dlock.WithAutoRenew(300*time.Millisecond))
-	fs.mu.Lock()
-	token := fs.lastToken
-	fs.mu.Unlock()
-	if err := fs.Mutex.Release(testCtx(t), "A6", token); err != nil {
-		t.Fatal(err)
-	}
-	within(t, l.Done(), 2*time.Second, "loss after the key was deleted")
-	err := l.Err()
-	if !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrExpired) ||
-		!strings.Contains(err.Error(), "key gone") || strings.Contains(err.Error(), "lease expired") {
-		t.Fatalf("Err after DEL = %v; want ErrLost and ErrExpired, saying the key is gone", err)
-	}
-	oneLine(t, "key gone", err)
+	synctest.Test(t, func(t *testing.T) {
+		c, fs := newClient(t)
+		l := mustLock(t, c, testCtx(t), "A6", dlock.WithAutoRenew(300*time.Millisecond))
+		fs.mu.Lock()
+		token := fs.lastToken
+		fs.mu.Unlock()
+		if err := fs.Mutex.Release(testCtx(t), "A6", token); err != nil {
+			t.Fatal(err)
+		}
+		within(t, l.Done(), 2*time.Second, "loss after the key was deleted")
+		err := l.Err()
+		if !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrExpired) ||
+			!strings.Contains(err.Error(), "key gone") || strings.Contains(err.Error(), "lease expired") {
+			t.Fatalf("Err after DEL = %v; want ErrLost and ErrExpired, saying the key is gone", err)
+		}
+		oneLine(t, "key gone", err)
+	})
 }
 
 // Do's result when both fn and the release fail is one line, matching
