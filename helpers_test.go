@@ -43,7 +43,7 @@ func (f *faultStore) Acquire(ctx context.Context, key, token string, ttl time.Du
 	f.mu.Unlock()
 	g, err := f.Mutex.Acquire(ctx, key, token, ttl)
 	if d := f.acqDelay.Load(); d > 0 {
-		time.Sleep(time.Duration(d)) // simulates a reply held in the network
+		time.Sleep(time.Duration(d)) // a reply held in the network (its one user runs in a synctest bubble)
 	}
 	return g, err
 }

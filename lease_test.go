@@ -181,19 +181,21 @@ func TestDoReturnsLossEvenIfFnSucceeded(t *testing.T) {
 }
 
 func TestLateGrantIsDiscardedAndReleased(t *testing.T) {
-	c, fs := newClient(t)
-	const ttl = 50 * time.Millisecond
-	fs.acqDelay.Store(int64(ttl)) // the reply arrives when the lease is already over
-	l, err := c.TryLock(testCtx(t), "k", dlock.WithTTL(ttl))
-	if l != nil || !errors.Is(err, dlock.ErrNotAcquired) {
-		t.Fatalf("late grant: lease %v, err %v", l, err)
-	}
-	if err := c.Close(testCtx(t)); err != nil { // waits for the give-back
-		t.Fatal(err)
-	}
-	if fs.released.Load() != 1 {
-		t.Fatalf("late grant released %d times, want 1", fs.released.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c, fs := newClient(t)
+		const ttl = 50 * time.Millisecond
+		fs.acqDelay.Store(int64(ttl)) // the reply arrives when the lease is already over
+		l, err := c.TryLock(testCtx(t), "k", dlock.WithTTL(ttl))
+		if l != nil || !errors.Is(err, dlock.ErrNotAcquired) {
+			t.Fatalf("late grant: lease %v, err %v", l, err)
+		}
+		if err := c.Close(testCtx(t)); err != nil { // waits for the give-back
+			t.Fatal(err)
+		}
+		if fs.released.Load() != 1 {
+			t.Fatalf("late grant released %d times, want 1", fs.released.Load())
+		}
+	})
 }
 
 func TestConcurrentLeaseUseIsSafe(t *testing.T) {
