@@ -53,8 +53,7 @@ func newHanging(t *testing.T) (*dlock.Client, *hangingStore) {
 }
 
 // The remaining time in a ContendedError is the holder's lease, in ms.
-// (Was TestA6ContendedSaysWhoseTimeItIs, review item A6, as are the
-// others of this file.)
+// (Was TestA6ContendedSaysWhoseTimeItIs, review item A6.)
 func TestContendedErrorSaysWhoseTimeItIs(t *testing.T) {
 	s := (&dlock.ContendedError{Remaining: 29395717523 * time.Nanosecond}).Error()
 	if !strings.Contains(s, "its lease ends in 29.396s") {
@@ -64,6 +63,7 @@ func TestContendedErrorSaysWhoseTimeItIs(t *testing.T) {
 
 // WithWait against a store that stops answering reports the last
 // answer's cause (matchable), not the wait's own deadline.
+// (Was TestA6WaitBoundKeepsTheLastCause.)
 func TestWaitBoundKeepsTheLastCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, _ := newHanging(t)
@@ -79,6 +79,7 @@ func TestWaitBoundKeepsTheLastCause(t *testing.T) {
 
 // The caller's deadline gives one line matching both errors, and the
 // last cause.
+// (Was TestA6ContextDeadlineIsOneLine.)
 func TestContextDeadlineErrorIsOneLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, _ := newHanging(t)
@@ -107,6 +108,7 @@ func TestContextDeadlineErrorIsOneLine(t *testing.T) {
 // An already-ended context fails before any I/O with its own error,
 // not as an unreachable store; so does one cancelled while the only attempt
 // is in flight.
+// (Was TestA6CancelledContextIsNotUnavailable.)
 func TestCancelledContextIsNotUnavailable(t *testing.T) {
 	c, fs := newClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -166,6 +168,7 @@ func TestDeletedKeyIsKeyGone(t *testing.T) {
 
 // Do's result when both fn and the release fail is one line, matching
 // both errors.
+// (Was TestA6DoJoinedErrorIsOneLine.)
 func TestDoJoinedErrorIsOneLine(t *testing.T) {
 	c, _ := newClient(t)
 	errFn := errors.New("fn failed")

@@ -14,8 +14,7 @@ import (
 // A lost lease hands nothing on: its Release sends one
 // token-checked release however often it is called, and a local waiter
 // acquires from the store rather than by handoff. (Was
-// TestL3ReleaseOfLostLeaseSendsOneRelease, review item L3, as are the
-// others of this file.)
+// TestL3ReleaseOfLostLeaseSendsOneRelease, review item L3.)
 func TestReleaseOfLostLeaseSendsOneRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fs := newClient(t)
@@ -33,6 +32,7 @@ func TestReleaseOfLostLeaseSendsOneRelease(t *testing.T) {
 }
 
 // Concurrent Releases of one lost lease: still one release sent.
+// (Was TestL3ConcurrentReleasesOfLostLease.)
 func TestConcurrentReleasesOfLostLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fs := newClient(t)
@@ -55,6 +55,7 @@ func TestConcurrentReleasesOfLostLease(t *testing.T) {
 // acquisition waits for a give-back under way, or the give-back waits for
 // the newer holding's end. Negative control: once both ended the key is
 // free, so the "held" check can fail.
+// (Was TestL3LostOwnerLeaseNeverStripsTheNewerHolding.)
 func TestLostOwnerLeaseNeverStripsTheNewerHolding(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, fs := newClient(t)
