@@ -13,7 +13,7 @@ import (
 // variant of the root package's TestNestedHoldingsNeverShortenEachOther;
 // the memstore variant stays there.)
 func TestNestedHoldingsNeverShortenEachOther(t *testing.T) {
-	clienttest.NestedHoldingsNeverShortenEachOther(t, func(t *testing.T) (driver.Mutex, driver.Mutex) {
+	clienttest.NestedHoldingsNeverShortenEachOther(t, false, func(t *testing.T) (driver.Mutex, driver.Mutex) {
 		e := startRedis(t, false)
 		return redisStore(t, e.addr()), redisStore(t, e.addr())
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"example.com/dlock"
@@ -21,32 +22,44 @@ import (
 // expiry) shows overlaps, so the poller can see them.
 
 // NestedHoldingsNeverShortenEachOther runs the three schedules, each with
-// its control, in parallel subtests; stores returns the holder's and the
-// other client's store, of one server, for a subtest.
-func NestedHoldingsNeverShortenEachOther(t *testing.T, stores func(t *testing.T) (holder, other driver.Mutex)) {
+// its control, in subtests; stores returns the holder's and the other
+// client's store, of one server, for a subtest. With bubble, each subtest
+// runs in a testing/synctest bubble (stores is called inside it: a store
+// reading time.Now then runs on the bubble's clock), else they run in
+// parallel on the real clock.
+func NestedHoldingsNeverShortenEachOther(t *testing.T, bubble bool, stores func(t *testing.T) (holder, other driver.Mutex)) {
 	schedules := map[string]func(*testing.T, *dlock.Client, *dlock.Client) (int, error){
 		"a-inner-extend-shorter": scheduleA, "b-nested-do-short-renewal": scheduleB, "c-outer-renewal-shorter": scheduleC,
 	}
 	for name, run := range schedules {
 		for _, broken := range []bool{false, true} {
 			t.Run(name+map[bool]string{true: "/control-broken-expiry"}[broken], func(t *testing.T) {
-				t.Parallel()
-				hs, os := stores(t)
-				if broken {
-					hs = hundredthTTL{hs}
-				}
-				c, other := NewClient(t, hs), NewClient(t, os)
-				n, err := run(t, c, other)
-				switch {
-				case !broken && err != nil:
-					t.Fatalf("the holding that must have stayed valid: %v", err)
-				case !broken && n != 0:
-					t.Fatalf("%d overlaps: another client held the key while a holding of the owner reported itself valid", n)
-				case broken && n == 0:
-					t.Fatal("control: no overlap seen with a store that keeps keys for a hundredth of the TTL")
+				if bubble {
+					synctest.Test(t, func(t *testing.T) { nested(t, stores, run, broken) })
+				} else {
+					t.Parallel()
+					nested(t, stores, run, broken)
 				}
 			})
 		}
+	}
+}
+
+// nested runs one schedule, or its control if broken.
+func nested(t *testing.T, stores func(t *testing.T) (holder, other driver.Mutex), run func(*testing.T, *dlock.Client, *dlock.Client) (int, error), broken bool) {
+	hs, os := stores(t)
+	if broken {
+		hs = hundredthTTL{hs}
+	}
+	c, other := NewClient(t, hs), NewClient(t, os)
+	n, err := run(t, c, other)
+	switch {
+	case !broken && err != nil:
+		t.Fatalf("the holding that must have stayed valid: %v", err)
+	case !broken && n != 0:
+		t.Fatalf("%d overlaps: another client held the key while a holding of the owner reported itself valid", n)
+	case broken && n == 0:
+		t.Fatal("control: no overlap seen with a store that keeps keys for a hundredth of the TTL")
 	}
 }
 
