@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"example.com/dlock"
@@ -102,43 +103,47 @@ func TestCancelledWaitMatchesBothErrors(t *testing.T) {
 }
 
 func TestWaitBoundIsIndependentOfTTLAndContext(t *testing.T) {
-	c, _ := newClient(t)
-	l := mustLock(t, c, testCtx(t), "k", dlock.WithTTL(time.Minute))
-	defer release(t, l)
-	start := time.Now()
-	_, err := c.Lock(testCtx(t), "k", dlock.WithWait(80*time.Millisecond))
-	el := time.Since(start)
-	if !errors.Is(err, dlock.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v, want ErrNotAcquired without a context error", err)
-	}
-	if el < 80*time.Millisecond || el > 80*time.Millisecond+500*time.Millisecond {
-		t.Fatalf("waited %v, want about 80ms", el)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newClient(t)
+		l := mustLock(t, c, testCtx(t), "k", dlock.WithTTL(time.Minute))
+		defer release(t, l)
+		start := time.Now()
+		_, err := c.Lock(testCtx(t), "k", dlock.WithWait(80*time.Millisecond))
+		el := time.Since(start)
+		if !errors.Is(err, dlock.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want ErrNotAcquired without a context error", err)
+		}
+		if el != 80*time.Millisecond { // the bubble's clock: exact
+			t.Fatalf("waited %v, want 80ms", el)
+		}
+	})
 }
 
 func TestReleaseWakesWaiterPromptly(t *testing.T) {
-	c, _ := newClient(t)
-	ctx := testCtx(t)
-	l := mustLock(t, c, ctx, "k", dlock.WithTTL(time.Minute))
-	got := make(chan time.Duration, 1)
-	var released time.Time
-	waiting := make(chan struct{})
-	go func() {
-		close(waiting)
-		l2, err := c.Lock(ctx, "k")
-		if err != nil {
-			got <- -1
-			return
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newClient(t)
+		ctx := testCtx(t)
+		l := mustLock(t, c, ctx, "k", dlock.WithTTL(time.Minute))
+		got := make(chan time.Duration, 1)
+		var released time.Time
+		waiting := make(chan struct{})
+		go func() {
+			close(waiting)
+			l2, err := c.Lock(ctx, "k")
+			if err != nil {
+				got <- -1
+				return
+			}
+			got <- time.Since(released)
+			_ = l2.Release(ctx)
+		}()
+		<-waiting
+		synctest.Wait() // the waiter has subscribed and parked
+		released = time.Now()
+		release(t, l)
+		d := <-got
+		if d != 0 { // the bubble's clock: no time passes unless a goroutine waits on a timer
+			t.Fatalf("waiter acquired %v after release, want at once (a minute-long TTL means it was woken, not polling)", d)
 		}
-		got <- time.Since(released)
-		_ = l2.Release(ctx)
-	}()
-	<-waiting
-	time.Sleep(30 * time.Millisecond) // let the waiter subscribe and park; not a synchronisation
-	released = time.Now()
-	release(t, l)
-	d := <-got
-	if d < 0 || d > 50*time.Millisecond {
-		t.Fatalf("waiter acquired %v after release, want within 50ms (a minute-long TTL means it was woken, not polling)", d)
-	}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/testkit"
 )
 
 // miniStore is a minimal in-memory Transferer for tests inside the package
@@ -94,21 +95,12 @@ func (s *miniStore) holder(key string) string {
 // waitQueued polls until n waiters are queued locally for key.
 func waitQueued(t *testing.T, c *Client, key string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("%d waiters queued for %q", n, key), func() bool {
 		c.queues.mu.Lock()
+		defer c.queues.mu.Unlock()
 		q := c.queues.m[key]
-		got := 0
-		if q != nil {
-			got = len(q.waiters)
-		}
-		c.queues.mu.Unlock()
-		if got == n {
-			return
-		}
-		time.Sleep(time.Millisecond) // polling interval
-	}
-	t.Fatalf("%d waiters never queued for %q", n, key)
+		return q != nil && len(q.waiters) == n || q == nil && n == 0
+	})
 }
 
 func lockAsync(c *Client, ctx context.Context, key string) <-chan lockResult {

@@ -12,6 +12,8 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/testkit"
+	"example.com/dlock/internal/testkit/clienttest"
 	"example.com/dlock/memstore"
 )
 
@@ -41,7 +43,7 @@ func (f *faultStore) Acquire(ctx context.Context, key, token string, ttl time.Du
 	f.mu.Unlock()
 	g, err := f.Mutex.Acquire(ctx, key, token, ttl)
 	if d := f.acqDelay.Load(); d > 0 {
-		time.Sleep(time.Duration(d)) // simulates a reply held in the network
+		time.Sleep(time.Duration(d)) // a reply held in the network (its one user runs in a synctest bubble)
 	}
 	return g, err
 }
@@ -71,53 +73,17 @@ func newClient(t *testing.T, opts ...dlock.Option) (*dlock.Client, *faultStore) 
 	return c, fs
 }
 
-// closeOnCleanup closes c when the test ends, so that no background
-// give-back (giveback.go) outlives it: within 2 s, after which Close stops
-// them.
-func closeOnCleanup(t *testing.T, c *dlock.Client) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	})
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func mustLock(t *testing.T, c *dlock.Client, ctx context.Context, key string, opts ...dlock.Option) *dlock.Lease {
-	t.Helper()
-	l, err := c.Lock(ctx, key, opts...)
-	if err != nil {
-		t.Fatalf("Lock(%q): %v", key, err)
-	}
-	return l
-}
-
-func release(t *testing.T, l *dlock.Lease) {
-	t.Helper()
-	if err := l.Release(context.Background()); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-}
-
-// within fails the test unless ch closes within d.
-func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch: // already closed: a select with a ready timer would pick at random
-		return
-	default:
-	}
-	select {
-	case <-ch:
-	case <-time.After(d):
-		t.Fatalf("%s: not within %v", what, d)
-	}
-}
+// The shared helpers (internal/testkit, internal/testkit/clienttest) under
+// the names this package's tests use.
+var (
+	testCtx        = testkit.Ctx
+	within         = testkit.Closed
+	closeOnCleanup = testkit.CloseOnCleanup
+	mustLock       = clienttest.MustLock
+	release        = clienttest.Release
+	newClientOn    = clienttest.NewClient
+	waitFor        = testkit.WaitFor
+)
 
 // unwrapStore is a faultStore that lets the Client find the wrapped store's
 // capabilities (driver.As); only Acquire, Extend and Release are counted.

@@ -5,85 +5,93 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"example.com/dlock"
 )
 
 func TestFixedTTLLeaseSignalsExpiryFromLocalClock(t *testing.T) {
-	c, _ := newClient(t)
-	const ttl = 100 * time.Millisecond
-	start := time.Now()
-	l := mustLock(t, c, testCtx(t), "k", dlock.WithTTL(ttl))
-	// The signal is scheduled before the lease ends on the store's side
-	// (validity = TTL minus elapsed time and drift), exactly...
-	vu := l.ValidUntil()
-	if !vu.Before(start.Add(ttl)) {
-		t.Fatalf("ValidUntil %v after start is not before the %v lease", vu.Sub(start), ttl)
-	}
-	within(t, l.Done(), ttl+500*time.Millisecond, "lost signal")
-	// ...and fires at that point less the expiry margin (5 ms), not before;
-	// how late a timer runs on a loaded machine is scheduling, given the
-	// usual 250 ms of slack (TestA8DoneClosedByValidUntil checks the margin).
-	if now := time.Now(); now.Before(vu.Add(-5*time.Millisecond)) || now.Sub(vu) > 250*time.Millisecond {
-		t.Fatalf("lost signal %v after ValidUntil", now.Sub(vu))
-	}
-	if err := l.Err(); !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrExpired) {
-		t.Fatalf("Err = %v, want ErrLost with cause ErrExpired", err)
-	}
-	if err := l.Release(testCtx(t)); !errors.Is(err, dlock.ErrLost) {
-		t.Fatalf("Release after loss = %v, want ErrLost", err)
-	}
-	if l.Remaining() != 0 {
-		t.Fatal("a lost lease reports remaining validity")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newClient(t)
+		const ttl = 100 * time.Millisecond
+		start := time.Now()
+		l := mustLock(t, c, testCtx(t), "k", dlock.WithTTL(ttl))
+		// The signal is scheduled before the lease ends on the store's side
+		// (validity = TTL minus elapsed time and drift), exactly...
+		vu := l.ValidUntil()
+		if !vu.Before(start.Add(ttl)) {
+			t.Fatalf("ValidUntil %v after start is not before the %v lease", vu.Sub(start), ttl)
+		}
+		within(t, l.Done(), ttl+500*time.Millisecond, "lost signal")
+		// ...and fires at that point less the expiry margin (5 ms): exactly, on
+		// the bubble's clock (TestDoneClosedByValidUntil checks the margin).
+		if d := vu.Sub(time.Now()); d != 5*time.Millisecond {
+			t.Fatalf("lost signal %v before ValidUntil, want the 5ms margin", d)
+		}
+		if err := l.Err(); !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrExpired) {
+			t.Fatalf("Err = %v, want ErrLost with cause ErrExpired", err)
+		}
+		if err := l.Release(testCtx(t)); !errors.Is(err, dlock.ErrLost) {
+			t.Fatalf("Release after loss = %v, want ErrLost", err)
+		}
+		if l.Remaining() != 0 {
+			t.Fatal("a lost lease reports remaining validity")
+		}
+	})
 }
 
 func TestAutoRenewKeepsLongJobsLock(t *testing.T) {
-	c, _ := newClient(t)
-	const lease = 300 * time.Millisecond
-	l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
-	time.Sleep(4 * lease) // a job several leases long: the point of the test
-	if err := l.Err(); err != nil {
-		t.Fatalf("lease lost while renewing: %v", err)
-	}
-	if _, err := c.TryLock(testCtx(t), "k"); !errors.Is(err, dlock.ErrNotAcquired) {
-		t.Fatalf("another owner acquired a renewed lock: %v", err)
-	}
-	release(t, l)
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newClient(t)
+		const lease = 300 * time.Millisecond
+		l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
+		time.Sleep(4 * lease) // a job several leases long: the point of the test
+		if err := l.Err(); err != nil {
+			t.Fatalf("lease lost while renewing: %v", err)
+		}
+		if _, err := c.TryLock(testCtx(t), "k"); !errors.Is(err, dlock.ErrNotAcquired) {
+			t.Fatalf("another owner acquired a renewed lock: %v", err)
+		}
+		release(t, l)
+	})
 }
 
 func TestRenewalFailureFiresLostBeforeValidityEnds(t *testing.T) {
-	c, fs := newClient(t)
-	const lease = 150 * time.Millisecond
-	l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
-	fs.failExt.Store(true)
-	validUntil := l.ValidUntil()
-	within(t, l.Done(), 2*lease, "lost signal")
-	if now := time.Now(); now.After(validUntil.Add(20 * time.Millisecond)) {
-		t.Fatalf("lost signal %v after validity ended", now.Sub(validUntil))
-	}
-	err := l.Err()
-	if !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrExpired) {
-		t.Fatalf("Err = %v, want ErrLost caused by expiry after ErrUnavailable", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c, fs := newClient(t)
+		const lease = 150 * time.Millisecond
+		l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
+		fs.failExt.Store(true)
+		validUntil := l.ValidUntil()
+		within(t, l.Done(), 2*lease, "lost signal")
+		if now := time.Now(); now.After(validUntil) { // the bubble's clock: no slack for a late timer
+			t.Fatalf("lost signal %v after validity ended", now.Sub(validUntil))
+		}
+		err := l.Err()
+		if !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrExpired) {
+			t.Fatalf("Err = %v, want ErrLost caused by expiry after ErrUnavailable", err)
+		}
+	})
 }
 
 func TestTakenLockIsReportedLost(t *testing.T) {
-	c, fs := newClient(t)
-	const lease = 60 * time.Millisecond
-	l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
-	// Behind the holder's back: the key vanishes and another owner takes it.
-	if err := fs.Mutex.Release(testCtx(t), "k", l.Token()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fs.Mutex.Acquire(testCtx(t), "k", "intruder", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	within(t, l.Done(), lease, "lost signal")
-	if err := l.Err(); !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrTaken) {
-		t.Fatalf("Err = %v, want ErrLost caused by ErrTaken", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c, fs := newClient(t)
+		const lease = 60 * time.Millisecond
+		l := mustLock(t, c, testCtx(t), "k", dlock.WithAutoRenew(lease))
+		// Behind the holder's back: the key vanishes and another owner takes it.
+		if err := fs.Mutex.Release(testCtx(t), "k", l.Token()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fs.Mutex.Acquire(testCtx(t), "k", "intruder", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		within(t, l.Done(), lease, "lost signal")
+		if err := l.Err(); !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrTaken) {
+			t.Fatalf("Err = %v, want ErrLost caused by ErrTaken", err)
+		}
+	})
 }
 
 func TestReleaseTwiceAndNilLease(t *testing.T) {
@@ -173,19 +181,21 @@ func TestDoReturnsLossEvenIfFnSucceeded(t *testing.T) {
 }
 
 func TestLateGrantIsDiscardedAndReleased(t *testing.T) {
-	c, fs := newClient(t)
-	const ttl = 50 * time.Millisecond
-	fs.acqDelay.Store(int64(ttl)) // the reply arrives when the lease is already over
-	l, err := c.TryLock(testCtx(t), "k", dlock.WithTTL(ttl))
-	if l != nil || !errors.Is(err, dlock.ErrNotAcquired) {
-		t.Fatalf("late grant: lease %v, err %v", l, err)
-	}
-	if err := c.Close(testCtx(t)); err != nil { // waits for the give-back
-		t.Fatal(err)
-	}
-	if fs.released.Load() != 1 {
-		t.Fatalf("late grant released %d times, want 1", fs.released.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c, fs := newClient(t)
+		const ttl = 50 * time.Millisecond
+		fs.acqDelay.Store(int64(ttl)) // the reply arrives when the lease is already over
+		l, err := c.TryLock(testCtx(t), "k", dlock.WithTTL(ttl))
+		if l != nil || !errors.Is(err, dlock.ErrNotAcquired) {
+			t.Fatalf("late grant: lease %v, err %v", l, err)
+		}
+		if err := c.Close(testCtx(t)); err != nil { // waits for the give-back
+			t.Fatal(err)
+		}
+		if fs.released.Load() != 1 {
+			t.Fatalf("late grant released %d times, want 1", fs.released.Load())
+		}
+	})
 }
 
 func TestConcurrentLeaseUseIsSafe(t *testing.T) {

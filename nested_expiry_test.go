@@ -1,184 +1,21 @@
 package dlock_test
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/testkit/clienttest"
 	"example.com/dlock/memstore"
 )
 
-// Holdings of one Owner on one key share one store record: an Extend or a
-// renewal of one of them must never shorten the record under another that
-// still reports itself valid (issue 23, schedules a, b and c). Each runs on
-// memstore and on a real Redis, with another client (its own connection)
-// polling TryLock throughout; an acquisition while a holding of the owner
-// reports itself valid is an overlap. Negative control: the same schedule
-// over a store that keeps keys for a hundredth of what it is asked (broken
-// expiry) shows overlaps, so the poller can see them.
-
-// nestedStores returns the stores the schedules run on: a pair of stores
-// of one server for the holder and the other client.
-func nestedStores(t *testing.T) map[string]func(t *testing.T) (holder, other driver.Mutex) {
-	return map[string]func(t *testing.T) (driver.Mutex, driver.Mutex){
-		"memstore": func(*testing.T) (driver.Mutex, driver.Mutex) {
-			s := memstore.New(nil)
-			return s, s
-		},
-		"redis": func(t *testing.T) (driver.Mutex, driver.Mutex) {
-			e := startRedis(t, false)
-			return redisStore(t, e.addr()), redisStore(t, e.addr())
-		},
-	}
-}
-
-// hundredthTTL keeps keys for a hundredth of the TTL asked: the broken store of the
-// negative control.
-type hundredthTTL struct{ driver.Mutex }
-
-func (s hundredthTTL) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	g, err := s.Mutex.Extend(ctx, key, token, max(ttl/100, time.Millisecond))
-	g.TTL = ttl
-	return g, err
-}
-
-// watch polls other's TryLock on key every 10 ms until stop is closed and
-// returns the overlaps: acquisitions while a lease of held reported itself
-// valid when the try started (a released lease no longer does).
-func watch(t *testing.T, other *dlock.Client, key string, held func() []*dlock.Lease, stop <-chan struct{}) <-chan int {
-	out := make(chan int, 1)
-	go func() {
-		n := 0
-		defer func() { out <- n }()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			start := time.Now()
-			l, err := other.TryLock(context.Background(), key, dlock.WithTTL(time.Second))
-			if err != nil {
-				continue
-			}
-			for _, h := range held() {
-				// Valid, or lost (not released) with validity left at the try.
-				if err := h.Err(); err == nil || errors.Is(err, dlock.ErrLost) && start.Before(h.ValidUntil()) {
-					if n++; n > 1 {
-						continue
-					}
-					t.Logf("overlap: another client acquired %q while a holding reports %v of validity left", key, h.ValidUntil().Sub(start))
-				}
-			}
-			_ = l.Release(context.Background())
-		}
-	}()
-	return out
-}
-
-// scheduleA: Lock(WithTTL(20s)), re-enter, inner.Extend(150ms), inner
-// released; 600 ms later the outer holding still reports itself valid.
-func scheduleA(t *testing.T, c, other *dlock.Client) (int, error) {
-	ctx := dlock.ContextWithOwner(testCtx(t), dlock.NewOwner())
-	outer := mustLock(t, c, ctx, "a", dlock.WithTTL(20*time.Second))
-	inner := mustLock(t, c, ctx, "a", dlock.WithTTL(20*time.Second))
-	stop := make(chan struct{})
-	overlaps := watch(t, other, "a", func() []*dlock.Lease { return []*dlock.Lease{outer} }, stop)
-	if err := inner.Extend(ctx, 150*time.Millisecond); err != nil {
-		t.Fatalf("inner Extend: %v", err)
-	}
-	release(t, inner)
-	<-time.After(600 * time.Millisecond) // the inner lease's 150 ms are long over
-	close(stop)
-	n := <-overlaps
-	err := outer.Err()
-	_ = outer.Release(context.Background())
-	return n, err
-}
-
-// scheduleB: Do (default lease) runs a nested Do with WithAutoRenew(300ms)
-// for 500 ms, then works 700 ms more.
-func scheduleB(t *testing.T, c, other *dlock.Client) (int, error) {
-	stop := make(chan struct{})
-	var overlaps <-chan int
-	err := c.Do(testCtx(t), "b", func(ctx context.Context) error {
-		outer, _ := dlock.LeaseFromContext(ctx)
-		overlaps = watch(t, other, "b", func() []*dlock.Lease { return []*dlock.Lease{outer} }, stop)
-		err := c.Do(ctx, "b", func(ctx context.Context) error {
-			<-time.After(500 * time.Millisecond)
-			return nil
-		}, dlock.WithAutoRenew(300*time.Millisecond))
-		if err != nil {
-			return err
-		}
-		select {
-		case <-time.After(700 * time.Millisecond):
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	})
-	close(stop)
-	return <-overlaps, err
-}
-
-// scheduleC: Lock(WithAutoRenew(600ms)), re-enter WithTTL(10s); the outer
-// renews once and is released; 1 s later the inner holding still reports
-// itself valid.
-func scheduleC(t *testing.T, c, other *dlock.Client) (int, error) {
-	ctx := dlock.ContextWithOwner(testCtx(t), dlock.NewOwner())
-	outer := mustLock(t, c, ctx, "c", dlock.WithAutoRenew(600*time.Millisecond))
-	inner := mustLock(t, c, ctx, "c", dlock.WithTTL(10*time.Second))
-	stop := make(chan struct{})
-	overlaps := watch(t, other, "c", func() []*dlock.Lease { return []*dlock.Lease{inner} }, stop)
-	<-time.After(300 * time.Millisecond)    // one renewal (every 200 ms)
-	_ = outer.Release(context.Background()) // lost already with the control's broken store
-	<-time.After(time.Second)
-	close(stop)
-	n := <-overlaps
-	err := inner.Err()
-	_ = inner.Release(context.Background())
-	return n, err
-}
-
+// Holdings of one Owner on one key never shorten each other's record (issue
+// 23, schedules a, b and c, each with its broken-expiry control): the
+// schedules are in clienttest; here on memstore in synctest bubbles (the
+// schedules' waits cost no real time), in redisstore's tests on a
+// real Redis (TestNestedHoldingsNeverShortenEachOther there).
 func TestNestedHoldingsNeverShortenEachOther(t *testing.T) {
-	schedules := map[string]func(*testing.T, *dlock.Client, *dlock.Client) (int, error){
-		"a-inner-extend-shorter": scheduleA, "b-nested-do-short-renewal": scheduleB, "c-outer-renewal-shorter": scheduleC,
-	}
-	for store, mk := range nestedStores(t) {
-		for name, run := range schedules {
-			for _, broken := range []bool{false, true} {
-				t.Run(store+"/"+name+map[bool]string{true: "/control-broken-expiry"}[broken], func(t *testing.T) {
-					t.Parallel()
-					hs, os := mk(t)
-					if broken {
-						hs = hundredthTTL{hs}
-					}
-					c, other := newClientOn(t, hs), newClientOn(t, os)
-					n, err := run(t, c, other)
-					switch {
-					case !broken && err != nil:
-						t.Fatalf("the holding that must have stayed valid: %v", err)
-					case !broken && n != 0:
-						t.Fatalf("%d overlaps: another client held the key while a holding of the owner reported itself valid", n)
-					case broken && n == 0:
-						t.Fatal("control: no overlap seen with a store that keeps keys for a hundredth of the TTL")
-					}
-				})
-			}
-		}
-	}
-}
-
-// newClientOn returns a Client of s, closed when the test ends.
-func newClientOn(t *testing.T, s driver.Mutex) *dlock.Client {
-	c, err := dlock.New(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeOnCleanup(t, c)
-	return c
+	clienttest.NestedHoldingsNeverShortenEachOther(t, true, func(*testing.T) (driver.Mutex, driver.Mutex) {
+		s := memstore.New(nil)
+		return s, s
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"example.com/dlock"
@@ -13,41 +14,40 @@ import (
 // Local waiters queue in the process: while one holds the key, the others
 // make no store call, and each release is followed by exactly one acquire.
 func TestLocalWaitersCostNoRoundTrips(t *testing.T) {
-	c, fs := newClient(t)
-	ctx := testCtx(t)
-	const n = 20
-	l := mustLock(t, c, ctx, "k")
-	var wg sync.WaitGroup
-	got := make(chan *dlock.Lease)
-	for range n {
-		wg.Go(func() {
-			lw, err := c.Lock(ctx, "k")
-			if err != nil {
-				t.Errorf("Lock: %v", err)
-				return
-			}
-			got <- lw
-		})
-	}
-	// No waiter may reach the store while the key is held locally; poll a
-	// while to give a misbehaving implementation the chance to.
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for time.Now().Before(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		c, fs := newClient(t)
+		ctx := testCtx(t)
+		const n = 20
+		l := mustLock(t, c, ctx, "k")
+		var wg sync.WaitGroup
+		got := make(chan *dlock.Lease)
+		for range n {
+			wg.Go(func() {
+				lw, err := c.Lock(ctx, "k")
+				if err != nil {
+					t.Errorf("Lock: %v", err)
+					return
+				}
+				got <- lw
+			})
+		}
+		// No waiter may reach the store while the key is held locally: once
+		// every waiter is blocked (synctest.Wait), none has called it.
+		synctest.Wait()
 		if calls := fs.calls.Load(); calls != 1 {
 			t.Fatalf("store calls while held = %d, want 1 (the holder's acquire)", calls)
 		}
-		time.Sleep(time.Millisecond) // polling interval, not synchronisation
-	}
-	release(t, l)
-	for range n {
-		release(t, <-got)
-	}
-	wg.Wait()
-	// One acquire and one release per holding (calls counts both, and
-	// leases of the default 30 s are not renewed here): nothing wasted.
-	if calls, rel := fs.calls.Load(), fs.released.Load(); calls != 2*(n+1) || rel != n+1 {
-		t.Fatalf("store calls = %d, releases = %d, want %d and %d", calls, rel, 2*(n+1), n+1)
-	}
+		release(t, l)
+		for range n {
+			release(t, <-got)
+		}
+		wg.Wait()
+		// One acquire and one release per holding (calls counts both, and
+		// leases of the default 30 s are not renewed here): nothing wasted.
+		if calls, rel := fs.calls.Load(), fs.released.Load(); calls != 2*(n+1) || rel != n+1 {
+			t.Fatalf("store calls = %d, releases = %d, want %d and %d", calls, rel, 2*(n+1), n+1)
+		}
+	})
 }
 
 // A waiter whose context ends while queued leaves the queue and does not

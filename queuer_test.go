@@ -11,6 +11,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/testkit"
 )
 
 // queueStore is a minimal store with its own FIFO of waiters (a Queuer, as
@@ -168,16 +169,10 @@ func (s *queueStore) state(key string) (owner string, holds, queued int) {
 // awaitQueued polls until key's store queue has n waiters, within 5 s.
 func (s *queueStore) awaitQueued(t *testing.T, key string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, _, q := s.state(key); q == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("store queue of %q never reached %d waiters", key, n)
-		}
-		time.Sleep(time.Millisecond) // polling with a deadline, not synchronisation by sleep
-	}
+	testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("store queue of %q at %d waiters", key, n), func() bool {
+		_, _, q := s.state(key)
+		return q == n
+	})
 }
 
 func newQueueClient(t *testing.T, s driver.Mutex, opts ...dlock.Option) *dlock.Client {
@@ -349,10 +344,7 @@ func TestQueuerAbsentWaiterPolls(t *testing.T) {
 		}
 		got <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.acquires.Load() < 4 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "4 Acquire calls", func() bool { return s.acquires.Load() >= 4 })
 	release(t, holder)
 	if err := <-got; err != nil {
 		t.Fatal(err)
@@ -381,10 +373,7 @@ func TestQueuerLocalWaitersReachTheStoreOneAtATime(t *testing.T) {
 		}()
 	}
 	s.awaitQueued(t, "k", 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for dlock.QueuedWaiters(c, "k") != n-1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "the local queue", func() bool { return dlock.QueuedWaiters(c, "k") == n-1 })
 	if _, _, q := s.state("k"); q != 1 || dlock.QueuedWaiters(c, "k") != n-1 {
 		t.Fatalf("store queue %d, local queue %d; want 1 and %d", q, dlock.QueuedWaiters(c, "k"), n-1)
 	}

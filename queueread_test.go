@@ -93,10 +93,8 @@ func TestWithReadWaitsInQueueReader(t *testing.T) {
 		if _, ok := s.(*readingQueueStore); ok {
 			aq.awaitQueued(t, "k", 1)
 		} else {
-			deadline := time.Now().Add(5 * time.Second)
-			for aq.applies.Load() < 2 && time.Now().Before(deadline) { // l1's grant, then the waiter's try
-				time.Sleep(time.Millisecond) // polling with a deadline
-			}
+			// l1's grant, then the waiter's try
+			waitFor(t, 5*time.Second, "the waiter's try", func() bool { return aq.applies.Load() >= 2 })
 		}
 		if err := l1.Commit(ctx, "v2"); err != nil {
 			t.Fatal(err)

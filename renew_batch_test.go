@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"example.com/dlock"
@@ -31,23 +32,25 @@ func (h hangExtend) Extend(ctx context.Context, key, token string, ttl time.Dura
 // share its deadline). The hung leases are taken first, so they come first
 // in every batch. Negative control: the hung leases themselves are lost.
 func TestHungRenewalInABatchDoesNotStarveTheRest(t *testing.T) {
-	st := hangExtend{Mutex: memstore.New(nil), hang: map[string]bool{"h1": true, "h2": true, "h3": true}}
-	c := newClientOn(t, st)
-	ctx := testCtx(t)
-	const lease = 300 * time.Millisecond
-	var hung []*dlock.Lease
-	for _, k := range []string{"h1", "h2", "h3"} {
-		hung = append(hung, mustLock(t, c, ctx, k, dlock.WithAutoRenew(lease)))
-	}
-	good := mustLock(t, c, ctx, "good", dlock.WithAutoRenew(lease))
-	<-time.After(3 * lease) // real time: three of the good lease's validities
-	if err := good.Err(); err != nil {
-		t.Fatalf("lease renewed in a batch with hung renewals: %v", err)
-	}
-	for _, l := range hung {
-		if l.Err() == nil {
-			t.Fatalf("control: a lease whose renewal hangs is still valid after %v", 3*lease)
+	synctest.Test(t, func(t *testing.T) {
+		st := hangExtend{Mutex: memstore.New(nil), hang: map[string]bool{"h1": true, "h2": true, "h3": true}}
+		c := newClientOn(t, st)
+		ctx := testCtx(t)
+		const lease = 300 * time.Millisecond
+		var hung []*dlock.Lease
+		for _, k := range []string{"h1", "h2", "h3"} {
+			hung = append(hung, mustLock(t, c, ctx, k, dlock.WithAutoRenew(lease)))
 		}
-	}
-	release(t, good)
+		good := mustLock(t, c, ctx, "good", dlock.WithAutoRenew(lease))
+		time.Sleep(3 * lease) // on the bubble's clock: three of the good lease's validities
+		if err := good.Err(); err != nil {
+			t.Fatalf("lease renewed in a batch with hung renewals: %v", err)
+		}
+		for _, l := range hung {
+			if l.Err() == nil {
+				t.Fatalf("control: a lease whose renewal hangs is still valid after %v", 3*lease)
+			}
+		}
+		release(t, good)
+	})
 }

@@ -3,6 +3,7 @@ package dlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,13 +32,7 @@ func wrapped(t *testing.T, shared *memstore.Store, unwrap bool, opts ...dlock.Op
 // awaitCalls polls until fs has seen at least n calls, within 5 s.
 func awaitCalls(t *testing.T, fs *faultStore, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for fs.calls.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("store calls reached %d, not %d", fs.calls.Load(), n)
-		}
-		time.Sleep(time.Millisecond) // polling with a deadline
-	}
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d store calls", n), func() bool { return fs.calls.Load() >= n })
 }
 
 // Through a wrapper with Unwrap, a waiter of another Client is woken by the
@@ -108,10 +103,7 @@ func TestWrapperUnwrapGivesLocalHandoff(t *testing.T) {
 				}
 				got <- l
 			}()
-			deadline := time.Now().Add(5 * time.Second)
-			for dlock.QueuedWaiters(c, "k") != 1 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
+			waitFor(t, 5*time.Second, "the waiter queued", func() bool { return dlock.QueuedWaiters(c, "k") == 1 })
 			release(t, holder)
 			var next *dlock.Lease
 			select {

@@ -9,20 +9,12 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/etcdstore"
+	"example.com/dlock/internal/testkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
-}
+// waitFor is the shared one (internal/testkit).
+var waitFor = testkit.WaitFor
 
 func waiters(t *testing.T, s *etcdstore.Store, key string) int {
 	n, err := s.Waiters(context.Background(), key)

@@ -38,7 +38,7 @@ func TestWakeLatency(t *testing.T) {
 			t.Fatalf("round %d: woken by an acquisition", i)
 		default:
 		}
-		waitFor(t, waiter, "k") // marks the holding: its release notifies
+		contendAsWaiter(t, waiter, "k") // marks the holding: its release notifies
 		start := time.Now()
 		if err := holder.Release(ctx(t), "k", tk); err != nil {
 			t.Fatal(err)
@@ -112,7 +112,7 @@ func TestListenerReconnects(t *testing.T) {
 	if _, err := holder.Acquire(ctx(t), "k", tk, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, waiter, "k")
+	contendAsWaiter(t, waiter, "k")
 	if err := holder.Release(ctx(t), "k", tk); err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +150,10 @@ func TestSubscribeFailsWhenDown(t *testing.T) {
 	t.Fatalf("Subscribe after the restart: %v", err)
 }
 
-// waitFor makes a contended Acquire of key on s, as a waiting Client does
+// contendAsWaiter makes a contended Acquire of key on s, as a waiting Client does
 // after it subscribes: the attempt marks the holding, so its release sends
 // NOTIFY.
-func waitFor(t *testing.T, s *pgstore.Store, key string) {
+func contendAsWaiter(t *testing.T, s *pgstore.Store, key string) {
 	t.Helper()
 	var ce *driver.ContendedError
 	if _, err := s.Acquire(ctx(t), key, tok(), time.Minute); !errors.As(err, &ce) {

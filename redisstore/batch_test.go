@@ -16,6 +16,7 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 )
 
 // gateHook holds every single (non-pipelined) call on a key containing
@@ -101,7 +102,7 @@ func stage(t *testing.T, rdb redis.UniversalClient, mustSucceed bool) *staged {
 			}
 		})
 	}
-	waitFor(t, "the flight slots to be held", func() bool { return hook.held.Load() == int32(maxInflight) })
+	testkit.WaitFor(t, 10*time.Second, "the flight slots to be held", func() bool { return hook.held.Load() == int32(maxInflight) })
 	t.Cleanup(func() {
 		select {
 		case <-hook.open:
@@ -136,17 +137,6 @@ func within(t *testing.T, errc <-chan error, what string) error {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling, not synchronising
-	}
-}
-
 // Calls made while the flight slots are busy go out as one pipeline, each
 // with its own reply: the keys' last fences are seeded apart, so a reply
 // given to the wrong caller shows as a wrong fence. The scripts are flushed
@@ -170,7 +160,7 @@ func TestConcurrentCallsShareOnePipeline(t *testing.T) {
 	for i := range n {
 		wg.Go(func() { grants[i], errs[i] = st.s.Acquire(ctx, "k"+strconv.Itoa(i), "t"+strconv.Itoa(i), time.Minute) })
 	}
-	waitFor(t, "the calls to queue", func() bool { return st.queued() == n })
+	testkit.WaitFor(t, 10*time.Second, "the calls to queue", func() bool { return st.queued() == n })
 	close(st.hook.open)
 	wg.Wait()
 	st.wg.Wait()
@@ -197,11 +187,11 @@ func TestQueuedCallCancelledIsNotSent(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cerr := make(chan error, 1)
 	go func() { _, err := st.s.Acquire(cctx, "cancelled", "c", time.Minute); cerr <- err }()
-	waitFor(t, "the first call to queue", func() bool { return st.queued() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the first call to queue", func() bool { return st.queued() == 1 })
 	var wg sync.WaitGroup
 	var ferr error
 	wg.Go(func() { _, ferr = st.s.Acquire(ctx, "follower", "f", time.Minute) })
-	waitFor(t, "the second call to queue", func() bool { return st.queued() == 2 })
+	testkit.WaitFor(t, 10*time.Second, "the second call to queue", func() bool { return st.queued() == 2 })
 	cancel()
 	if err := within(t, cerr, "a cancelled queued call"); !errors.Is(err, context.Canceled) { // the gate is still shut
 		t.Fatalf("queued call cancelled: %v, want context.Canceled", err)
@@ -253,7 +243,7 @@ func TestBatchTakesTheLatestDeadline(t *testing.T) {
 						t.Errorf("call %d: %v", i, err)
 					}
 				})
-				waitFor(t, "the call to queue", func() bool { return st.queued() == i+1 })
+				testkit.WaitFor(t, 10*time.Second, "the call to queue", func() bool { return st.queued() == i+1 })
 			}
 			if tc.name == "none" {
 				want = pipeDeadline{}
@@ -276,13 +266,13 @@ func TestCallOnTheWireReturnsWhenItsContextEnds(t *testing.T) {
 	var wg sync.WaitGroup
 	var lerr error
 	wg.Go(func() { _, lerr = st.s.Acquire(ctx, "leader", "l", time.Minute) })
-	waitFor(t, "the first call to queue", func() bool { return st.queued() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the first call to queue", func() bool { return st.queued() == 1 })
 	cctx, cancel := context.WithCancel(ctx)
 	cerr := make(chan error, 1)
 	go func() { _, err := st.s.Acquire(cctx, "other", "o", time.Minute); cerr <- err }()
-	waitFor(t, "the second call to queue", func() bool { return st.queued() == 2 })
+	testkit.WaitFor(t, 10*time.Second, "the second call to queue", func() bool { return st.queued() == 2 })
 	close(st.hook.open)
-	waitFor(t, "the batch to be on the wire", func() bool { return st.hook.pipeHeld.Load() == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the batch to be on the wire", func() bool { return st.hook.pipeHeld.Load() == 1 })
 	cancel()
 	if err := within(t, cerr, "a cancelled call on the wire"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("call on the wire cancelled: %v, want context.Canceled", err)
@@ -307,7 +297,7 @@ func TestBatchErrorReachesEveryCall(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() { _, errs[i] = st.s.Acquire(ctx, "e"+strconv.Itoa(i), "t", time.Minute) })
 	}
-	waitFor(t, "the calls to queue", func() bool { return st.queued() == len(errs) })
+	testkit.WaitFor(t, 10*time.Second, "the calls to queue", func() bool { return st.queued() == len(errs) })
 	st.srv.Pause() // every call now times out on its read
 	close(st.hook.open)
 	wg.Wait()
@@ -348,7 +338,7 @@ func TestBatchSpansClusterNodes(t *testing.T) {
 	for i := range n {
 		wg.Go(func() { grants[i], errs[i] = st.s.Acquire(ctx, "k"+strconv.Itoa(i), "t", time.Minute) })
 	}
-	waitFor(t, "the calls to queue", func() bool { return st.queued() == n })
+	testkit.WaitFor(t, 10*time.Second, "the calls to queue", func() bool { return st.queued() == n })
 	close(st.hook.open)
 	wg.Wait()
 	for i := range n {
@@ -381,7 +371,7 @@ func TestNoBatchingSendsEachCallAlone(t *testing.T) {
 	for i := range maxInflight + 2 {
 		wg.Go(func() { _, _ = s.Acquire(context.Background(), "block"+strconv.Itoa(i), "b", time.Minute) })
 	}
-	waitFor(t, "the calls to be held", func() bool { return hook.held.Load() == int32(maxInflight+2) })
+	testkit.WaitFor(t, 10*time.Second, "the calls to be held", func() bool { return hook.held.Load() == int32(maxInflight+2) })
 	errc := make(chan error, 1)
 	go func() { _, err := s.Acquire(context.Background(), "free", "t", time.Minute); errc <- err }()
 	if err := within(t, errc, "an acquire beside held calls"); err != nil {

@@ -17,6 +17,7 @@ import (
 	"example.com/dlock/drivertest"
 	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 	"example.com/dlock/redisstore"
 )
 
@@ -56,11 +57,8 @@ func newClient(t *testing.T, rdb redis.UniversalClient, opts ...dlock.Option) *d
 	return c
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx is the shared test context (internal/testkit).
+var testCtx = testkit.Ctx
 
 func TestConformance(t *testing.T) {
 	srv, _ := newRedis(t)

@@ -6,20 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// pollUntil polls cond every millisecond until it holds, failing the test
-// after d.
-func pollUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"example.com/dlock/internal/testkit"
+)
 
 type lateReply struct {
 	node, val int
@@ -93,7 +82,7 @@ func TestFanoutLateReply(t *testing.T) {
 					t.Fatal("node 0's late reply never reached late")
 				}
 			}
-			pollUntil(t, 5*time.Second, "the shared context to be cancelled", func() bool { return nodeCtx.Err() != nil })
+			testkit.WaitFor(t, 5*time.Second, "the shared context to be cancelled", func() bool { return nodeCtx.Err() != nil })
 			if stop == "enough" && nodeCtx.Err() != context.Canceled {
 				t.Fatalf("shared context ended with %v, want cancelled", nodeCtx.Err())
 			}

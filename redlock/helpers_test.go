@@ -14,6 +14,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 	"example.com/dlock/redlock"
 )
 
@@ -94,11 +95,11 @@ func newClient(t testing.TB, s driver.Mutex, opts ...dlock.Option) *dlock.Client
 	return c
 }
 
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx and waitFor are the shared helpers (internal/testkit).
+var (
+	testCtx = testkit.Ctx
+	waitFor = testkit.WaitFor
+)
 
 // delayedRestart enforces the Redlock restart rule for nodes without fsync'd
 // persistence: a crashed node stays down for at least the longest TTL in use
@@ -116,16 +117,4 @@ func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// waitFor polls cond every 5 ms until it holds, failing the test after d.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

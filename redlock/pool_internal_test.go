@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/testkit"
 )
 
 // TestPoolReapsSurplusUnderTraffic: the workers a burst started are reaped
@@ -32,7 +34,7 @@ func TestPoolReapsSurplusUnderTraffic(t *testing.T) {
 		t.Fatalf("%d workers after a burst of %d blocked tasks", n, burst)
 	}
 	done := make(chan struct{})
-	pollUntil(t, 5*time.Second, "the burst's surplus to be reaped", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the burst's surplus to be reaped", func() bool {
 		p.do(task{func(int) { done <- struct{}{} }, 0})
 		<-done
 		return live() <= 2

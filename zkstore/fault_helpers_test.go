@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/overlap"
+	"example.com/dlock/internal/testkit"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
@@ -40,24 +41,11 @@ func testPath(t testing.TB) string {
 	return "/" + name + "-" + hex.EncodeToString(b)
 }
 
-// testCtx returns a context ending after d or at the test's end.
-func testCtx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// pollUntil polls cond every 20 ms until it holds, failing the test after d.
-func pollUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
-	}
-}
+// testCtx and pollUntil are the shared helpers (internal/testkit).
+var (
+	testCtx   = testkit.CtxFor
+	pollUntil = testkit.WaitFor
+)
 
 // dialRaw returns a go-zookeeper connection to addrs with the given session
 // timeout, connected (or the test fails), closed at the test's end.

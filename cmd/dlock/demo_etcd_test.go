@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"example.com/dlock/cmd/dlock/internal/inventory"
+	"example.com/dlock/internal/testkit"
 )
 
 // TestDemoEtcd runs the demo with an etcd --store: see checkDemoStore.
@@ -51,7 +52,7 @@ func TestInventoryServeEtcdLocksInEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = syscall.Kill(-hold.Process.Pid, syscall.SIGKILL); _ = hold.Wait() }()
-	waitFor(t, "etcdctl to hold the lock", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "etcdctl to hold the lock", func() bool {
 		r := runDlock(t, nil, "status", "--store", store, inventory.LockKey)
 		return strings.Contains(r.stdout, "held:     yes")
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 )
 
 func doctorJSON(t *testing.T, env []string, url string) (doctorReport, result) {
@@ -69,7 +70,7 @@ func TestDoctorPersistenceAndReplication(t *testing.T) {
 	if st, d := statusOf(t, rep, "persistence"); st != statusOK {
 		t.Errorf("persistence with appendfsync always: %s %s", st, d)
 	}
-	waitFor(t, "the replica to connect", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the replica to connect", func() bool {
 		rep, r = doctorJSON(t, nil, primary.URL())
 		st, _ := statusOf(t, rep, "replication")
 		return st == statusWarn

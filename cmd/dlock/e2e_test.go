@@ -206,18 +206,6 @@ func (s *started) wait(t *testing.T, d time.Duration) result {
 	return result{}
 }
 
-// waitFor polls cond every 10 ms until it holds or d elapses.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling an outside process, not synchronising goroutines
-	}
-}
-
 // closedPort returns a loopback port nothing listens on.
 func closedPort(t *testing.T) int {
 	t.Helper()

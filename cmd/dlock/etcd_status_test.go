@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/dlock/internal/testkit"
 )
 
 // statusJSON runs `dlock status --json` on key and decodes it.
@@ -32,7 +34,7 @@ func TestEtcdStatusAndList(t *testing.T) {
 	fenceFile, stop := filepath.Join(dir, "fence"), filepath.Join(dir, "stop")
 	script := `echo "$DLOCK_FENCE" > "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`
 	run := startDlock(t, nil, "run", "--store", store, "--key", "job1", "--", "sh", "-c", script, "sh", fenceFile, stop)
-	waitFor(t, "the run's command to start", 20*time.Second, func() bool { return readFile(t, fenceFile) != "" })
+	testkit.WaitFor(t, 20*time.Second, "the run's command to start", func() bool { return readFile(t, fenceFile) != "" })
 	fence, err := strconv.ParseUint(readFile(t, fenceFile), 10, 64)
 	if err != nil || fence == 0 {
 		t.Fatalf("DLOCK_FENCE %q", readFile(t, fenceFile))

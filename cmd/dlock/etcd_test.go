@@ -12,6 +12,7 @@ import (
 
 	"example.com/dlock/internal/etcdserver"
 	"example.com/dlock/internal/testcert"
+	"example.com/dlock/internal/testkit"
 )
 
 // The etcd end-to-end tests run the built dlock binary (not in-process: the
@@ -119,7 +120,7 @@ func holdWithEtcdctl(t *testing.T, store, endpoint, name string) {
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		_ = c.Wait()
 	})
-	waitFor(t, "etcdctl to hold "+name, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "etcdctl to hold "+name, func() bool {
 		r := runDlock(t, nil, "status", "--store", store, name)
 		return strings.Contains(r.stdout, "held:     yes")
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 )
 
 func TestUsageAndUnreachableThroughBinary(t *testing.T) {
@@ -46,7 +47,7 @@ func holdKey(t *testing.T, url, key string) (*started, string) {
 		"sh", "-c", `echo $$ > "$D/pid"; printf %s "$DLOCK_TOKEN" > "$D/token.tmp"; mv "$D/token.tmp" "$D/token"; exec sleep 60`)
 	t.Cleanup(func() { killGroupOf(t, filepath.Join(dir, "pid")) })
 	var tok string
-	waitFor(t, "the holder to start", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the holder to start", func() bool {
 		tok = readFile(t, filepath.Join(dir, "token"))
 		return tok != ""
 	})
@@ -63,7 +64,7 @@ func TestStatusAndList(t *testing.T) {
 	env := []string{"DLOCK_REDIS=" + srv.URL()}
 
 	var st lockStatus
-	waitFor(t, "status to show one waiter", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "status to show one waiter", func() bool {
 		r := runDlock(t, env, "status", "--json", "orders:1")
 		if r.code != 0 {
 			t.Fatal(r)
@@ -163,7 +164,7 @@ func checkStatusVia(t *testing.T, flag, url string) {
 		dir := t.TempDir()
 		startDlock(t, []string{"D=" + dir}, "run", flag, url, "--key", k, "--", "sh", "-c", `echo $$ > "$D/pid"; echo > "$D/ready"; exec sleep 60`)
 		t.Cleanup(func() { killGroupOf(t, filepath.Join(dir, "pid")) })
-		waitFor(t, "holder of "+k, 20*time.Second, func() bool { return fileExists(filepath.Join(dir, "ready")) })
+		testkit.WaitFor(t, 20*time.Second, "holder of "+k, func() bool { return fileExists(filepath.Join(dir, "ready")) })
 	}
 	r := runDlock(t, nil, "status", "--json", flag, url, "c")
 	var st lockStatus

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 )
 
 // counterScript is a read-modify-write of the counter file $F with a pause in
@@ -129,7 +130,7 @@ func startHolder(t *testing.T, srvURL, key, dir string, env []string, flags ...s
 	args := append([]string{"run", "--redis", srvURL, "--key", key}, flags...)
 	args = append(args, "--", "sh", "-c", holdScript)
 	s := startDlock(t, append(env, "D="+dir), args...)
-	waitFor(t, "the child to start", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the child to start", func() bool {
 		select {
 		case <-s.done:
 			t.Fatalf("dlock exited early: %s", s.res)
@@ -217,7 +218,7 @@ func TestRunWaitBound(t *testing.T) {
 
 	// A signal stops an unbounded wait.
 	iw := startDlock(t, nil, "run", "--redis", srv.URL(), "--key", "busy", "--", "true")
-	waitFor(t, "the waiter to subscribe", 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the waiter to subscribe", func() bool {
 		n, _ := srv.Do("PUBSUB", "NUMSUB", "dlock:{busy}:released")
 		return strings.HasSuffix(n, "\n1")
 	})
@@ -244,7 +245,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			dir := t.TempDir()
 			script := strings.ReplaceAll(holdScript, "TERM", strings.TrimPrefix(sigName(sig), "SIG"))
 			s := startDlock(t, []string{"D=" + dir}, "run", "--redis", srv.URL(), "--key", "sig", "--", "sh", "-c", script)
-			waitFor(t, "the child to start", 20*time.Second, func() bool { return readFile(t, filepath.Join(dir, "ready")) == "ready" })
+			testkit.WaitFor(t, 20*time.Second, "the child to start", func() bool { return readFile(t, filepath.Join(dir, "ready")) == "ready" })
 			if err := s.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +314,7 @@ func TestRunChildDiesWithDlock(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 	_ = h.cmd.Process.Kill()
 	h.wait(t, 10*time.Second)
-	waitFor(t, "the child to die with dlock", 5*time.Second, func() bool { return processGone(pid) })
+	testkit.WaitFor(t, 5*time.Second, "the child to die with dlock", func() bool { return processGone(pid) })
 }
 
 // On a terminal the command gets the foreground: it can read the terminal
@@ -349,12 +350,12 @@ func TestRunInteractiveCommandOwnsTerminal(t *testing.T) {
 		_ = c.Process.Kill()
 		<-done
 	})
-	waitFor(t, "the lock to be held", 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the lock to be held", func() bool {
 		held, _ := lockHeld(srv, "dlock:{tty}")
 		return held
 	})
 	_, _ = io.WriteString(stdin, "hello\n")
-	waitFor(t, "the command to read the terminal", 10*time.Second, func() bool { return strings.Contains(out.String(), "waiting") })
+	testkit.WaitFor(t, 10*time.Second, "the command to read the terminal", func() bool { return strings.Contains(out.String(), "waiting") })
 	_, _ = io.WriteString(stdin, "\x03") // Ctrl-C
 	select {
 	case <-done:

@@ -17,6 +17,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 	"example.com/dlock/memstore"
 )
 
@@ -297,7 +298,7 @@ func TestStoreURLOnRedis(t *testing.T) {
 	startDlock(t, []string{"D=" + dir, "DLOCK_STORE=" + store}, "run", "--key", "job", "--", "sh", "-c",
 		`echo $$ > "$D/pid"; echo > "$D/ready"; exec sleep 60`)
 	t.Cleanup(func() { killGroupOf(t, filepath.Join(dir, "pid")) })
-	waitFor(t, "the holder", 20*time.Second, func() bool { return fileExists(filepath.Join(dir, "ready")) })
+	testkit.WaitFor(t, 20*time.Second, "the holder", func() bool { return fileExists(filepath.Join(dir, "ready")) })
 	held(t, "--store", store, "job")
 	if r := runDlock(t, nil, "status", "--store", srv.URL(), "job"); r.code != 0 || !strings.Contains(r.stdout, "held:     no") {
 		t.Fatalf("status under the default prefix must not see app:'s lock: %s", r)

@@ -1,7 +1,6 @@
 package chaos_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 )
 
 // childEnv selects the role of a re-executed test binary: an app instance
@@ -45,8 +45,5 @@ func clientOptions(addr string) *redis.Options {
 	}
 }
 
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx is the shared helper (internal/testkit).
+var testCtx = testkit.CtxFor

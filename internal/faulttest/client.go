@@ -1,11 +1,10 @@
 package faulttest
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/testkit"
 )
 
 // CloseOnCleanup closes c when the test ends, so that no background
@@ -13,9 +12,5 @@ import (
 // dlock.Client.Close) outlives the test and its server: within 2 s, after
 // which Close stops them.
 func CloseOnCleanup(t testing.TB, c *dlock.Client) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	})
+	testkit.CloseOnCleanup(t, c)
 }

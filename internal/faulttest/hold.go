@@ -12,6 +12,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/internal/overlap"
+	"example.com/dlock/internal/testkit"
 )
 
 // Seed returns the seed of a test's randomness: the value of the
@@ -31,17 +32,10 @@ func Seed(t testing.TB, env string) uint64 {
 	return seed
 }
 
-// Within polls cond every 10 ms until it holds or d elapses; it reports
+// Within polls cond (testkit.Eventually) until it holds or d elapses; it reports
 // whether cond held (it is called once more at the deadline).
 func Within(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
-	return cond()
+	return testkit.Eventually(d, cond)
 }
 
 // Hold acts as the holder of l, acquired at from, for d: until d has

@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/memstore"
 )
 
-// L5: a panic in Do's function, recovered by the caller (as net/http does
+// A panic in Do's function, recovered by the caller (as net/http does
 // for handlers), must release the lock, stop its renewal and free the local
 // queue slot, and go on as a panic.
-func TestL5DoReleasesWhenFnPanics(t *testing.T) {
-	e := startRedis(t, false)
-	c := redisClient(t, e.addr())
-	other := redisClient(t, e.addr())
+//
+// Was TestL5DoReleasesWhenFnPanics (review item L5), on a real Redis.
+func TestDoReleasesWhenFnPanics(t *testing.T) {
+	c, fs := newClient(t)
+	other := newClientOn(t, fs)
 	ctx := testCtx(t)
 
 	var lease *dlock.Lease
@@ -33,7 +35,7 @@ func TestL5DoReleasesWhenFnPanics(t *testing.T) {
 	if lease == nil || !errors.Is(lease.Err(), dlock.ErrNotHeld) {
 		t.Fatalf("lease after the panic: %v, want released (ErrNotHeld)", lease)
 	}
-	if e.held(t, "L5") {
+	if info, err := fs.Mutex.(*memstore.Store).Inspect(ctx, "L5"); err != nil || info.Held {
 		t.Fatal("the key is still held in the store after the panic")
 	}
 	// The local slot is free: the same client gets the key at once, and so
@@ -50,9 +52,9 @@ func TestL5DoReleasesWhenFnPanics(t *testing.T) {
 	release(t, l)
 }
 
-// L5 negative control: an fn that returns normally is unaffected, and its
-// error comes back.
-func TestL5DoReturnsFnError(t *testing.T) {
+// Negative control of TestDoReleasesWhenFnPanics: an fn that returns
+// normally is unaffected, and its error comes back. (Was TestL5DoReturnsFnError.)
+func TestDoReturnsFnError(t *testing.T) {
 	c, _ := newClient(t)
 	errFn := errors.New("fn failed")
 	if err := c.Do(testCtx(t), "k", func(context.Context) error { return errFn }); !errors.Is(err, errFn) {

@@ -1,4 +1,4 @@
-package dlock_test
+package redisstore_test
 
 import (
 	"context"
@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/internal/testkit"
+	"example.com/dlock/internal/testkit/clienttest"
 )
 
-// L1: a Lock whose context ends while its attempt is in flight (the server
+// A Lock whose context ends while its attempt is in flight (the server
 // is paused) must not leave the key held for the TTL once the server
 // resumes: another client's bounded wait succeeds well within it.
-func TestL1CancelledLockLeavesNoGhost(t *testing.T) {
+// (Was the root package's TestL1CancelledLockLeavesNoGhost, review item L1.)
+func TestCancelledLockLeavesNoGhost(t *testing.T) {
 	e := startRedis(t, false)
 	a := redisClient(t, e.addr())
 	b := redisClient(t, e.addr())
@@ -28,21 +31,22 @@ func TestL1CancelledLockLeavesNoGhost(t *testing.T) {
 	}
 
 	start := time.Now()
-	l, err := b.Lock(testCtx(t), "L1", dlock.WithTTL(ttl), dlock.WithWait(2*time.Second))
+	l, err := b.Lock(testkit.Ctx(t), "L1", dlock.WithTTL(ttl), dlock.WithWait(2*time.Second))
 	if err != nil {
 		t.Fatalf("another client's Lock(WithWait(2s)) after the cancelled one: %v (the key stayed held: a ghost for the TTL)", err)
 	}
 	t.Logf("the other client acquired %v after the server resumed", time.Since(start).Round(time.Millisecond))
-	release(t, l)
+	clienttest.Release(t, l)
 }
 
-// L1, explicit owner: no release after a lost reply (it could strip a hold
-// the owner took earlier); the owner's earlier hold is intact.
-func TestL1OwnerKeepsItsHoldAfterCancelledReentry(t *testing.T) {
+// With an explicit owner: no release after a lost reply (it could strip a hold
+// the owner took earlier); the owner's earlier hold is intact. (Was the
+// root package's TestL1OwnerKeepsItsHoldAfterCancelledReentry.)
+func TestOwnerKeepsItsHoldAfterCancelledReentry(t *testing.T) {
 	e := startRedis(t, false)
 	a := redisClient(t, e.addr())
-	octx := dlock.ContextWithOwner(testCtx(t), dlock.NewOwner())
-	outer := mustLock(t, a, octx, "L1o", dlock.WithTTL(5*time.Second))
+	octx := dlock.ContextWithOwner(testkit.Ctx(t), dlock.NewOwner())
+	outer := clienttest.MustLock(t, a, octx, "L1o", dlock.WithTTL(5*time.Second))
 
 	e.srv.Pause()
 	ctx, cancel := context.WithTimeout(octx, 200*time.Millisecond)
@@ -54,10 +58,10 @@ func TestL1OwnerKeepsItsHoldAfterCancelledReentry(t *testing.T) {
 	}
 	// No background release may take the outer hold: give one the time to
 	// (a bounded poll, the key must stay held throughout).
-	if ok, _ := pollUntil(300*time.Millisecond, func() bool { return !e.held(t, "L1o") }); ok {
+	if testkit.Eventually(300*time.Millisecond, func() bool { return !e.held(t, "L1o") }) {
 		t.Fatal("the key was freed under the owner's outer hold")
 	}
-	if err := outer.Extend(testCtx(t), 5*time.Second); err != nil {
+	if err := outer.Extend(testkit.Ctx(t), 5*time.Second); err != nil {
 		t.Fatalf("outer lease after the cancelled re-entry: %v", err)
 	}
 }

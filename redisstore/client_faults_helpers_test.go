@@ -1,4 +1,4 @@
-package dlock_test
+package redisstore_test
 
 import (
 	"context"
@@ -8,13 +8,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
+	"example.com/dlock/internal/testkit/clienttest"
 	"example.com/dlock/redisstore"
 )
 
-// The root package's tests against a real redis-server: one helper set,
-// shared by the regression tests of issue 13 (client_*_test.go).
+// The Client's behaviour under faults only a real redis-server produces (a
+// paused server, a deleted key, a refused dial) or the TCP fault proxy
+// does (a held, delayed or blackholed reply): the tests that were the root
+// package's regression tests of issue 13 and 23, moved here so that the
+// root package's own tests need no server. What the Client does with a
+// fault a store wrapper can produce is tested in the root, on memstore.
 
 // redisEnv is a real redis-server, a direct client to inspect it, and
 // optionally a fault proxy in front of it.
@@ -51,7 +58,7 @@ func (e *redisEnv) addr() string {
 
 // redisStore returns a store over a go-redis client that honours context
 // deadlines on the wire (ContextTimeoutEnabled, as the issue's reports used)
-// and does not retry on its own.
+// and does not retry on its own (a replay would blur what a test measures).
 func redisStore(t *testing.T, addr string) *redisstore.Store {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{
@@ -68,9 +75,9 @@ func redisStore(t *testing.T, addr string) *redisstore.Store {
 	return s
 }
 
-// redisClient returns a dlock Client over a new connection to addr. The
-// test's cleanup closes it (waiting for its background releases) before
-// the store.
+// redisClient returns a dlock Client over a new connection to addr, warmed
+// up. The test's cleanup closes it (waiting for its background releases)
+// before the store.
 func redisClient(t *testing.T, addr string, opts ...dlock.Option) *dlock.Client {
 	t.Helper()
 	c, err := dlock.New(redisStore(t, addr), opts...)
@@ -90,7 +97,7 @@ func redisClient(t *testing.T, addr string, opts ...dlock.Option) *dlock.Client 
 // scripts are loaded before a fault is injected.
 func warm(t *testing.T, c *dlock.Client) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	l, err := c.Lock(ctx, "warm-up", dlock.WithTTL(time.Second))
 	if err != nil {
 		t.Fatalf("warm-up Lock: %v", err)
@@ -103,22 +110,27 @@ func warm(t *testing.T, c *dlock.Client) {
 // held reports whether key is held in the store, asking directly.
 func (e *redisEnv) held(t *testing.T, key string) bool {
 	t.Helper()
-	info, err := e.direct.Inspect(testCtx(t), key)
+	info, err := e.direct.Inspect(testkit.Ctx(t), key)
 	if err != nil {
 		t.Fatalf("Inspect(%q): %v", key, err)
 	}
 	return info.Held
 }
 
-// pollUntil polls cond every 5 ms for at most d; it reports whether cond
-// became true and how long that took.
-func pollUntil(d time.Duration, cond func() bool) (bool, time.Duration) {
-	start := time.Now()
-	for time.Since(start) < d {
-		if cond() {
-			return true, time.Since(start)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
+// client returns a Client on a new store, through the proxy if viaProxy
+// (the holder whose network a test cuts) or straight to the server,
+// wrapped by hook if not nil.
+func (e *redisEnv) client(t *testing.T, viaProxy bool, hook *clienttest.ExtendHook, opts ...dlock.Option) *dlock.Client {
+	t.Helper()
+	addr := e.srv.Addr()
+	if viaProxy {
+		addr = e.proxy.Addr()
+		t.Cleanup(e.proxy.Clear) // a blackholed connection would hold up the close
 	}
-	return cond(), time.Since(start)
+	var st driver.Mutex = redisStore(t, addr)
+	if hook != nil {
+		hook.Mutex = st
+		st = hook
+	}
+	return clienttest.NewClient(t, st, opts...)
 }

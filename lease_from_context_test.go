@@ -7,12 +7,13 @@ import (
 	"example.com/dlock"
 )
 
-// A1: Do's function gets its lease (and so the fence) from its context; a
+// Do's function gets its lease (and so the fence) from its context; a
 // nested Do on the same key gets the re-entrant lease; a derived context
 // (ContextWithOwner included) still carries it; other contexts carry none.
-func TestA1LeaseFromContext(t *testing.T) {
-	e := startRedis(t, false)
-	c := redisClient(t, e.addr())
+//
+// Was TestA1LeaseFromContext (review item A1), on a real Redis.
+func TestLeaseFromContextInDo(t *testing.T) {
+	c, _ := newClient(t)
 	ctx := testCtx(t)
 	if l, ok := dlock.LeaseFromContext(ctx); ok || l != nil {
 		t.Fatalf("LeaseFromContext(plain) = %v, %v", l, ok)
