@@ -16,14 +16,33 @@ func init() {
 	driver.Register("postgresql", Open)
 }
 
-// The URL parameters Open reads itself; every other parameter (sslmode,
-// connect_timeout, application_name, pool_max_conns...) goes to pgx.
-const (
-	paramTable   = "table"
-	paramMode    = "mode"
-	paramMigrate = "migrate"
-	paramSweep   = "sweep"
-)
+// urlParams are Open's own URL parameters (driver.DecodeQuery); every
+// parameter of pgxParams goes to pgx.
+type urlParams struct {
+	Table   string        `param:"table"`
+	Mode    string        `param:"mode,oneof=lease|session"`
+	Migrate bool          `param:"migrate"`
+	Sweep   time.Duration `param:"sweep,positive,when=mode:lease"`
+}
+
+// pgxParams are the URL parameters pgx reads itself (libpq's connection
+// keywords, pgx's pool and statement-cache settings) and the server
+// settings a connection URL commonly carries. Any other parameter pgx would
+// send to the server as a setting, which refuses a misspelt one at the
+// first connection ("unrecognized configuration parameter"): Open refuses
+// it at once, as libpq does. Other server settings go in
+// options=-c name=value, as with libpq.
+var pgxParams = []string{
+	"host", "port", "database", "user", "password", "passfile", "connect_timeout",
+	"sslmode", "sslkey", "sslcert", "sslcertmode", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni",
+	"krbspn", "krbsrvname", "target_session_attrs", "service", "servicefile",
+	"min_protocol_version", "max_protocol_version", "channel_binding", "require_auth",
+	"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
+	"pool_max_conn_lifetime_jitter", "pool_max_conn_idle_time", "pool_health_check_period", "pool_ping_timeout",
+	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode",
+	"application_name", "options", "search_path", "timezone", "client_encoding",
+	"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+}
 
 // Open opens a lease-table Store from a URL
 // postgres://user:password@host:port/database?table=dlock&mode=lease, as
@@ -36,27 +55,23 @@ const (
 // after the store. A malformed URL or parameter returns an error matching
 // driver.ErrInvalid; a failed migration returns its error.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
-	connURL, opts, migrate, err := parseURL(u)
-	session := u.Query().Get(paramMode) == "session"
+	cfg, p, err := parseURL(u)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(connURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: postgres URL: %v", driver.ErrInvalid, redact(err, u))
-	}
+	opts := Options{Table: p.Table, SweepInterval: p.Sweep}
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pool: %w", redact(err, u))
 	}
-	if migrate {
+	if p.Migrate {
 		if err := Migrate(ctx, pool, opts); err != nil {
 			pool.Close()
 			return nil, err
 		}
 	}
 	host := fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
-	if session {
+	if p.Mode == "session" {
 		return openSession(pool, opts, host)
 	}
 	st, err := New(pool, opts)
@@ -98,63 +113,40 @@ func openSession(pool *pgxpool.Pool, opts Options, host string) (*driver.Opened,
 	}, nil
 }
 
-// parseURL takes Open's own parameters out of u and returns the rest as a
-// pgx connection URL.
-func parseURL(u *url.URL) (connURL string, opts Options, migrate bool, err error) {
-	bad := func(format string, args ...any) (string, Options, bool, error) {
-		return "", Options{}, false, fmt.Errorf("%w: postgres URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
+// PoolConfig returns the pgx pool configuration that Open connects with
+// for the postgres:// URL u (its own parameters removed, pgx's kept) and
+// the Options of its table= prefix, so that a program can make a pool of
+// its own that reaches the server as the store does. It checks every
+// parameter Open takes, makes no network call, and returns an error
+// matching driver.ErrInvalid for a malformed URL or parameter.
+func PoolConfig(u *url.URL) (*pgxpool.Config, Options, error) {
+	cfg, p, err := parseURL(u)
+	if err != nil {
+		return nil, Options{}, err
 	}
+	return cfg, Options{Table: p.Table, SweepInterval: p.Sweep}, nil
+}
+
+// parseURL decodes Open's own parameters and gives the rest to pgx.
+func parseURL(u *url.URL) (*pgxpool.Config, urlParams, error) {
 	if u.Host == "" && u.Query().Get("host") == "" {
-		return bad("no host (postgres://user@host:port/database)")
+		return nil, urlParams{}, fmt.Errorf("%w: postgres URL: no host (postgres://user@host:port/database)", driver.ErrInvalid)
 	}
-	q := u.Query()
-	one := func(name string) (string, bool) {
-		v, ok := q[name]
-		if ok && len(v) != 1 {
-			return "", false
-		}
-		q.Del(name)
-		if !ok {
-			return "", true
-		}
-		return v[0], true
+	p := urlParams{Mode: "lease"}
+	rest, err := driver.DecodeQuery(u, &p, pgxParams...)
+	if err != nil {
+		return nil, urlParams{}, err
 	}
-	table, ok1 := one(paramTable)
-	mode, ok2 := one(paramMode)
-	mig, ok3 := one(paramMigrate)
-	sweep, ok4 := one(paramSweep)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return bad("give each of table, mode, migrate, sweep at most once")
-	}
-	if _, err := namesFor(table); err != nil {
-		return bad("table %q: a lower-case SQL identifier of at most 40 bytes", table)
-	}
-	opts.Table = table
-	switch mode {
-	case "", "lease", "session":
-	default:
-		return bad("mode %q: want lease or session", mode)
-	}
-	switch strings.ToLower(mig) {
-	case "", "false", "0":
-	case "true", "1":
-		migrate = true
-	default:
-		return bad("migrate %q: want true or false", mig)
-	}
-	if sweep != "" && mode == "session" {
-		return bad("sweep applies to the lease table (mode=lease), not to mode=session")
-	}
-	if sweep != "" {
-		d, err := time.ParseDuration(sweep)
-		if err != nil {
-			return bad("sweep: %v", err)
-		}
-		opts.SweepInterval = d
+	if _, err := namesFor(p.Table); err != nil {
+		return nil, urlParams{}, fmt.Errorf("%w: postgres URL: table=%q: a lower-case SQL identifier of at most 40 bytes", driver.ErrInvalid, p.Table)
 	}
 	c := *u
-	c.RawQuery = q.Encode()
-	return c.String(), opts, migrate, nil
+	c.RawQuery = rest.Encode()
+	cfg, err := pgxpool.ParseConfig(c.String())
+	if err != nil {
+		return nil, urlParams{}, fmt.Errorf("%w: postgres URL: %v", driver.ErrInvalid, redact(err, u))
+	}
+	return cfg, p, nil
 }
 
 // redact removes the URL's password from err's text: pgx quotes the
