@@ -22,12 +22,16 @@ type ParamError struct {
 	Scheme   string   // the URL's scheme, lower case
 	Param    string   // the parameter refused
 	Reason   string   // why, for people
-	Accepted []string // the parameters the URL takes, when Param is unknown
+	Accepted []string // the store's parameters, when Param is unknown
+	Passed   []string // the client library's, which the URL takes too
 }
 
 func (e *ParamError) Error() string {
 	msg := fmt.Sprintf("%s: %s URL: %s", ErrInvalid.Error(), e.Scheme, e.Reason)
-	if len(e.Accepted) > 0 {
+	switch {
+	case len(e.Passed) > 0:
+		msg += " (accepted: " + strings.Join(e.Accepted, ", ") + "; and the client library's: " + strings.Join(e.Passed, ", ") + ")"
+	case len(e.Accepted) > 0:
 		msg += " (accepted: " + strings.Join(e.Accepted, ", ") + ")"
 	}
 	return msg
@@ -52,8 +56,8 @@ func (e *ParamError) Unwrap() error { return ErrInvalid }
 // already in dst is the default.
 //
 // The parameters named in pass are not the store's but the client
-// library's: DecodeQuery returns them, untouched, for it. Every other
-// parameter, a repeated one, a value that does not parse, and an unparsable
+// library's: DecodeQuery returns them, untouched, for it (at most once
+// each). Every other parameter, a repeated one, a value that does not parse, and an unparsable
 // query return a *ParamError (matching ErrInvalid) naming the parameter; an
 // unknown one lists the accepted ones.
 func DecodeQuery(u *url.URL, dst any, pass ...string) (url.Values, error) {
@@ -78,18 +82,18 @@ func DecodeQuery(u *url.URL, dst any, pass ...string) (url.Values, error) {
 	for _, name := range names {
 		vals := q[name]
 		f, ok := fields[name]
+		if !ok && !slices.Contains(pass, name) {
+			return nil, &ParamError{Scheme: scheme, Param: name, Reason: fmt.Sprintf("unknown parameter %q", name), Accepted: accepted(fields), Passed: pass}
+		}
+		if len(vals) > 1 && (!ok || f.v.Kind() != reflect.Slice) {
+			return nil, &ParamError{Scheme: scheme, Param: name, Reason: fmt.Sprintf("%s= given %d times: give it once", name, len(vals))}
+		}
 		if !ok {
-			if slices.Contains(pass, name) {
-				rest[name] = vals
-				continue
-			}
-			return nil, &ParamError{Scheme: scheme, Param: name, Reason: fmt.Sprintf("unknown parameter %q", name), Accepted: accepted(fields, pass)}
+			rest[name] = vals
+			continue
 		}
 		bad := func(format string, args ...any) error {
 			return &ParamError{Scheme: scheme, Param: name, Reason: name + "=" + fmt.Sprintf(format, args...)}
-		}
-		if len(vals) > 1 && f.v.Kind() != reflect.Slice {
-			return nil, &ParamError{Scheme: scheme, Param: name, Reason: fmt.Sprintf("%s= given %d times: give it once", name, len(vals))}
 		}
 		if len(f.schemes) > 0 && !slices.Contains(f.schemes, scheme) {
 			return nil, &ParamError{Scheme: scheme, Param: name, Reason: fmt.Sprintf("%s= is not a parameter of %s:// (only of %s)", name, scheme, strings.Join(f.schemes, "://, ")+"://")}
@@ -157,13 +161,13 @@ func paramFields(s reflect.Value) map[string]*paramField {
 	return out
 }
 
-func accepted(fields map[string]*paramField, pass []string) []string {
+func accepted(fields map[string]*paramField) []string {
 	var out []string
 	for n := range fields {
 		out = append(out, n)
 	}
 	slices.Sort(out)
-	return append(out, pass...)
+	return out
 }
 
 // set decodes vals into the field.

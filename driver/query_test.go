@@ -54,7 +54,7 @@ func TestDecodeQuery(t *testing.T) {
 
 func TestDecodeQueryRefuses(t *testing.T) {
 	for _, c := range []struct{ url, param, says string }{
-		{"x://h?tabel=x", "tabel", `unknown parameter "tabel" (accepted: cacert, drift, max-conns, migrate, mode, node, prefix, sweep, dial_timeout)`},
+		{"x://h?tabel=x", "tabel", `unknown parameter "tabel" (accepted: cacert, drift, max-conns, migrate, mode, node, prefix, sweep; and the client library's: dial_timeout)`},
 		{"x://h?prefix=a&prefix=b", "prefix", "prefix= given 2 times"},
 		{"x://h?prefix=", "prefix", "give a value"},
 		{"x://h?mode=x", "mode", "want lease or session"},

@@ -92,7 +92,7 @@ func TestOpenHidesPassword(t *testing.T) {
 // whose refusal at the first connection read as "cannot reach"), and so is
 // a parameter of the other mode.
 func TestOpenUnknownParameter(t *testing.T) {
-	urltest.Refuses(t, "postgres://u:secret@127.0.0.1:1/db?tabel=x", "tabel", `unknown parameter "tabel"`, "table, ", "sslmode")
+	urltest.Refuses(t, "postgres://u:secret@127.0.0.1:1/db?tabel=x", "tabel", `unknown parameter "tabel"`, "table; ", "sslmode")
 	urltest.Refuses(t, "postgres://u:secret@127.0.0.1:1/db?mode=session&sweep=1s", "sweep", "applies to mode=lease")
 	urltest.Refuses(t, "postgres://u:secret@127.0.0.1:1/db?mode=lease&mode=lease", "mode", "given 2 times")
 }
