@@ -50,9 +50,11 @@ var pgxParams = []string{
 // Options.Table), mode (lease, the default: New; session: NewSession, the
 // advisory-lock store on pinned connections, with table as its
 // SessionOptions.Table), migrate (true: run Migrate before returning) and sweep (a Go duration,
-// Options.SweepInterval; lease mode only, refused with mode=session). Every other parameter goes to pgx (sslmode,
-// pool_max_conns...). It creates a pgx pool, which the returned Close closes
-// after the store. A malformed URL or parameter returns an error matching
+// Options.SweepInterval; lease mode only, refused with mode=session).
+// pgx's parameters (sslmode, pool_max_conns, application_name, …) go to
+// pgx; any other is refused, as libpq refuses it (a server setting goes in
+// options=-c name=value). It creates a pgx pool, which the returned Close
+// closes after the store. A malformed URL or parameter returns an error matching
 // driver.ErrInvalid; a failed migration returns its error.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	cfg, p, err := parseURL(u)

@@ -46,9 +46,9 @@ func init() {
 // a Go duration) are the store's, and on rediss:// cacert= (a PEM file of
 // the authorities to check the server's certificate against instead of the
 // system's roots), cert= and key= (a client certificate, both or neither)
-// set the TLS configuration (driver.TLSFromFiles); every other one is
-// go-redis' own (dial_timeout=, max_retries=, skip_verify=, …; see
-// redis.ParseURL). A missing port means 6379. Errors match driver.ErrInvalid
+// set the TLS configuration (driver.TLSFromFiles); go-redis' own options
+// (dial_timeout=, max_retries=, skip_verify=, …; see redis.ParseURL) are
+// passed on, and any other parameter is refused. A missing port means 6379. Errors match driver.ErrInvalid
 // and never contain the password.
 func ParseURL(rawURL string) (*redis.Options, *Options, error) {
 	u, err := url.Parse(rawURL)
