@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,6 +16,25 @@ import (
 // certificate): DecodeQuery refuses a path that names no readable regular
 // file, before any network call.
 type File string
+
+// TLSFiles are the TLS parameters of a URL: cacert= (the authorities to
+// check the server's certificate against instead of the system's roots),
+// cert= and key= (a client certificate, both or neither). A store's
+// parameter struct embeds them with a tag that may restrict them to its
+// TLS schemes: `param:",scheme=etcds"`.
+type TLSFiles struct {
+	CACert File `param:"cacert"`
+	Cert   File `param:"cert"`
+	Key    File `param:"key"`
+}
+
+// Any reports whether the URL names a TLS file.
+func (f TLSFiles) Any() bool { return f != TLSFiles{} }
+
+// Config is TLSFromFiles of the files.
+func (f TLSFiles) Config() (*tls.Config, error) {
+	return TLSFromFiles(string(f.CACert), string(f.Cert), string(f.Key))
+}
 
 // ParamError is DecodeQuery's error: a query parameter it refuses. It
 // matches ErrInvalid.
@@ -47,8 +67,10 @@ func (e *ParamError) Unwrap() error { return ErrInvalid }
 //	`param:"NAME[,positive][,nonempty][,oneof=A|B][,scheme=S1|S2][,when=OTHER:V1|V2]"`
 //
 // Field types: string, bool (strconv.ParseBool), int, float64,
-// time.Duration (a Go duration: 5s), File (a path to a readable file) and
-// []string (the only type that may be repeated). positive refuses a number
+// time.Duration (a Go duration: 5s), File (a path to a readable file),
+// []string (the only type that may be repeated) and a struct whose fields
+// are tagged in turn (TLSFiles), tagged `param:",OPTIONS"`: the options
+// apply to each of its parameters. positive refuses a number
 // or duration ≤ 0, nonempty an empty value, oneof any value not listed;
 // scheme accepts the parameter only on the URL schemes listed, when only
 // while the field of the parameter OTHER (given or left at the value dst
@@ -131,16 +153,28 @@ var durationType = reflect.TypeFor[time.Duration]()
 
 func paramFields(s reflect.Value) map[string]*paramField {
 	out := map[string]*paramField{}
+	addFields(out, s, nil)
+	return out
+}
+
+// addFields adds the tagged fields of the struct s to out, with the tag
+// options outer (those of the field s is) before their own.
+func addFields(out map[string]*paramField, s reflect.Value, outer []string) {
 	for i := range s.NumField() {
 		tag, ok := s.Type().Field(i).Tag.Lookup("param")
 		if !ok {
 			continue
 		}
 		parts := strings.Split(tag, ",")
+		if s.Field(i).Kind() == reflect.Struct && parts[0] == "" {
+			addFields(out, s.Field(i), append(slices.Clip(outer), parts[1:]...))
+			continue
+		}
 		f := &paramField{v: s.Field(i)}
-		for _, opt := range parts[1:] {
+		for _, opt := range append(slices.Clip(outer), parts[1:]...) {
 			k, val, _ := strings.Cut(opt, "=")
 			switch k {
+			case "":
 			case "positive":
 				f.positive = true
 			case "nonempty":
@@ -158,7 +192,6 @@ func paramFields(s reflect.Value) map[string]*paramField {
 		}
 		out[parts[0]] = f
 	}
-	return out
 }
 
 func accepted(fields map[string]*paramField) []string {

@@ -13,14 +13,14 @@ import (
 )
 
 type testParams struct {
-	Prefix   string        `param:"prefix,nonempty"`
-	Mode     string        `param:"mode,oneof=lease|session"`
-	Sweep    time.Duration `param:"sweep,positive,when=mode:lease"`
-	MaxConns int           `param:"max-conns,positive,when=mode:session"`
-	Migrate  bool          `param:"migrate"`
-	Drift    float64       `param:"drift"`
-	CA       driver.File   `param:"cacert,scheme=xs"`
-	Node     []string      `param:"node"`
+	Prefix   string          `param:"prefix,nonempty"`
+	Mode     string          `param:"mode,oneof=lease|session"`
+	Sweep    time.Duration   `param:"sweep,positive,when=mode:lease"`
+	MaxConns int             `param:"max-conns,positive,when=mode:session"`
+	Migrate  bool            `param:"migrate"`
+	Drift    float64         `param:"drift"`
+	TLS      driver.TLSFiles `param:",scheme=xs"`
+	Node     []string        `param:"node"`
 }
 
 func decode(t *testing.T, raw string) (testParams, url.Values, error) {
@@ -43,8 +43,8 @@ func TestDecodeQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := testParams{Prefix: "p", Mode: "lease", Sweep: 2 * time.Second, Migrate: true, Drift: 0.1, CA: driver.File(ca), Node: []string{"a", "b"}}
-	if p.Prefix != want.Prefix || p.Mode != want.Mode || p.Sweep != want.Sweep || !p.Migrate || p.Drift != want.Drift || p.CA != want.CA || strings.Join(p.Node, ",") != "a,b" {
+	want := testParams{Prefix: "p", Mode: "lease", Sweep: 2 * time.Second, Migrate: true, Drift: 0.1, TLS: driver.TLSFiles{CACert: driver.File(ca)}, Node: []string{"a", "b"}}
+	if p.Prefix != want.Prefix || p.Mode != want.Mode || p.Sweep != want.Sweep || !p.Migrate || p.Drift != want.Drift || p.TLS != want.TLS || strings.Join(p.Node, ",") != "a,b" {
 		t.Errorf("decoded %+v, want %+v", p, want)
 	}
 	if rest.Encode() != "dial_timeout=1s" {
@@ -54,7 +54,7 @@ func TestDecodeQuery(t *testing.T) {
 
 func TestDecodeQueryRefuses(t *testing.T) {
 	for _, c := range []struct{ url, param, says string }{
-		{"x://h?tabel=x", "tabel", `unknown parameter "tabel" (accepted: cacert, drift, max-conns, migrate, mode, node, prefix, sweep; and the client library's: dial_timeout)`},
+		{"x://h?tabel=x", "tabel", `unknown parameter "tabel" (accepted: cacert, cert, drift, key, max-conns, migrate, mode, node, prefix, sweep; and the client library's: dial_timeout)`},
 		{"x://h?prefix=a&prefix=b", "prefix", "prefix= given 2 times"},
 		{"x://h?prefix=", "prefix", "give a value"},
 		{"x://h?mode=x", "mode", "want lease or session"},

@@ -80,12 +80,10 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 
 // urlParams are Open's URL parameters (driver.DecodeQuery).
 type urlParams struct {
-	Prefix      string        `param:"prefix"`
-	SessionTTL  time.Duration `param:"session-ttl"`
-	DialTimeout time.Duration `param:"dial-timeout,positive"`
-	CACert      driver.File   `param:"cacert,scheme=etcds"`
-	Cert        driver.File   `param:"cert,scheme=etcds"`
-	Key         driver.File   `param:"key,scheme=etcds"`
+	Prefix      string          `param:"prefix"`
+	SessionTTL  time.Duration   `param:"session-ttl"`
+	DialTimeout time.Duration   `param:"dial-timeout,positive"`
+	TLS         driver.TLSFiles `param:",scheme=etcds"`
 }
 
 // parseURL turns an etcd:// URL into a client configuration and Options.
@@ -123,7 +121,7 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 		return clientv3.Config{}, Options{}, err
 	}
 	if u.Scheme == "etcds" {
-		tc, err := driver.TLSFromFiles(string(p.CACert), string(p.Cert), string(p.Key))
+		tc, err := p.TLS.Config()
 		if err != nil {
 			return clientv3.Config{}, Options{}, fmt.Errorf("etcd URL: %w", err)
 		}

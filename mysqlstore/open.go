@@ -110,15 +110,13 @@ func orDefault(table string) string {
 
 // urlParams are the store's own URL parameters (driver.DecodeQuery).
 type urlParams struct {
-	Table       string        `param:"table"`
-	Mode        string        `param:"mode,oneof=lease|session"`
-	Migrate     bool          `param:"migrate"`
-	MaxConns    int           `param:"max-conns,positive,when=mode:session"`
-	DialTimeout time.Duration `param:"dial-timeout,positive"`
-	TLS         string        `param:"tls,oneof=true|false|skip-verify|preferred"`
-	CACert      driver.File   `param:"cacert"`
-	Cert        driver.File   `param:"cert"`
-	Key         driver.File   `param:"key"`
+	Table       string          `param:"table"`
+	Mode        string          `param:"mode,oneof=lease|session"`
+	Migrate     bool            `param:"migrate"`
+	MaxConns    int             `param:"max-conns,positive,when=mode:session"`
+	DialTimeout time.Duration   `param:"dial-timeout,positive"`
+	TLS         string          `param:"tls,oneof=true|false|skip-verify|preferred"`
+	TLSFiles    driver.TLSFiles `param:""`
 }
 
 // parseURL turns a mysql:// URL into a driver configuration and the
@@ -173,7 +171,7 @@ func urlTLS(cfg *mysql.Config, p urlParams) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: mysql URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
 	}
-	files := p.CACert != "" || p.Cert != "" || p.Key != ""
+	files := p.TLSFiles.Any()
 	switch p.TLS {
 	case "", "false":
 		if !files {
@@ -189,7 +187,7 @@ func urlTLS(cfg *mysql.Config, p urlParams) error {
 		cfg.TLSConfig = p.TLS
 		return nil
 	}
-	tc, err := driver.TLSFromFiles(string(p.CACert), string(p.Cert), string(p.Key))
+	tc, err := p.TLSFiles.Config()
 	if err != nil {
 		return fmt.Errorf("mysql URL: %w", err)
 	}

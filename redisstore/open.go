@@ -89,11 +89,9 @@ func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
 // urlParams are the store's own URL parameters (driver.DecodeQuery); the
 // TLS files need a rediss scheme.
 type urlParams struct {
-	Prefix    string        `param:"prefix,nonempty"`
-	Retention time.Duration `param:"retention,positive"`
-	CACert    driver.File   `param:"cacert,scheme=rediss|rediss+cluster|rediss+sentinel"`
-	Cert      driver.File   `param:"cert,scheme=rediss|rediss+cluster|rediss+sentinel"`
-	Key       driver.File   `param:"key,scheme=rediss|rediss+cluster|rediss+sentinel"`
+	Prefix    string          `param:"prefix,nonempty"`
+	Retention time.Duration   `param:"retention,positive"`
+	TLS       driver.TLSFiles `param:",scheme=rediss|rediss+cluster|rediss+sentinel"`
 }
 
 // The go-redis options each kind of URL passes on (redis.ParseURL,
@@ -129,11 +127,11 @@ func storeQuery(u *url.URL, pass []string) (opts *Options, tc *tls.Config, rest 
 	if rest, err = driver.DecodeQuery(u, &p, pass...); err != nil {
 		return nil, nil, nil, err
 	}
-	if p.CACert != "" || p.Cert != "" || p.Key != "" {
-		if sv, _ := strconv.ParseBool(rest.Get("skip_verify")); sv && p.CACert != "" {
+	if p.TLS.Any() {
+		if sv, _ := strconv.ParseBool(rest.Get("skip_verify")); sv && p.TLS.CACert != "" {
 			return nil, nil, nil, fmt.Errorf("%w: store URL: skip_verify=true checks no certificate: drop it or cacert=", driver.ErrInvalid)
 		}
-		if tc, err = driver.TLSFromFiles(string(p.CACert), string(p.Cert), string(p.Key)); err != nil {
+		if tc, err = p.TLS.Config(); err != nil {
 			return nil, nil, nil, fmt.Errorf("store URL: %w", err)
 		}
 	}
