@@ -73,10 +73,7 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 		}
 	}
 	host := fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
-	if p.Mode == "session" {
-		return openSession(pool, opts, host)
-	}
-	st, err := New(pool, opts)
+	st, desc, err := openMode(pool, p.Mode, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -90,29 +87,28 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 			pool.Close()
 			return err
 		},
-		Describe: host + " lease table " + st.names.locks,
+		Describe: host + desc,
 	}, nil
 }
 
-// openSession is Open's mode=session: a SessionStore on pool, which the
-// returned Close closes after the store.
-func openSession(pool *pgxpool.Pool, opts Options, host string) (*driver.Opened, error) {
-	st, err := NewSession(pool, SessionOptions{Table: opts.Table})
-	if err != nil {
-		pool.Close()
-		return nil, err
+// openMode is Open's store on pool for mode (lease: New; session:
+// NewSession) and the end of its description.
+func openMode(pool *pgxpool.Pool, mode string, opts Options) (interface {
+	driver.Mutex
+	Close(context.Context) error
+}, string, error) {
+	if mode == "session" {
+		st, err := NewSession(pool, SessionOptions{Table: opts.Table})
+		if err != nil {
+			return nil, "", err
+		}
+		return st, " session lock (advisory), fences from " + st.table + "_fence", nil
 	}
-	return &driver.Opened{
-		Store: st,
-		Close: func() error {
-			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			err := st.Close(c)
-			pool.Close()
-			return err
-		},
-		Describe: host + " session lock (advisory), fences from " + st.table + "_fence",
-	}, nil
+	st, err := New(pool, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return st, " lease table " + st.names.locks, nil
 }
 
 // PoolConfig returns the pgx pool configuration that Open connects with
