@@ -152,3 +152,23 @@ func TestPostgresWrongPassword(t *testing.T) {
 		t.Errorf("TLS noise or the password: %s", r)
 	}
 }
+
+// TestSchemelessStoreURL: the forms a bare --store takes, without a server.
+func TestSchemelessStoreURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"h:6380":         "redis://h:6380",
+		"u:pw@h:6380":    "redis://u:pw@h:6380",
+		"[::1]:6379":     "redis://[::1]:6379",
+		"redis://h:1":    "redis://h:1",
+		"etcd://h:2379":  "etcd://h:2379",
+		"h":              "h", // not host:port: driver.Open says what is wrong
+		"h:1/0?prefix=x": "h:1/0?prefix=x",
+	} {
+		if got, err := schemeless(raw); err != nil || got != want {
+			t.Errorf("schemeless(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	if _, err := schemeless("u:pw@h:2379"); err == nil || strings.Contains(err.Error(), "pw") || !strings.Contains(err.Error(), "etcd://h:2379") {
+		t.Errorf("on etcd's port: %v; want the hint without the password", err)
+	}
+}

@@ -133,12 +133,13 @@ func schemeless(raw string) (string, error) {
 	if strings.Contains(raw, "://") {
 		return raw, nil
 	}
-	host, port, err := net.SplitHostPort(raw)
-	if err != nil || host == "" || strings.ContainsAny(raw, "/?@") {
+	hostPort := raw[strings.LastIndex(raw, "@")+1:] // user:password@ as redis-cli -u takes it
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil || host == "" || strings.ContainsAny(hostPort, "/?") {
 		return raw, nil // not a host:port: driver.Open reports it
 	}
 	if scheme, ok := otherStorePorts[port]; ok {
-		return "", fmt.Errorf("--store %s: give the store's scheme: port %s is %s's (%s://%s), a Redis server needs redis://%s", raw, port, scheme, scheme, raw, raw)
+		return "", fmt.Errorf("--store %s: give the store's scheme: port %s is %s's (%s://%s), a Redis server needs redis://%s", hostPort, port, scheme, scheme, hostPort, hostPort)
 	}
 	return "redis://" + raw, nil
 }
