@@ -108,7 +108,7 @@ var (
 	clusterParams = append(slices.Clip(redisParams), "max_redirects", "read_only", "route_by_latency",
 		"route_by_latency_tolerance", "route_randomly", "dialer_retries", "dialer_retry_timeout",
 		"failing_timeout_seconds")
-	sentinelParams = append(slices.Clip(redisParams), "db", "skip_verify", "master_name", "sentinel-username", "sentinel-password",
+	sentinelParams = append(slices.Clip(redisParams), "db", "skip_verify", "master_name", "sentinel-username", "sentinel-password", "username", "password",
 		"route_by_latency", "route_by_latency_tolerance", "route_randomly", "replica_only",
 		"use_disconnected_replicas", "dialer_retries", "dialer_retry_timeout", "context_timeout_enabled",
 		"disableIdentity", "identitySuffix", "unstable_resp3")

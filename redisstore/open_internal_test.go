@@ -153,7 +153,7 @@ func TestPassedParamsAreGoRedis(t *testing.T) {
 			"max_concurrent_dials", "pipeline_pool_size", "pipeline_read_buffer_size", "pipeline_write_buffer_size",
 			"max_redirects", "dialer_retries", "failing_timeout_seconds":
 			return "3"
-		case "client_name", "master_name", "identitySuffix", "sentinel-username", "sentinel-password":
+		case "client_name", "master_name", "identitySuffix", "sentinel-username", "sentinel-password", "username", "password":
 			return "x"
 		case "pool_fifo", "skip_verify", "read_only", "route_by_latency", "route_randomly", "replica_only",
 			"use_disconnected_replicas", "context_timeout_enabled", "disableIdentity", "unstable_resp3":
@@ -178,5 +178,15 @@ func TestPassedParamsAreGoRedis(t *testing.T) {
 				t.Errorf("%s passes %s=, which go-redis refuses: %v", c.base, p, err)
 			}
 		}
+	}
+}
+
+// TestSentinelURLTakesPrimaryCredentials: the form the CLI's
+// --redis-sentinel alias builds (the primary's user and password as
+// go-redis' username= and password=) parses.
+func TestSentinelURLTakesPrimaryCredentials(t *testing.T) {
+	o, _, err := parseSentinel(mustURL(t, "redis+sentinel://h1:26379/m?password=mpw&sentinel-password=spw&sentinel-username=su"))
+	if err != nil || o.Password != "mpw" || o.SentinelPassword != "spw" || o.SentinelUsername != "su" {
+		t.Fatalf("parseSentinel: %+v, %v", o, err)
 	}
 }
