@@ -2,9 +2,6 @@ package etcdstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"strings"
 	"time"
 
@@ -15,10 +12,8 @@ import (
 // leader, the session TTL against the server's minimum lease TTL, and a
 // probe lock taken and released. It makes no lasting change.
 func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
-	var checks []driver.Check
-	add := func(name string, st driver.Status, format string, args ...any) {
-		checks = append(checks, driver.Check{Name: name, Status: st, Detail: fmt.Sprintf(format, args...)})
-	}
+	var checks driver.Report
+	add := checks.Add
 	members, err := s.cli.MemberList(ctx)
 	if err != nil {
 		add("members", driver.Fail, "member list: %v", err)
@@ -57,8 +52,7 @@ func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 		add("leader", driver.OK, "leader %x", leader)
 	}
 	s.checkTTL(ctx, add)
-	s.checkProbe(ctx, ttl, add)
-	return checks
+	return append(checks, driver.ProbeLock(ctx, s, ttl, ""))
 }
 
 // checkTTL grants a 1 s probe lease: the server raises it to its minimum.
@@ -75,21 +69,4 @@ func (s *Store) checkTTL(ctx context.Context, add func(string, driver.Status, st
 		return
 	}
 	add("session TTL", driver.OK, "session TTL %v; the server's minimum lease TTL is %v", s.ttl, minTTL)
-}
-
-// checkProbe takes and releases a lock on a probe key.
-func (s *Store) checkProbe(ctx context.Context, ttl time.Duration, add func(string, driver.Status, string, ...any)) {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	key, token := "dlock-doctor-probe-"+hex.EncodeToString(b[:4]), hex.EncodeToString(b)
-	g, err := s.Acquire(ctx, key, token, ttl)
-	if err != nil {
-		add("probe lock", driver.Fail, "acquire: %v", err)
-		return
-	}
-	if err := s.Release(ctx, key, token); err != nil {
-		add("probe lock", driver.Fail, "release: %v", err)
-		return
-	}
-	add("probe lock", driver.OK, "acquired and released (fence %d, session certain for %v)", g.Fence, g.TTL.Round(time.Millisecond))
 }

@@ -78,6 +78,14 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	}, nil
 }
 
+// urlParams are Open's URL parameters (driver.DecodeQuery).
+type urlParams struct {
+	Prefix      string          `param:"prefix"`
+	SessionTTL  time.Duration   `param:"session-ttl"`
+	DialTimeout time.Duration   `param:"dial-timeout,positive"`
+	TLS         driver.TLSFiles `param:",scheme=etcds"`
+}
+
 // parseURL turns an etcd:// URL into a client configuration and Options.
 func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 	bad := func(format string, args ...any) (clientv3.Config, Options, error) {
@@ -108,20 +116,12 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 		opts.Prefix = strings.TrimSuffix(p, "/") + "/"
 	}
-	q := u.Query()
-	for name := range q {
-		switch name {
-		case "session-ttl", "dial-timeout", "prefix":
-		case "cacert", "cert", "key":
-			if u.Scheme != "etcds" {
-				return bad("%s= is a TLS parameter: use etcds://", name)
-			}
-		default:
-			return bad("unknown parameter %q (known: prefix, session-ttl, dial-timeout; on etcds://: cacert, cert, key)", name)
-		}
+	p := urlParams{DialTimeout: cfg.DialTimeout}
+	if _, err := driver.DecodeQuery(u, &p); err != nil {
+		return clientv3.Config{}, Options{}, err
 	}
 	if u.Scheme == "etcds" {
-		tc, err := driver.TLSFromFiles(q.Get("cacert"), q.Get("cert"), q.Get("key"))
+		tc, err := p.TLS.Config()
 		if err != nil {
 			return clientv3.Config{}, Options{}, fmt.Errorf("etcd URL: %w", err)
 		}
@@ -129,28 +129,15 @@ func parseURL(u *url.URL) (clientv3.Config, Options, error) {
 	}
 	// prefix= (what the CLI's --prefix adds, as for Redis) is the key
 	// prefix used verbatim; the path is the same thing spelt as a directory.
-	if v, ok := q["prefix"]; ok {
-		if opts.Prefix != "" || len(v) != 1 {
+	if u.Query().Has("prefix") {
+		if opts.Prefix != "" {
 			return bad("give the prefix once: in the path or as prefix=, not both")
 		}
-		opts.Prefix = v[0]
+		opts.Prefix = p.Prefix
 	}
-	if v := q.Get("session-ttl"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return bad("session-ttl: %v", err)
-		}
-		opts.SessionTTL = d
-		if d < MinSessionTTL || d%time.Second != 0 {
-			return bad("session-ttl %v must be whole seconds and at least %v", d, MinSessionTTL)
-		}
+	if opts.SessionTTL = p.SessionTTL; u.Query().Has("session-ttl") && (p.SessionTTL < MinSessionTTL || p.SessionTTL%time.Second != 0) {
+		return bad("session-ttl %v must be whole seconds and at least %v", p.SessionTTL, MinSessionTTL)
 	}
-	if v := q.Get("dial-timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return bad("dial-timeout %q", v)
-		}
-		cfg.DialTimeout = d
-	}
+	cfg.DialTimeout = p.DialTimeout
 	return cfg, opts, nil
 }

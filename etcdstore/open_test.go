@@ -12,6 +12,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/etcdserver"
 	"example.com/dlock/internal/faulttest"
+	"example.com/dlock/internal/urltest"
 )
 
 // TestOpenCredentials: etcd://user:password@ (the URL form docs/etcd.md and
@@ -77,4 +78,12 @@ func TestOpenHonoursDeadline(t *testing.T) {
 	if el := time.Since(start); !errors.Is(err, driver.ErrUnavailable) || el > 10*time.Second {
 		t.Fatalf("Open on a closed port with a 300ms deadline: %v after %v; want ErrUnavailable well before dial-timeout (20s)", err, el)
 	}
+}
+
+// TestOpenUnknownParameter: an unknown parameter, a TLS parameter on
+// etcd:// and a repeated one are refused before any connection, naming it.
+func TestOpenUnknownParameter(t *testing.T) {
+	urltest.Refuses(t, "etcd://u:secret@127.0.0.1:1?session_ttl=10s", "session_ttl", "accepted: cacert, cert, dial-timeout, key, prefix, session-ttl")
+	urltest.Refuses(t, "etcd://127.0.0.1:1?cacert=/etc/hostname", "cacert", "not a parameter of etcd:// (only of etcds://)")
+	urltest.Refuses(t, "etcd://127.0.0.1:1?prefix=a&prefix=b", "prefix", "given 2 times")
 }

@@ -2,9 +2,7 @@ package mysqlstore
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,14 +18,14 @@ import (
 func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	checks := serverChecks(ctx, s.db, true)
 	checks = append(checks, schemaCheck(ctx, s.db, s.n))
-	return append(checks, probe(ctx, s, ttl))
+	return append(checks, driver.ProbeLock(ctx, s, max(ttl, MinTTL), ""))
 }
 
 // Doctor implements driver.Doctor: the server checks for the session lock
 // (which needs neither RETURNING nor the lease table) and a probe lock.
 func (s *Session) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	checks := serverChecks(ctx, s.db, false)
-	return append(checks, probe(ctx, s, ttl))
+	return append(checks, driver.ProbeLock(ctx, s, max(ttl, MinTTL), ""))
 }
 
 func serverChecks(ctx context.Context, db *sql.DB, lease bool) []driver.Check {
@@ -167,19 +165,4 @@ func schemaCheck(ctx context.Context, db *sql.DB, n names) driver.Check {
 		return failed(name, err)
 	}
 	return driver.Check{Name: name, Status: driver.OK, Detail: fmt.Sprintf("%s present, %d rows (held and recently freed keys)", n.locks, rows)}
-}
-
-func probe(ctx context.Context, m driver.Mutex, ttl time.Duration) driver.Check {
-	const name = "probe lock"
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	key, tok := "dlock-doctor/"+hex.EncodeToString(b[:]), hex.EncodeToString(b[:])
-	start := time.Now()
-	if _, err := m.Acquire(ctx, key, tok, max(ttl, MinTTL)); err != nil {
-		return failed(name, err)
-	}
-	if err := m.Release(ctx, key, tok); err != nil {
-		return failed(name, err)
-	}
-	return driver.Check{Name: name, Status: driver.OK, Detail: fmt.Sprintf("acquired and released in %v", time.Since(start).Round(time.Microsecond))}
 }

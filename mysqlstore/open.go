@@ -52,20 +52,20 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 		}
 		return fail(fmt.Errorf("mysqlstore: connect to %s: %w", cfg.Addr, err))
 	}
-	if p.migrate {
-		if err := Migrate(ctx, db, Options{Table: p.table}); err != nil {
+	if p.Migrate {
+		if err := Migrate(ctx, db, Options{Table: p.Table}); err != nil {
 			return fail(err)
 		}
 	}
-	desc := fmt.Sprintf("mysql %s/%s table %s mode %s", cfg.Addr, cfg.DBName, orDefault(p.table), p.mode)
-	if p.mode == "session" {
-		s, err := NewSession(db, SessionOptions{Table: p.table, MaxConns: p.maxConns})
+	desc := fmt.Sprintf("mysql %s/%s table %s mode %s", cfg.Addr, cfg.DBName, orDefault(p.Table), p.Mode)
+	if p.Mode == "session" {
+		s, err := NewSession(db, SessionOptions{Table: p.Table, MaxConns: p.MaxConns})
 		if err != nil {
 			return fail(err)
 		}
 		return &driver.Opened{Store: s, Describe: desc, Close: func() error { s.Close(); return db.Close() }}, nil
 	}
-	s, err := New(db, Options{Table: p.table})
+	s, err := New(db, Options{Table: p.Table})
 	if err != nil {
 		return fail(err)
 	}
@@ -98,7 +98,7 @@ func ConnConfig(u *url.URL) (*mysql.Config, Options, error) {
 	if err != nil {
 		return nil, Options{}, err
 	}
-	return cfg, Options{Table: p.table}, nil
+	return cfg, Options{Table: p.Table}, nil
 }
 
 func orDefault(table string) string {
@@ -108,11 +108,15 @@ func orDefault(table string) string {
 	return table
 }
 
-// urlParams are the store's own URL parameters.
+// urlParams are the store's own URL parameters (driver.DecodeQuery).
 type urlParams struct {
-	table, mode string
-	migrate     bool
-	maxConns    int
+	Table       string          `param:"table"`
+	Mode        string          `param:"mode,oneof=lease|session"`
+	Migrate     bool            `param:"migrate"`
+	MaxConns    int             `param:"max-conns,positive,when=mode:session"`
+	DialTimeout time.Duration   `param:"dial-timeout,positive"`
+	TLS         string          `param:"tls,oneof=true|false|skip-verify|preferred"`
+	TLSFiles    driver.TLSFiles `param:""`
 }
 
 // parseURL turns a mysql:// URL into a driver configuration and the
@@ -131,11 +135,18 @@ func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil || host == "" {
 		return bad("bad host:port %q", u.Host)
 	}
+	p := urlParams{Mode: "lease", DialTimeout: 5 * time.Second}
+	if _, err := driver.DecodeQuery(u, &p); err != nil {
+		return nil, urlParams{}, err
+	}
+	if _, err := tableNames(p.Table); err != nil {
+		return nil, urlParams{}, err
+	}
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
 	cfg.ParseTime = true
 	cfg.InterpolateParams = true // one round trip per statement, not prepare + execute
-	cfg.Timeout = 5 * time.Second
+	cfg.Timeout = p.DialTimeout
 	if u.User != nil {
 		cfg.User = u.User.Username()
 		cfg.Passwd, _ = u.User.Password()
@@ -144,51 +155,8 @@ func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
 	if cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
 		return bad("the path must name one database (mysql://host/database)")
 	}
-	p := urlParams{mode: "lease"}
-	q := u.Query()
-	if err := urlTLS(cfg, q); err != nil {
+	if err := urlTLS(cfg, p); err != nil {
 		return nil, urlParams{}, err
-	}
-	for name, v := range q {
-		if len(v) != 1 {
-			return bad("parameter %q given %d times", name, len(v))
-		}
-		switch val := v[0]; name {
-		case "table":
-			if _, err := tableNames(val); err != nil {
-				return nil, urlParams{}, err
-			}
-			p.table = val
-		case "mode":
-			if val != "lease" && val != "session" {
-				return bad("mode %q (lease or session)", val)
-			}
-			p.mode = val
-		case "migrate":
-			b, err := strconv.ParseBool(val)
-			if err != nil {
-				return bad("migrate %q", val)
-			}
-			p.migrate = b
-		case "max-conns":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 1 {
-				return bad("max-conns %q", val)
-			}
-			p.maxConns = n
-		case "dial-timeout":
-			d, err := time.ParseDuration(val)
-			if err != nil || d <= 0 {
-				return bad("dial-timeout %q", val)
-			}
-			cfg.Timeout = d
-		case "tls", "cacert", "cert", "key": // urlTLS
-		default:
-			return bad("unknown parameter %q (known: table, mode, migrate, max-conns, dial-timeout, tls, cacert, cert, key)", name)
-		}
-	}
-	if p.maxConns != 0 && p.mode != "session" {
-		return bad("max-conns applies to mode=session (the lease table uses your pool), not to mode=%s", p.mode)
 	}
 	return cfg, p, nil
 }
@@ -199,31 +167,27 @@ func parseURL(u *url.URL) (*mysql.Config, urlParams, error) {
 // tls=preferred uses TLS when the server offers it; cacert=, cert= or key=
 // without tls= mean tls=true. Unknown tls= values, a file it cannot use,
 // and files with skip-verify or preferred return driver.ErrInvalid.
-func urlTLS(cfg *mysql.Config, q url.Values) error {
+func urlTLS(cfg *mysql.Config, p urlParams) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: mysql URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
 	}
-	mode := q.Get("tls")
-	files := q.Get("cacert") != "" || q.Get("cert") != "" || q.Get("key") != ""
-	switch mode {
+	files := p.TLSFiles.Any()
+	switch p.TLS {
 	case "", "false":
 		if !files {
 			return nil
 		}
-	case "true":
+		if p.TLS == "false" {
+			return bad("cacert=, cert= and key= need TLS: drop tls=false")
+		}
 	case "skip-verify", "preferred":
 		if files {
-			return bad("tls=%s takes no cacert=, cert= or key= (use tls=true)", mode)
+			return bad("tls=%s takes no cacert=, cert= or key= (use tls=true)", p.TLS)
 		}
-		cfg.TLSConfig = mode
+		cfg.TLSConfig = p.TLS
 		return nil
-	default:
-		return bad("tls %q (true, skip-verify, preferred or false)", mode)
 	}
-	if mode == "false" {
-		return bad("cacert=, cert= and key= need TLS: drop tls=false")
-	}
-	tc, err := driver.TLSFromFiles(q.Get("cacert"), q.Get("cert"), q.Get("key"))
+	tc, err := p.TLSFiles.Config()
 	if err != nil {
 		return fmt.Errorf("mysql URL: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/testcert"
+	"example.com/dlock/internal/urltest"
 	"example.com/dlock/mysqlstore"
 	"github.com/go-sql-driver/mysql"
 )
@@ -171,4 +172,13 @@ func TestOpenURLMaxConns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestOpenUnknownParameter: an unknown parameter, one of the other mode
+// and a repeated one are refused before any connection, naming it.
+func TestOpenUnknownParameter(t *testing.T) {
+	urltest.Refuses(t, "mysql://u:secret@127.0.0.1:1/db?tabel=x", "tabel", `unknown parameter "tabel"`, "table, tls")
+	urltest.Refuses(t, "mysql://u:secret@127.0.0.1:1/db?max-conns=2", "max-conns", "applies to mode=session, not to mode=lease")
+	urltest.Refuses(t, "mysql://u:secret@127.0.0.1:1/db?table=a&table=b", "table", "given 2 times")
+	urltest.Refuses(t, "mysql://u:secret@127.0.0.1:1/db?cacert=/nonexistent", "cacert", "no such file")
 }

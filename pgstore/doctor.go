@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"time"
 
 	"example.com/dlock/driver"
@@ -26,10 +25,8 @@ type addFunc func(name string, st driver.Status, format string, args ...any)
 // store's table. It makes no lasting change.
 // A check that cannot run reports Fail with the error.
 func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
-	var checks []driver.Check
-	add := func(name string, st driver.Status, format string, args ...any) {
-		checks = append(checks, driver.Check{Name: name, Status: st, Detail: fmt.Sprintf(format, args...)})
-	}
+	var checks driver.Report
+	add := checks.Add
 	if !s.checkVersion(ctx, add) {
 		return checks
 	}
@@ -40,8 +37,7 @@ func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	s.checkPooler(ctx, add)
 	s.checkNotify(ctx, add)
 	s.checkReplicas(ctx, add)
-	s.checkProbe(ctx, ttl, add)
-	return checks
+	return append(checks, driver.ProbeLock(ctx, s, max(ttl, time.Second), s.names.locks))
 }
 
 func (s *Store) checkVersion(ctx context.Context, add addFunc) bool {

@@ -163,20 +163,3 @@ FROM pg_stat_replication`, nil, &n, &syncN, &lag, &syncNames)
 		add("replication", driver.OK, "%d replicas, %d synchronous (%s), replay lag up to %v", n, syncN, syncNames, lagD)
 	}
 }
-
-// checkProbe takes and releases a lock on a probe key, timing it.
-func (s *Store) checkProbe(ctx context.Context, ttl time.Duration, add addFunc) {
-	key, token := "dlock-doctor-probe-"+randHex(4), randHex(16)
-	ttl = max(ttl, time.Second)
-	start := time.Now()
-	g, err := s.Acquire(ctx, key, token, ttl)
-	if err != nil {
-		add("probe lock", driver.Fail, "acquire on %s: %v", s.names.locks, err)
-		return
-	}
-	if err := s.Release(ctx, key, token); err != nil {
-		add("probe lock", driver.Fail, "release: %v", err)
-		return
-	}
-	add("probe lock", driver.OK, "acquired and released on %s in %v (fence %d)", s.names.locks, time.Since(start).Round(time.Microsecond), g.Fence)
-}

@@ -40,6 +40,7 @@ func statementPooling(err error) bool {
 // a cancelled context, a server shutting down) matches no sentinel: the
 // outcome is unknown.
 func wrap(op string, err error) error {
+	err = oneAttempt(err)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && refused(pe.Code) {
 		hint := ""
@@ -57,6 +58,35 @@ func wrap(op string, err error) error {
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
+
+// oneAttempt shows a failed connection (pgconn.ConnectError) on one line:
+// pgx lists every attempt on lines of their own, indented with tabs, the
+// refused TLS attempt of sslmode=prefer (pgx's default) first. When the
+// server answered with an error (a wrong password, no such database), the
+// server's reason alone is shown; otherwise the attempts, separated by
+// "; ". The result still unwraps to err.
+func oneAttempt(err error) error {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	msg := fmt.Sprintf("failed to connect to `user=%s database=%s`: ", ce.Config.User, ce.Config.Database)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) {
+		msg += pe.Error()
+	} else {
+		msg += strings.ReplaceAll(strings.TrimSpace(ce.Unwrap().Error()), "\n", "; ")
+	}
+	return &connectError{msg: msg, err: err}
+}
+
+// connectError is oneAttempt's error.
+type connectError struct {
+	msg string
+	err error
+}
+
+func (e *connectError) Error() string { return e.msg }
+func (e *connectError) Unwrap() error { return e.err }
 
 // refused reports whether a SQLSTATE is one retrying cannot fix.
 func refused(code string) bool {

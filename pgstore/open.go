@@ -16,14 +16,33 @@ func init() {
 	driver.Register("postgresql", Open)
 }
 
-// The URL parameters Open reads itself; every other parameter (sslmode,
-// connect_timeout, application_name, pool_max_conns...) goes to pgx.
-const (
-	paramTable   = "table"
-	paramMode    = "mode"
-	paramMigrate = "migrate"
-	paramSweep   = "sweep"
-)
+// urlParams are Open's own URL parameters (driver.DecodeQuery); every
+// parameter of pgxParams goes to pgx.
+type urlParams struct {
+	Table   string        `param:"table"`
+	Mode    string        `param:"mode,oneof=lease|session"`
+	Migrate bool          `param:"migrate"`
+	Sweep   time.Duration `param:"sweep,positive,when=mode:lease"`
+}
+
+// pgxParams are the URL parameters pgx reads itself (libpq's connection
+// keywords, pgx's pool and statement-cache settings) and the server
+// settings a connection URL commonly carries. Any other parameter pgx would
+// send to the server as a setting, which refuses a misspelt one at the
+// first connection ("unrecognized configuration parameter"): Open refuses
+// it at once, as libpq does. Other server settings go in
+// options=-c name=value, as with libpq.
+var pgxParams = []string{
+	"host", "port", "database", "user", "password", "passfile", "connect_timeout",
+	"sslmode", "sslkey", "sslcert", "sslcertmode", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni",
+	"krbspn", "krbsrvname", "target_session_attrs", "service", "servicefile",
+	"min_protocol_version", "max_protocol_version", "channel_binding", "require_auth",
+	"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
+	"pool_max_conn_lifetime_jitter", "pool_max_conn_idle_time", "pool_health_check_period", "pool_ping_timeout",
+	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode",
+	"application_name", "options", "search_path", "timezone", "client_encoding",
+	"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+}
 
 // Open opens a lease-table Store from a URL
 // postgres://user:password@host:port/database?table=dlock&mode=lease, as
@@ -31,130 +50,101 @@ const (
 // Options.Table), mode (lease, the default: New; session: NewSession, the
 // advisory-lock store on pinned connections, with table as its
 // SessionOptions.Table), migrate (true: run Migrate before returning) and sweep (a Go duration,
-// Options.SweepInterval; lease mode only, refused with mode=session). Every other parameter goes to pgx (sslmode,
-// pool_max_conns...). It creates a pgx pool, which the returned Close closes
-// after the store. A malformed URL or parameter returns an error matching
+// Options.SweepInterval; lease mode only, refused with mode=session).
+// pgx's parameters (sslmode, pool_max_conns, application_name, …) go to
+// pgx; any other is refused, as libpq refuses it (a server setting goes in
+// options=-c name=value). It creates a pgx pool, which the returned Close
+// closes after the store. A malformed URL or parameter returns an error matching
 // driver.ErrInvalid; a failed migration returns its error.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
-	connURL, opts, migrate, err := parseURL(u)
-	session := u.Query().Get(paramMode) == "session"
+	cfg, p, err := parseURL(u)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(connURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: postgres URL: %v", driver.ErrInvalid, redact(err, u))
-	}
+	opts := Options{Table: p.Table, SweepInterval: p.Sweep}
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pool: %w", redact(err, u))
 	}
-	if migrate {
+	if p.Migrate {
 		if err := Migrate(ctx, pool, opts); err != nil {
 			pool.Close()
 			return nil, err
 		}
 	}
 	host := fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
-	if session {
-		return openSession(pool, opts, host)
+	st, desc, err := openMode(pool, p.Mode, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &driver.Opened{
+		Store: st,
+		Close: func() error {
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := st.Close(c)
+			pool.Close()
+			return err
+		},
+		Describe: host + desc,
+	}, nil
+}
+
+// openMode is Open's store on pool for mode (lease: New; session:
+// NewSession) and the end of its description.
+func openMode(pool *pgxpool.Pool, mode string, opts Options) (interface {
+	driver.Mutex
+	Close(context.Context) error
+}, string, error) {
+	if mode == "session" {
+		st, err := NewSession(pool, SessionOptions{Table: opts.Table})
+		if err != nil {
+			return nil, "", err
+		}
+		return st, " session lock (advisory), fences from " + st.table + "_fence", nil
 	}
 	st, err := New(pool, opts)
 	if err != nil {
-		pool.Close()
-		return nil, err
+		return nil, "", err
 	}
-	return &driver.Opened{
-		Store: st,
-		Close: func() error {
-			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			err := st.Close(c)
-			pool.Close()
-			return err
-		},
-		Describe: host + " lease table " + st.names.locks,
-	}, nil
+	return st, " lease table " + st.names.locks, nil
 }
 
-// openSession is Open's mode=session: a SessionStore on pool, which the
-// returned Close closes after the store.
-func openSession(pool *pgxpool.Pool, opts Options, host string) (*driver.Opened, error) {
-	st, err := NewSession(pool, SessionOptions{Table: opts.Table})
+// PoolConfig returns the pgx pool configuration that Open connects with
+// for the postgres:// URL u (its own parameters removed, pgx's kept) and
+// the Options of its table= prefix, so that a program can make a pool of
+// its own that reaches the server as the store does. It checks every
+// parameter Open takes, makes no network call, and returns an error
+// matching driver.ErrInvalid for a malformed URL or parameter.
+func PoolConfig(u *url.URL) (*pgxpool.Config, Options, error) {
+	cfg, p, err := parseURL(u)
 	if err != nil {
-		pool.Close()
-		return nil, err
+		return nil, Options{}, err
 	}
-	return &driver.Opened{
-		Store: st,
-		Close: func() error {
-			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			err := st.Close(c)
-			pool.Close()
-			return err
-		},
-		Describe: host + " session lock (advisory), fences from " + st.table + "_fence",
-	}, nil
+	return cfg, Options{Table: p.Table, SweepInterval: p.Sweep}, nil
 }
 
-// parseURL takes Open's own parameters out of u and returns the rest as a
-// pgx connection URL.
-func parseURL(u *url.URL) (connURL string, opts Options, migrate bool, err error) {
-	bad := func(format string, args ...any) (string, Options, bool, error) {
-		return "", Options{}, false, fmt.Errorf("%w: postgres URL: "+format, append([]any{driver.ErrInvalid}, args...)...)
-	}
+// parseURL decodes Open's own parameters and gives the rest to pgx.
+func parseURL(u *url.URL) (*pgxpool.Config, urlParams, error) {
 	if u.Host == "" && u.Query().Get("host") == "" {
-		return bad("no host (postgres://user@host:port/database)")
+		return nil, urlParams{}, fmt.Errorf("%w: postgres URL: no host (postgres://user@host:port/database)", driver.ErrInvalid)
 	}
-	q := u.Query()
-	one := func(name string) (string, bool) {
-		v, ok := q[name]
-		if ok && len(v) != 1 {
-			return "", false
-		}
-		q.Del(name)
-		if !ok {
-			return "", true
-		}
-		return v[0], true
+	p := urlParams{Mode: "lease"}
+	rest, err := driver.DecodeQuery(u, &p, pgxParams...)
+	if err != nil {
+		return nil, urlParams{}, err
 	}
-	table, ok1 := one(paramTable)
-	mode, ok2 := one(paramMode)
-	mig, ok3 := one(paramMigrate)
-	sweep, ok4 := one(paramSweep)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return bad("give each of table, mode, migrate, sweep at most once")
-	}
-	if _, err := namesFor(table); err != nil {
-		return bad("table %q: a lower-case SQL identifier of at most 40 bytes", table)
-	}
-	opts.Table = table
-	switch mode {
-	case "", "lease", "session":
-	default:
-		return bad("mode %q: want lease or session", mode)
-	}
-	switch strings.ToLower(mig) {
-	case "", "false", "0":
-	case "true", "1":
-		migrate = true
-	default:
-		return bad("migrate %q: want true or false", mig)
-	}
-	if sweep != "" && mode == "session" {
-		return bad("sweep applies to the lease table (mode=lease), not to mode=session")
-	}
-	if sweep != "" {
-		d, err := time.ParseDuration(sweep)
-		if err != nil {
-			return bad("sweep: %v", err)
-		}
-		opts.SweepInterval = d
+	if _, err := namesFor(p.Table); err != nil {
+		return nil, urlParams{}, fmt.Errorf("%w: postgres URL: table=%q: a lower-case SQL identifier of at most 40 bytes", driver.ErrInvalid, p.Table)
 	}
 	c := *u
-	c.RawQuery = q.Encode()
-	return c.String(), opts, migrate, nil
+	c.RawQuery = rest.Encode()
+	cfg, err := pgxpool.ParseConfig(c.String())
+	if err != nil {
+		return nil, urlParams{}, fmt.Errorf("%w: postgres URL: %v", driver.ErrInvalid, redact(err, u))
+	}
+	return cfg, p, nil
 }
 
 // redact removes the URL's password from err's text: pgx quotes the

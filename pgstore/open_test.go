@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/urltest"
 	"example.com/dlock/pgstore"
 )
 
@@ -83,4 +84,15 @@ func TestOpenHidesPassword(t *testing.T) {
 	if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "sslmode") || strings.Contains(err.Error(), pw) {
 		t.Fatalf("Open with sslmode=bogus = %v; want ErrInvalid naming sslmode, without the password", err)
 	}
+}
+
+// TestOpenUnknownParameter: a parameter neither pgstore's nor pgx's (a
+// misspelt table=) is refused before any connection with ErrInvalid naming
+// it and the accepted ones (pgx would send it to the server as a setting,
+// whose refusal at the first connection read as "cannot reach"), and so is
+// a parameter of the other mode.
+func TestOpenUnknownParameter(t *testing.T) {
+	urltest.Refuses(t, "postgres://u:secret@127.0.0.1:1/db?tabel=x", "tabel", `unknown parameter "tabel"`, "table; ", "sslmode")
+	urltest.Refuses(t, "postgres://u:secret@127.0.0.1:1/db?mode=session&sweep=1s", "sweep", "applies to mode=lease")
+	urltest.Refuses(t, "postgres://u:secret@127.0.0.1:1/db?mode=lease&mode=lease", "mode", "given 2 times")
 }

@@ -21,6 +21,7 @@ var refusals = []struct{ prefix, what string }{
 	{"The user executing the script can't", "the Redis user lacks a permission the lock's scripts need (see `dlock doctor`)"},
 	{"NOAUTH", "the server requires authentication"},
 	{"WRONGPASS", "authentication failed"},
+	{"DB index is out of range", "the URL's database number (redis://host:port/N) does not exist on this server (its databases setting; 16 by default: 0 to 15)"},
 	{"ERR unknown command", "the server does not know a command the lock needs"},
 	{"ERR unknown subcommand", "the server does not know a command the lock needs"},
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,9 +46,9 @@ func init() {
 // a Go duration) are the store's, and on rediss:// cacert= (a PEM file of
 // the authorities to check the server's certificate against instead of the
 // system's roots), cert= and key= (a client certificate, both or neither)
-// set the TLS configuration (driver.TLSFromFiles); every other one is
-// go-redis' own (dial_timeout=, max_retries=, skip_verify=, …; see
-// redis.ParseURL). A missing port means 6379. Errors match driver.ErrInvalid
+// set the TLS configuration (driver.TLSFromFiles); go-redis' own options
+// (dial_timeout=, max_retries=, skip_verify=, …; see redis.ParseURL) are
+// passed on, and any other parameter is refused. A missing port means 6379. Errors match driver.ErrInvalid
 // and never contain the password.
 func ParseURL(rawURL string) (*redis.Options, *Options, error) {
 	u, err := url.Parse(rawURL)
@@ -62,7 +63,7 @@ func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
 	if scheme != SchemeRedis && scheme != SchemeRedisTLS {
 		return nil, nil, fmt.Errorf("%w: store URL: scheme %q is not redis or rediss", driver.ErrInvalid, u.Scheme)
 	}
-	opts, tc, rest, err := storeQuery(u)
+	opts, tc, rest, err := storeQuery(u, singleParams)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,38 +86,56 @@ func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
 	return o, opts, nil
 }
 
-// storeQuery takes the store's own parameters out of u's query and returns
-// the rest (go-redis' options). The TLS files (cacert=, cert=, key=) are
-// read into tc, nil when the URL names none; they need a rediss scheme.
-func storeQuery(u *url.URL) (opts *Options, tc *tls.Config, rest url.Values, err error) {
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: store URL: query: %v", driver.ErrInvalid, err)
+// urlParams are the store's own URL parameters (driver.DecodeQuery); the
+// TLS files need a rediss scheme.
+type urlParams struct {
+	Prefix    string          `param:"prefix,nonempty"`
+	Retention time.Duration   `param:"retention,positive"`
+	TLS       driver.TLSFiles `param:",scheme=rediss|rediss+cluster|rediss+sentinel"`
+}
+
+// The go-redis options each kind of URL passes on (redis.ParseURL,
+// ParseClusterURL, ParseFailoverURL read them), besides the store's own.
+var (
+	redisParams = []string{
+		"protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
+		"dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size", "pool_timeout",
+		"min_idle_conns", "max_idle_conns", "max_active_conns", "max_concurrent_dials",
+		"pipeline_pool_size", "pipeline_read_buffer_size", "pipeline_write_buffer_size",
+		"conn_max_idle_time", "conn_max_lifetime", "conn_max_lifetime_jitter",
 	}
-	opts = &Options{Prefix: q.Get("prefix")}
-	if q.Has("prefix") && opts.Prefix == "" {
-		return nil, nil, nil, fmt.Errorf("%w: store URL: empty prefix= (leave it out for the default %q)", driver.ErrInvalid, DefaultPrefix)
+	singleParams  = append(slices.Clip(redisParams), "db", "skip_verify", "idle_timeout", "max_conn_age")
+	clusterParams = append(slices.Clip(redisParams), "max_redirects", "read_only", "route_by_latency",
+		"route_by_latency_tolerance", "route_randomly", "dialer_retries", "dialer_retry_timeout",
+		"failing_timeout_seconds")
+	sentinelParams = append(slices.Clip(redisParams), "db", "skip_verify", "master_name", "sentinel-username", "sentinel-password", "username", "password",
+		"route_by_latency", "route_by_latency_tolerance", "route_randomly", "replica_only",
+		"use_disconnected_replicas", "dialer_retries", "dialer_retry_timeout", "context_timeout_enabled",
+		"disableIdentity", "identitySuffix", "unstable_resp3")
+)
+
+// NodeParams returns the go-redis options a redis:// URL passes on to its
+// client (dial_timeout=, max_retries=, …, db=, skip_verify=): what a URL
+// that builds redis:// URLs of its own, such as redlock://, may carry.
+func NodeParams() []string { return slices.Clone(singleParams) }
+
+// storeQuery decodes the store's own parameters of u's query and returns
+// the rest (go-redis' options, those of pass). The TLS files (cacert=,
+// cert=, key=) are read into tc, nil when the URL names none.
+func storeQuery(u *url.URL, pass []string) (opts *Options, tc *tls.Config, rest url.Values, err error) {
+	var p urlParams
+	if rest, err = driver.DecodeQuery(u, &p, pass...); err != nil {
+		return nil, nil, nil, err
 	}
-	if r := q.Get("retention"); r != "" {
-		if opts.Retention, err = time.ParseDuration(r); err != nil || opts.Retention <= 0 {
-			return nil, nil, nil, fmt.Errorf("%w: store URL: retention=%q is not a positive duration (such as 30s)", driver.ErrInvalid, r)
-		}
-	}
-	if ca, cert, key := q.Get("cacert"), q.Get("cert"), q.Get("key"); ca != "" || cert != "" || key != "" {
-		if baseScheme(u.Scheme) != SchemeRedisTLS {
-			return nil, nil, nil, fmt.Errorf("%w: store URL: cacert=, cert= and key= are TLS parameters: use %s", driver.ErrInvalid, strings.Replace(strings.ToLower(u.Scheme), "redis", "rediss", 1)+"://")
-		}
-		if sv, _ := strconv.ParseBool(q.Get("skip_verify")); sv && ca != "" {
+	if p.TLS.Any() {
+		if sv, _ := strconv.ParseBool(rest.Get("skip_verify")); sv && p.TLS.CACert != "" {
 			return nil, nil, nil, fmt.Errorf("%w: store URL: skip_verify=true checks no certificate: drop it or cacert=", driver.ErrInvalid)
 		}
-		if tc, err = driver.TLSFromFiles(ca, cert, key); err != nil {
+		if tc, err = p.TLS.Config(); err != nil {
 			return nil, nil, nil, fmt.Errorf("store URL: %w", err)
 		}
 	}
-	for _, p := range []string{"prefix", "retention", "cacert", "cert", "key"} {
-		q.Del(p)
-	}
-	return opts, tc, q, nil
+	return &Options{Prefix: p.Prefix, Retention: p.Retention}, tc, rest, nil
 }
 
 // withFiles puts the URL's TLS files (tc, from storeQuery) into the TLS
@@ -245,7 +264,7 @@ func baseScheme(scheme string) string {
 // parseCluster parses redis+cluster://[user:pass@]host:port,host:port[?…]:
 // the hosts are seeds (any reachable node will do), the query as for ParseURL.
 func parseCluster(u *url.URL) (*redis.ClusterOptions, *Options, error) {
-	opts, tc, rest, err := storeQuery(u)
+	opts, tc, rest, err := storeQuery(u, clusterParams)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -277,7 +296,7 @@ func parseCluster(u *url.URL) (*redis.ClusterOptions, *Options, error) {
 // sentinel-username and sentinel-password the Sentinels' own (none if
 // absent). Other query parameters are as for ParseURL.
 func parseSentinel(u *url.URL) (*redis.FailoverOptions, *Options, error) {
-	opts, tc, rest, err := storeQuery(u)
+	opts, tc, rest, err := storeQuery(u, sentinelParams)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"example.com/dlock/driver"
 )
 
@@ -137,5 +139,54 @@ func TestDescribeHasNoPassword(t *testing.T) {
 		if err := op.Close(); err != nil {
 			t.Errorf("%s: Close: %v", raw, err)
 		}
+	}
+}
+
+// TestPassedParamsAreGoRedis: every go-redis option the openers pass on is
+// one go-redis reads for that kind of URL, so the lists cannot name an
+// option a go-redis upgrade dropped (an option it added is refused by the
+// decoder until it is listed).
+func TestPassedParamsAreGoRedis(t *testing.T) {
+	val := func(p string) string {
+		switch p {
+		case "db", "protocol", "max_retries", "pool_size", "min_idle_conns", "max_idle_conns", "max_active_conns",
+			"max_concurrent_dials", "pipeline_pool_size", "pipeline_read_buffer_size", "pipeline_write_buffer_size",
+			"max_redirects", "dialer_retries", "failing_timeout_seconds":
+			return "3"
+		case "client_name", "master_name", "identitySuffix", "sentinel-username", "sentinel-password", "username", "password":
+			return "x"
+		case "pool_fifo", "skip_verify", "read_only", "route_by_latency", "route_randomly", "replica_only",
+			"use_disconnected_replicas", "context_timeout_enabled", "disableIdentity", "unstable_resp3":
+			return "true"
+		}
+		return "1s"
+	}
+	for _, c := range []struct {
+		base   string
+		params []string
+		parse  func(string) error
+	}{
+		{"rediss://h:1", singleParams, func(s string) error { _, err := redis.ParseURL(s); return err }},
+		{"rediss://h:1", clusterParams, func(s string) error { _, err := redis.ParseClusterURL(s); return err }},
+		{"rediss://h:1", sentinelParams, func(s string) error { _, err := redis.ParseFailoverURL(s + "&master_name=m"); return err }},
+	} {
+		for _, p := range c.params {
+			if p == "sentinel-username" || p == "sentinel-password" || p == "master_name" {
+				continue // the store's, turned into go-redis' own
+			}
+			if err := c.parse(c.base + "?" + p + "=" + val(p)); err != nil {
+				t.Errorf("%s passes %s=, which go-redis refuses: %v", c.base, p, err)
+			}
+		}
+	}
+}
+
+// TestSentinelURLTakesPrimaryCredentials: the form the CLI's
+// --redis-sentinel alias builds (the primary's user and password as
+// go-redis' username= and password=) parses.
+func TestSentinelURLTakesPrimaryCredentials(t *testing.T) {
+	o, _, err := parseSentinel(mustURL(t, "redis+sentinel://h1:26379/m?password=mpw&sentinel-password=spw&sentinel-username=su"))
+	if err != nil || o.Password != "mpw" || o.SentinelPassword != "spw" || o.SentinelUsername != "su" {
+		t.Fatalf("parseSentinel: %+v, %v", o, err)
 	}
 }

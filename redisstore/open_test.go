@@ -15,6 +15,7 @@ import (
 	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/internal/testcert"
+	"example.com/dlock/internal/urltest"
 	"example.com/dlock/redisstore"
 )
 
@@ -173,5 +174,34 @@ func TestOpenTLSFiles(t *testing.T) {
 		if _, err := driver.Open(ctx, u); !errors.Is(err, driver.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", u, err)
 		}
+	}
+}
+
+// TestOpenUnknownParameter: a parameter neither the store's nor go-redis'
+// (for that kind of URL), a repeated one and a TLS file on redis:// are
+// refused before any connection, naming it (and the accepted ones).
+func TestOpenUnknownParameter(t *testing.T) {
+	urltest.Refuses(t, "redis://u:secret@127.0.0.1:1?prefx=a", "prefx", `unknown parameter "prefx"`, "prefix, retention; ", "dial_timeout")
+	urltest.Refuses(t, "redis+cluster://127.0.0.1:1,127.0.0.1:2?db=1", "db", `unknown parameter "db"`)
+	urltest.Refuses(t, "redis+sentinel://127.0.0.1:1/m?pool_size=1&pool_size=2", "pool_size", "given 2 times")
+	urltest.Refuses(t, "redis://127.0.0.1:1?cacert=/etc/hostname", "cacert", "not a parameter of redis://")
+}
+
+// TestOpenDatabaseOutOfRange: a database number the server does not have
+// (redis://…/99 on a server with 16) is the server's refusal, which
+// retrying cannot fix (driver.ErrRefused, the CLI's 77), with a message
+// that names the database number; the control, /1, answers.
+func TestOpenDatabaseOutOfRange(t *testing.T) {
+	srv := redisserver.Start(t)
+	inspect := func(db string) error {
+		in, _ := driver.As[driver.Inspector](openURL(t, "redis://"+srv.Addr()+"/"+db).Store)
+		_, err := in.Inspect(testCtx(t), "k")
+		return err
+	}
+	if err := inspect("1"); err != nil {
+		t.Fatalf("control /1: %v", err)
+	}
+	if err := inspect("99"); !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "database number") {
+		t.Fatalf("/99: %v; want ErrRefused naming the database number", err)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -52,19 +52,29 @@ func unwrapURLError(err error) error {
 	return err
 }
 
+// urlParams are the store's URL parameters (driver.DecodeQuery).
+type urlParams struct {
+	Prefix      string        `param:"prefix,nonempty"`
+	NodeTimeout time.Duration `param:"node-timeout,positive"`
+	DriftFactor float64       `param:"drift-factor,positive"`
+	Fencing     bool          `param:"fencing"`
+	Node        []string      `param:"node"`
+}
+
 func parse(u *url.URL) ([]*redis.Options, string, *Options, error) {
 	if !strings.EqualFold(u.Scheme, Scheme) {
 		return nil, "", nil, fmt.Errorf("%w: redlock URL: scheme %q is not %s", driver.ErrInvalid, u.Scheme, Scheme)
 	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("%w: redlock URL: query: %v", driver.ErrInvalid, err)
-	}
-	prefix, opts, err := storeQuery(q)
+	p := urlParams{Fencing: true}
+	rest, err := driver.DecodeQuery(u, &p, redisstore.NodeParams()...)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	nodeURLs, err := nodeList(u, q)
+	if p.DriftFactor >= 0.5 {
+		return nil, "", nil, fmt.Errorf("%w: redlock URL: drift-factor=%v is not a number in (0, 0.5)", driver.ErrInvalid, p.DriftFactor)
+	}
+	opts := &Options{NodeTimeout: p.NodeTimeout, DriftFactor: p.DriftFactor, DisableFencing: !p.Fencing}
+	nodeURLs, err := nodeList(u, p.Node, rest)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -72,6 +82,7 @@ func parse(u *url.URL) ([]*redis.Options, string, *Options, error) {
 		return nil, "", nil, fmt.Errorf("%w: redlock URL: %d nodes, at most %d", driver.ErrInvalid, len(nodeURLs), MaxNodes)
 	}
 	nodes := make([]*redis.Options, len(nodeURLs))
+	seen := map[string]int{}
 	for i, nu := range nodeURLs {
 		o, nodeOpts, err := redisstore.ParseURL(nu)
 		if err == nil && (nodeOpts.Prefix != "" || nodeOpts.Retention != 0) {
@@ -80,55 +91,29 @@ func parse(u *url.URL) ([]*redis.Options, string, *Options, error) {
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("redlock URL: node %d: %w", i, err)
 		}
+		// One server named twice would vote twice: two owners could each
+		// win a "majority". (Two names of one server, localhost and
+		// 127.0.0.1, are for the doctor's independence check.)
+		addr := strings.ToLower(o.Addr)
+		if j, dup := seen[addr]; dup {
+			return nil, "", nil, fmt.Errorf("%w: redlock URL: nodes %d and %d are the same server %s: each node must be an independent primary", driver.ErrInvalid, j, i, o.Addr)
+		}
+		seen[addr] = i
 		ClientOptions(o)
 		nodes[i] = o
 	}
-	return nodes, prefix, opts, nil
-}
-
-// storeQuery takes the store's parameters out of q.
-func storeQuery(q url.Values) (string, *Options, error) {
-	prefix, opts := q.Get("prefix"), &Options{}
-	if q.Has("prefix") && prefix == "" {
-		return "", nil, fmt.Errorf("%w: redlock URL: empty prefix= (leave it out for the default %q)", driver.ErrInvalid, redisstore.DefaultPrefix)
-	}
-	if v := q.Get("node-timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return "", nil, fmt.Errorf("%w: redlock URL: node-timeout=%q is not a positive duration (such as 50ms)", driver.ErrInvalid, v)
-		}
-		opts.NodeTimeout = d
-	}
-	if v := q.Get("drift-factor"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f <= 0 || f >= 0.5 {
-			return "", nil, fmt.Errorf("%w: redlock URL: drift-factor=%q is not a number in (0, 0.5)", driver.ErrInvalid, v)
-		}
-		opts.DriftFactor = f
-	}
-	if v := q.Get("fencing"); v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			return "", nil, fmt.Errorf("%w: redlock URL: fencing=%q is not true or false", driver.ErrInvalid, v)
-		}
-		opts.DisableFencing = !on
-	}
-	for _, k := range []string{"prefix", "node-timeout", "drift-factor", "fencing"} {
-		q.Del(k)
-	}
-	return prefix, opts, nil
+	return nodes, p.Prefix, opts, nil
 }
 
 // nodeList returns one redis:// URL per node: from the host list (with the
-// shared credentials and go-redis parameters) or from the node= parameters.
-func nodeList(u *url.URL, q url.Values) ([]string, error) {
-	nodeParams := q["node"]
-	q.Del("node")
+// shared credentials and go-redis parameters, rest) or from the node=
+// parameters.
+func nodeList(u *url.URL, nodeParams []string, rest url.Values) ([]string, error) {
 	switch {
 	case len(nodeParams) > 0 && u.Host != "":
 		return nil, fmt.Errorf("%w: redlock URL: give the nodes either as hosts or as node= parameters, not both", driver.ErrInvalid)
-	case len(nodeParams) > 0 && len(q) > 0:
-		return nil, fmt.Errorf("%w: redlock URL: with node= URLs, put client parameters (%s) on each node URL", driver.ErrInvalid, strings.Join(keys(q), ", "))
+	case len(nodeParams) > 0 && len(rest) > 0:
+		return nil, fmt.Errorf("%w: redlock URL: with node= URLs, put client parameters (%s) on each node URL", driver.ErrInvalid, strings.Join(slices.Sorted(maps.Keys(rest)), ", "))
 	case len(nodeParams) > 0:
 		for i, n := range nodeParams {
 			if !strings.Contains(n, "://") { // a bare host:port, as redis-cli users type it
@@ -146,19 +131,10 @@ func nodeList(u *url.URL, q url.Values) ([]string, error) {
 		if strings.TrimSpace(h) == "" {
 			return nil, fmt.Errorf("%w: redlock URL: empty host in the list %q", driver.ErrInvalid, u.Host)
 		}
-		n := url.URL{Scheme: "redis", User: u.User, Host: strings.TrimSpace(h), RawQuery: q.Encode()}
+		n := url.URL{Scheme: "redis", User: u.User, Host: strings.TrimSpace(h), RawQuery: rest.Encode()}
 		out = append(out, n.String())
 	}
 	return out, nil
-}
-
-func keys(q url.Values) []string {
-	var out []string
-	for k := range q {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // open is the opener of redlock://: one client per node, which Close

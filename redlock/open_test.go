@@ -7,6 +7,7 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/urltest"
 	"example.com/dlock/redlock"
 )
 
@@ -105,4 +106,33 @@ func TestOpenLocksOnThreeServers(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestOpenUnknownParameter: a parameter neither the store's nor go-redis'
+// and a repeated one are refused before any connection, naming it.
+func TestOpenUnknownParameter(t *testing.T) {
+	urltest.Refuses(t, "redlock://u:secret@a:1,b:2,c:3?node_timeout=1s", "node_timeout", `unknown parameter "node_timeout"`, "drift-factor, fencing, node, node-timeout, prefix; ")
+	urltest.Refuses(t, "redlock://a:1,b:2,c:3?fencing=true&fencing=false", "fencing", "given 2 times")
+}
+
+// TestOpenRefusesDuplicateNodes: a server named twice (in either form,
+// whatever the database or the case of the host) would vote twice; it is
+// refused with ErrInvalid before any connection, naming the two nodes.
+// The control: three distinct servers open.
+func TestOpenRefusesDuplicateNodes(t *testing.T) {
+	for _, raw := range []string{
+		"redlock://u:secret@A:1,A:1,A:1",
+		"redlock://a:1,b:2,A:1",
+		"redlock://?node=redis://a:1/0&node=b:2&node=redis://u:secret@a:1/3",
+	} {
+		_, err := driver.Open(testCtx(t), raw)
+		if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "same server") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: %v; want ErrInvalid naming the same server", raw, err)
+		}
+	}
+	op, err := driver.Open(testCtx(t), "redlock://a:1,b:1,c:1")
+	if err != nil {
+		t.Fatalf("three distinct servers: %v", err)
+	}
+	_ = op.Close()
 }

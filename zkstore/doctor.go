@@ -2,9 +2,6 @@ package zkstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -24,14 +21,10 @@ const minMajor, minMinor = 3, 5
 // against the one asked and against the lease, and a probe lock taken and
 // released. It makes no lasting change.
 func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
-	var checks []driver.Check
-	add := func(name string, st driver.Status, format string, args ...any) {
-		checks = append(checks, driver.Check{Name: name, Status: st, Detail: fmt.Sprintf(format, args...)})
-	}
-	s.checkServers(ctx, add)
-	s.checkTimeout(ttl, add)
-	s.checkProbe(ctx, add)
-	return checks
+	var checks driver.Report
+	s.checkServers(ctx, checks.Add)
+	s.checkTimeout(ttl, checks.Add)
+	return append(checks, driver.ProbeLock(ctx, s, ttl, "root "+s.root))
 }
 
 type addFunc func(string, driver.Status, string, ...any)
@@ -108,25 +101,6 @@ func (s *Store) checkTimeout(ttl time.Duration, add addFunc) {
 	default:
 		add("session vs lease", driver.OK, "leases follow the session (%v)", s.timeout)
 	}
-}
-
-// checkProbe takes and releases a lock on a probe key.
-func (s *Store) checkProbe(ctx context.Context, add addFunc) {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	key, token := "dlock-doctor-probe-"+hex.EncodeToString(b[:4]), hex.EncodeToString(b)
-	start := time.Now()
-	g, err := s.Acquire(ctx, key, token, 0)
-	if err != nil {
-		add("probe lock", driver.Fail, "acquire %s: %v", s.lockPath(key), err)
-		return
-	}
-	if err := s.Release(ctx, key, token); err != nil {
-		add("probe lock", driver.Fail, "release: %v", err)
-		return
-	}
-	add("probe lock", driver.OK, "acquired and released in %v (fence %d, session certain for %v)",
-		time.Since(start).Round(time.Millisecond), g.Fence, g.TTL.Round(time.Millisecond))
 }
 
 // fourLetter sends a four-letter word to addr and returns the answer.

@@ -47,6 +47,14 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	}, nil
 }
 
+// urlParams are Open's URL parameters (driver.DecodeQuery).
+type urlParams struct {
+	Prefix         string        `param:"prefix"`
+	ACL            string        `param:"acl,oneof=open|creator"`
+	SessionTimeout time.Duration `param:"session-timeout,positive"`
+	DialTimeout    time.Duration `param:"dial-timeout,positive"`
+}
+
 // parseURL turns a zk:// URL into servers, Options and the dial timeout.
 func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 	bad := func(format string, args ...any) ([]string, Options, time.Duration, error) {
@@ -79,39 +87,17 @@ func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 		}
 		opts.Root = p
 	}
-	dial := defaultDialTimeout
-	q := u.Query()
-	for name, v := range q {
-		if len(v) != 1 {
-			return bad("give %s once", name)
-		}
-		switch name {
-		case "prefix":
-			opts.Prefix = v[0]
-		case "acl":
-			switch v[0] {
-			case "open":
-			case "creator":
-				if u.User == nil {
-					return bad("acl=creator needs credentials (zk://user:password@...)")
-				}
-				opts.ACL = zk.AuthACL(zk.PermAll)
-			default:
-				return bad("acl %q: want open or creator", v[0])
-			}
-		case "session-timeout", "dial-timeout":
-			d, err := time.ParseDuration(v[0])
-			if err != nil || d <= 0 {
-				return bad("%s %q: want a positive duration", name, v[0])
-			}
-			if name == "dial-timeout" {
-				dial = d
-			} else {
-				opts.SessionTimeout = d
-			}
-		default:
-			return bad("unknown parameter %q (known: session-timeout, dial-timeout, prefix, acl)", name)
-		}
+	p := urlParams{ACL: "open", DialTimeout: defaultDialTimeout}
+	if _, err := driver.DecodeQuery(u, &p); err != nil {
+		return nil, Options{}, 0, err
 	}
+	if p.ACL == "creator" {
+		if u.User == nil {
+			return bad("acl=creator needs credentials (zk://user:password@...)")
+		}
+		opts.ACL = zk.AuthACL(zk.PermAll)
+	}
+	opts.Prefix, opts.SessionTimeout = p.Prefix, p.SessionTimeout
+	dial := p.DialTimeout
 	return servers, opts, dial, nil
 }

@@ -12,6 +12,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/faulttest"
+	"example.com/dlock/internal/urltest"
 	"example.com/dlock/internal/zkserver"
 	"example.com/dlock/zkstore"
 	"github.com/go-zookeeper/zk"
@@ -179,4 +180,11 @@ func TestDoctor(t *testing.T) {
 	if got["probe lock"].Status != driver.Fail || got["version"].Status == driver.OK {
 		t.Errorf("Doctor on a cut-off server: %+v", got)
 	}
+}
+
+// TestOpenUnknownParameter: an unknown parameter and a repeated one are
+// refused before any connection, naming it (and the accepted ones).
+func TestOpenUnknownParameter(t *testing.T) {
+	urltest.Refuses(t, "zk://u:secret@127.0.0.1:1/root?sesion-timeout=4s", "sesion-timeout", "accepted: acl, dial-timeout, prefix, session-timeout")
+	urltest.Refuses(t, "zk://127.0.0.1:1/root?prefix=a&prefix=b", "prefix", "given 2 times")
 }

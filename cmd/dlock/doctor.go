@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -176,41 +174,29 @@ func describeModel(m driver.Model, ttl time.Duration) modelReport {
 	return r
 }
 
-// probe acquires, extends and releases a probe key with a fresh token,
-// timing each step, and checks through the store's Inspector (if any) that
-// the key is free afterwards. A failed step is a FAIL and ends the probe.
+// probe acquires, extends and releases a probe key with a fresh token
+// (driver.Probe), one line per step with its round-trip time, and checks
+// through the store's Inspector (if any) that the key is free afterwards.
+// A failed step is a FAIL; a failed acquire ends the probe.
 func probe(ctx context.Context, s driver.Mutex, ttl time.Duration) []check {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	key, token := "dlock-doctor-"+hex.EncodeToString(b[:4]), "doctor-"+hex.EncodeToString(b[:])
+	key, steps := driver.Probe(ctx, s, ttl, true)
 	var out []check
-	step := func(name string, f func() (string, error)) bool {
-		start := time.Now()
-		detail, err := f()
-		rtt := time.Since(start).Round(10 * time.Microsecond)
-		if err != nil {
-			out = append(out, check{Name: name, Status: statusFail, Detail: fmt.Sprintf("probe key %s: %s after %v", key, oneLine(plain(err)), rtt),
+	released := false
+	for _, st := range steps {
+		name, rtt := "probe "+st.Name, st.Took.Round(10*time.Microsecond)
+		if st.Err != nil {
+			out = append(out, check{Name: name, Status: statusFail, Detail: fmt.Sprintf("probe key %s: %s after %v", key, oneLine(plain(st.Err)), rtt),
 				Fix: "a lock cannot be used on this store until this works: see the store's checks below"})
-			return false
+			continue
 		}
+		detail := map[string]string{
+			"acquire": fmt.Sprintf("granted (fence %d, ttl %v)", st.Grant.Fence, st.Grant.TTL.Round(time.Millisecond)),
+			"extend":  fmt.Sprintf("extended (ttl %v)", st.Grant.TTL.Round(time.Millisecond)),
+			"release": "released",
+		}[st.Name]
 		out = append(out, check{Name: name, Status: statusOK, Detail: fmt.Sprintf("%s in %v", detail, rtt)})
-		return true
+		released = st.Name == "release"
 	}
-	acquired := step("probe acquire", func() (string, error) {
-		g, err := s.Acquire(ctx, key, token, ttl)
-		return fmt.Sprintf("granted (fence %d, ttl %v)", g.Fence, g.TTL.Round(time.Millisecond)), err
-	})
-	if !acquired {
-		return out
-	}
-	// Release even if the extension failed: the probe must not stay held.
-	step("probe extend", func() (string, error) {
-		g, err := s.Extend(ctx, key, token, ttl)
-		return fmt.Sprintf("extended (ttl %v)", g.TTL.Round(time.Millisecond)), err
-	})
-	released := step("probe release", func() (string, error) {
-		return "released", s.Release(context.WithoutCancel(ctx), key, token)
-	})
 	if in, ok := driver.As[driver.Inspector](s); ok && released {
 		info, err := in.Inspect(ctx, key)
 		switch {

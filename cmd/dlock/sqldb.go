@@ -163,21 +163,3 @@ func (d *sqlDB) checkTable() error {
 	}
 	return nil
 }
-
-// storeParams takes the store's own query parameters out of u: it returns
-// the value of table (at most once: more is driver.ErrInvalid) and u
-// without the parameters named in own, for the database driver.
-func storeParams(u *url.URL, own ...string) (table string, rest *url.URL, err error) {
-	q := u.Query()
-	if v := q["table"]; len(v) > 1 {
-		return "", nil, fmt.Errorf("%w: store URL: give table at most once", driver.ErrInvalid)
-	} else if len(v) == 1 {
-		table = v[0]
-	}
-	for _, p := range own {
-		q.Del(p)
-	}
-	c := *u
-	c.RawQuery = q.Encode()
-	return table, &c, nil
-}

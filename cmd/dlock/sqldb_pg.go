@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"example.com/dlock/driver"
 	"example.com/dlock/pgstore"
 )
 
@@ -25,24 +24,21 @@ const sqlRowLockConns = 32
 
 // openPostgresDB is the sqlDB of a postgres:// URL: pgstore's row lock,
 // Schema and Migrate for the URL's ?table= prefix, on a pgx pool of its
-// own (pgstore's URL parameters removed, pgx's kept).
+// own, configured as pgstore's opener configures its own
+// (pgstore.PoolConfig).
 func openPostgresDB(ctx context.Context, u *url.URL) (*sqlDB, error) {
-	table, rest, err := storeParams(u, "table", "mode", "migrate", "sweep")
+	cfg, opts, err := pgstore.PoolConfig(u)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(rest.String())
-	if err != nil {
-		return nil, fmt.Errorf("%w: postgres URL: %v", driver.ErrInvalid, err)
-	}
-	if !rest.Query().Has("pool_max_conns") {
+	if !u.Query().Has("pool_max_conns") {
 		cfg.MaxConns = sqlRowLockConns
 	}
+	table := opts.Table
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres pool: %w", err)
 	}
-	opts := pgstore.Options{Table: table}
 	rl := pgstore.RowLockOptions{Table: table, NoWait: true}
 	d := &sqlDB{
 		desc: fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -101,7 +102,7 @@ func (f *storeFlags) url() (string, error) {
 	)
 	switch {
 	case f.storeURL != "":
-		u = f.storeURL
+		u, err = schemeless(f.storeURL)
 	case len(f.redlockURLs) > 0:
 		u, err = redlockAlias(f.redlockURLs)
 	case f.clusterURL != "":
@@ -117,6 +118,30 @@ func (f *storeFlags) url() (string, error) {
 		return "", exitWith(ExitUsage, err)
 	}
 	return withPrefix(u, f.prefix)
+}
+
+// otherStorePorts are the default ports of the stores other than Redis: a
+// bare host:port on one of them is more likely a store URL without its
+// scheme than a Redis server.
+var otherStorePorts = map[string]string{"2379": "etcd", "2181": "zk", "5432": "postgres", "3306": "mysql", "26379": "redis+sentinel"}
+
+// schemeless is --store as given, or for a bare host:port (no scheme, as
+// redis-cli and --redis take it) redis://host:port: Redis is the default
+// store. On the default port of another store it is a usage error that
+// names the URL to write instead.
+func schemeless(raw string) (string, error) {
+	if strings.Contains(raw, "://") {
+		return raw, nil
+	}
+	hostPort := raw[strings.LastIndex(raw, "@")+1:] // user:password@ as redis-cli -u takes it
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil || host == "" || strings.ContainsAny(hostPort, "/?") {
+		return raw, nil // not a host:port: driver.Open reports it
+	}
+	if scheme, ok := otherStorePorts[port]; ok {
+		return "", fmt.Errorf("--store %s: give the store's scheme: port %s is %s's (%s://%s), a Redis server needs redis://%s", hostPort, port, scheme, scheme, hostPort, hostPort)
+	}
+	return "redis://" + raw, nil
 }
 
 // withPrefix adds ?prefix=P to u unless P is empty or u names a prefix
