@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base32"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -34,10 +33,11 @@ type SessionOptions struct {
 }
 
 // ErrConnLimit is returned by Session.Acquire and AcquireQueued when taking
-// the key would pin more than SessionOptions.MaxConns connections. Nothing
-// was changed; it clears when holdings are released. It matches no driver
-// sentinel (a dlock Client retries it as an unavailable store).
-var ErrConnLimit = errors.New("mysqlstore: session lock: connection limit reached (SessionOptions.MaxConns)")
+// the key would pin more than SessionOptions.MaxConns connections. It
+// matches driver.ErrUnavailable: a later attempt may succeed (it clears when
+// holdings are released; a dlock Client waits with its backoff). The call
+// changed nothing.
+var ErrConnLimit = fmt.Errorf("%w: mysqlstore: session lock: connection limit reached (SessionOptions.MaxConns)", driver.ErrUnavailable)
 
 // infinite is GET_LOCK's longest timeout: MariaDB rejects -1.
 const infinite = 0xFFFFFFFF
