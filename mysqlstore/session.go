@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlsession"
 )
 
 // SessionOptions configure the session lock (NewSession).
@@ -57,21 +58,21 @@ type Session struct {
 	fence  string
 	prefix string
 	opts   SessionOptions
+	pins   *sqlsession.Pins[*conn]
 
-	mu      sync.Mutex
-	conns   []*pinned
-	waiting int // connections pinned by AcquireQueued waits
-	held    map[string]*holding
-	closed  bool
+	mu     sync.Mutex
+	held   map[string]*holding
+	closed bool
 }
 
-// pinned is one connection with the keys it holds.
-type pinned struct {
-	conn *sql.Conn
-	id   int64         // CONNECTION_ID(), for KILL QUERY
-	keys int           // keys held on it
-	sem  chan struct{} // one statement at a time
+// conn is a pinned connection (sqlsession.Pins counts the keys on it).
+type conn struct {
+	*sql.Conn
+	id   int64     // CONNECTION_ID(), for KILL QUERY
+	once sync.Once // discard
 }
+
+type pinned = sqlsession.Conn[*conn]
 
 type holding struct {
 	token string
@@ -107,7 +108,19 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 	if opts.Table == "" {
 		opts.Table = DefaultTable
 	}
-	return &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}, nil
+	s := &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}
+	s.pins = sqlsession.New(sqlsession.Config{
+		MaxConns: opts.MaxConns, MaxWaiting: opts.MaxConns, PerConn: opts.LocksPerConn,
+		Timeout: callTimeout, ErrLimit: ErrConnLimit, ErrClosed: errClosed,
+	}, sqlsession.Hooks[*conn]{
+		Open: s.open,
+		Drop: discard, // never back into the pool (see discard)
+		Kill: discard,
+		// Any error leaves a pinned connection in doubt: it is discarded,
+		// and the server releases its locks.
+		Broken: func(*conn, error) bool { return true },
+	})
+	return s, nil
 }
 
 // Model implements driver.Mutex: a session store whose session is each

@@ -39,21 +39,19 @@ func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time
 	}
 	// Held by another token of this Session, or by nobody here: wait on
 	// the server like anyone else; the holder's release frees the name.
-	if len(s.conns)+s.waiting >= s.opts.MaxConns {
-		s.mu.Unlock()
-		return driver.Grant{}, ErrConnLimit
-	}
-	s.waiting++
 	s.mu.Unlock()
-	pc, fence, err := s.wait(ctx, LockName(s.opts.Table, key))
+	pc, err := s.pins.Pin(ctx, true) // within MaxConns, or ErrConnLimit
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	fence, err := s.wait(ctx, pc, LockName(s.opts.Table, key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waiting--
 	if err != nil {
 		return driver.Grant{}, err
 	}
 	if s.closed {
-		discard(pc)
+		s.pins.Discard(pc)
 		return driver.Grant{}, errClosed
 	}
 	if old := s.held[key]; old != nil {
@@ -62,32 +60,29 @@ func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time
 		s.forget(old)
 	}
 	h := &holding{token: token, name: LockName(s.opts.Table, key), fence: fence, holds: 1, pc: pc}
-	pc.keys = 1
-	s.conns = append(s.conns, pc)
+	s.pins.Settle(pc)
+	s.pins.AddLock(pc)
+	s.pins.Unuse(pc)
 	s.held[key] = h
 	return s.grant(h), nil
 }
 
-// wait pins a connection and blocks in GET_LOCK on it until granted or ctx
+// wait blocks in GET_LOCK on pc, pinned for the wait, until granted or ctx
 // ends; on any failure the connection is discarded (the server releases a
 // late grant with it).
-func (s *Session) wait(ctx context.Context, name string) (*pinned, uint64, error) {
-	pc, err := s.pin(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
+func (s *Session) wait(ctx context.Context, pc *pinned, name string) (uint64, error) {
 	type result struct {
 		fence uint64
 		err   error
 	}
 	done := make(chan result, 1)
-	pc.sem <- struct{}{} // a new connection: free
+	_ = pc.Hold(context.Background()) // a new connection: free
 	go func() {
-		defer func() { <-pc.sem }()
+		defer pc.Unhold()
 		// Not cancelled with ctx: a cancelled query would close the
 		// connection under the driver; KILL QUERY ends it instead.
 		var r result
-		r.err = pc.conn.QueryRowContext(context.WithoutCancel(ctx),
+		r.err = pc.C.QueryRowContext(context.WithoutCancel(ctx),
 			"SELECT IF(GET_LOCK(?, ?) = 1, NEXTVAL("+s.fence+"), 0)", name, waitSeconds(ctx)).Scan(&r.fence)
 		done <- r
 	}()
@@ -96,28 +91,28 @@ func (s *Session) wait(ctx context.Context, name string) (*pinned, uint64, error
 	case r = <-done:
 	case <-ctx.Done():
 		kc, cancel := detached(ctx)
-		_, kerr := s.db.ExecContext(kc, "KILL QUERY ?", pc.id)
+		_, kerr := s.db.ExecContext(kc, "KILL QUERY ?", pc.C.id)
 		cancel()
 		if kerr != nil {
 			// The server did not take the kill (unreachable?): the wait
 			// ends with its timeout, and the goroutine then discards the
 			// connection, releasing a late grant.
-			go func() { <-done; discard(pc) }()
-			return nil, 0, ctx.Err()
+			go func() { <-done; s.pins.Discard(pc) }()
+			return 0, ctx.Err()
 		}
 		<-done
-		discard(pc) // also releases a grant that raced with the kill
-		return nil, 0, ctx.Err()
+		s.pins.Discard(pc) // also releases a grant that raced with the kill
+		return 0, ctx.Err()
 	}
 	if r.err != nil || r.fence == 0 {
-		discard(pc)
+		s.pins.Discard(pc)
 		if r.err != nil {
-			return nil, 0, wrap("session wait", r.err)
+			return 0, wrap("session wait", r.err)
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
-		return nil, 0, &driver.ContendedError{Remaining: -1} // the timeout passed
+		return 0, &driver.ContendedError{Remaining: -1} // the timeout passed
 	}
-	return pc, r.fence, nil
+	return r.fence, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlsession"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -87,8 +88,9 @@ type SessionStore struct {
 
 	done chan struct{} // closed by Close: queued waits end
 
+	pins *sqlsession.Pins[*pgxpool.Conn]
+
 	mu     sync.Mutex
-	pins   []*pinned
 	keys   map[string]*entry
 	closed bool
 	// sharedChecked is set once checkShared has seen whether a pooler
@@ -144,11 +146,13 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	if wait <= 0 {
 		wait = DefaultConnWait
 	}
-	return &SessionStore{
+	s := &SessionStore{
 		pool: pool, table: table, ident: ident(pool, table), seq: pgx.Identifier{nm.fence}.Sanitize(),
 		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
 		keys: map[string]*entry{}, done: make(chan struct{}),
-	}, nil
+	}
+	s.pins = s.newPins()
+	return s, nil
 }
 
 // Model implements driver.Mutex: session-based, the session being the
@@ -201,14 +205,7 @@ func (s *SessionStore) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	close(s.done)
-	var pins []*pinned
-	for _, p := range s.pins {
-		if p.c != nil && !p.gone && !p.waiting { // a queued wait ends itself (s.done)
-			p.gone = true
-			pins = append(pins, p)
-		}
-	}
-	s.pins = nil
+	pins := s.pins.Close() // a queued wait ends itself (s.done)
 	for _, e := range s.keys {
 		if e.h != nil {
 			e.h.lost = true
@@ -218,7 +215,7 @@ func (s *SessionStore) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	var errs []error
 	for _, p := range pins {
-		errs = append(errs, p.giveBack(ctx, true))
+		errs = append(errs, giveBack(ctx, p, true))
 	}
 	return errors.Join(errs...)
 }
@@ -228,17 +225,9 @@ func (s *SessionStore) Close(ctx context.Context) error {
 // advisory locks have no TTL) and returns the first error. A connection
 // that fails is closed and its holdings are lost.
 func (s *SessionStore) KeepAlive(ctx context.Context) error {
-	s.mu.Lock()
-	var pins []*pinned
-	for _, p := range s.pins {
-		if p.c != nil && !p.waiting {
-			pins = append(pins, p)
-		}
-	}
-	s.mu.Unlock()
 	var first error
-	for _, p := range pins {
-		_, err := s.run(ctx, p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+	for _, p := range s.pins.Conns(false) {
+		_, err := s.run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 			_, err := c.Exec(ctx, "SELECT 1")
 			return nil, err
 		}, nil)

@@ -31,7 +31,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	if !errors.As(err, &ce) {
 		return g, err
 	}
-	p, err := s.pin(ctx, true)
+	p, err := s.pins.Pin(ctx, true)
 	if err != nil {
 		return driver.Grant{}, err
 	}
@@ -41,7 +41,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 		return driver.Grant{}, err
 	}
 	if fence == sharedFence {
-		s.discard(p) // it took nothing; its session is not its own
+		s.pins.Discard(p) // it took nothing; its session is not its own
 		err := errShared(key)
 		s.markShared(err)
 		return driver.Grant{}, err
@@ -51,15 +51,13 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	defer cancel()
 	e, err := s.enter(ectx, key)
 	if err != nil {
-		s.discard(p) // frees the lock
+		s.pins.Discard(p) // frees the lock
 		return driver.Grant{}, fmt.Errorf("pgstore: acquire %q: granted but not recorded: %w", key, err)
 	}
 	defer s.leave(key, e)
-	s.mu.Lock()
-	p.waiting = false
-	s.mu.Unlock()
+	s.pins.Settle(p)
 	s.record(e, &holding{key: key, dig: tokenDigest(token), p: p, id: id, holds: 1, fence: uint64(fence)})
-	s.unuse(p)
+	s.pins.Unuse(p)
 	return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: s.ttl}, nil
 }
 
@@ -71,20 +69,20 @@ func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (int6
 		fence int64
 		err   error
 	}
-	p.sem <- struct{}{} // free: nothing else runs on a waiting connection
-	defer func() { <-p.sem }()
+	_ = p.Hold(context.Background()) // free: nothing else runs on a waiting connection
+	defer p.Unhold()
 	qctx, qcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer qcancel()
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.err = p.c.QueryRow(qctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&r.fence)
+		r.err = p.C.QueryRow(qctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&r.fence)
 		done <- r
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
-			s.discard(p)
+			s.pins.Discard(p)
 			return 0, classify("wait", r.err)
 		}
 		return r.fence, nil
@@ -92,7 +90,7 @@ func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (int6
 	case <-s.done:
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
-	_ = p.c.Conn().PgConn().CancelRequest(cctx)
+	_ = p.C.Conn().PgConn().CancelRequest(cctx)
 	select {
 	case <-done:
 	case <-cctx.Done():
@@ -100,7 +98,7 @@ func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (int6
 		<-done
 	}
 	cancel()
-	s.discard(p)
+	s.pins.Discard(p)
 	if ctx.Err() == nil {
 		return 0, errSessionClosed
 	}
