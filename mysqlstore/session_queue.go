@@ -68,51 +68,35 @@ func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time
 }
 
 // wait blocks in GET_LOCK on pc, pinned for the wait, until granted or ctx
-// ends; on any failure the connection is discarded (the server releases a
-// late grant with it).
+// ends (sqlsession.Pins.Wait: KILL QUERY from another connection when ctx
+// ends, the connection closed if the wait has not ended within
+// callTimeout); on any failure the connection is discarded (the server
+// releases a late grant with it).
 func (s *Session) wait(ctx context.Context, pc *pinned, name string) (uint64, error) {
-	type result struct {
-		fence uint64
-		err   error
-	}
-	done := make(chan result, 1)
-	_ = pc.Hold(context.Background()) // a new connection: free
-	go func() {
-		defer pc.Unhold()
-		// Not cancelled with ctx: a cancelled query would close the
-		// connection under the driver; KILL QUERY ends it instead.
-		var r result
-		r.err = pc.C.QueryRowContext(context.WithoutCancel(ctx),
-			"SELECT IF(GET_LOCK(?, ?) = 1, NEXTVAL("+s.fence+"), 0)", name, waitSeconds(ctx)).Scan(&r.fence)
-		done <- r
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-ctx.Done():
+	// Not cancelled with ctx: a cancelled query would close the
+	// connection under the driver; KILL QUERY ends it instead.
+	v, err := s.pins.Wait(ctx, pc, nil, callTimeout, func(qctx context.Context, c *conn) (any, error) {
+		var fence uint64
+		err := c.QueryRowContext(qctx, "SELECT IF(GET_LOCK(?, ?) = 1, NEXTVAL("+s.fence+"), 0)", name, waitSeconds(ctx)).Scan(&fence)
+		return fence, err
+	}, func(pc *pinned) error {
 		kc, cancel := detached(ctx)
-		_, kerr := s.db.ExecContext(kc, "KILL QUERY ?", pc.C.id)
-		cancel()
-		if kerr != nil {
-			// The server did not take the kill (unreachable?): the wait
-			// ends with its timeout, and the goroutine then discards the
-			// connection, releasing a late grant.
-			go func() { <-done; s.pins.Discard(pc) }()
-			return 0, ctx.Err()
-		}
-		<-done
-		s.pins.Discard(pc) // also releases a grant that raced with the kill
-		return 0, ctx.Err()
-	}
-	if r.err != nil || r.fence == 0 {
-		s.pins.Discard(pc)
-		if r.err != nil {
-			return 0, wrap("session wait", r.err)
-		}
-		if err := ctx.Err(); err != nil {
+		defer cancel()
+		_, err := s.db.ExecContext(kc, "KILL QUERY ?", pc.C.id)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
 			return 0, err
 		}
-		return 0, &driver.ContendedError{Remaining: -1} // the timeout passed
+		return 0, wrap("session wait", err)
 	}
-	return r.fence, nil
+	if fence := v.(uint64); fence > 0 {
+		return fence, nil
+	}
+	s.pins.Discard(pc)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return 0, &driver.ContendedError{Remaining: -1} // the timeout passed
 }

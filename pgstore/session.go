@@ -225,17 +225,10 @@ func (s *SessionStore) Close(ctx context.Context) error {
 // advisory locks have no TTL) and returns the first error. A connection
 // that fails is closed and its holdings are lost.
 func (s *SessionStore) KeepAlive(ctx context.Context) error {
-	var first error
-	for _, p := range s.pins.Conns(false) {
-		_, err := s.run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
-			_, err := c.Exec(ctx, "SELECT 1")
-			return nil, err
-		}, nil)
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return s.pins.Ping(ctx, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+		_, err := c.Exec(ctx, "SELECT 1")
+		return nil, err
+	})
 }
 
 // ident names the database pool connects to, with the table prefix.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // cancelGrace bounds how long a cancelled queued wait waits for the server
@@ -62,45 +63,25 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 }
 
 // queueWait runs pg_advisory_lock on p, which no other statement uses
-// while it waits, and returns the fence. On any error p is discarded
-// (closed), which frees a lock granted as the error happened.
+// while it waits, and returns the fence (sqlsession.Pins.Wait: a cancel
+// request when ctx ends, the connection closed if the wait has not ended
+// within cancelGrace). On any error p is discarded (closed), which frees a
+// lock granted as the error happened.
 func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (int64, error) {
-	type result struct {
-		fence int64
-		err   error
-	}
-	_ = p.Hold(context.Background()) // free: nothing else runs on a waiting connection
-	defer p.Unhold()
-	qctx, qcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer qcancel()
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		r.err = p.C.QueryRow(qctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&r.fence)
-		done <- r
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			s.pins.Discard(p)
-			return 0, classify("wait", r.err)
+	v, err := s.pins.Wait(ctx, p, s.done, cancelGrace, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+		var fence int64
+		err := c.QueryRow(ctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&fence)
+		return fence, err
+	}, func(p *pinned) error {
+		cctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+		defer cancel()
+		return p.C.Conn().PgConn().CancelRequest(cctx)
+	})
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, errSessionClosed) {
+			return 0, err
 		}
-		return r.fence, nil
-	case <-ctx.Done():
-	case <-s.done:
+		return 0, classify("wait", err)
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
-	_ = p.C.Conn().PgConn().CancelRequest(cctx)
-	select {
-	case <-done:
-	case <-cctx.Done():
-		qcancel() // pgx then closes the connection to end the query
-		<-done
-	}
-	cancel()
-	s.pins.Discard(p)
-	if ctx.Err() == nil {
-		return 0, errSessionClosed
-	}
-	return 0, ctx.Err()
+	return v.(int64), nil
 }

@@ -382,3 +382,66 @@ func (s *Pins[C]) exec(ctx context.Context, p *Conn[C], fn Stmt[C], late Late[C]
 	c.ch <- result{v, err}
 	c.mu.Unlock()
 }
+
+// Wait runs fn, a statement that waits in the server's lock queue, on p
+// (pinned for the wait: Pin(ctx, true)), with p's slot held and a context
+// detached from ctx. When ctx ends first, or stop is closed, it asks the
+// server to end the statement (cancel); if that fails, or the statement
+// has not ended grace later, it cancels the statement's context (the
+// drivers then close the connection). It then discards p, which frees a
+// lock granted just as the wait ended, and returns ctx's error, or
+// Config.ErrClosed after stop. On fn's error p is discarded and the error
+// returned; on success p stays pinned and waiting (Settle, AddLock and
+// Unuse take it over; Discard gives it up).
+func (s *Pins[C]) Wait(ctx context.Context, p *Conn[C], stop <-chan struct{}, grace time.Duration, fn Stmt[C], cancel func(p *Conn[C]) error) (any, error) {
+	_ = p.Hold(context.Background()) // free: nothing else runs on a waiting connection
+	defer p.Unhold()
+	qctx, qcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer qcancel()
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn(qctx, p.C)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			s.Discard(p)
+		}
+		return r.v, r.err
+	case <-ctx.Done():
+	case <-stop:
+	}
+	ended := false
+	if cancel(p) == nil {
+		t := time.NewTimer(grace)
+		select {
+		case <-done:
+			ended = true
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if !ended {
+		qcancel()
+		<-done
+	}
+	s.Discard(p)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, s.cfg.ErrClosed
+}
+
+// Ping runs fn on every open connection that is not waiting (one statement
+// each, in turn) and returns the first error; a connection whose statement
+// broke it is killed (see Run).
+func (s *Pins[C]) Ping(ctx context.Context, fn Stmt[C]) error {
+	var first error
+	for _, p := range s.Conns(false) {
+		if _, err := s.Run(ctx, p, fn, nil); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

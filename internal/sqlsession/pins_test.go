@@ -196,3 +196,71 @@ func TestCloseClaims(t *testing.T) {
 		t.Fatalf("second Close claimed %v", got)
 	}
 }
+
+// TestWaitEnds: a queued wait whose context ends is ended on the server
+// (cancel) and its connection killed, so a grant racing the cancel is
+// freed; when the server cannot be asked (cancel fails) the statement's
+// own context ends it at once; a closed stop ends it with ErrClosed. A
+// wait that completes keeps its connection.
+func TestWaitEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cancelErr error
+		stop      bool
+	}{{"Cancelled", nil, false}, {"CancelFails", errBroke, false}, {"Stopped", nil, true}, {"Granted", nil, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newPins(&dialect{}, sqlsession.Config{MaxConns: 2, MaxWaiting: 1})
+			p, err := s.Pin(context.Background(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			server := make(chan struct{}) // closed: the server ends the wait
+			stop := make(chan struct{})
+			ctx, cancelCtx := context.WithCancel(context.Background())
+			defer cancelCtx()
+			switch {
+			case tc.stop:
+				close(stop)
+			case tc.name == "Granted":
+				close(server)
+			default:
+				cancelCtx()
+			}
+			start := time.Now()
+			v, err := s.Wait(ctx, p, stop, 5*time.Second, func(ctx context.Context, _ *fake) (any, error) {
+				select {
+				case <-server:
+					return "granted", nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}, func(*sqlsession.Conn[*fake]) error {
+				if tc.cancelErr == nil {
+					close(server)
+				}
+				return tc.cancelErr
+			})
+			if el := time.Since(start); el > 2*time.Second {
+				t.Fatalf("Wait took %v", el)
+			}
+			switch tc.name {
+			case "Granted":
+				if err != nil || v != "granted" || p.C.killed {
+					t.Fatalf("granted: %v, %v, killed %v", v, err, p.C.killed)
+				}
+				return
+			case "Stopped":
+				if !errors.Is(err, errClosed) {
+					t.Fatalf("stopped: %v", err)
+				}
+			default:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("cancelled: %v", err)
+				}
+			}
+			if !p.C.killed || s.Len() != 0 {
+				t.Fatalf("ended wait: killed %v, %d pinned", p.C.killed, s.Len())
+			}
+		})
+	}
+}
