@@ -27,9 +27,12 @@ type SessionOptions struct {
 	// it below the pool's SetMaxOpenConns, leaving room for the rest of
 	// the application.
 	MaxConns int
-	// CheckEvery is the Model's SessionTTL: how often a dlock Client
-	// renews (Extend pings each holding's connection), so a lost
-	// connection is noticed within it. 0 means 5s.
+	// CheckInterval is the Model's SessionTTL, as pgstore's: how often a
+	// dlock Client renews (Extend pings each holding's connection), so a
+	// lost connection is noticed within it. 0 means 5s.
+	CheckInterval time.Duration
+	// Deprecated: CheckEvery is CheckInterval's old name, used when
+	// CheckInterval is zero.
 	CheckEvery time.Duration
 }
 
@@ -43,7 +46,7 @@ var ErrConnLimit = fmt.Errorf("%w: mysqlstore: session lock: connection limit re
 // infinite is GET_LOCK's longest timeout: MariaDB rejects -1.
 const infinite = 0xFFFFFFFF
 
-// Session is the session lock: GET_LOCK and RELEASE_LOCK on connections it
+// SessionStore is the session lock: GET_LOCK and RELEASE_LOCK on connections it
 // pins from the caller's pool. A holding lives as long as its connection;
 // no TTL. Tokens are tracked in the process (GET_LOCK knows connections,
 // not tokens): another token of the same Session asking for a key the
@@ -53,7 +56,7 @@ const infinite = 0xFFFFFFFF
 // (a call holds the Session's lock for its round trip; AcquireQueued
 // waits outside it): use several Sessions for parallel acquisitions.
 // Close releases everything.
-type Session struct {
+type SessionStore struct {
 	db     *sql.DB
 	fence  string
 	prefix string
@@ -64,6 +67,11 @@ type Session struct {
 	held   map[string]*holding
 	closed bool
 }
+
+// Session is SessionStore's old name.
+//
+// Deprecated: use SessionStore (the name pgstore uses).
+type Session = SessionStore
 
 // conn is a pinned connection (sqlsession.Pins counts the keys on it).
 type conn struct {
@@ -85,7 +93,7 @@ type holding struct {
 // NewSession returns a session lock on db. It does no I/O (the fence
 // sequence must exist: Migrate) and never closes db. Bad options return
 // driver.ErrInvalid.
-func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
+func NewSession(db *sql.DB, opts SessionOptions) (*SessionStore, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: mysqlstore: nil *sql.DB", driver.ErrInvalid)
 	}
@@ -93,7 +101,10 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.LocksPerConn < 0 || opts.MaxConns < 0 || opts.CheckEvery < 0 {
+	if opts.CheckInterval == 0 {
+		opts.CheckInterval = opts.CheckEvery
+	}
+	if opts.LocksPerConn < 0 || opts.MaxConns < 0 || opts.CheckInterval < 0 {
 		return nil, fmt.Errorf("%w: mysqlstore: negative SessionOptions", driver.ErrInvalid)
 	}
 	if opts.LocksPerConn == 0 {
@@ -102,9 +113,10 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 	if opts.MaxConns == 0 {
 		opts.MaxConns = 8
 	}
-	if opts.CheckEvery == 0 {
-		opts.CheckEvery = 5 * time.Second
+	if opts.CheckInterval == 0 {
+		opts.CheckInterval = 5 * time.Second
 	}
+	opts.CheckEvery = opts.CheckInterval
 	if opts.Table == "" {
 		opts.Table = DefaultTable
 	}
@@ -124,9 +136,9 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 }
 
 // Model implements driver.Mutex: a session store whose session is each
-// holding's connection, checked every CheckEvery.
-func (s *Session) Model() driver.Model {
-	return driver.Model{Session: true, SessionTTL: s.opts.CheckEvery, ServerClock: true}
+// holding's connection, checked every CheckInterval.
+func (s *SessionStore) Model() driver.Model {
+	return driver.Model{Session: true, SessionTTL: s.opts.CheckInterval, ServerClock: true}
 }
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -31,7 +31,7 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // its outcome (in a goroutine of its own). A statement's error discards the
 // connection (its locks are lost) and wraps sqlsession.ErrConnDead. dest
 // must not be read after an error.
-func (s *Session) call(ctx context.Context, pc *pinned, late func(error), q string, args []any, dest ...any) error {
+func (s *SessionStore) call(ctx context.Context, pc *pinned, late func(error), q string, args []any, dest ...any) error {
 	var l sqlsession.Late[*conn]
 	if late != nil {
 		l = func(_ context.Context, _ *conn, _ any, err error) { go late(err) }
@@ -42,8 +42,8 @@ func (s *Session) call(ctx context.Context, pc *pinned, late func(error), q stri
 	return err
 }
 
-func (s *Session) grant(h *holding) driver.Grant {
-	return driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.opts.CheckEvery}
+func (s *SessionStore) grant(h *holding) driver.Grant {
+	return driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.opts.CheckInterval}
 }
 
 // errClosed is returned by every call after Close.
@@ -51,7 +51,7 @@ var errClosed = fmt.Errorf("%w: mysqlstore: session lock closed", driver.ErrInva
 
 // stillHeld asks h's connection whether it still holds h's lock. An error
 // (ctx ended, the connection broke) is returned as is: no answer.
-func (s *Session) stillHeld(ctx context.Context, h *holding) (bool, error) {
+func (s *SessionStore) stillHeld(ctx context.Context, h *holding) (bool, error) {
 	var mine int
 	err := s.call(ctx, h.pc, nil, "SELECT COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0)", []any{h.name}, &mine)
 	if err != nil {
@@ -68,7 +68,7 @@ func (s *Session) stillHeld(ctx context.Context, h *holding) (bool, error) {
 
 // usedElsewhere reports whether some connection holds key's lock, asked
 // on any pooled connection (for a key this Session does not hold).
-func (s *Session) usedElsewhere(ctx context.Context, key string) (bool, error) {
+func (s *SessionStore) usedElsewhere(ctx context.Context, key string) (bool, error) {
 	var used sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", LockName(s.opts.Table, key)).Scan(&used); err != nil {
 		return false, wrap("session", err)
@@ -84,7 +84,7 @@ func (s *Session) usedElsewhere(ctx context.Context, key string) (bool, error) {
 // connection is asked first, so the answer is never stale. The pin limit
 // gives ErrConnLimit; when ctx ends first, a lock granted late is
 // released.
-func (s *Session) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
@@ -141,7 +141,7 @@ func (s *Session) Acquire(ctx context.Context, key, token string, ttl time.Durat
 }
 
 // open takes a connection from the pool and learns its id.
-func (s *Session) open(ctx context.Context) (*conn, error) {
+func (s *SessionStore) open(ctx context.Context) (*conn, error) {
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, wrap("session: pin a connection", err)
@@ -172,7 +172,7 @@ func discard(pc *pinned) {
 
 // lose forgets every key held on pc and discards it (its connection died
 // or answered wrongly). Called with s.mu.
-func (s *Session) lose(pc *pinned) {
+func (s *SessionStore) lose(pc *pinned) {
 	for k, h := range s.held {
 		if h.pc == pc {
 			delete(s.held, k)
@@ -184,7 +184,7 @@ func (s *Session) lose(pc *pinned) {
 // notHeld answers Extend or Release by a token that does not hold key
 // here: taken if another token of this Session holds it (confirmed on its
 // connection) or another connection does.
-func (s *Session) notHeld(ctx context.Context, key string, h *holding) error {
+func (s *SessionStore) notHeld(ctx context.Context, key string, h *holding) error {
 	var taken bool
 	var err error
 	if h != nil {
@@ -203,7 +203,7 @@ func (s *Session) notHeld(ctx context.Context, key string, h *holding) error {
 // key on it is forgotten (the server released them) and driver.NotHeld is
 // returned: the lost signal. If ctx ends first it returns ctx's error and
 // forgets nothing. The ttl is ignored.
-func (s *Session) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
@@ -247,7 +247,7 @@ func (s *Session) Extend(ctx context.Context, key, token string, ttl time.Durati
 // holding is forgotten if it succeeds; if it fails, the connection is
 // discarded (it broke or was closed: the server releases its locks; other
 // keys on it are lost, as their Extend reports).
-func (s *Session) Release(ctx context.Context, key, token string) error {
+func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func (s *Session) Release(ctx context.Context, key, token string) error {
 
 // forget drops one holding and unpins its connection if it holds nothing
 // more. Called with s.mu.
-func (s *Session) forget(h *holding) {
+func (s *SessionStore) forget(h *holding) {
 	for k, x := range s.held {
 		if x == h {
 			delete(s.held, k)
@@ -306,7 +306,7 @@ func (s *Session) forget(h *holding) {
 // Close releases every holding by closing the pinned connections (the
 // server releases their locks) and makes later calls fail with
 // driver.ErrInvalid. It never closes the pool.
-func (s *Session) Close() error {
+func (s *SessionStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

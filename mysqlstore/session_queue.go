@@ -16,7 +16,7 @@ import (
 // the server granted the lock anyway, it is released: nothing is left
 // held. MariaDB grants a freed named lock to one of its waiters; the order
 // among waiters is the server's (not promised FIFO).
-func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
@@ -72,7 +72,7 @@ func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time
 // ends, the connection closed if the wait has not ended within
 // callTimeout); on any failure the connection is discarded (the server
 // releases a late grant with it).
-func (s *Session) wait(ctx context.Context, pc *pinned, name string) (uint64, error) {
+func (s *SessionStore) wait(ctx context.Context, pc *pinned, name string) (uint64, error) {
 	// Not cancelled with ctx: a cancelled query would close the
 	// connection under the driver; KILL QUERY ends it instead.
 	v, err := s.pins.Wait(ctx, pc, nil, callTimeout, func(qctx context.Context, c *conn) (any, error) {

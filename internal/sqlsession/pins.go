@@ -1,5 +1,5 @@
 // Package sqlsession is the connection half of the SQL session locks
-// (pgstore.SessionStore, mysqlstore.Session): the connections a store pins
+// (pgstore.SessionStore, mysqlstore.SessionStore): the connections a store pins
 // from its pool, how many locks each carries, the bound on how many it pins
 // (waits included), and how a statement runs on a pinned connection without
 // the caller's cancellation closing it. The dialect (what a connection is,
