@@ -65,7 +65,7 @@ func (s *SessionStore) ownHolding(key, token string) *holding {
 
 // heldOn returns the lock ids p's backend holds.
 func (s *SessionStore) heldOn(ctx context.Context, p *pinned) (map[int64]bool, error) {
-	v, err := s.run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	v, err := s.pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		rows, err := c.Query(ctx, heldSQL)
 		if err != nil {
 			return nil, err

@@ -146,22 +146,3 @@ func giveBack(ctx context.Context, p *pinned, unlock bool) error {
 	p.C.Release()
 	return err
 }
-
-// run runs fn on p (sqlsession.Pins.Run); late, if not nil, runs instead
-// of the return when the caller gave up and fn succeeded (an Acquire undoes
-// its lock there).
-func (s *SessionStore) run(ctx context.Context, p *pinned, fn sqlsession.Stmt[*pgxpool.Conn], late func(context.Context, *pgxpool.Conn, any)) (any, error) {
-	var l sqlsession.Late[*pgxpool.Conn]
-	if late != nil {
-		l = func(ctx context.Context, c *pgxpool.Conn, v any, err error) {
-			if err == nil {
-				late(ctx, c, v)
-			}
-		}
-	}
-	v, err := s.pins.Run(ctx, p, fn, l)
-	if err != nil && ctx.Err() != nil && !errors.Is(err, errConnDead) {
-		err = fmt.Errorf("pgstore: %w", err)
-	}
-	return v, err
-}

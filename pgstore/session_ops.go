@@ -86,7 +86,7 @@ func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, d
 		return driver.Grant{}, err
 	}
 	defer s.pins.Unuse(p)
-	v, err := s.run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	v, err := s.pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var fence *int64
 		err := c.QueryRow(ctx, s.guarded(tryLockSQL), id, cls(id), obj(id), s.seq).Scan(&fence)
 		if err != nil && !c.Conn().IsClosed() {
@@ -95,8 +95,8 @@ func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, d
 			_, _ = c.Exec(ctx, `SELECT pg_advisory_unlock($1) FROM pg_locks WHERE pid = pg_backend_pid() AND granted AND `+lockWhere3, id, cls(id), obj(id))
 		}
 		return fence, err
-	}, func(ctx context.Context, c *pgxpool.Conn, v any) {
-		if f := v.(*int64); f != nil && *f != sharedFence { // taken after the caller gave up: give it back
+	}, func(ctx context.Context, c *pgxpool.Conn, v any, err error) {
+		if f, _ := v.(*int64); err == nil && f != nil && *f != sharedFence { // taken after the caller gave up: give it back
 			if _, err := c.Exec(ctx, unlockSQL, id); err != nil {
 				_ = c.Conn().Close(ctx)
 			}
@@ -202,7 +202,7 @@ func (s *SessionStore) forgetLocked(e *entry, h *holding) {
 // whether any backend does (taken). A dead connection reports neither.
 func (s *SessionStore) check(ctx context.Context, h *holding) (mine, taken bool, err error) {
 	type res struct{ mine, taken bool }
-	v, err := s.run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	v, err := s.pins.Run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var r res
 		err := c.QueryRow(ctx, checkSQL, cls(h.id), obj(h.id)).Scan(&r.mine, &r.taken)
 		return r, err
@@ -335,11 +335,15 @@ func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 
 // unlock gives back h's lock, the key's last hold.
 func (s *SessionStore) unlock(ctx context.Context, e *entry, h *holding, key string) error {
-	v, err := s.run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	v, err := s.pins.Run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var ok bool
 		err := c.QueryRow(ctx, unlockSQL, h.id).Scan(&ok)
 		return ok, err
-	}, func(context.Context, *pgxpool.Conn, any) { s.forget(e, h) })
+	}, func(_ context.Context, _ *pgxpool.Conn, _ any, err error) {
+		if err == nil {
+			s.forget(e, h)
+		}
+	})
 	if errors.Is(err, errConnDead) {
 		s.forget(e, h)
 		return driver.NotHeld(false)
