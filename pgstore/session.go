@@ -56,6 +56,11 @@ type SessionOptions struct {
 	// 1. It must be below the pool's MaxConns so that the application keeps
 	// a connection.
 	MaxConns int
+	// LocksPerConn bounds the keys one pinned connection holds, as
+	// mysqlstore's; 0 means no bound (PostgreSQL has no per-session limit
+	// on advisory locks). Past LocksPerConn × MaxConns keys, Acquire
+	// returns ErrConnLimit.
+	LocksPerConn int
 	// ConnWait bounds how long the store waits for a connection when every
 	// connection of the pool is in use before it fails with
 	// ErrPoolExhausted (default DefaultConnWait). When the pool has room,
@@ -84,6 +89,7 @@ type SessionStore struct {
 	ttl     time.Duration
 	max     int
 	maxWait int // pinned connections that may wait at once
+	perConn int // keys per pinned connection (0: no bound)
 	wait    time.Duration
 
 	done chan struct{} // closed by Close: queued waits end
@@ -139,6 +145,9 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	if n == 0 {
 		n = max(1, min(4, poolMax-1))
 	}
+	if opts.LocksPerConn < 0 {
+		return nil, fmt.Errorf("%w: pgstore: negative LocksPerConn", driver.ErrInvalid)
+	}
 	if n < 0 || n >= poolMax {
 		return nil, fmt.Errorf("%w: pgstore: MaxConns %d must be at least 1 and below the pool's MaxConns %d", driver.ErrInvalid, n, poolMax)
 	}
@@ -148,7 +157,7 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	}
 	s := &SessionStore{
 		pool: pool, table: table, ident: ident(pool, table), seq: pgx.Identifier{nm.fence}.Sanitize(),
-		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
+		ttl: ttl, max: n, maxWait: max(n-1, 0), perConn: opts.LocksPerConn, wait: wait,
 		keys: map[string]*entry{}, done: make(chan struct{}),
 	}
 	s.pins = s.newPins()

@@ -88,7 +88,7 @@ func (s *SessionStore) drop(key string, e *entry) {
 // one for holdings when waiting) and ConnWait.
 func (s *SessionStore) newPins() *sqlsession.Pins[*pgxpool.Conn] {
 	return sqlsession.New(sqlsession.Config{
-		MaxConns: s.max, MaxWaiting: s.maxWait, Timeout: s.ttl,
+		MaxConns: s.max, MaxWaiting: s.maxWait, PerConn: s.perConn, Timeout: s.ttl,
 		ErrLimit: ErrConnLimit, ErrClosed: errSessionClosed,
 	}, sqlsession.Hooks[*pgxpool.Conn]{
 		Open: s.open,

@@ -60,3 +60,49 @@ func TestSessionConnLimitIsUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionLocksPerConn: with LocksPerConn 2 and MaxConns 2, four keys
+// take two connections and a fifth is refused with ErrConnLimit (matching
+// driver.ErrUnavailable), pinning nothing more and leaving the key free;
+// after a release it is taken. Control: without LocksPerConn (no bound)
+// the fifth key shares a connection.
+func TestSessionLocksPerConn(t *testing.T) {
+	url := sessServer(t).URL()
+	for _, perConn := range []int{2, 0} {
+		t.Run(fmt.Sprint("LocksPerConn", perConn), func(t *testing.T) {
+			s := newSession(t, sessPool(t, url, 4), pgstore.SessionOptions{MaxConns: 2, LocksPerConn: perConn})
+			other := newSession(t, sessPool(t, url, 2), pgstore.SessionOptions{})
+			key := t.Name()
+			for _, k := range []string{"a", "b", "c", "d"} {
+				if _, err := s.Acquire(tctx(t), key+k, "t"+k, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := s.Acquire(tctx(t), key+"e", "te", time.Minute)
+			if perConn == 0 {
+				if err != nil {
+					t.Fatalf("control: a fifth key without a bound per connection: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, pgstore.ErrConnLimit) || !errors.Is(err, driver.ErrUnavailable) {
+				t.Fatalf("fifth key: %v; want ErrConnLimit matching ErrUnavailable", err)
+			}
+			if n := s.Pinned(); n != 2 {
+				t.Fatalf("%d connections pinned after the refusal, want 2", n)
+			}
+			if _, err := other.Acquire(tctx(t), key+"e", "x", time.Minute); err != nil {
+				t.Fatalf("the refused key is not free: %v", err)
+			}
+			if err := other.Release(tctx(t), key+"e", "x"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Release(tctx(t), key+"a", "ta"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Acquire(tctx(t), key+"e", "te", time.Minute); err != nil {
+				t.Fatalf("after a release: %v", err)
+			}
+		})
+	}
+}
