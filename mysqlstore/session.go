@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"crypto/sha256"
+	"errors"
 	"database/sql"
 	"encoding/base32"
 	"fmt"
@@ -34,7 +35,22 @@ type SessionOptions struct {
 	// Deprecated: CheckEvery is CheckInterval's old name, used when
 	// CheckInterval is zero.
 	CheckEvery time.Duration
+	// ConnWait bounds how long the store waits for a connection when every
+	// connection of the pool (SetMaxOpenConns) is in use before it fails
+	// with ErrPoolExhausted, as pgstore's (0 means 1s). When the pool has
+	// room, opening a new connection may take up to 10 s.
+	ConnWait time.Duration
 }
+
+// ErrPoolExhausted means the store needed a connection from the pool and
+// the pool gave none within SessionOptions.ConnWait: every connection is in
+// use (by the application, or pinned by session locks). It matches
+// driver.ErrUnavailable: a later attempt may succeed. The call changed
+// nothing.
+var ErrPoolExhausted = fmt.Errorf("%w: mysqlstore: the connection pool is exhausted", driver.ErrUnavailable)
+
+// connectWait bounds the wait for a new connection when the pool has room.
+const connectWait = 10 * time.Second
 
 // ErrConnLimit is returned by Session.Acquire and AcquireQueued when taking
 // the key would pin more than SessionOptions.MaxConns connections. It
@@ -104,7 +120,7 @@ func NewSession(db *sql.DB, opts SessionOptions) (*SessionStore, error) {
 	if opts.CheckInterval == 0 {
 		opts.CheckInterval = opts.CheckEvery
 	}
-	if opts.LocksPerConn < 0 || opts.MaxConns < 0 || opts.CheckInterval < 0 {
+	if opts.LocksPerConn < 0 || opts.MaxConns < 0 || opts.CheckInterval < 0 || opts.ConnWait < 0 {
 		return nil, fmt.Errorf("%w: mysqlstore: negative SessionOptions", driver.ErrInvalid)
 	}
 	if opts.LocksPerConn == 0 {
@@ -115,6 +131,9 @@ func NewSession(db *sql.DB, opts SessionOptions) (*SessionStore, error) {
 	}
 	if opts.CheckInterval == 0 {
 		opts.CheckInterval = 5 * time.Second
+	}
+	if opts.ConnWait == 0 {
+		opts.ConnWait = time.Second
 	}
 	opts.CheckEvery = opts.CheckInterval
 	if opts.Table == "" {
@@ -131,6 +150,7 @@ func NewSession(db *sql.DB, opts SessionOptions) (*SessionStore, error) {
 		// Any error leaves a pinned connection in doubt: it is discarded,
 		// and the server releases its locks.
 		Broken: func(*conn, error) bool { return true },
+		Busy:   func(err error) bool { return errors.Is(err, ErrPoolExhausted) },
 	})
 	return s, nil
 }

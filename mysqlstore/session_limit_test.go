@@ -1,6 +1,7 @@
 package mysqlstore_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -63,4 +64,41 @@ func TestSessionConnLimitIsUnavailable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSessionPoolExhausted: when the application holds every connection of
+// the pool, Acquire fails after ConnWait with ErrPoolExhausted, matching
+// driver.ErrUnavailable, as pgstore's does (never a hang until ctx ends),
+// pinning nothing. Control: once the application gives one back, the same
+// Acquire succeeds.
+func TestSessionPoolExhausted(t *testing.T) {
+	_, opts := migrated(t, mysqlstore.Options{})
+	db := openDB(t, shared(t).DSN())
+	db.SetMaxOpenConns(2)
+	s, err := mysqlstore.NewSession(db, mysqlstore.SessionOptions{Table: opts.Table, MaxConns: 1, ConnWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var conns []*sql.Conn
+	for range 2 {
+		c, err := db.Conn(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	start := time.Now()
+	_, err = s.Acquire(ctxT(t), "k", "t", time.Second)
+	if el := time.Since(start); !errors.Is(err, mysqlstore.ErrPoolExhausted) || !errors.Is(err, driver.ErrUnavailable) || el > 5*time.Second {
+		t.Fatalf("Acquire on an exhausted pool: %v after %v; want ErrPoolExhausted after about 200ms", err, el)
+	}
+	if n := len(s.ConnIDs()); n != 0 {
+		t.Fatalf("%d connections pinned after the refusal", n)
+	}
+	conns[0].Close()
+	if _, err := s.Acquire(ctxT(t), "k", "t", time.Second); err != nil {
+		t.Fatalf("control: Acquire once the pool has room: %v", err)
+	}
+	conns[1].Close()
 }

@@ -141,9 +141,20 @@ func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.
 }
 
 // open takes a connection from the pool and learns its id.
+// It waits for the pool within ConnWait (up to connectWait when the pool
+// has room), else ErrPoolExhausted.
 func (s *SessionStore) open(ctx context.Context) (*conn, error) {
-	c, err := s.db.Conn(ctx)
+	limit := s.opts.ConnWait
+	if st := s.db.Stats(); st.MaxOpenConnections == 0 || st.InUse < st.MaxOpenConnections {
+		limit = max(limit, connectWait)
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	c, err := s.db.Conn(cctx)
+	cancel()
 	if err != nil {
+		if st := s.db.Stats(); ctx.Err() == nil && cctx.Err() != nil && st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections {
+			return nil, fmt.Errorf("%w: no connection within %v (SetMaxOpenConns %d, %d in use)", ErrPoolExhausted, limit, st.MaxOpenConnections, st.InUse)
+		}
 		return nil, wrap("session: pin a connection", err)
 	}
 	pc := &conn{Conn: c}
