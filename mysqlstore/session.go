@@ -2,9 +2,9 @@ package mysqlstore
 
 import (
 	"crypto/sha256"
-	"errors"
 	"database/sql"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
