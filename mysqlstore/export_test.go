@@ -7,8 +7,8 @@ func (s *Session) ConnIDs() []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []int64
-	for _, pc := range s.conns {
-		ids = append(ids, pc.id)
+	for _, pc := range s.pins.Conns(false) {
+		ids = append(ids, pc.C.id)
 	}
 	return ids
 }

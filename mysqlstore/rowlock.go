@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlrow"
 )
 
 // RowLockOptions configure WithRowLock.
@@ -79,63 +80,23 @@ func WithRowLock(ctx context.Context, db *sql.DB, key string, opts RowLockOption
 	return runLocked(ctx, db, n.rows, key, opts.NoWait, fn)
 }
 
-// txStarter is what runLocked needs of a *sql.DB or a *sql.Conn.
-type txStarter interface {
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// errNoRow is lockRow's answer when key has no row yet.
-var errNoRow = errors.New("no row")
-
 // runLocked begins a READ COMMITTED transaction on c, locks key's row in
-// it, runs fn and commits (or rolls back). A missing row is created by an
-// autocommit INSERT IGNORE after that transaction was rolled back, and a
-// new one begins: a first use never needs a second connection while its
-// transaction holds one, so N first uses on a pool of N connections do not
-// wait for each other until their contexts end.
-func runLocked(ctx context.Context, c txStarter, table, key string, noWait bool, fn func(*sql.Tx) error) error {
-	for try := 0; ; try++ {
-		tx, err := c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-		if err != nil {
-			return rowErr(ctx, key, "begin", err)
-		}
-		err = lockRow(ctx, tx, table, key, noWait)
-		if errors.Is(err, errNoRow) && try == 0 {
-			_ = tx.Rollback()
-			if _, err := c.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (name) VALUES (?)", []byte(key)); err != nil {
-				return rowErr(ctx, key, "create row", err)
-			}
-			continue
-		}
-		if errors.Is(err, errNoRow) {
-			_ = tx.Rollback()
-			return fmt.Errorf("mysqlstore: row lock %q: row vanished after creation (deleted by someone else?)", key)
-		}
-		if err != nil {
-			_ = tx.Rollback()
-			return rowErr(ctx, key, "lock", err)
-		}
-		return finish(tx, fn)
-	}
-}
-
-// finish runs fn in tx and commits, or rolls back if fn fails or panics.
-func finish(tx *sql.Tx, fn func(*sql.Tx) error) error {
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback() // before the panic goes on: the row is not kept locked
-			panic(p)
-		}
-	}()
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return wrap("row lock: commit", err)
-	}
-	return nil
+// it, runs fn and commits (or rolls back): sqlrow.Run, the missing row
+// created by an autocommit INSERT IGNORE.
+func runLocked(ctx context.Context, c sqlrow.Starter, table, key string, noWait bool, fn func(*sql.Tx) error) error {
+	return sqlrow.Run(ctx, c, sqlrow.Dialect{
+		Tx: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+		Lock: func(ctx context.Context, tx *sql.Tx) (bool, error) {
+			return lockRow(ctx, tx, table, key, noWait)
+		},
+		Create: func(ctx context.Context, c sqlrow.Starter) error {
+			_, err := c.ExecContext(ctx, "INSERT IGNORE INTO "+table+" (name) VALUES (?)", []byte(key))
+			return err
+		},
+		Err:      func(op string, err error) error { return rowErr(ctx, key, op, err) },
+		Commit:   func(err error) error { return wrap("row lock: commit", err) },
+		Vanished: fmt.Errorf("mysqlstore: row lock %q: row vanished after creation (deleted by someone else?)", key),
+	}, fn)
 }
 
 // withIdleTimeout is WithRowLock with opts.IdleTimeout: the transaction
@@ -199,22 +160,22 @@ func ended(ctx context.Context) error {
 	return nil
 }
 
-// lockRow takes key's row in tx: errNoRow if it has none, a
+// lockRow takes key's row in tx: false if it has none, a
 // *driver.ContendedError for NOWAIT or a lock wait timeout, else the
 // driver's error as it is (the caller classifies it with rowErr).
-func lockRow(ctx context.Context, tx *sql.Tx, table, key string, noWait bool) error {
+func lockRow(ctx context.Context, tx *sql.Tx, table, key string, noWait bool) (bool, error) {
 	q := "SELECT 1 FROM " + table + " WHERE name = ? FOR UPDATE" + waitClause(ctx, noWait)
 	var one int
 	err := tx.QueryRowContext(ctx, q, []byte(key)).Scan(&one)
 	switch {
 	case err == nil:
-		return nil
+		return true, nil
 	case errors.Is(err, sql.ErrNoRows):
-		return errNoRow
+		return false, nil
 	case errNumber(err) == erLockWait || errNumber(err) == erNoWait:
-		return fmt.Errorf("mysqlstore: row lock %q: %w", key, &driver.ContendedError{Remaining: -1})
+		return false, fmt.Errorf("mysqlstore: row lock %q: %w", key, &driver.ContendedError{Remaining: -1})
 	default:
-		return err
+		return false, err
 	}
 }
 

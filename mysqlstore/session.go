@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlsession"
 )
 
 // SessionOptions configure the session lock (NewSession).
@@ -27,22 +28,41 @@ type SessionOptions struct {
 	// it below the pool's SetMaxOpenConns, leaving room for the rest of
 	// the application.
 	MaxConns int
-	// CheckEvery is the Model's SessionTTL: how often a dlock Client
-	// renews (Extend pings each holding's connection), so a lost
-	// connection is noticed within it. 0 means 5s.
+	// CheckInterval is the Model's SessionTTL, as pgstore's: how often a
+	// dlock Client renews (Extend pings each holding's connection), so a
+	// lost connection is noticed within it. 0 means 5s.
+	CheckInterval time.Duration
+	// Deprecated: CheckEvery is CheckInterval's old name, used when
+	// CheckInterval is zero.
 	CheckEvery time.Duration
+	// ConnWait bounds how long the store waits for a connection when every
+	// connection of the pool (SetMaxOpenConns) is in use before it fails
+	// with ErrPoolExhausted, as pgstore's (0 means 1s). When the pool has
+	// room, opening a new connection may take up to 10 s.
+	ConnWait time.Duration
 }
 
+// ErrPoolExhausted means the store needed a connection from the pool and
+// the pool gave none within SessionOptions.ConnWait: every connection is in
+// use (by the application, or pinned by session locks). It matches
+// driver.ErrUnavailable: a later attempt may succeed. The call changed
+// nothing.
+var ErrPoolExhausted = fmt.Errorf("%w: mysqlstore: the connection pool is exhausted", driver.ErrUnavailable)
+
+// connectWait bounds the wait for a new connection when the pool has room.
+const connectWait = 10 * time.Second
+
 // ErrConnLimit is returned by Session.Acquire and AcquireQueued when taking
-// the key would pin more than SessionOptions.MaxConns connections. Nothing
-// was changed; it clears when holdings are released. It matches no driver
-// sentinel (a dlock Client retries it as an unavailable store).
-var ErrConnLimit = errors.New("mysqlstore: session lock: connection limit reached (SessionOptions.MaxConns)")
+// the key would pin more than SessionOptions.MaxConns connections. It
+// matches driver.ErrUnavailable: a later attempt may succeed (it clears when
+// holdings are released; a dlock Client waits with its backoff). The call
+// changed nothing.
+var ErrConnLimit = fmt.Errorf("%w: mysqlstore: session lock: connection limit reached (SessionOptions.MaxConns)", driver.ErrUnavailable)
 
 // infinite is GET_LOCK's longest timeout: MariaDB rejects -1.
 const infinite = 0xFFFFFFFF
 
-// Session is the session lock: GET_LOCK and RELEASE_LOCK on connections it
+// SessionStore is the session lock: GET_LOCK and RELEASE_LOCK on connections it
 // pins from the caller's pool. A holding lives as long as its connection;
 // no TTL. Tokens are tracked in the process (GET_LOCK knows connections,
 // not tokens): another token of the same Session asking for a key the
@@ -52,26 +72,31 @@ const infinite = 0xFFFFFFFF
 // (a call holds the Session's lock for its round trip; AcquireQueued
 // waits outside it): use several Sessions for parallel acquisitions.
 // Close releases everything.
-type Session struct {
+type SessionStore struct {
 	db     *sql.DB
 	fence  string
 	prefix string
 	opts   SessionOptions
+	pins   *sqlsession.Pins[*conn]
 
-	mu      sync.Mutex
-	conns   []*pinned
-	waiting int // connections pinned by AcquireQueued waits
-	held    map[string]*holding
-	closed  bool
+	mu     sync.Mutex
+	held   map[string]*holding
+	closed bool
 }
 
-// pinned is one connection with the keys it holds.
-type pinned struct {
-	conn *sql.Conn
-	id   int64         // CONNECTION_ID(), for KILL QUERY
-	keys int           // keys held on it
-	sem  chan struct{} // one statement at a time
+// Session is SessionStore's old name.
+//
+// Deprecated: use SessionStore (the name pgstore uses).
+type Session = SessionStore
+
+// conn is a pinned connection (sqlsession.Pins counts the keys on it).
+type conn struct {
+	*sql.Conn
+	id   int64     // CONNECTION_ID(), for KILL QUERY
+	once sync.Once // discard
 }
+
+type pinned = sqlsession.Conn[*conn]
 
 type holding struct {
 	token string
@@ -84,7 +109,7 @@ type holding struct {
 // NewSession returns a session lock on db. It does no I/O (the fence
 // sequence must exist: Migrate) and never closes db. Bad options return
 // driver.ErrInvalid.
-func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
+func NewSession(db *sql.DB, opts SessionOptions) (*SessionStore, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: mysqlstore: nil *sql.DB", driver.ErrInvalid)
 	}
@@ -92,7 +117,10 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.LocksPerConn < 0 || opts.MaxConns < 0 || opts.CheckEvery < 0 {
+	if opts.CheckInterval == 0 {
+		opts.CheckInterval = opts.CheckEvery
+	}
+	if opts.LocksPerConn < 0 || opts.MaxConns < 0 || opts.CheckInterval < 0 || opts.ConnWait < 0 {
 		return nil, fmt.Errorf("%w: mysqlstore: negative SessionOptions", driver.ErrInvalid)
 	}
 	if opts.LocksPerConn == 0 {
@@ -101,19 +129,36 @@ func NewSession(db *sql.DB, opts SessionOptions) (*Session, error) {
 	if opts.MaxConns == 0 {
 		opts.MaxConns = 8
 	}
-	if opts.CheckEvery == 0 {
-		opts.CheckEvery = 5 * time.Second
+	if opts.CheckInterval == 0 {
+		opts.CheckInterval = 5 * time.Second
 	}
+	if opts.ConnWait == 0 {
+		opts.ConnWait = time.Second
+	}
+	opts.CheckEvery = opts.CheckInterval
 	if opts.Table == "" {
 		opts.Table = DefaultTable
 	}
-	return &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}, nil
+	s := &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}
+	s.pins = sqlsession.New(sqlsession.Config{
+		MaxConns: opts.MaxConns, MaxWaiting: opts.MaxConns, PerConn: opts.LocksPerConn,
+		Timeout: callTimeout, ErrLimit: ErrConnLimit, ErrClosed: errClosed,
+	}, sqlsession.Hooks[*conn]{
+		Open: s.open,
+		Drop: discard, // never back into the pool (see discard)
+		Kill: discard,
+		// Any error leaves a pinned connection in doubt: it is discarded,
+		// and the server releases its locks.
+		Broken: func(*conn, error) bool { return true },
+		Busy:   func(err error) bool { return errors.Is(err, ErrPoolExhausted) },
+	})
+	return s, nil
 }
 
 // Model implements driver.Mutex: a session store whose session is each
-// holding's connection, checked every CheckEvery.
-func (s *Session) Model() driver.Model {
-	return driver.Model{Session: true, SessionTTL: s.opts.CheckEvery, ServerClock: true}
+// holding's connection, checked every CheckInterval.
+func (s *SessionStore) Model() driver.Model {
+	return driver.Model{Session: true, SessionTTL: s.opts.CheckInterval, ServerClock: true}
 }
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlsession"
 )
 
 // callTimeout bounds a statement on a pinned connection. Pinned
@@ -22,45 +23,27 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 }
 
-// call runs q on pc's connection and scans one row into dest. The
-// statement itself is not cancelled with ctx (that would close the
-// connection and drop its locks); when ctx ends first, call returns ctx's
-// error at once and the statement finishes in the background, bounded by
-// callTimeout, after which late, if not nil, gets its outcome (to undo a
-// grant nobody will use). dest must not be read after an error.
-//
-// Statements on one connection run one at a time (pc.sem): go-sql-driver
-// closes a connection that gets a statement while another one's result is
-// still open.
-func call(ctx context.Context, pc *pinned, late func(error), q string, args []any, dest ...any) error {
-	select {
-	case pc.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+// call runs q on pc's connection (sqlsession.Pins.Run) and scans one row
+// into dest. The statement itself is not cancelled with ctx (that would
+// close the connection and drop its locks); when ctx ends first, call
+// returns ctx's error at once and the statement finishes in the
+// background, bounded by callTimeout, after which late, if not nil, gets
+// its outcome (in a goroutine of its own). A statement's error discards the
+// connection (its locks are lost) and wraps sqlsession.ErrConnDead. dest
+// must not be read after an error.
+func (s *SessionStore) call(ctx context.Context, pc *pinned, late func(error), q string, args []any, dest ...any) error {
+	var l sqlsession.Late[*conn]
+	if late != nil {
+		l = func(_ context.Context, _ *conn, _ any, err error) { go late(err) }
 	}
-	done := make(chan error, 1)
-	go func() {
-		defer func() { <-pc.sem }()
-		c, cancel := detached(ctx)
-		defer cancel()
-		done <- pc.conn.QueryRowContext(c, q, args...).Scan(dest...)
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		go func() {
-			err := <-done
-			if late != nil {
-				late(err)
-			}
-		}()
-		return ctx.Err()
-	}
+	_, err := s.pins.Run(ctx, pc, func(ctx context.Context, c *conn) (any, error) {
+		return nil, c.QueryRowContext(ctx, q, args...).Scan(dest...)
+	}, l)
+	return err
 }
 
-func (s *Session) grant(h *holding) driver.Grant {
-	return driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.opts.CheckEvery}
+func (s *SessionStore) grant(h *holding) driver.Grant {
+	return driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.opts.CheckInterval}
 }
 
 // errClosed is returned by every call after Close.
@@ -68,9 +51,9 @@ var errClosed = fmt.Errorf("%w: mysqlstore: session lock closed", driver.ErrInva
 
 // stillHeld asks h's connection whether it still holds h's lock. An error
 // (ctx ended, the connection broke) is returned as is: no answer.
-func (s *Session) stillHeld(ctx context.Context, h *holding) (bool, error) {
+func (s *SessionStore) stillHeld(ctx context.Context, h *holding) (bool, error) {
 	var mine int
-	err := call(ctx, h.pc, nil, "SELECT COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0)", []any{h.name}, &mine)
+	err := s.call(ctx, h.pc, nil, "SELECT COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0)", []any{h.name}, &mine)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.lose(h.pc) // the connection is gone, and with it its locks
@@ -85,7 +68,7 @@ func (s *Session) stillHeld(ctx context.Context, h *holding) (bool, error) {
 
 // usedElsewhere reports whether some connection holds key's lock, asked
 // on any pooled connection (for a key this Session does not hold).
-func (s *Session) usedElsewhere(ctx context.Context, key string) (bool, error) {
+func (s *SessionStore) usedElsewhere(ctx context.Context, key string) (bool, error) {
 	var used sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", LockName(s.opts.Table, key)).Scan(&used); err != nil {
 		return false, wrap("session", err)
@@ -101,7 +84,7 @@ func (s *Session) usedElsewhere(ctx context.Context, key string) (bool, error) {
 // connection is asked first, so the answer is never stale. The pin limit
 // gives ErrConnLimit; when ctx ends first, a lock granted late is
 // released.
-func (s *Session) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
@@ -126,66 +109,58 @@ func (s *Session) Acquire(ctx context.Context, key, token string, ttl time.Durat
 			return driver.Grant{}, &driver.ContendedError{Remaining: -1}
 		}
 	}
-	pc, err := s.slot(ctx)
+	pc, err := s.pins.Pick(ctx)
 	if err != nil {
 		return driver.Grant{}, err
 	}
+	defer s.pins.Unuse(pc) // gives pc up if it holds nothing
 	name := LockName(s.opts.Table, key)
-	var fence uint64
-	late := func(err error) {
-		if err == nil && fence > 0 { // granted after the caller left: undo
-			pc.sem <- struct{}{}
-			defer func() { <-pc.sem }()
-			c, cancel := detached(context.Background())
-			defer cancel()
-			_, _ = pc.conn.ExecContext(c, "DO RELEASE_LOCK(?)", name)
+	v, err := s.pins.Run(ctx, pc, func(ctx context.Context, c *conn) (any, error) {
+		var fence uint64
+		err := c.QueryRowContext(ctx, "SELECT IF(GET_LOCK(?, 0) = 1, NEXTVAL("+s.fence+"), 0)", name).Scan(&fence)
+		return fence, err
+	}, func(ctx context.Context, c *conn, v any, err error) {
+		if err == nil && v.(uint64) > 0 { // granted after the caller left: undo
+			_, _ = c.ExecContext(ctx, "DO RELEASE_LOCK(?)", name)
 		}
-	}
-	err = call(ctx, pc, late, "SELECT IF(GET_LOCK(?, 0) = 1, NEXTVAL("+s.fence+"), 0)", []any{name}, &fence)
+	})
 	if err != nil {
 		if ctx.Err() == nil {
 			s.lose(pc)
 		}
 		return driver.Grant{}, wrap("session acquire", err)
 	}
+	fence := v.(uint64)
 	if fence == 0 {
-		s.dropIfIdle(pc)
 		return driver.Grant{}, &driver.ContendedError{Remaining: -1}
 	}
 	h := &holding{token: token, name: name, fence: fence, holds: 1, pc: pc}
-	pc.keys++
+	s.pins.AddLock(pc)
 	s.held[key] = h
 	return s.grant(h), nil
 }
 
-// slot returns a pinned connection with room for one more key, pinning a
-// new one if needed and allowed. Called with s.mu.
-func (s *Session) slot(ctx context.Context) (*pinned, error) {
-	for _, pc := range s.conns {
-		if pc.keys < s.opts.LocksPerConn {
-			return pc, nil
+// open takes a connection from the pool and learns its id.
+// It waits for the pool within ConnWait (up to connectWait when the pool
+// has room), else ErrPoolExhausted.
+func (s *SessionStore) open(ctx context.Context) (*conn, error) {
+	limit := s.opts.ConnWait
+	if st := s.db.Stats(); st.MaxOpenConnections == 0 || st.InUse < st.MaxOpenConnections {
+		limit = max(limit, connectWait)
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	c, err := s.db.Conn(cctx)
+	cancel()
+	if err != nil {
+		if st := s.db.Stats(); ctx.Err() == nil && cctx.Err() != nil && st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections {
+			return nil, fmt.Errorf("%w: no connection within %v (SetMaxOpenConns %d, %d in use)", ErrPoolExhausted, limit, st.MaxOpenConnections, st.InUse)
 		}
-	}
-	if len(s.conns)+s.waiting >= s.opts.MaxConns {
-		return nil, fmt.Errorf("%w (%d pinned, %d keys each)", ErrConnLimit, s.opts.MaxConns, s.opts.LocksPerConn)
-	}
-	pc, err := s.pin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.conns = append(s.conns, pc)
-	return pc, nil
-}
-
-// pin takes a connection from the pool and learns its id.
-func (s *Session) pin(ctx context.Context) (*pinned, error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
 		return nil, wrap("session: pin a connection", err)
 	}
-	pc := &pinned{conn: conn, sem: make(chan struct{}, 1)}
-	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&pc.id); err != nil {
-		discard(pc)
+	pc := &conn{Conn: c}
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&pc.id); err != nil {
+		_ = c.Raw(func(any) error { return sqldriver.ErrBadConn })
+		_ = c.Close()
 		return nil, wrap("session: pin a connection", err)
 	}
 	return pc, nil
@@ -198,43 +173,29 @@ func (s *Session) pin(ctx context.Context) (*pinned, error) {
 // It waits for a statement still running on pc (bounded by callTimeout)
 // in the background.
 func discard(pc *pinned) {
-	go func() {
-		pc.sem <- struct{}{}
-		_ = pc.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
-		_ = pc.conn.Close()
-	}()
-}
-
-// dropIfIdle unpins pc if it holds nothing. Called with s.mu.
-func (s *Session) dropIfIdle(pc *pinned) {
-	if pc.keys > 0 {
-		return
-	}
-	for i, c := range s.conns {
-		if c == pc {
-			s.conns = append(s.conns[:i], s.conns[i+1:]...)
-			break
-		}
-	}
-	discard(pc)
+	go pc.C.once.Do(func() {
+		_ = pc.Hold(context.Background())
+		defer pc.Unhold()
+		_ = pc.C.Raw(func(any) error { return sqldriver.ErrBadConn })
+		_ = pc.C.Close()
+	})
 }
 
 // lose forgets every key held on pc and discards it (its connection died
 // or answered wrongly). Called with s.mu.
-func (s *Session) lose(pc *pinned) {
+func (s *SessionStore) lose(pc *pinned) {
 	for k, h := range s.held {
 		if h.pc == pc {
 			delete(s.held, k)
 		}
 	}
-	pc.keys = 0
-	s.dropIfIdle(pc)
+	s.pins.Kill(pc)
 }
 
 // notHeld answers Extend or Release by a token that does not hold key
 // here: taken if another token of this Session holds it (confirmed on its
 // connection) or another connection does.
-func (s *Session) notHeld(ctx context.Context, key string, h *holding) error {
+func (s *SessionStore) notHeld(ctx context.Context, key string, h *holding) error {
 	var taken bool
 	var err error
 	if h != nil {
@@ -253,7 +214,7 @@ func (s *Session) notHeld(ctx context.Context, key string, h *holding) error {
 // key on it is forgotten (the server released them) and driver.NotHeld is
 // returned: the lost signal. If ctx ends first it returns ctx's error and
 // forgets nothing. The ttl is ignored.
-func (s *Session) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
@@ -297,7 +258,7 @@ func (s *Session) Extend(ctx context.Context, key, token string, ttl time.Durati
 // holding is forgotten if it succeeds; if it fails, the connection is
 // discarded (it broke or was closed: the server releases its locks; other
 // keys on it are lost, as their Extend reports).
-func (s *Session) Release(ctx context.Context, key, token string) error {
+func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return err
 	}
@@ -327,7 +288,7 @@ func (s *Session) Release(ctx context.Context, key, token string) error {
 			s.lose(h.pc)
 		}
 	}
-	err := call(ctx, h.pc, late, "SELECT COALESCE(RELEASE_LOCK(?), 0)", []any{h.name}, &released)
+	err := s.call(ctx, h.pc, late, "SELECT COALESCE(RELEASE_LOCK(?), 0)", []any{h.name}, &released)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.lose(h.pc) // discarded: the server releases whatever it held
@@ -343,12 +304,11 @@ func (s *Session) Release(ctx context.Context, key, token string) error {
 
 // forget drops one holding and unpins its connection if it holds nothing
 // more. Called with s.mu.
-func (s *Session) forget(h *holding) {
+func (s *SessionStore) forget(h *holding) {
 	for k, x := range s.held {
 		if x == h {
 			delete(s.held, k)
-			h.pc.keys--
-			s.dropIfIdle(h.pc)
+			s.pins.DropLock(h.pc)
 			return
 		}
 	}
@@ -357,14 +317,14 @@ func (s *Session) forget(h *holding) {
 // Close releases every holding by closing the pinned connections (the
 // server releases their locks) and makes later calls fail with
 // driver.ErrInvalid. It never closes the pool.
-func (s *Session) Close() error {
+func (s *SessionStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	for _, pc := range s.conns {
+	for _, pc := range s.pins.Close() {
 		discard(pc)
 	}
-	s.conns, s.held = nil, map[string]*holding{}
+	s.held = map[string]*holding{}
 	return nil
 }
 

@@ -16,7 +16,7 @@ import (
 // the server granted the lock anyway, it is released: nothing is left
 // held. MariaDB grants a freed named lock to one of its waiters; the order
 // among waiters is the server's (not promised FIFO).
-func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
@@ -39,21 +39,19 @@ func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time
 	}
 	// Held by another token of this Session, or by nobody here: wait on
 	// the server like anyone else; the holder's release frees the name.
-	if len(s.conns)+s.waiting >= s.opts.MaxConns {
-		s.mu.Unlock()
-		return driver.Grant{}, ErrConnLimit
-	}
-	s.waiting++
 	s.mu.Unlock()
-	pc, fence, err := s.wait(ctx, LockName(s.opts.Table, key))
+	pc, err := s.pins.Pin(ctx, true) // within MaxConns, or ErrConnLimit
+	if err != nil {
+		return driver.Grant{}, err
+	}
+	fence, err := s.wait(ctx, pc, LockName(s.opts.Table, key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waiting--
 	if err != nil {
 		return driver.Grant{}, err
 	}
 	if s.closed {
-		discard(pc)
+		s.pins.Discard(pc)
 		return driver.Grant{}, errClosed
 	}
 	if old := s.held[key]; old != nil {
@@ -62,62 +60,43 @@ func (s *Session) AcquireQueued(ctx context.Context, key, token string, ttl time
 		s.forget(old)
 	}
 	h := &holding{token: token, name: LockName(s.opts.Table, key), fence: fence, holds: 1, pc: pc}
-	pc.keys = 1
-	s.conns = append(s.conns, pc)
+	s.pins.Settle(pc)
+	s.pins.AddLock(pc)
+	s.pins.Unuse(pc)
 	s.held[key] = h
 	return s.grant(h), nil
 }
 
-// wait pins a connection and blocks in GET_LOCK on it until granted or ctx
-// ends; on any failure the connection is discarded (the server releases a
-// late grant with it).
-func (s *Session) wait(ctx context.Context, name string) (*pinned, uint64, error) {
-	pc, err := s.pin(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	type result struct {
-		fence uint64
-		err   error
-	}
-	done := make(chan result, 1)
-	pc.sem <- struct{}{} // a new connection: free
-	go func() {
-		defer func() { <-pc.sem }()
-		// Not cancelled with ctx: a cancelled query would close the
-		// connection under the driver; KILL QUERY ends it instead.
-		var r result
-		r.err = pc.conn.QueryRowContext(context.WithoutCancel(ctx),
-			"SELECT IF(GET_LOCK(?, ?) = 1, NEXTVAL("+s.fence+"), 0)", name, waitSeconds(ctx)).Scan(&r.fence)
-		done <- r
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-ctx.Done():
+// wait blocks in GET_LOCK on pc, pinned for the wait, until granted or ctx
+// ends (sqlsession.Pins.Wait: KILL QUERY from another connection when ctx
+// ends, the connection closed if the wait has not ended within
+// callTimeout); on any failure the connection is discarded (the server
+// releases a late grant with it).
+func (s *SessionStore) wait(ctx context.Context, pc *pinned, name string) (uint64, error) {
+	// Not cancelled with ctx: a cancelled query would close the
+	// connection under the driver; KILL QUERY ends it instead.
+	v, err := s.pins.Wait(ctx, pc, nil, callTimeout, func(qctx context.Context, c *conn) (any, error) {
+		var fence uint64
+		err := c.QueryRowContext(qctx, "SELECT IF(GET_LOCK(?, ?) = 1, NEXTVAL("+s.fence+"), 0)", name, waitSeconds(ctx)).Scan(&fence)
+		return fence, err
+	}, func(pc *pinned) error {
 		kc, cancel := detached(ctx)
-		_, kerr := s.db.ExecContext(kc, "KILL QUERY ?", pc.id)
-		cancel()
-		if kerr != nil {
-			// The server did not take the kill (unreachable?): the wait
-			// ends with its timeout, and the goroutine then discards the
-			// connection, releasing a late grant.
-			go func() { <-done; discard(pc) }()
-			return nil, 0, ctx.Err()
+		defer cancel()
+		_, err := s.db.ExecContext(kc, "KILL QUERY ?", pc.C.id)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, err
 		}
-		<-done
-		discard(pc) // also releases a grant that raced with the kill
-		return nil, 0, ctx.Err()
+		return 0, wrap("session wait", err)
 	}
-	if r.err != nil || r.fence == 0 {
-		discard(pc)
-		if r.err != nil {
-			return nil, 0, wrap("session wait", r.err)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		return nil, 0, &driver.ContendedError{Remaining: -1} // the timeout passed
+	if fence := v.(uint64); fence > 0 {
+		return fence, nil
 	}
-	return pc, r.fence, nil
+	s.pins.Discard(pc)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return 0, &driver.ContendedError{Remaining: -1} // the timeout passed
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlrow"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -148,7 +149,7 @@ func runInTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) (err error) 
 	}
 	done = true
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgstore: commit (outcome unknown if the connection died): %w", err)
+		return commitErr(err)
 	}
 	return nil
 }
@@ -181,51 +182,26 @@ func WithRowLockDB(ctx context.Context, db *sql.DB, key string, opts RowLockOpti
 	if err := checkRowKey(key); err != nil {
 		return err
 	}
-	for created := false; ; created = true {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return rowErr(ctx, key, "begin", err)
-		}
-		var one int
-		err = tx.QueryRowContext(ctx, sel, key).Scan(&one)
-		found := err == nil
-		if errors.Is(err, sql.ErrNoRows) {
-			err = nil
-		}
-		if err != nil || !found {
-			_ = tx.Rollback()
-			if err != nil {
-				return rowErr(ctx, key, "lock", err)
+	return sqlrow.Run(ctx, db, sqlrow.Dialect{
+		Lock: func(ctx context.Context, tx *sql.Tx) (bool, error) {
+			var one int
+			err := tx.QueryRowContext(ctx, sel, key).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return false, nil
 			}
-			if created {
-				return fmt.Errorf("pgstore: row lock %q: the row vanished after it was created", key)
-			}
-			if _, err := db.ExecContext(ctx, ins, key); err != nil {
-				return rowErr(ctx, key, "create row", err)
-			}
-			continue
-		}
-		return runInSQLTx(tx, fn)
-	}
+			return err == nil, err
+		},
+		Create: func(ctx context.Context, c sqlrow.Starter) error {
+			_, err := c.ExecContext(ctx, ins, key)
+			return err
+		},
+		Err:      func(op string, err error) error { return rowErr(ctx, key, op, err) },
+		Commit:   commitErr,
+		Vanished: fmt.Errorf("pgstore: row lock %q: the row vanished after it was created", key),
+	}, fn)
 }
 
-func runInSQLTx(tx *sql.Tx, fn func(*sql.Tx) error) error {
-	done := false
-	defer func() {
-		if !done {
-			_ = tx.Rollback()
-		}
-	}()
-	if err := fn(tx); err != nil {
-		done = true
-		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("pgstore: rollback: %w", rerr))
-		}
-		return err
-	}
-	done = true
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("pgstore: commit (outcome unknown if the connection died): %w", err)
-	}
-	return nil
+// commitErr is a failed COMMIT's error.
+func commitErr(err error) error {
+	return fmt.Errorf("pgstore: commit (outcome unknown if the connection died): %w", err)
 }

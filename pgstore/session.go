@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlsession"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -55,6 +56,11 @@ type SessionOptions struct {
 	// 1. It must be below the pool's MaxConns so that the application keeps
 	// a connection.
 	MaxConns int
+	// LocksPerConn bounds the keys one pinned connection holds, as
+	// mysqlstore's; 0 means no bound (PostgreSQL has no per-session limit
+	// on advisory locks). Past LocksPerConn × MaxConns keys, Acquire
+	// returns ErrConnLimit.
+	LocksPerConn int
 	// ConnWait bounds how long the store waits for a connection when every
 	// connection of the pool is in use before it fails with
 	// ErrPoolExhausted (default DefaultConnWait). When the pool has room,
@@ -83,12 +89,14 @@ type SessionStore struct {
 	ttl     time.Duration
 	max     int
 	maxWait int // pinned connections that may wait at once
+	perConn int // keys per pinned connection (0: no bound)
 	wait    time.Duration
 
 	done chan struct{} // closed by Close: queued waits end
 
+	pins *sqlsession.Pins[*pgxpool.Conn]
+
 	mu     sync.Mutex
-	pins   []*pinned
 	keys   map[string]*entry
 	closed bool
 	// sharedChecked is set once checkShared has seen whether a pooler
@@ -137,6 +145,9 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	if n == 0 {
 		n = max(1, min(4, poolMax-1))
 	}
+	if opts.LocksPerConn < 0 {
+		return nil, fmt.Errorf("%w: pgstore: negative LocksPerConn", driver.ErrInvalid)
+	}
 	if n < 0 || n >= poolMax {
 		return nil, fmt.Errorf("%w: pgstore: MaxConns %d must be at least 1 and below the pool's MaxConns %d", driver.ErrInvalid, n, poolMax)
 	}
@@ -144,11 +155,13 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	if wait <= 0 {
 		wait = DefaultConnWait
 	}
-	return &SessionStore{
+	s := &SessionStore{
 		pool: pool, table: table, ident: ident(pool, table), seq: pgx.Identifier{nm.fence}.Sanitize(),
-		ttl: ttl, max: n, maxWait: max(n-1, 0), wait: wait,
+		ttl: ttl, max: n, maxWait: max(n-1, 0), perConn: opts.LocksPerConn, wait: wait,
 		keys: map[string]*entry{}, done: make(chan struct{}),
-	}, nil
+	}
+	s.pins = s.newPins()
+	return s, nil
 }
 
 // Model implements driver.Mutex: session-based, the session being the
@@ -201,14 +214,7 @@ func (s *SessionStore) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	close(s.done)
-	var pins []*pinned
-	for _, p := range s.pins {
-		if p.c != nil && !p.gone && !p.waiting { // a queued wait ends itself (s.done)
-			p.gone = true
-			pins = append(pins, p)
-		}
-	}
-	s.pins = nil
+	pins := s.pins.Close() // a queued wait ends itself (s.done)
 	for _, e := range s.keys {
 		if e.h != nil {
 			e.h.lost = true
@@ -218,7 +224,7 @@ func (s *SessionStore) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	var errs []error
 	for _, p := range pins {
-		errs = append(errs, p.giveBack(ctx, true))
+		errs = append(errs, giveBack(ctx, p, true))
 	}
 	return errors.Join(errs...)
 }
@@ -228,25 +234,10 @@ func (s *SessionStore) Close(ctx context.Context) error {
 // advisory locks have no TTL) and returns the first error. A connection
 // that fails is closed and its holdings are lost.
 func (s *SessionStore) KeepAlive(ctx context.Context) error {
-	s.mu.Lock()
-	var pins []*pinned
-	for _, p := range s.pins {
-		if p.c != nil && !p.waiting {
-			pins = append(pins, p)
-		}
-	}
-	s.mu.Unlock()
-	var first error
-	for _, p := range pins {
-		_, err := s.run(ctx, p, func(ctx context.Context, c *pgx.Conn) (any, error) {
-			_, err := c.Exec(ctx, "SELECT 1")
-			return nil, err
-		}, nil)
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return s.pins.Ping(ctx, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+		_, err := c.Exec(ctx, "SELECT 1")
+		return nil, err
+	})
 }
 
 // ident names the database pool connects to, with the table prefix.

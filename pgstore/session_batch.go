@@ -6,6 +6,7 @@ import (
 
 	"example.com/dlock/driver"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var _ driver.BatchExtender = (*SessionStore)(nil)
@@ -56,7 +57,7 @@ func (s *SessionStore) ownHolding(key, token string) *holding {
 	dig := tokenDigest(token)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.keys[key]; e != nil && e.h != nil && !e.h.lost && e.h.dig == dig {
+	if e := s.keys[key]; e != nil && e.h != nil && !s.isLost(e.h) && e.h.dig == dig {
 		return e.h
 	}
 	return nil
@@ -64,7 +65,7 @@ func (s *SessionStore) ownHolding(key, token string) *holding {
 
 // heldOn returns the lock ids p's backend holds.
 func (s *SessionStore) heldOn(ctx context.Context, p *pinned) (map[int64]bool, error) {
-	v, err := s.run(ctx, p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+	v, err := s.pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		rows, err := c.Query(ctx, heldSQL)
 		if err != nil {
 			return nil, err

@@ -30,7 +30,7 @@ func (s *SessionStore) Inspect(ctx context.Context, key string) (driver.Info, er
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if e := o.keys[key]; e != nil && e.h != nil && !e.h.lost {
+	if e := o.keys[key]; e != nil && e.h != nil && !o.isLost(e.h) {
 		info.Holds, info.Fence = e.h.holds, e.h.fence
 	}
 	return info, nil

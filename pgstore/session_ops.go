@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The statements. A bigint advisory lock shows in pg_locks as classid (high
@@ -81,24 +81,24 @@ func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.
 // acquireFresh takes a key the store does not hold with pg_try_advisory_lock.
 func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, dig [32]byte) (driver.Grant, error) {
 	id := LockID(s.table, key)
-	p, err := s.pick(ctx)
+	p, err := s.pins.Pick(ctx)
 	if err != nil {
 		return driver.Grant{}, err
 	}
-	defer s.unuse(p)
-	v, err := s.run(ctx, p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+	defer s.pins.Unuse(p)
+	v, err := s.pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var fence *int64
 		err := c.QueryRow(ctx, s.guarded(tryLockSQL), id, cls(id), obj(id), s.seq).Scan(&fence)
-		if err != nil && !c.IsClosed() {
+		if err != nil && !c.Conn().IsClosed() {
 			// A session-level advisory lock outlives its failed statement:
 			// give back what pg_try_advisory_lock may have taken.
 			_, _ = c.Exec(ctx, `SELECT pg_advisory_unlock($1) FROM pg_locks WHERE pid = pg_backend_pid() AND granted AND `+lockWhere3, id, cls(id), obj(id))
 		}
 		return fence, err
-	}, func(ctx context.Context, c *pgx.Conn, v any) {
-		if f := v.(*int64); f != nil && *f != sharedFence { // taken after the caller gave up: give it back
+	}, func(ctx context.Context, c *pgxpool.Conn, v any, err error) {
+		if f, _ := v.(*int64); err == nil && f != nil && *f != sharedFence { // taken after the caller gave up: give it back
 			if _, err := c.Exec(ctx, unlockSQL, id); err != nil {
-				_ = c.Close(ctx)
+				_ = c.Conn().Close(ctx)
 			}
 		}
 	})
@@ -151,10 +151,7 @@ func (s *SessionStore) record(e *entry, h *holding) {
 	}
 	e.h = h
 	registry.Store(s.regKey(h.key), s)
-	h.p.locks++
-	if h.p.dead {
-		h.lost = true
-	}
+	s.pins.AddLock(h.p)
 	s.mu.Unlock()
 }
 
@@ -173,8 +170,12 @@ func (s *SessionStore) holdingOf(e *entry) *holding {
 func (h *holding) lostNow(s *SessionStore) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return h.lost
+	return s.isLost(h)
 }
+
+// isLost reports whether h is lost: marked so, or its connection died.
+// Called with s.mu held.
+func (s *SessionStore) isLost(h *holding) bool { return h.lost || s.pins.Dead(h.p) }
 
 // forget drops h, the key's holding (lost, or released on the server).
 func (s *SessionStore) forget(e *entry, h *holding) {
@@ -193,8 +194,7 @@ func (s *SessionStore) forgetLocked(e *entry, h *holding) {
 	}
 	if !h.closed {
 		h.closed = true
-		h.p.locks--
-		s.idleLocked(h.p)
+		s.pins.DropLock(h.p)
 	}
 }
 
@@ -202,7 +202,7 @@ func (s *SessionStore) forgetLocked(e *entry, h *holding) {
 // whether any backend does (taken). A dead connection reports neither.
 func (s *SessionStore) check(ctx context.Context, h *holding) (mine, taken bool, err error) {
 	type res struct{ mine, taken bool }
-	v, err := s.run(ctx, h.p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+	v, err := s.pins.Run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var r res
 		err := c.QueryRow(ctx, checkSQL, cls(h.id), obj(h.id)).Scan(&r.mine, &r.taken)
 		return r, err
@@ -335,11 +335,15 @@ func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 
 // unlock gives back h's lock, the key's last hold.
 func (s *SessionStore) unlock(ctx context.Context, e *entry, h *holding, key string) error {
-	v, err := s.run(ctx, h.p, func(ctx context.Context, c *pgx.Conn) (any, error) {
+	v, err := s.pins.Run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var ok bool
 		err := c.QueryRow(ctx, unlockSQL, h.id).Scan(&ok)
 		return ok, err
-	}, func(context.Context, *pgx.Conn, any) { s.forget(e, h) })
+	}, func(_ context.Context, _ *pgxpool.Conn, _ any, err error) {
+		if err == nil {
+			s.forget(e, h)
+		}
+	})
 	if errors.Is(err, errConnDead) {
 		s.forget(e, h)
 		return driver.NotHeld(false)
@@ -390,7 +394,7 @@ func (s *SessionStore) delegate(key, token string) *SessionStore {
 	dig := tokenDigest(token)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if e := o.keys[key]; e != nil && e.h != nil && !e.h.lost && e.h.dig == dig && !o.closed {
+	if e := o.keys[key]; e != nil && e.h != nil && !o.isLost(e.h) && e.h.dig == dig && !o.closed {
 		return o
 	}
 	return nil

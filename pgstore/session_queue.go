@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // cancelGrace bounds how long a cancelled queued wait waits for the server
@@ -31,7 +32,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	if !errors.As(err, &ce) {
 		return g, err
 	}
-	p, err := s.pin(ctx, true)
+	p, err := s.pins.Pin(ctx, true)
 	if err != nil {
 		return driver.Grant{}, err
 	}
@@ -41,7 +42,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 		return driver.Grant{}, err
 	}
 	if fence == sharedFence {
-		s.discard(p) // it took nothing; its session is not its own
+		s.pins.Discard(p) // it took nothing; its session is not its own
 		err := errShared(key)
 		s.markShared(err)
 		return driver.Grant{}, err
@@ -51,58 +52,36 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	defer cancel()
 	e, err := s.enter(ectx, key)
 	if err != nil {
-		s.discard(p) // frees the lock
+		s.pins.Discard(p) // frees the lock
 		return driver.Grant{}, fmt.Errorf("pgstore: acquire %q: granted but not recorded: %w", key, err)
 	}
 	defer s.leave(key, e)
-	s.mu.Lock()
-	p.waiting = false
-	s.mu.Unlock()
+	s.pins.Settle(p)
 	s.record(e, &holding{key: key, dig: tokenDigest(token), p: p, id: id, holds: 1, fence: uint64(fence)})
-	s.unuse(p)
+	s.pins.Unuse(p)
 	return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: s.ttl}, nil
 }
 
 // queueWait runs pg_advisory_lock on p, which no other statement uses
-// while it waits, and returns the fence. On any error p is discarded
-// (closed), which frees a lock granted as the error happened.
+// while it waits, and returns the fence (sqlsession.Pins.Wait: a cancel
+// request when ctx ends, the connection closed if the wait has not ended
+// within cancelGrace). On any error p is discarded (closed), which frees a
+// lock granted as the error happened.
 func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (int64, error) {
-	type result struct {
-		fence int64
-		err   error
-	}
-	p.sem <- struct{}{} // free: nothing else runs on a waiting connection
-	defer func() { <-p.sem }()
-	qctx, qcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer qcancel()
-	done := make(chan result, 1)
-	go func() {
-		var r result
-		r.err = p.c.QueryRow(qctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&r.fence)
-		done <- r
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			s.discard(p)
-			return 0, classify("wait", r.err)
+	v, err := s.pins.Wait(ctx, p, s.done, cancelGrace, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+		var fence int64
+		err := c.QueryRow(ctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&fence)
+		return fence, err
+	}, func(p *pinned) error {
+		cctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+		defer cancel()
+		return p.C.Conn().PgConn().CancelRequest(cctx)
+	})
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, errSessionClosed) {
+			return 0, err
 		}
-		return r.fence, nil
-	case <-ctx.Done():
-	case <-s.done:
+		return 0, classify("wait", err)
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
-	_ = p.c.Conn().PgConn().CancelRequest(cctx)
-	select {
-	case <-done:
-	case <-cctx.Done():
-		qcancel() // pgx then closes the connection to end the query
-		<-done
-	}
-	cancel()
-	s.discard(p)
-	if ctx.Err() == nil {
-		return 0, errSessionClosed
-	}
-	return 0, ctx.Err()
+	return v.(int64), nil
 }
