@@ -38,7 +38,7 @@
 //     (a Queuer waits, but only within its call). The client owns waiting,
 //     backoff and renewal.
 //   - Methods are safe for concurrent use and honour ctx.
-//   - Keys and tokens arrive already validated (dlock.ValidateKey); tokens
+//   - Keys and tokens arrive already validated (ValidateKey); tokens
 //     are secrets: never log them.
 //   - A definite answer is a true one. ErrNotHeld means the call changed and
 //     wrote nothing, also when the store's client resent a command whose
