@@ -6,7 +6,8 @@ import (
 )
 
 // Mutex is the primitive behind dlock.Client: an exclusive, re-entrant lock
-// per key, owned by a token, with a fence per holding.
+// per key, owned by a token, with a fence per holding. It is a Store: its
+// Model declares the time and liveness model of its leases.
 //
 // Rules, besides the ones in the package documentation (checked by package
 // drivertest):
@@ -31,9 +32,7 @@ import (
 // counted from the start of the call, and Extend renews the session (all of
 // the store's holdings at once) and confirms the key is still held.
 type Mutex interface {
-	// Model declares the store's time and liveness model. It does no I/O and
-	// returns the same value every time.
-	Model() Model
+	Store
 
 	// Acquire makes token the holder of key for ttl if key is free, or adds a
 	// hold if token already holds it. If another token holds key, it returns

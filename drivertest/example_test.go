@@ -34,7 +34,7 @@ func TestWrapperConformance(t *testing.T) {
 	server := memstore.New(nil)
 	var acquires atomic.Int64
 	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex { return metered{server, &acquires} },
+		New: func(t *testing.T) driver.Store { return metered{server, &acquires} },
 	})
 	if acquires.Load() == 0 {
 		t.Error("no acquisition went through the wrapper")
@@ -58,7 +58,7 @@ func ExampleRun() {
 	server := memstore.New(nil)
 	testConformance := func(t *testing.T) { // func TestConformance(t *testing.T) in a store's package
 		drivertest.Run(t, drivertest.Harness{
-			New:   func(t *testing.T) driver.Mutex { return server },
+			New:   func(t *testing.T) driver.Store { return server },
 			Slack: 50 * time.Millisecond, // a loaded CI machine: widen every time bound
 		})
 	}

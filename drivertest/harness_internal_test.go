@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/memstore"
 )
 
 // TestDurationsFollowTheModel: the short lease is max(150 ms, MinTTL)
@@ -61,6 +62,44 @@ func TestSessionStoresRunSessionCases(t *testing.T) {
 	for _, c := range []string{"SessionExtendRenews", "KilledSessionFreesItsKeys"} {
 		if perKey[c] || !session[c] {
 			t.Errorf("%s: per-key %v, session %v; want only session", c, perKey[c], session[c])
+		}
+	}
+}
+
+// modelOnly is a Store that offers no primitive.
+type modelOnly struct{}
+
+func (modelOnly) Model() driver.Model { return driver.Model{} }
+
+// wrapped is a Store that wraps a Mutex without being one.
+type wrapped struct{ m driver.Mutex }
+
+func (wrapped) Model() driver.Model    { return driver.Model{} }
+func (w wrapped) Unwrap() driver.Store { return w.m }
+
+// TestSuitesFollowTheOfferedPrimitives: a store that implements
+// driver.Mutex gets the mutex suite, with the same cases as cases(); a
+// store that offers no primitive gets none (Run then fails it), also when
+// it wraps a Mutex, since a wrapper must implement a primitive itself.
+func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
+	var m driver.Mutex = memstore.New(nil)
+	ps := offered(m)
+	if len(ps) != 1 || ps[0].name != "Mutex" {
+		t.Fatalf("a driver.Mutex is offered %d suites, want the mutex suite", len(ps))
+	}
+	s := newSuite(Harness{}, driver.Model{})
+	got, want := ps[0].cases(s), s.cases()
+	if len(got) != len(want) {
+		t.Fatalf("mutex suite has %d cases, cases() %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].name != want[i].name {
+			t.Errorf("case %d: %s, want %s", i, got[i].name, want[i].name)
+		}
+	}
+	for _, st := range []driver.Store{modelOnly{}, wrapped{m}} {
+		if ps := offered(st); len(ps) != 0 {
+			t.Errorf("%T is offered %d suites, want none", st, len(ps))
 		}
 	}
 }

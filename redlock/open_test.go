@@ -87,10 +87,11 @@ func TestOpenLocksOnThreeServers(t *testing.T) {
 	if strings.Contains(op.Describe, "hunter2") || !strings.Contains(op.Describe, hosts[2]) || !strings.Contains(op.Describe, "3 nodes") {
 		t.Errorf("Describe %q", op.Describe)
 	}
-	if _, ok := op.Store.(*redlock.Store); !ok {
+	rs, ok := op.Store.(*redlock.Store)
+	if !ok {
 		t.Fatalf("store is %T", op.Store)
 	}
-	l, err := newClient(t, op.Store).TryLock(ctx, "k")
+	l, err := newClient(t, rs).TryLock(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestOpenLocksOnThreeServers(t *testing.T) {
 			t.Errorf("%s: rl:{k} exists %q, %v", s.Addr(), v, err)
 		}
 	}
-	if _, err := newClient(t, op.Store).TryLock(ctx, "k"); err == nil {
+	if _, err := newClient(t, op.Store.(driver.Mutex)).TryLock(ctx, "k"); err == nil {
 		t.Error("a second owner got a held lock")
 	}
 	if err := l.Release(ctx); err != nil {
