@@ -24,7 +24,7 @@ func (m metered) Acquire(ctx context.Context, key, token string, ttl time.Durati
 	return m.Mutex.Acquire(ctx, key, token, ttl)
 }
 
-func (m metered) Unwrap() driver.Mutex { return m.Mutex }
+func (m metered) Unwrap() driver.Store { return m.Mutex }
 
 // TestWrapperConformance is what a store's own test file holds: Harness.New
 // makes a new client of one server per call (memstore's "server" is the
