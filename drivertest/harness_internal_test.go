@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -101,5 +102,43 @@ func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 		if ps := offered(st); len(ps) != 0 {
 			t.Errorf("%T is offered %d suites, want none", st, len(ps))
 		}
+	}
+}
+
+// keeper is a Mutex that is a driver.SessionKeeper, counting its calls.
+type keeper struct {
+	driver.Mutex
+	n *int
+}
+
+func (k keeper) KeepAlive(context.Context) error { *k.n++; return nil }
+
+// TestKeepAliveDefaultsToTheSessionKeeper: with Harness.KeepAlive unset the
+// suite renews a SessionKeeper's session with its KeepAlive (also through a
+// wrapper); a Harness.KeepAlive, when set, wins; the control is a store
+// without the capability, which the suite does not renew.
+func TestKeepAliveDefaultsToTheSessionKeeper(t *testing.T) {
+	n := 0
+	k := keeper{memstore.New(nil), &n}
+	s := newSuite(Harness{}, driver.Model{Session: true, SessionTTL: time.Second})
+	for _, st := range []driver.Store{k, wrapped{k}} {
+		f := s.keepAlive(st)
+		if f == nil {
+			t.Fatalf("%T: no keepalive, want the store's", st)
+		}
+		_ = f(context.Background(), st)
+	}
+	if n != 2 {
+		t.Errorf("the store's KeepAlive ran %d times, want 2", n)
+	}
+	hooked := 0
+	s.h.KeepAlive = func(context.Context, driver.Store) error { hooked++; return nil }
+	_ = s.keepAlive(k)(context.Background(), k)
+	if hooked != 1 || n != 2 {
+		t.Errorf("with Harness.KeepAlive set: hook ran %d times, the store %d more; want 1 and 0", hooked, n-2)
+	}
+	s.h.KeepAlive = nil
+	if f := s.keepAlive(memstore.New(nil)); f != nil { // control
+		t.Error("a store without SessionKeeper gets a keepalive")
 	}
 }

@@ -52,10 +52,6 @@ func TestConformance(t *testing.T) {
 			})
 			return r
 		},
-		KeepAlive: func(ctx context.Context, s driver.Store) error {
-			_, err := s.(reporting).KeepAlive(ctx)
-			return err
-		},
 		Pause: func(t *testing.T) func() {
 			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
 			return func() { up(); down() }

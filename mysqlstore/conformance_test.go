@@ -78,8 +78,8 @@ func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 // TestConformanceSession runs the suite on the session lock (GET_LOCK on
 // pinned connections), each client with a pool of its own. Kill ends a
 // client's connections on the server (KILL CONNECTION), as a crashed
-// process's would end. KeepAlive is Extend on each held key, which the
-// suite does not need: nothing renews a connection.
+// process's would end. The suite renews sessions with the store's
+// KeepAlive (driver.SessionKeeper), which pings each holding connection.
 func TestConformanceSession(t *testing.T) {
 	_, opts := migrated(t, mysqlstore.Options{})
 	admin := openDB(t, shared(t).DSN())

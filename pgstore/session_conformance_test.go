@@ -39,9 +39,6 @@ func sessHarness(t *testing.T, addr string, urlFor func(addr string) string, kil
 			pool := sessPool(t, url, 8)
 			return sessReporting{newSession(t, pool, pgstore.SessionOptions{CheckInterval: 2 * time.Second}), pool}
 		},
-		KeepAlive: func(ctx context.Context, s driver.Store) error {
-			return s.(sessReporting).KeepAlive(ctx)
-		},
 		Pause: func(t *testing.T) func() {
 			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
 			return func() { up(); down() }

@@ -55,10 +55,6 @@ func TestConformance(t *testing.T) {
 		// go-zookeeper keeps the session alive by itself; KeepAlive tells
 		// the store for how long it is sure (as a dlock Client's renewals
 		// would).
-		KeepAlive: func(ctx context.Context, s driver.Store) error {
-			_, err := s.(reporting).KeepAlive(ctx)
-			return err
-		},
 		Foreign: func(t *testing.T, key string) {
 			p := root + "/" + key
 			if err := mkdirs(adm, p); err != nil {
