@@ -88,8 +88,8 @@ type Model struct {
 	// Session reports that holdings live as long as one session of the store
 	// (etcd lease, ZooKeeper session, database connection), not a per-key
 	// TTL. All of a store's holdings share the session; renewal is the
-	// session's keepalive (Extend); the TTL a client asks for is replaced by
-	// SessionTTL.
+	// session's keepalive (Extend; SessionKeeper where nothing extends);
+	// the TTL a client asks for is replaced by SessionTTL.
 	Session bool
 	// SessionTTL is the session's time to live, when Session is set.
 	SessionTTL time.Duration
