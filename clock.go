@@ -1,24 +1,19 @@
 package dlock
 
-import "time"
+import (
+	"time"
+
+	"example.com/dlock/driver"
+)
 
 // Clock is the source of time for validity, expiry and waiting. The system
 // clock is the default; tests may substitute one that they advance by hand.
 // Implementations must be safe for concurrent use, and their Now must be
-// monotonic (never step backwards).
-type Clock interface {
-	// Now returns the current time, with a monotonic reading.
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has elapsed, unless the
-	// returned Timer is stopped first.
-	AfterFunc(d time.Duration, f func()) Timer
-}
+// monotonic (never step backwards). It is the same type as driver.Clock.
+type Clock = driver.Clock
 
-// Timer is a pending AfterFunc call.
-type Timer interface {
-	// Stop prevents the call if it has not started, reporting whether it did.
-	Stop() bool
-}
+// Timer is a pending AfterFunc call. It is the same type as driver.Timer.
+type Timer = driver.Timer
 
 type systemClock struct{}
 

@@ -54,7 +54,7 @@ var (
 
 	// ErrStaleFence is returned by FenceGate when a write carries a fencing
 	// token lower than one already admitted.
-	ErrStaleFence = errors.New("dlock: stale fencing token")
+	ErrStaleFence = driver.ErrStaleFence
 )
 
 // ContendedError is what TryLock (and a store's Acquire) returns when another

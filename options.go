@@ -3,14 +3,15 @@ package dlock
 import (
 	"math/rand/v2"
 	"time"
-	"unicode/utf8"
+
+	"example.com/dlock/driver"
 )
 
 // Limits enforced before any I/O. Anything outside them is rejected with an
 // error matching ErrInvalid.
 const (
 	// MaxKeyLen is the longest key accepted, in bytes.
-	MaxKeyLen = 512
+	MaxKeyLen = driver.MaxKeyLen
 	// MinTTL is the shortest lease accepted. Shorter leases leave no validity
 	// once clock drift is subtracted.
 	MinTTL = 10 * time.Millisecond
@@ -138,18 +139,9 @@ func (c *config) validate() error {
 }
 
 // ValidateKey reports whether key is acceptable: non-empty, valid UTF-8 and at
-// most MaxKeyLen bytes. The error matches ErrInvalid.
-func ValidateKey(key string) error {
-	switch {
-	case key == "":
-		return invalidf("empty key")
-	case len(key) > MaxKeyLen:
-		return invalidf("key of %d bytes is longer than %d", len(key), MaxKeyLen)
-	case !utf8.ValidString(key):
-		return invalidf("key is not valid UTF-8")
-	}
-	return nil
-}
+// most MaxKeyLen bytes. The error matches ErrInvalid. It is
+// driver.ValidateKey.
+func ValidateKey(key string) error { return driver.ValidateKey(key) }
 
 // Backoff returns how long to sleep before the next attempt, given how many
 // attempts have failed so far (starting at 1). It must be a pure function of

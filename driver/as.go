@@ -6,6 +6,12 @@ package driver
 // capability implements that capability itself: As finds the outermost one.
 type Unwrapper interface {
 	// Unwrap returns the wrapped store, or nil.
+	Unwrap() Store
+}
+
+// mutexUnwrapper is the Unwrapper of a wrapper written before Store
+// existed (Unwrap returned a Mutex); As still looks through it.
+type mutexUnwrapper interface {
 	Unwrap() Mutex
 }
 
@@ -17,16 +23,22 @@ type Unwrapper interface {
 // wrapper that changes Acquire, Extend or Release semantics must also
 // implement (or deliberately hide, by implementing Unwrap to return nil) the
 // capabilities whose behaviour depends on them.
-func As[T any](s Mutex) (T, bool) {
+//
+// As works on any primitive's store. It also looks through a wrapper whose
+// Unwrap returns a Mutex (the Unwrapper of earlier versions).
+func As[T any](s Store) (T, bool) {
 	for depth := 0; s != nil && depth < 64; depth++ {
 		if c, ok := s.(T); ok {
 			return c, true
 		}
-		u, ok := s.(Unwrapper)
-		if !ok {
-			break
+		switch u := s.(type) {
+		case Unwrapper:
+			s = u.Unwrap()
+		case mutexUnwrapper:
+			s = u.Unwrap()
+		default:
+			s = nil
 		}
-		s = u.Unwrap()
 	}
 	var zero T
 	return zero, false

@@ -11,12 +11,12 @@
 // The split follows gocloud.dev's driver packages: this package has
 // interfaces, plain data types, the errors both sides share, and two small
 // mechanisms, As and the URL opener registry (Register, Open). A store
-// implements one interface per primitive (Mutex today), declares its time
-// and liveness model (Model) and implements any number of optional
-// capabilities. The client finds each capability once, when it is created,
-// through As, which also looks through wrappers that implement Unwrapper.
-// Every capability documents what the client does when a store does not
-// have it.
+// implements one interface per primitive (Mutex today), each built on the
+// base contract Store, declares its time and liveness model (Model) and
+// implements any number of optional capabilities. The client finds each
+// capability once, when it is created, through As, which also looks through
+// wrappers that implement Unwrapper. Every capability documents what the
+// client does when a store does not have it.
 //
 // A store that has a capability's method but cannot serve it at the moment
 // of the call (Redlock over nodes that cannot notify or inspect) returns an
@@ -44,7 +44,7 @@
 //     (a Queuer waits, but only within its call). The client owns waiting,
 //     backoff and renewal.
 //   - Methods are safe for concurrent use and honour ctx.
-//   - Keys and tokens arrive already validated (dlock.ValidateKey); tokens
+//   - Keys and tokens arrive already validated (ValidateKey); tokens
 //     are secrets: never log them.
 //   - A definite answer is a true one. ErrNotHeld means the call changed and
 //     wrote nothing, also when the store's client resent a command whose

@@ -28,6 +28,10 @@ var (
 	// ErrRefused means the store refused the call in a way that retrying
 	// cannot fix.
 	ErrRefused = errors.New("dlock: refused by the store")
+	// ErrStaleFence means a write carried a fencing token lower than one
+	// already admitted (dlock.FenceGate, redisstore.SetFenced); nothing was
+	// written.
+	ErrStaleFence = errors.New("dlock: stale fencing token")
 )
 
 // ContendedError is what Mutex.Acquire returns when another owner holds the

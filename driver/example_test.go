@@ -25,7 +25,7 @@ func (c counting) Acquire(ctx context.Context, key, token string, ttl time.Durat
 	return c.Mutex.Acquire(ctx, key, token, ttl)
 }
 
-func (c counting) Unwrap() driver.Mutex { return c.Mutex }
+func (c counting) Unwrap() driver.Store { return c.Mutex }
 
 // A store package registers its URL scheme from init, for driver.Open and
 // the CLI's --store.

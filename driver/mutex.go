@@ -6,7 +6,8 @@ import (
 )
 
 // Mutex is the primitive behind dlock.Client: an exclusive, re-entrant lock
-// per key, owned by a token, with a fence per holding.
+// per key, owned by a token, with a fence per holding. It is a Store: its
+// Model declares the time and liveness model of its leases.
 //
 // Rules, besides the ones in the package documentation (checked by package
 // drivertest):
@@ -31,9 +32,7 @@ import (
 // counted from the start of the call, and Extend renews the session (all of
 // the store's holdings at once) and confirms the key is still held.
 type Mutex interface {
-	// Model declares the store's time and liveness model. It does no I/O and
-	// returns the same value every time.
-	Model() Model
+	Store
 
 	// Acquire makes token the holder of key for ttl if key is free, or adds a
 	// hold if token already holds it. If another token holds key, it returns
@@ -70,41 +69,4 @@ type Grant struct {
 	// time); session-based stores return how long their session is certain
 	// to last. For a re-entry the holding may last longer, never shorter.
 	TTL time.Duration
-}
-
-// Model is a store's time and liveness model: what lease lengths it can keep,
-// whose clock decides expiry, and whether locks live in a session.
-type Model struct {
-	// MinTTL and MaxTTL bound the ttl a per-key store can honour (MaxTTL 0:
-	// no upper bound). The client refuses a WithTTL or WithAutoRenew outside
-	// them with ErrInvalid before any I/O, and brings its default lease
-	// within them. Session-based stores leave them zero.
-	MinTTL, MaxTTL time.Duration
-	// Granularity is the unit the store keeps TTLs in (a millisecond on
-	// Redis, a second on etcd). The client rounds lease lengths up to it.
-	Granularity time.Duration
-	// ServerClock reports that expiry is decided on the server's clock, so
-	// client clocks need not agree (only run at similar rates).
-	ServerClock bool
-	// Session reports that holdings live as long as one session of the store
-	// (etcd lease, ZooKeeper session, database connection), not a per-key
-	// TTL. All of a store's holdings share the session; renewal is the
-	// session's keepalive (Extend); the TTL a client asks for is replaced by
-	// SessionTTL.
-	Session bool
-	// SessionTTL is the session's time to live, when Session is set.
-	SessionTTL time.Duration
-}
-
-// TTLFor returns the lease length the client uses for a requested ttl under
-// m: the session's TTL on session-based stores, else ttl rounded up to the
-// granularity.
-func (m Model) TTLFor(ttl time.Duration) time.Duration {
-	if m.Session && m.SessionTTL > 0 {
-		return m.SessionTTL
-	}
-	if g := m.Granularity; g > 0 && ttl%g != 0 {
-		ttl += g - ttl%g
-	}
-	return ttl
 }

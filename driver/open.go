@@ -11,8 +11,9 @@ import (
 
 // Opened is a store opened from a URL, with what it owns.
 type Opened struct {
-	// Store is the store.
-	Store Mutex
+	// Store is the store. A caller asserts the primitive it needs
+	// (o.Store.(Mutex) for dlock.New) and finds capabilities with As.
+	Store Store
 	// Close releases what the opener created (clients, connections). The
 	// store must not be used after it.
 	Close func() error

@@ -29,7 +29,7 @@ import (
 //	DLOCK_MODEL_SEED=n    replays the run of seed n (printed by every run)
 //	DLOCK_MODEL_TRACE=1   prints every run's trace, not only a failed one's
 //
-// e.g. DLOCK_MODEL_TIME=10m go test -run 'TestConformance/ModelRandomHoldings' ./redisstore
+// e.g. DLOCK_MODEL_TIME=10m go test -run 'TestConformance/Mutex/ModelRandomHoldings' ./redisstore
 // (go test's -timeout must cover it).
 
 // giveBackBound is how long after a holding ends without a confirmed

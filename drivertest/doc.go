@@ -1,5 +1,6 @@
-// Package drivertest is the conformance suite for driver.Mutex
-// implementations: every store of the repository runs it (memstore;
+// Package drivertest is the conformance suite for stores: one suite per
+// primitive a store offers (the mutex suite, for driver.Mutex, today).
+// Every store of the repository runs it (memstore;
 // redisstore on one server, Cluster and Sentinel; redlock; etcdstore;
 // zkstore; pgstore's lease table, on a pgx pool and on a *sql.DB, and its
 // session lock; mysqlstore's lease table and session lock), and a
@@ -9,7 +10,7 @@
 //	func TestConformance(t *testing.T) {
 //		srv := startServer(t) // a real server, stopped by t.Cleanup
 //		drivertest.Run(t, drivertest.Harness{
-//			New: func(t *testing.T) driver.Mutex {
+//			New: func(t *testing.T) driver.Store {
 //				s := mystore.New(srv.Addr()) // a new client on each call
 //				t.Cleanup(func() { s.Close() })
 //				return s
@@ -19,17 +20,19 @@
 //		})
 //	}
 //
-// The suite reads the store's time and liveness model from Mutex.Model and
-// adapts to it: the short lease of the expiry cases is max(150 ms, MinTTL)
-// rounded up to Granularity; session-based stores skip the per-key TTL
-// cases and run the session cases instead. A session-based store should set
-// Harness.KeepAlive: the suite then renews each client's session between
+// Run runs, as a subtest named after each primitive ("Mutex"), the suite of
+// every primitive the store from New implements. The suite reads the store's
+// time and liveness model from Store.Model and adapts to it: the short lease
+// of the expiry cases is max(150 ms, MinTTL) rounded up to Granularity;
+// session-based stores skip the per-key TTL cases and run the session cases
+// instead. A session-based store should be a driver.SessionKeeper (or set
+// Harness.KeepAlive): the suite then renews each client's session between
 // calls, as a client holding keys would, so that a realistic session TTL
 // survives a stall of the machine; the session cases stop that renewal where
-// they check the store's own. Each case is named after the rule
-// of driver.Mutex or of a capability's documentation that it checks, and
-// fails with what the store did. Capabilities are found with driver.As; a
-// case for a capability the store lacks is skipped and says so.
+// they check the store's own. Each case is named after the rule of
+// driver.Mutex or of a capability's documentation that it checks, and fails
+// with what the store did. Capabilities are found with driver.As; a case for
+// a capability the store lacks is skipped and says so.
 //
 // Real time is used throughout, with every bound widened by Harness.Slack.
 // Each case uses its own keys, so one server serves the whole run; cases
@@ -49,7 +52,7 @@
 // within the give-back bound (2 s plus Harness.Slack). Each run prints its
 // seed. CI's size is about 8 s of runs per store (20 s where a mutant must be caught by it); a longer run:
 //
-//	DLOCK_MODEL_TIME=10m go test -timeout 20m -run 'TestConformance/ModelRandom' ./redisstore
+//	DLOCK_MODEL_TIME=10m go test -timeout 20m -run 'TestConformance/Mutex/ModelRandom' ./redisstore
 //
 // DLOCK_MODEL_RUNS=n makes exactly n runs, and DLOCK_MODEL_SEED=n replays the
 // run of seed n (the same operations; the timing may differ). The schedules

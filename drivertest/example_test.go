@@ -24,7 +24,7 @@ func (m metered) Acquire(ctx context.Context, key, token string, ttl time.Durati
 	return m.Mutex.Acquire(ctx, key, token, ttl)
 }
 
-func (m metered) Unwrap() driver.Mutex { return m.Mutex }
+func (m metered) Unwrap() driver.Store { return m.Mutex }
 
 // TestWrapperConformance is what a store's own test file holds: Harness.New
 // makes a new client of one server per call (memstore's "server" is the
@@ -34,7 +34,7 @@ func TestWrapperConformance(t *testing.T) {
 	server := memstore.New(nil)
 	var acquires atomic.Int64
 	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex { return metered{server, &acquires} },
+		New: func(t *testing.T) driver.Store { return metered{server, &acquires} },
 	})
 	if acquires.Load() == 0 {
 		t.Error("no acquisition went through the wrapper")
@@ -58,7 +58,7 @@ func ExampleRun() {
 	server := memstore.New(nil)
 	testConformance := func(t *testing.T) { // func TestConformance(t *testing.T) in a store's package
 		drivertest.Run(t, drivertest.Harness{
-			New:   func(t *testing.T) driver.Mutex { return server },
+			New:   func(t *testing.T) driver.Store { return server },
 			Slack: 50 * time.Millisecond, // a loaded CI machine: widen every time bound
 		})
 	}

@@ -13,8 +13,11 @@ import (
 type Harness struct {
 	// New returns a new client of the same server on each call (its own
 	// connections, as another process would have), closed by t.Cleanup.
-	// The race case calls it Clients times. Required.
-	New func(t *testing.T) driver.Mutex
+	// The race case calls it Clients times. Required. The store it returns
+	// declares the primitives it offers by implementing their interfaces
+	// (driver.Mutex): Run runs the suite of each, and fails a store that
+	// offers none.
+	New func(t *testing.T) driver.Store
 
 	// Pause, if set, makes the server unavailable (stopped, frozen or cut
 	// off) and returns a function that makes it available again with its
@@ -24,11 +27,12 @@ type Harness struct {
 	// Kill, if set, abandons client s as a crashed process would: no
 	// release, no renewal, its connections gone. Session-based stores need
 	// it for the KilledSessionFreesItsKeys case (skipped without it).
-	Kill func(t *testing.T, s driver.Mutex)
+	Kill func(t *testing.T, s driver.Store)
 
-	// KeepAlive, if set, renews the session of client s (session-based
-	// stores), as a client holding keys between calls would (etcdstore:
-	// Store.KeepAlive). The suite holds keys without renewing them for up
+	// KeepAlive renews the session of client s (session-based stores), as
+	// a client holding keys between calls would. Unset, it is the store's
+	// driver.SessionKeeper, if the store (or one it wraps) has one. The
+	// suite holds keys without renewing them for up
 	// to about a second, or longer when the machine stalls; a realistic
 	// session (several seconds) survives that only if renewed. The suite
 	// calls it every SessionTTL/4 for each client it makes, from a
@@ -36,8 +40,9 @@ type Harness struct {
 	// during SessionExtendRenews (which checks that Extend alone renews).
 	// Its errors are ignored: a failed renewal shows as a lost key. The
 	// clients New returns must then be comparable (pointers, or structs
-	// of them). Without it nothing renews a session between calls.
-	KeepAlive func(ctx context.Context, s driver.Mutex) error
+	// of them). Without it, or a SessionKeeper, nothing renews a session
+	// between calls.
+	KeepAlive func(ctx context.Context, s driver.Store) error
 
 	// Foreign, if set, puts a value that is not a lock at key, the way a
 	// user's own data could sit in the store's key space. The Lister case
@@ -61,7 +66,8 @@ type Harness struct {
 	// the holding's.
 	InspectFenceMayBeLater bool
 
-	// Skip names cases the store is known to fail, each with the reason
+	// Skip names cases the store is known to fail ("Case", in every
+	// primitive's suite that has it, or "Primitive/Case"), each with the reason
 	// (a finding to fix, not a rule to relax): they are skipped and the
 	// reason is printed, so the deviation stays visible in the store's
 	// test file and in every run.
@@ -135,44 +141,105 @@ func roundUp(d, g time.Duration) time.Duration {
 	return d
 }
 
-// testCase is one case: its name (the rule it checks) and its body.
+// testCase is one case of the mutex suite: its name (the rule it checks)
+// and its body.
 type testCase struct {
 	name string
 	fn   func(*testing.T, driver.Mutex)
 }
 
-// Run runs the suite against clients made by h.New. It fails t (through
-// its subtests) for every rule the store breaks, and skips the cases whose
-// capability or hook is absent, saying which.
+// primitiveCase is one case of a primitive's suite, on a store that offers
+// the primitive.
+type primitiveCase struct {
+	name string
+	fn   func(*testing.T, driver.Store)
+}
+
+// primitiveSuite is the conformance suite of one primitive: the cases every
+// store that offers it must pass.
+type primitiveSuite struct {
+	// name names the primitive, as the subtest of its cases.
+	name string
+	// offers reports whether store s offers the primitive (implements its
+	// interface itself, not through a wrapper: a wrapper intercepts the
+	// primitive's methods).
+	offers func(s driver.Store) bool
+	// cases lists the suite's cases, in the order they run.
+	cases func(s *suite) []primitiveCase
+}
+
+// primitives are the suites the harness knows, one per primitive.
+var primitives = []primitiveSuite{
+	{"Mutex", func(s driver.Store) bool { _, ok := s.(driver.Mutex); return ok }, (*suite).mutexSuite},
+}
+
+// offered returns the suites of the primitives s offers.
+func offered(s driver.Store) []primitiveSuite {
+	var ps []primitiveSuite
+	for _, p := range primitives {
+		if p.offers(s) {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Run runs the suite of each primitive the store offers (driver.Mutex
+// today), as a subtest named after it, against clients made by h.New. It
+// fails t (through its subtests) for every rule the store breaks, and skips
+// the cases whose capability or hook is absent, saying which.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.New == nil {
 		t.Fatal("drivertest: Harness.New is nil")
 	}
 	probe := h.New(t)
+	ps := offered(probe)
+	if len(ps) == 0 {
+		t.Fatalf("drivertest: the store (%T) offers no primitive the suite knows (driver.Mutex)", probe)
+	}
 	m := probe.Model()
 	s := newSuite(h, m)
 	t.Logf("model %+v: short ttl %v, long ttl %v, slack %v", m, s.ttl, s.long, s.slack)
 	names := map[string]bool{}
-	for _, tc := range s.cases() {
-		names[tc.name] = true
+	for _, p := range ps {
+		for _, tc := range p.cases(s) {
+			names[tc.name], names[p.name+"/"+tc.name] = true, true
+		}
 	}
 	for name := range h.Skip {
 		if !names[name] {
 			t.Errorf("Harness.Skip names %q, which is no case of the suite", name)
 		}
 	}
-	for _, tc := range s.cases() {
-		t.Run(tc.name, func(t *testing.T) {
-			if why, ok := h.Skip[tc.name]; ok {
-				t.Skipf("known failure, skipped by the harness: %s", why)
+	for _, p := range ps {
+		t.Run(p.name, func(t *testing.T) {
+			for _, tc := range p.cases(s) {
+				t.Run(tc.name, func(t *testing.T) {
+					why, ok := h.Skip[p.name+"/"+tc.name]
+					if !ok {
+						why, ok = h.Skip[tc.name]
+					}
+					if ok {
+						t.Skipf("known failure, skipped by the harness: %s", why)
+					}
+					tc.fn(t, s.store(t))
+				})
 			}
-			tc.fn(t, s.client(t))
 		})
 	}
 }
 
-// cases lists every case in the order they run.
+// mutexSuite is the mutex suite, on stores that offer driver.Mutex.
+func (s *suite) mutexSuite() []primitiveCase {
+	var pcs []primitiveCase
+	for _, tc := range s.cases() {
+		pcs = append(pcs, primitiveCase{tc.name, func(t *testing.T, st driver.Store) { tc.fn(t, st.(driver.Mutex)) }})
+	}
+	return pcs
+}
+
+// cases lists every case of the mutex suite in the order they run.
 func (s *suite) cases() []testCase {
 	cs := []testCase{
 		{"ModelIsStable", s.testModel},

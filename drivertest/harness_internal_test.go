@@ -1,10 +1,12 @@
 package drivertest
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/memstore"
 )
 
 // TestDurationsFollowTheModel: the short lease is max(150 ms, MinTTL)
@@ -62,5 +64,81 @@ func TestSessionStoresRunSessionCases(t *testing.T) {
 		if perKey[c] || !session[c] {
 			t.Errorf("%s: per-key %v, session %v; want only session", c, perKey[c], session[c])
 		}
+	}
+}
+
+// modelOnly is a Store that offers no primitive.
+type modelOnly struct{}
+
+func (modelOnly) Model() driver.Model { return driver.Model{} }
+
+// wrapped is a Store that wraps a Mutex without being one.
+type wrapped struct{ m driver.Mutex }
+
+func (wrapped) Model() driver.Model    { return driver.Model{} }
+func (w wrapped) Unwrap() driver.Store { return w.m }
+
+// TestSuitesFollowTheOfferedPrimitives: a store that implements
+// driver.Mutex gets the mutex suite, with the same cases as cases(); a
+// store that offers no primitive gets none (Run then fails it), also when
+// it wraps a Mutex, since a wrapper must implement a primitive itself.
+func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
+	var m driver.Mutex = memstore.New(nil)
+	ps := offered(m)
+	if len(ps) != 1 || ps[0].name != "Mutex" {
+		t.Fatalf("a driver.Mutex is offered %d suites, want the mutex suite", len(ps))
+	}
+	s := newSuite(Harness{}, driver.Model{})
+	got, want := ps[0].cases(s), s.cases()
+	if len(got) != len(want) {
+		t.Fatalf("mutex suite has %d cases, cases() %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].name != want[i].name {
+			t.Errorf("case %d: %s, want %s", i, got[i].name, want[i].name)
+		}
+	}
+	for _, st := range []driver.Store{modelOnly{}, wrapped{m}} {
+		if ps := offered(st); len(ps) != 0 {
+			t.Errorf("%T is offered %d suites, want none", st, len(ps))
+		}
+	}
+}
+
+// keeper is a Mutex that is a driver.SessionKeeper, counting its calls.
+type keeper struct {
+	driver.Mutex
+	n *int
+}
+
+func (k keeper) KeepAlive(context.Context) error { *k.n++; return nil }
+
+// TestKeepAliveDefaultsToTheSessionKeeper: with Harness.KeepAlive unset the
+// suite renews a SessionKeeper's session with its KeepAlive (also through a
+// wrapper); a Harness.KeepAlive, when set, wins; the control is a store
+// without the capability, which the suite does not renew.
+func TestKeepAliveDefaultsToTheSessionKeeper(t *testing.T) {
+	n := 0
+	k := keeper{memstore.New(nil), &n}
+	s := newSuite(Harness{}, driver.Model{Session: true, SessionTTL: time.Second})
+	for _, st := range []driver.Store{k, wrapped{k}} {
+		f := s.keepAlive(st)
+		if f == nil {
+			t.Fatalf("%T: no keepalive, want the store's", st)
+		}
+		_ = f(context.Background(), st)
+	}
+	if n != 2 {
+		t.Errorf("the store's KeepAlive ran %d times, want 2", n)
+	}
+	hooked := 0
+	s.h.KeepAlive = func(context.Context, driver.Store) error { hooked++; return nil }
+	_ = s.keepAlive(k)(context.Background(), k)
+	if hooked != 1 || n != 2 {
+		t.Errorf("with Harness.KeepAlive set: hook ran %d times, the store %d more; want 1 and 0", hooked, n-2)
+	}
+	s.h.KeepAlive = nil
+	if f := s.keepAlive(memstore.New(nil)); f != nil { // control
+		t.Error("a store without SessionKeeper gets a keepalive")
 	}
 }

@@ -77,7 +77,7 @@ func (f *faultStore) take(k faultKind) faultMode {
 	return m
 }
 
-func (f *faultStore) Unwrap() driver.Mutex { return f.inner }
+func (f *faultStore) Unwrap() driver.Store { return f.inner }
 
 func (f *faultStore) Model() driver.Model { return f.inner.Model() }
 

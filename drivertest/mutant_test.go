@@ -35,7 +35,7 @@ func TestMutantChild(t *testing.T) {
 		t.Skip("runs as a subprocess of TestMutantsFailTheSuite")
 	}
 	var s driver.Mutex
-	h := drivertest.Harness{New: func(*testing.T) driver.Mutex { return s }}
+	h := drivertest.Harness{New: func(*testing.T) driver.Store { return s }}
 	switch {
 	case name == "memstore":
 		s = memstore.New(nil)
@@ -45,9 +45,9 @@ func TestMutantChild(t *testing.T) {
 			m = correct
 		}
 		r := newRef(m)
-		h.New = func(*testing.T) driver.Mutex { return newRefSession(r) }
-		h.Kill = func(_ *testing.T, c driver.Mutex) { c.(*refSession).kill() }
-		h.KeepAlive = func(ctx context.Context, c driver.Mutex) error { return c.(*refSession).keepAliveHook(ctx) }
+		h.New = func(*testing.T) driver.Store { return newRefSession(r) }
+		h.Kill = func(_ *testing.T, c driver.Store) { c.(*refSession).kill() }
+		h.KeepAlive = func(ctx context.Context, c driver.Store) error { return c.(*refSession).keepAliveHook(ctx) }
 	case name == "atomic" || name == string(queueReadEarly):
 		m := mutation(name)
 		if name == "atomic" {
@@ -85,9 +85,10 @@ func runChild(t *testing.T, store string, modelTime time.Duration) (string, erro
 	return string(out), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/Mutex/(\S+)`)
 
-// failed returns the cases that failed in a child's output.
+// failed returns the cases of the mutex suite that failed in a child's
+// output.
 func failed(out string) []string {
 	var names []string
 	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
@@ -184,7 +185,7 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			}
 			for _, c := range ran {
-				if !strings.Contains(out, "--- PASS: TestMutantChild/"+c+" ") {
+				if !strings.Contains(out, "--- PASS: TestMutantChild/Mutex/"+c+" ") {
 					t.Errorf("reference: case %s did not run and pass", c)
 				}
 			}

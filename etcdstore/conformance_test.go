@@ -29,9 +29,9 @@ func TestConformance(t *testing.T) {
 	pfx := uniq(t)
 	admin := c.Client(t)
 	var mu sync.Mutex
-	clients := map[driver.Mutex]*clientv3.Client{}
+	clients := map[driver.Store]*clientv3.Client{}
 	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
+		New: func(t *testing.T) driver.Store {
 			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 			if err != nil {
 				t.Fatal(err)
@@ -52,15 +52,11 @@ func TestConformance(t *testing.T) {
 			})
 			return r
 		},
-		KeepAlive: func(ctx context.Context, s driver.Mutex) error {
-			_, err := s.(reporting).KeepAlive(ctx)
-			return err
-		},
 		Pause: func(t *testing.T) func() {
 			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
 			return func() { up(); down() }
 		},
-		Kill: func(t *testing.T, s driver.Mutex) {
+		Kill: func(t *testing.T, s driver.Store) {
 			mu.Lock()
 			cli := clients[s]
 			mu.Unlock()

@@ -366,23 +366,22 @@ func (s *Store) lookup(k string) (holding, bool) {
 // Prefix returns Options.Prefix.
 func (s *Store) Prefix() string { return s.prefix }
 
-// KeepAlive renews the store's session with one keepalive (shared with
-// concurrent ones, and with Extend's) and returns how long the session is
-// certain to last from the start of the call. Extend does the same for the
-// holdings it is asked about; KeepAlive is for callers that hold keys
-// through the store without a dlock Client renewing them. Without a session
-// it does nothing and returns 0. If the server no longer has the session it
-// returns driver.NotHeld(false): every holding of the store is lost.
-func (s *Store) KeepAlive(ctx context.Context) (time.Duration, error) {
-	start := time.Now()
+// KeepAlive implements driver.SessionKeeper: it renews the store's session
+// (its etcd lease) with one keepalive, shared with concurrent ones and with
+// Extend's, so every holding of the store lasts the session's TTL from the
+// start of the call. It is for callers that hold keys through the store
+// without a dlock Client renewing them (the Client's Extend renews the
+// same session). Without a session it does nothing and returns nil. If the
+// server no longer has the session it returns driver.NotHeld(false): every
+// holding of the store is lost.
+func (s *Store) KeepAlive(ctx context.Context) error {
 	sess := s.live()
 	if sess == nil {
-		return 0, nil
+		return nil
 	}
-	if err := s.keepAlive(ctx, sess); errors.Is(err, errSessionGone) {
-		return 0, driver.NotHeld(false)
-	} else if err != nil {
-		return 0, err
+	err := s.keepAlive(ctx, sess)
+	if errors.Is(err, errSessionGone) {
+		return driver.NotHeld(false)
 	}
-	return s.certainTTL(sess, start), nil
+	return err
 }

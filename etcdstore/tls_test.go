@@ -34,7 +34,7 @@ func TestOpenTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { o.Close() })
-	cl, err := dlock.New(o.Store)
+	cl, err := dlock.New(o.Store.(driver.Mutex))
 	if err != nil {
 		t.Fatal(err)
 	}

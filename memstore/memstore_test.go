@@ -12,5 +12,5 @@ import (
 // client New returns, as clients of one server share its state.
 func TestConformance(t *testing.T) {
 	s := memstore.New(nil)
-	drivertest.Run(t, drivertest.Harness{New: func(*testing.T) driver.Mutex { return s }})
+	drivertest.Run(t, drivertest.Harness{New: func(*testing.T) driver.Store { return s }})
 }

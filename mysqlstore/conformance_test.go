@@ -23,7 +23,7 @@ func TestConformanceLease(t *testing.T) {
 	p := proxy(t, shared(t).Addr())
 	var stores []*mysqlstore.Store
 	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
+		New: func(t *testing.T) driver.Store {
 			s, err := mysqlstore.New(openDB(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database, "interpolateParams=true")), opts)
 			if err != nil {
 				t.Fatal(err)
@@ -78,14 +78,14 @@ func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 // TestConformanceSession runs the suite on the session lock (GET_LOCK on
 // pinned connections), each client with a pool of its own. Kill ends a
 // client's connections on the server (KILL CONNECTION), as a crashed
-// process's would end. KeepAlive is Extend on each held key, which the
-// suite does not need: nothing renews a connection.
+// process's would end. The suite renews sessions with the store's
+// KeepAlive (driver.SessionKeeper), which pings each holding connection.
 func TestConformanceSession(t *testing.T) {
 	_, opts := migrated(t, mysqlstore.Options{})
 	admin := openDB(t, shared(t).DSN())
 	p := proxy(t, shared(t).Addr())
 	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
+		New: func(t *testing.T) driver.Store {
 			s, err := mysqlstore.NewSession(openDB(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database)),
 				mysqlstore.SessionOptions{Table: opts.Table, MaxConns: 40})
 			if err != nil {
@@ -94,7 +94,7 @@ func TestConformanceSession(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
-		Kill: func(t *testing.T, m driver.Mutex) {
+		Kill: func(t *testing.T, m driver.Store) {
 			for _, id := range m.(*mysqlstore.Session).ConnIDs() {
 				if _, err := admin.Exec("KILL CONNECTION ?", id); err != nil {
 					t.Fatal(err)

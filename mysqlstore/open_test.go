@@ -32,11 +32,11 @@ func TestOpenURL(t *testing.T) {
 		if strings.Contains(o.Describe, "dlock-test") || !strings.Contains(o.Describe, "mode "+mode) {
 			t.Fatalf("Describe %q", o.Describe)
 		}
-		g, err := o.Store.Acquire(ctxT(t), "k", "tok", time.Second)
+		g, err := o.Store.(driver.Mutex).Acquire(ctxT(t), "k", "tok", time.Second)
 		if err != nil || g.Fence == 0 {
 			t.Fatalf("%s acquire: %+v %v", mode, g, err)
 		}
-		if err := o.Store.Release(ctxT(t), "k", "tok"); err != nil {
+		if err := o.Store.(driver.Mutex).Release(ctxT(t), "k", "tok"); err != nil {
 			t.Fatal(err)
 		}
 		if _, isSession := o.Store.(*mysqlstore.Session); isSession != (mode == "session") {
@@ -152,7 +152,7 @@ func TestOpenURLMaxConns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.Store.Acquire(ctxT(t), "k", "holder", time.Second); err != nil {
+		if _, err := o.Store.(driver.Mutex).Acquire(ctxT(t), "k", "holder", time.Second); err != nil {
 			t.Fatal(err)
 		}
 		q, ok := driver.As[driver.Queuer](o.Store)
@@ -165,7 +165,7 @@ func TestOpenURLMaxConns(t *testing.T) {
 		if limited := errors.Is(err, mysqlstore.ErrConnLimit); limited != (n == 1) || err == nil {
 			t.Errorf("max-conns=%d: a queued wait behind a holder: %v; want ErrConnLimit only with 1", n, err)
 		}
-		if err := o.Store.Release(ctxT(t), "k", "holder"); err != nil {
+		if err := o.Store.(driver.Mutex).Release(ctxT(t), "k", "holder"); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Close(); err != nil {

@@ -71,9 +71,9 @@ func conformance(t *testing.T, viaSQL bool) {
 // SIGCONT.
 func harness(srv *pgserver.Server, open func(t *testing.T) (driver.Mutex, func())) drivertest.Harness {
 	var mu sync.Mutex
-	kills := map[driver.Mutex]func(){}
+	kills := map[driver.Store]func(){}
 	return drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
+		New: func(t *testing.T) driver.Store {
 			m, closeFn := open(t)
 			var once sync.Once
 			kill := func() { once.Do(closeFn) }
@@ -93,7 +93,7 @@ func harness(srv *pgserver.Server, open func(t *testing.T) (driver.Mutex, func()
 				}
 			}
 		},
-		Kill: func(t *testing.T, s driver.Mutex) {
+		Kill: func(t *testing.T, s driver.Store) {
 			mu.Lock()
 			kill := kills[s]
 			mu.Unlock()

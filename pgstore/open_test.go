@@ -26,16 +26,16 @@ func TestOpen(t *testing.T) {
 			t.Errorf("Describe = %q", o.Describe)
 		}
 		tk := tok()
-		if _, err := o.Store.Acquire(ctx(t), "k", tk, time.Minute); err != nil {
+		if _, err := o.Store.(driver.Mutex).Acquire(ctx(t), "k", tk, time.Minute); err != nil {
 			t.Fatalf("%s: Acquire: %v", scheme, err)
 		}
-		if err := o.Store.Release(ctx(t), "k", tk); err != nil {
+		if err := o.Store.(driver.Mutex).Release(ctx(t), "k", tk); err != nil {
 			t.Fatalf("%s: Release: %v", scheme, err)
 		}
 		if err := o.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.Store.Acquire(ctx(t), "k", tk, time.Minute); !errors.Is(err, driver.ErrInvalid) {
+		if _, err := o.Store.(driver.Mutex).Acquire(ctx(t), "k", tk, time.Minute); !errors.Is(err, driver.ErrInvalid) {
 			t.Fatalf("Acquire after Close = %v; want ErrInvalid", err)
 		}
 	}
@@ -63,7 +63,7 @@ func TestOpenRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	_, err = o.Store.Acquire(ctx(t), "k", tok(), time.Minute)
+	_, err = o.Store.(driver.Mutex).Acquire(ctx(t), "k", tok(), time.Minute)
 	if !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "Migrate") {
 		t.Fatalf("Acquire on a missing table = %v; want ErrRefused naming Migrate", err)
 	}

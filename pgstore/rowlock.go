@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/sqlrow"
@@ -54,13 +53,10 @@ func rowSQL(opts RowLockOptions) (sel, ins string, err error) {
 	return sel, "INSERT INTO " + t + " (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", nil
 }
 
-// maxKeyLen is dlock.MaxKeyLen (the store does not import package dlock).
-const maxKeyLen = 512
-
 // checkRowKey rejects what a text column cannot hold.
 func checkRowKey(key string) error {
-	if key == "" || len(key) > maxKeyLen || !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
-		return fmt.Errorf("%w: pgstore: row lock key must be non-empty UTF-8 of at most %d bytes without NUL", driver.ErrInvalid, maxKeyLen)
+	if driver.ValidateKey(key) != nil || strings.IndexByte(key, 0) >= 0 {
+		return fmt.Errorf("%w: pgstore: row lock key must be non-empty UTF-8 of at most %d bytes without NUL", driver.ErrInvalid, driver.MaxKeyLen)
 	}
 	return nil
 }

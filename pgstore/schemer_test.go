@@ -30,17 +30,17 @@ func TestOpenSessionMode(t *testing.T) {
 	}
 	defer o2.Close()
 	tk := tok()
-	if _, err := o.Store.Acquire(ctx(t), "k", tk, time.Minute); err != nil {
+	if _, err := o.Store.(driver.Mutex).Acquire(ctx(t), "k", tk, time.Minute); err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
 	var ce *driver.ContendedError
-	if _, err := o2.Store.Acquire(ctx(t), "k", tok(), time.Minute); !errors.As(err, &ce) {
+	if _, err := o2.Store.(driver.Mutex).Acquire(ctx(t), "k", tok(), time.Minute); !errors.As(err, &ce) {
 		t.Fatalf("second store's Acquire of a held key = %v; want ContendedError", err)
 	}
-	if err := o.Store.Release(ctx(t), "k", tk); err != nil {
+	if err := o.Store.(driver.Mutex).Release(ctx(t), "k", tk); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if _, err := o2.Store.Acquire(ctx(t), "k", tok(), time.Minute); err != nil {
+	if _, err := o2.Store.(driver.Mutex).Acquire(ctx(t), "k", tok(), time.Minute); err != nil {
 		t.Fatalf("second store's Acquire after release: %v", err)
 	}
 }

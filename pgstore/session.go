@@ -113,6 +113,7 @@ var (
 	_ driver.Mutex         = (*SessionStore)(nil)
 	_ driver.Queuer        = (*SessionStore)(nil)
 	_ driver.WaiterCounter = (*SessionStore)(nil)
+	_ driver.SessionKeeper = (*SessionStore)(nil)
 )
 
 // NewSession returns a SessionStore on pool, which it never closes. It

@@ -35,18 +35,15 @@ func sessHarness(t *testing.T, addr string, urlFor func(addr string) string, kil
 	t.Cleanup(func() { p.Close() })
 	url := urlFor(p.Addr())
 	return drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
+		New: func(t *testing.T) driver.Store {
 			pool := sessPool(t, url, 8)
 			return sessReporting{newSession(t, pool, pgstore.SessionOptions{CheckInterval: 2 * time.Second}), pool}
-		},
-		KeepAlive: func(ctx context.Context, s driver.Mutex) error {
-			return s.(sessReporting).KeepAlive(ctx)
 		},
 		Pause: func(t *testing.T) func() {
 			up, down := p.Hold(faultproxy.Upstream), p.Hold(faultproxy.Downstream)
 			return func() { up(); down() }
 		},
-		Kill:  func(t *testing.T, s driver.Mutex) { s.(sessReporting).Abandon() },
+		Kill:  func(t *testing.T, s driver.Store) { s.(sessReporting).Abandon() },
 		Slack: time.Second,
 		Skip:  map[string]string{"KilledSessionFreesItsKeys": killed},
 	}

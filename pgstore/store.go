@@ -156,7 +156,7 @@ func digest(token string) string {
 }
 
 // checkKey rejects what PostgreSQL's text cannot hold (a NUL byte) before
-// any I/O; dlock.ValidateKey has done the rest.
+// any I/O; driver.ValidateKey has done the rest.
 func checkKey(key string) error {
 	if key == "" || strings.IndexByte(key, 0) >= 0 {
 		return fmt.Errorf("%w: pgstore: key is empty or holds a NUL byte, which PostgreSQL text cannot store", driver.ErrInvalid)

@@ -23,7 +23,7 @@ import (
 // the context says.
 func singleHarness(srv *redisserver.Server) drivertest.Harness {
 	return drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
+		New: func(t *testing.T) driver.Store {
 			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = rdb.Close() })
 			return stateStore{newShortStore(t, rdb), rdb}
@@ -41,7 +41,7 @@ func singleHarness(srv *redisserver.Server) drivertest.Harness {
 // Timeouts of a second (not 3 s) keep the store's retention, which covers
 // go-redis's retry window, and so the bounded-state case, near 8 s.
 func clusterHarness(c *redisserver.Cluster) drivertest.Harness {
-	return drivertest.Harness{New: func(t *testing.T) driver.Mutex {
+	return drivertest.Harness{New: func(t *testing.T) driver.Store {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ReadTimeout: time.Second, WriteTimeout: time.Second})
 		t.Cleanup(func() { _ = rdb.Close() })
 		return stateStore{newShortStore(t, rdb), rdb}
@@ -51,7 +51,7 @@ func clusterHarness(c *redisserver.Cluster) drivertest.Harness {
 // sentinelHarness runs the suite through Sentinel, one FailoverClient per
 // New.
 func sentinelHarness(s *redisserver.Sentinel) drivertest.Harness {
-	return drivertest.Harness{New: func(t *testing.T) driver.Mutex {
+	return drivertest.Harness{New: func(t *testing.T) driver.Store {
 		rdb := newFailoverClient(t, s)
 		return stateStore{newShortStore(t, rdb), rdb}
 	}}

@@ -48,7 +48,7 @@ func Example_open() {
 		log.Fatal(err) // ErrInvalid, without the password
 	}
 	defer opened.Close()
-	locks, err := dlock.New(opened.Store)
+	locks, err := dlock.New(opened.Store.(driver.Mutex)) // a redis:// store is a Mutex
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func openURL(t *testing.T, rawURL string) *driver.Opened {
 // fence; a second client must find the key held meanwhile.
 func lockThrough(t *testing.T, ctx context.Context, op *driver.Opened, key string) uint64 {
 	t.Helper()
-	c, err := dlock.New(op.Store)
+	c, err := dlock.New(op.Store.(driver.Mutex))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func lockThrough(t *testing.T, ctx context.Context, op *driver.Opened, key strin
 	if err != nil {
 		t.Fatalf("%s: TryLock: %v", op.Describe, err)
 	}
-	other, _ := dlock.New(op.Store)
+	other, _ := dlock.New(op.Store.(driver.Mutex))
 	faulttest.CloseOnCleanup(t, other)
 	if _, err := other.TryLock(ctx, key); err == nil {
 		t.Fatalf("%s: a second owner got a held lock", op.Describe)
@@ -79,7 +79,7 @@ func TestOpenReachesRealServers(t *testing.T) {
 	// A wrong password is an error at the first call (Open makes none),
 	// a refusal that does not show the password.
 	bad := openURL(t, "redis://locker:wrong-pw@"+srv.Addr())
-	if _, err := mustClient(t, bad.Store).TryLock(ctx, "x"); !errors.Is(err, dlock.ErrRefused) || strings.Contains(err.Error(), "wrong-pw") {
+	if _, err := mustClient(t, bad.Store.(driver.Mutex)).TryLock(ctx, "x"); !errors.Is(err, dlock.ErrRefused) || strings.Contains(err.Error(), "wrong-pw") {
 		t.Errorf("wrong password: want ErrRefused, got %v", err)
 	}
 
@@ -114,7 +114,7 @@ func TestOpenUsesThePrefix(t *testing.T) {
 	ctx := testCtx(t)
 	srv, rdb := newRedis(t)
 	op := openURL(t, srv.URL()+"?prefix=app:")
-	l, err := mustClient(t, op.Store).TryLock(ctx, "p")
+	l, err := mustClient(t, op.Store.(driver.Mutex)).TryLock(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
 	}

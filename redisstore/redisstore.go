@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
 )
 
@@ -149,7 +148,7 @@ func (s *Store) lock(key string) string { return s.prefix + "{" + key + "}" }
 // checkKey rejects keys that would break the hash tag: a key starting with
 // '}' would make the tag empty and scatter the lock's keys over slots.
 func checkKey(key string) error {
-	if err := dlock.ValidateKey(key); err != nil {
+	if err := driver.ValidateKey(key); err != nil {
 		return err
 	}
 	if strings.HasPrefix(key, "}") {
@@ -167,7 +166,7 @@ func ms(ttl time.Duration) int64 {
 // Acquire implements driver.Mutex in one script call. If another token
 // holds key it returns a *driver.ContendedError with the holder's remaining
 // time (negative if the key has no expiry) and changes nothing. A key that
-// dlock.ValidateKey refuses, or that starts with '}' (it would break the
+// driver.ValidateKey refuses, or that starts with '}' (it would break the
 // Cluster hash tag), returns an error matching driver.ErrInvalid before any
 // I/O; the same holds for every method that takes a key. Refusals match
 // driver.ErrRefused (see the package doc); any other error is go-redis's
@@ -319,7 +318,7 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 // SetFenced writes value to the Redis hash key (a protected resource, not a
 // lock key: no prefix is added) only if fence is not below the fence stored
 // with its current value. A stale write changes nothing and returns an error
-// matching dlock.ErrStaleFence. Other errors are go-redis's (the key holds
+// matching driver.ErrStaleFence. Other errors are go-redis's (the key holds
 // another type: WRONGTYPE; the round trip failed: the write may or may not
 // have been made).
 func SetFenced(ctx context.Context, client redis.Scripter, key, value string, fence uint64) error {
@@ -328,7 +327,7 @@ func SetFenced(ctx context.Context, client redis.Scripter, key, value string, fe
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: fence %d for %q", dlock.ErrStaleFence, fence, key)
+		return fmt.Errorf("%w: fence %d for %q", driver.ErrStaleFence, fence, key)
 	}
 	return nil
 }

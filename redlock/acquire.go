@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
 )
 
@@ -99,7 +98,7 @@ func (t *acquireTally) confirmed() int {
 // it (see the package documentation, Re-entry and release). Its TTL is
 // explained on Options and in the package documentation.
 func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	if err := dlock.ValidateKey(key); err != nil {
+	if err := driver.ValidateKey(key); err != nil {
 		return driver.Grant{}, err
 	}
 	if ttl <= 0 {

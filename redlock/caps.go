@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
 )
 
@@ -40,7 +39,7 @@ func nodeCaps[T any](s *Store, what string) ([]T, error) {
 // ErrNoQuorum; a node that cannot count waiters makes it return an error
 // matching errors.ErrUnsupported.
 func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
-	if err := dlock.ValidateKey(key); err != nil {
+	if err := driver.ValidateKey(key); err != nil {
 		return 0, err
 	}
 	counters, err := nodeCaps[driver.WaiterCounter](s, "count waiters")

@@ -119,7 +119,7 @@ type plainNode struct{ driver.Mutex }
 // wrappedNode hides them too, but says what it wraps.
 type wrappedNode struct{ driver.Mutex }
 
-func (w wrappedNode) Unwrap() driver.Mutex { return w.Mutex }
+func (w wrappedNode) Unwrap() driver.Store { return w.Mutex }
 
 // TestCapabilitiesOfPlainNodesAreUnsupported: over nodes that cannot
 // inspect, list or count waiters, those calls say "unsupported" (they used

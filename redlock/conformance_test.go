@@ -36,7 +36,7 @@ var conformanceOpts = &redlock.Options{NodeTimeout: 250 * time.Millisecond}
 // whose shortest lease is 300 ms), so calls failed as unavailable (1 of 9).
 func (c *cluster) harness() drivertest.Harness {
 	return drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex { return c.independentStore(t, conformanceOpts) },
+		New: func(t *testing.T) driver.Store { return c.independentStore(t, conformanceOpts) },
 		// Each node's answer is bounded by a third of the lease: with the
 		// default 150 ms that is 50 ms, which a loaded CI machine (the race
 		// detector, the other packages' servers starting) missed on every

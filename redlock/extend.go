@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
 )
 
@@ -101,7 +100,7 @@ func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []
 	}
 	minTTL := reqs[0].TTL
 	for i, r := range reqs {
-		if err := dlock.ValidateKey(r.Key); err != nil {
+		if err := driver.ValidateKey(r.Key); err != nil {
 			out[i].Err = err
 		} else if r.TTL <= 0 {
 			out[i].Err = fmt.Errorf("%w: ttl %v", driver.ErrInvalid, r.TTL)
@@ -234,7 +233,7 @@ func allDecided(rs []reply[[]driver.ExtendResult], nreq, n, q int) bool {
 // key's expiry. If ctx is already done it changes nothing, asks no node and
 // returns ctx's error.
 func (s *Store) Release(ctx context.Context, key, token string) error {
-	if err := dlock.ValidateKey(key); err != nil {
+	if err := driver.ValidateKey(key); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

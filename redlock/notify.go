@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sync"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
 )
 
@@ -30,7 +29,7 @@ const subscribeTimeoutFactor = 4
 // it returns an error matching errors.ErrUnsupported.
 // cancel ends every kept subscription and the merging goroutine.
 func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	if err := dlock.ValidateKey(key); err != nil {
+	if err := driver.ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
 	var notifiers []int

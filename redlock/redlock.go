@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"example.com/dlock"
 	"example.com/dlock/driver"
 )
 
@@ -47,7 +46,7 @@ type Options struct {
 	DisableFencing bool
 	// Clock measures the elapsed time of each call (monotonic). Default: the
 	// system clock. Tests inject a fake one.
-	Clock dlock.Clock
+	Clock driver.Clock
 }
 
 // Store is a driver.Mutex that holds a lock on a majority of independent
@@ -60,7 +59,7 @@ type Store struct {
 	timeout  time.Duration
 	drift    float64
 	fencing  bool
-	clock    dlock.Clock
+	clock    driver.Clock
 	closeFns []func() error
 	flights  flights  // acquisitions still in progress on some node
 	pool     *pool    // runs the node calls of every fan-out
@@ -80,7 +79,7 @@ var (
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
-func (systemClock) AfterFunc(d time.Duration, f func()) dlock.Timer {
+func (systemClock) AfterFunc(d time.Duration, f func()) driver.Timer {
 	return time.AfterFunc(d, f)
 }
 

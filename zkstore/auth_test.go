@@ -92,7 +92,7 @@ func openClient(t *testing.T, ctx context.Context, rawURL string) (*dlock.Client
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := dlock.New(o.Store)
+	dc, err := dlock.New(o.Store.(driver.Mutex))
 	if err != nil {
 		o.Close()
 		t.Fatal(err)

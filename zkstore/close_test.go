@@ -40,7 +40,7 @@ func TestCloseDoc(t *testing.T) {
 	_, tra := s.Transfer(ctx, "k", a, tok(), time.Second)
 	_, ins := s.Inspect(ctx, "k")
 	_, wai := s.Waiters(ctx, "k")
-	_, kee := s.KeepAlive(ctx)
+	kee := s.KeepAlive(ctx)
 	for name, err := range map[string]error{
 		"Acquire": acq, "AcquireQueued": que, "Extend": ext, "Release": s.Release(ctx, "k", a),
 		"Transfer": tra, "Inspect": ins, "Waiters": wai, "KeepAlive": kee,

@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	var all []proxied
 	drivertest.Run(t, drivertest.Harness{
-		New: func(t *testing.T) driver.Mutex {
+		New: func(t *testing.T) driver.Store {
 			c := dialProxied(t, root, sessionTimeout, e.Addrs()[0])
 			mu.Lock()
 			all = append(all, c)
@@ -51,14 +51,10 @@ func TestConformance(t *testing.T) {
 				}
 			}
 		},
-		Kill: func(t *testing.T, s driver.Mutex) { s.(reporting).crash() },
+		Kill: func(t *testing.T, s driver.Store) { s.(reporting).crash() },
 		// go-zookeeper keeps the session alive by itself; KeepAlive tells
 		// the store for how long it is sure (as a dlock Client's renewals
 		// would).
-		KeepAlive: func(ctx context.Context, s driver.Mutex) error {
-			_, err := s.(reporting).KeepAlive(ctx)
-			return err
-		},
 		Foreign: func(t *testing.T, key string) {
 			p := root + "/" + key
 			if err := mkdirs(adm, p); err != nil {

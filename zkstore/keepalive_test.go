@@ -8,12 +8,12 @@ import (
 	"example.com/dlock/internal/faultproxy"
 )
 
-// TestGrantTTLIsTheCertainPart: a grant, an Extend and a KeepAlive report
-// how long the session is certain to last from the start of the call: from
-// the send time of its confirming request (a write or a sync, sent during
-// the call), the timeout less the margin (a quarter). So at least that, and
-// more by at most the time the call took. Cut off from the server,
-// KeepAlive confirms nothing and says so.
+// TestGrantTTLIsTheCertainPart: a grant and an Extend report how long the
+// session is certain to last from the start of the call: from the send
+// time of its confirming request (a write or a sync, sent during the
+// call), the timeout less the margin (a quarter). So at least that, and
+// more by at most the time the call took. KeepAlive confirms the session;
+// cut off from the server, it confirms nothing and says so.
 func TestGrantTTLIsTheCertainPart(t *testing.T) {
 	const timeout = 4 * time.Second
 	certain := timeout - timeout/4
@@ -38,17 +38,14 @@ func TestGrantTTLIsTheCertainPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("Extend", e.TTL, time.Since(start))
-	start = time.Now()
-	d, err := c.KeepAlive(ctx)
-	if err != nil {
+	if err := c.KeepAlive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("KeepAlive", d, time.Since(start))
 
 	c.p.Blackhole(faultproxy.Upstream, true)
 	kctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if d, err := c.KeepAlive(kctx); err == nil {
-		t.Fatalf("KeepAlive while cut off = %v, nil", d)
+	if err := c.KeepAlive(kctx); err == nil {
+		t.Fatal("KeepAlive while cut off = nil")
 	}
 }

@@ -35,7 +35,7 @@ func TestOpenURL(t *testing.T) {
 	if !strings.Contains(o.Describe, "zookeeper") || !strings.Contains(o.Describe, root) {
 		t.Fatalf("Describe = %q", o.Describe)
 	}
-	dc, err := dlock.New(o.Store)
+	dc, err := dlock.New(o.Store.(driver.Mutex))
 	if err != nil {
 		t.Fatal(err)
 	}

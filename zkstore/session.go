@@ -159,28 +159,26 @@ func (s *Store) certainTTL(sid int64, start time.Time) time.Duration {
 	return min(max(s.sess.certain.Sub(start), 0), s.timeout)
 }
 
-// KeepAlive confirms the store's session with one request (a sync, which
-// goes through the leader) and returns how long the session is certain to last from the start
-// of the call. Extend does the same for the holdings it is asked about;
-// KeepAlive is for callers that hold locks through the store without a
-// dlock Client renewing them (go-zookeeper keeps the session alive by
-// itself; this tells the caller for how long it is sure). An error means
-// nothing was confirmed: one matching ctx's error, or driver.ErrInvalid
-// after Close; driver.NotHeld if the session expired and was replaced
-// (every holding of the store is lost); otherwise ZooKeeper's error,
-// matching no sentinel.
-func (s *Store) KeepAlive(ctx context.Context) (time.Duration, error) {
-	start := time.Now()
+// KeepAlive implements driver.SessionKeeper: it confirms the store's
+// session with one request (a sync, which goes through the leader).
+// go-zookeeper keeps the session alive by itself while it can reach the
+// ensemble; KeepAlive tells the caller, as Extend does for the holdings it
+// is asked about, that the session is still the one holding the store's
+// locks. An error means nothing was confirmed: one matching ctx's error,
+// or driver.ErrInvalid after Close; driver.NotHeld(false) if the session
+// expired and was replaced (every holding of the store is lost); otherwise
+// ZooKeeper's error, matching no sentinel.
+func (s *Store) KeepAlive(ctx context.Context) error {
 	sid := s.conn.SessionID()
 	err := s.write(ctx, func() error {
 		_, e := s.conn.Sync(s.root)
 		return e
 	})
 	if err != nil {
-		return 0, fmt.Errorf("zkstore: keepalive: %w", err)
+		return fmt.Errorf("zkstore: keepalive: %w", err)
 	}
 	if now := s.conn.SessionID(); now != sid && sid != 0 {
-		return 0, fmt.Errorf("zkstore: keepalive: the session expired and was replaced: %w", driver.NotHeld(false))
+		return fmt.Errorf("zkstore: keepalive: the session expired and was replaced: %w", driver.NotHeld(false))
 	}
-	return s.certainTTL(s.conn.SessionID(), start), nil
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 	"example.com/dlock/internal/faulttest"
 	"example.com/dlock/internal/redisserver"
 )
@@ -24,7 +25,7 @@ func TestOpenRedlockLocksOnThreeServers(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	}()
-	c, err := dlock.New(o.Store, dlock.WithTTL(5*time.Second))
+	c, err := dlock.New(o.Store.(driver.Mutex), dlock.WithTTL(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func redlockClient(t *testing.T) ([]*redisserver.Server, string, *dlock.Client) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = o.Close() })
-	c, err := dlock.New(o.Store, dlock.WithTTL(time.Minute))
+	c, err := dlock.New(o.Store.(driver.Mutex), dlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,12 @@ func (f *storeFlags) open(ctx context.Context) (*openedStore, error) {
 	if desc == "" {
 		desc = schemeOf(raw) + " store"
 	}
-	return &openedStore{Store: o.Store, Desc: desc, close: o.Close}, nil
+	m, ok := o.Store.(driver.Mutex)
+	if !ok {
+		_ = o.Close()
+		return nil, exitWith(ExitUsage, fmt.Errorf("%s offers no lock (driver.Mutex)", desc))
+	}
+	return &openedStore{Store: m, Desc: desc, close: o.Close}, nil
 }
 
 // schemeOf is raw's scheme, for messages.

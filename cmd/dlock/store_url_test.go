@@ -114,7 +114,7 @@ func holdMem(t *testing.T, key string) *dlock.Lease {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := dlock.New(o.Store, dlock.WithTTL(time.Minute))
+	c, err := dlock.New(o.Store.(driver.Mutex), dlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type Overclaim struct {
 }
 
 // Unwrap returns the store, whose other capabilities the Client uses.
-func (o Overclaim) Unwrap() driver.Mutex { return o.Store }
+func (o Overclaim) Unwrap() driver.Store { return o.Store }
 
 // Model is the store's, with SessionTTL longer by More.
 func (o Overclaim) Model() driver.Model {

@@ -2,6 +2,7 @@ package faulttest
 
 import (
 	"context"
+	"fmt"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
@@ -18,7 +19,11 @@ func OpenAndLock(ctx context.Context, rawURL, key string) error {
 		return err
 	}
 	defer o.Close()
-	c, err := dlock.New(o.Store)
+	m, ok := o.Store.(driver.Mutex)
+	if !ok {
+		return fmt.Errorf("%w: %s offers no mutex", driver.ErrInvalid, o.Describe)
+	}
+	c, err := dlock.New(m)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func TestRedisstoreConformanceOnEmbedded(t *testing.T) {
 	t.Cleanup(e.Close)
 	rdb := redis.NewClient(&redis.Options{Addr: e.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	drivertest.Run(t, drivertest.Harness{New: func(t *testing.T) driver.Mutex {
+	drivertest.Run(t, drivertest.Harness{New: func(t *testing.T) driver.Store {
 		s, err := redisstore.New(rdb, nil)
 		if err != nil {
 			t.Fatal(err)

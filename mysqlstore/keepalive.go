@@ -1,0 +1,47 @@
+package mysqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"example.com/dlock/driver"
+)
+
+var _ driver.SessionKeeper = (*SessionStore)(nil)
+
+// KeepAlive implements driver.SessionKeeper: it checks every connection
+// that holds keys with one round trip each (SELECT 1), which also resets
+// the server's idle timer (wait_timeout), so an idle holder is not
+// disconnected. A connection that fails is discarded and its keys
+// forgotten (the server released them), and KeepAlive returns an error
+// matching driver.NotHeld(false). With nothing held it does nothing. If ctx
+// ends first it returns ctx's error and forgets nothing; after Close,
+// driver.ErrInvalid.
+func (s *SessionStore) KeepAlive(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	var errs []error
+	for _, pc := range s.pins.Conns(false) {
+		var one int
+		err := s.call(ctx, pc, nil, "SELECT 1", nil, &one)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.lose(pc) // the connection is gone, and with it its locks
+		errs = append(errs, wrap("session: keepalive", err))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", driver.NotHeld(false), errors.Join(errs...))
+	}
+	return nil
+}
