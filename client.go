@@ -172,7 +172,7 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		// Nothing was sent: the context's own error, not the store's.
 		return nil, waitError(ctx, ctx, key, nil)
 	}
-	o, owned := OwnerFromContext(ctx)
+	o, owned := ownerFromContext(ctx)
 	token := o.token
 	if !owned {
 		token = newToken()

@@ -49,7 +49,13 @@ func ContextWithOwner(ctx context.Context, owner Owner) context.Context {
 }
 
 // OwnerFromContext returns the owner carried by ctx, if any.
-func OwnerFromContext(ctx context.Context) (Owner, bool) {
+//
+// Deprecated: an owner is set with ContextWithOwner and used by Lock, TryLock
+// and Do; nothing else needs to read it back. It stays for compatibility.
+func OwnerFromContext(ctx context.Context) (Owner, bool) { return ownerFromContext(ctx) }
+
+// ownerFromContext returns the owner carried by ctx, if any.
+func ownerFromContext(ctx context.Context) (Owner, bool) {
 	switch v := ctx.Value(ownerKey{}).(type) {
 	case *Lease:
 		return Owner{v.token}, true
