@@ -52,7 +52,10 @@ type Mutex interface {
 	// notified, when the count reaches zero. If token does not hold key it
 	// changes nothing and returns NotHeld(taken). Other errors are as for
 	// Acquire: an error matching no sentinel means the hold may or may not
-	// have been removed.
+	// have been removed. A ctx already done makes it return at once an error
+	// matching ctx.Err(), sending nothing and changing nothing, neither in
+	// the store nor in the client: the hold stays, for a later Release with
+	// a live ctx to remove.
 	Release(ctx context.Context, key, token string) error
 }
 

@@ -64,11 +64,13 @@
 //
 // The suite checks itself: its own tests run it against stores broken on
 // purpose (no owner check, no expiry, a fence that does not increase, an
-// Extend that re-creates a free key; for the model case, a Release that frees
-// every hold, an Extend that sets half the expiry asked, a Release that frees
-// nothing) and require each to fail the case
-// that names the rule it breaks, with package memstore as the control that
-// must pass.
+// Extend that re-creates a free key; for ReleaseWithEndedContextChangesNothing,
+// a Release that ignores its ended context and releases, and a session client
+// that forgets the holding on an ended Release so that a live one frees
+// nothing; for the model case, a Release that frees every hold, an Extend that
+// sets half the expiry asked, a Release that frees nothing) and require each
+// to fail the case that names the rule it breaks, with package memstore as
+// the control that must pass.
 //
 // # Where to start
 //

@@ -252,6 +252,7 @@ func (s *suite) cases() []testCase {
 		{"ExtendAfterReleaseNeverRecreates", s.testExtendAfterRelease},
 		{"HostileKeysAndTokens", s.testHostile},
 		{"CancelledContextChangesNothing", s.testCancelled},
+		{"ReleaseWithEndedContextChangesNothing", s.testReleaseEnded},
 		{"RaceOneKeyNoOverlap", s.testRace},
 		{"UnavailableIsNoAnswer", s.testUnavailable},
 	}

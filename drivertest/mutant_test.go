@@ -108,6 +108,9 @@ func tail(out []byte) string {
 // modelCase is the model-based case (issue 23).
 const modelCase = "ModelRandomHoldingsNeverOverlapAndFreeTheKey"
 
+// releaseEndedCase checks driver.Mutex.Release with an ended context.
+const releaseEndedCase = "ReleaseWithEndedContextChangesNothing"
+
 // TestMutantsFailTheSuite: each store broken on purpose fails the suite,
 // and among its failures is the case that names the rule it breaks (and,
 // where given, the failure says what it saw). The controls are in
@@ -133,6 +136,8 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{releaseAllHolds, []string{modelCase, "NestedExtendShorterKeepsOuterHeld"}, "invariant 1"},
 		{extendHalf, []string{modelCase}, ""},
 		{releaseNoop, []string{modelCase}, "invariant 2"},
+		{releaseIgnoresCtx, []string{releaseEndedCase}, "want an error matching context canceled"},
+		{sessionForgetsEnded, []string{releaseEndedCase}, "a live Release of key a after the ended ones"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -175,12 +180,13 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 			var ran []string
 			switch store {
 			case "session":
-				ran = []string{"SessionExtendRenews", "KilledSessionFreesItsKeys", "QueuerWaiterGetsKeyWhenHolderEnds", "RaceOneKeyNoOverlap"}
+				ran = []string{"SessionExtendRenews", "KilledSessionFreesItsKeys", "QueuerWaiterGetsKeyWhenHolderEnds", "RaceOneKeyNoOverlap",
+					releaseEndedCase}
 			case "reference":
 				ran = []string{"RaceOneKeyNoOverlap", "NoSpuriousNotifications", "ExtendBatchIsASeriesOfExtend",
 					"ListerListsHeldKeysOnly", "WaiterCounterCountsWaiters", "QueuerServesInOrder",
 					"QueuerCancelledWaiterLeavesNothing", "QueuerWaiterGetsKeyWhenHolderEnds", "InspectMatchesTheState",
-					"UnavailableIsNoAnswer"}
+					"UnavailableIsNoAnswer", releaseEndedCase}
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			}

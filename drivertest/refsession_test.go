@@ -23,13 +23,14 @@ type refSession struct {
 
 	mu     sync.Mutex
 	tokens map[string]bool
+	forgot map[string]bool // tokens dropped by sessionForgetsEnded
 	dead   bool
 }
 
 var errKilled = errors.New("refSession: client killed")
 
 func newRefSession(r *refStore) *refSession {
-	return &refSession{refStore: r, tokens: map[string]bool{}}
+	return &refSession{refStore: r, tokens: map[string]bool{}, forgot: map[string]bool{}}
 }
 
 func (c *refSession) Model() driver.Model {
@@ -97,6 +98,25 @@ func (c *refSession) Extend(ctx context.Context, key, token string, _ time.Durat
 func (c *refSession) Release(ctx context.Context, key, token string) error {
 	if err := c.alive(); err != nil {
 		return err
+	}
+	if c.mut == sessionForgetsEnded {
+		// The bug: the client drops what it knows of the holding when the
+		// call's context has ended (as a store that discards the connection
+		// or session state behind it would), so nothing renews it and a
+		// later Release finds nothing to release.
+		c.mu.Lock()
+		forgot := c.forgot[token]
+		if ctx.Err() != nil {
+			delete(c.tokens, token)
+			c.forgot[token] = true
+		}
+		c.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if forgot {
+			return driver.NotHeld(false)
+		}
 	}
 	return c.refStore.Release(ctx, key, token)
 }

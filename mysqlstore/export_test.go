@@ -36,15 +36,3 @@ func WithMarkTimes(s *Store, minHint, maxHint, slack time.Duration) {
 	s.mark = markCfg{minHint: minHint, maxHint: maxHint, slack: slack, div: 8}
 	s.acquireSQL = acquireStmt(s.n, s.mark)
 }
-
-// DiscardHolding discards the pinned connection that holds key (what
-// Session.Release's doc once promised for an ended context): the control
-// of TestSessionReleaseEndedContext, which must see the other keys on that
-// connection freed with it.
-func DiscardHolding(s *Session, key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h := s.held[key]; h != nil {
-		s.lose(h.pc)
-	}
-}
