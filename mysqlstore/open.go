@@ -28,7 +28,9 @@ func init() { driver.Register("mysql", Open) }
 // system's roots), cert and key (a client certificate); cacert, cert or
 // key alone mean tls=true.
 // The port defaults to 3306. It opens a go-sql-driver pool (parseTime=true,
-// time_zone is irrelevant: expiry uses UTC_TIMESTAMP) and pings it; the
+// time_zone is irrelevant: expiry uses UTC_TIMESTAMP) and pings it (not
+// with ctx's driver.OpenHints.NoIO, which skips migrate too; OpenHints.Conns
+// sizes the pool, see sizePool); the
 // returned Close closes the session lock (releasing its locks) and then the
 // pool. A malformed URL or parameter returns an error matching
 // driver.ErrInvalid; a server that refuses the connection (a wrong user or
@@ -45,8 +47,12 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	}
 	db := sql.OpenDB(connector)
 	db.SetConnMaxIdleTime(time.Minute)
+	hints := driver.OpenHintsFrom(ctx)
+	sizePool(db, hints.Conns, p.Mode)
 	fail := func(err error) (*driver.Opened, error) { db.Close(); return nil, err }
-	if err := db.PingContext(ctx); err != nil {
+	if hints.NoIO {
+		p.Migrate = false
+	} else if err := db.PingContext(ctx); err != nil {
 		if refusedConn(err) {
 			return fail(fmt.Errorf("%w: mysqlstore: connect to %s: %w", driver.ErrRefused, cfg.Addr, err))
 		}
@@ -70,6 +76,20 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 		return fail(err)
 	}
 	return &driver.Opened{Store: s, Describe: desc, Close: func() error { _ = s.Close(); return db.Close() }}, nil
+}
+
+// sizePool applies driver.OpenHints.Conns to db: that many connections
+// kept idle (database/sql keeps 2, so each call beyond them would dial)
+// and, in lease mode, at most that many open. In session mode the pool stays
+// unbounded: the session store bounds its pinned connections (max-conns).
+func sizePool(db *sql.DB, conns int, mode string) {
+	if conns <= 0 {
+		return
+	}
+	db.SetMaxIdleConns(conns)
+	if mode != "session" {
+		db.SetMaxOpenConns(conns)
+	}
 }
 
 // refusedConn reports whether err is the server refusing a connection in a

@@ -102,7 +102,9 @@ func Schema(opts Options) string {
 // them is left as it is); it is idempotent and changes nothing else that
 // exists. Adding the columns rebuilds nothing on MariaDB 10.3+ (instant
 // ADD COLUMN of nullable columns at the end), but takes a metadata lock:
-// run it when no statement holds the table for long. It needs CREATE privileges (without them it fails with an error matching driver.ErrRefused). On MySQL (no
+// run it when no statement holds the table for long. It needs CREATE privileges (without them it fails with an error matching driver.ErrRefused,
+// as it does when the server refuses the connection: a wrong password, no
+// such database). On MySQL (no
 // CREATE SEQUENCE) it fails with an error matching driver.ErrRefused: the
 // lease table is MariaDB-only (see docs/mysql.md). It returns an error
 // matching driver.ErrInvalid for a bad Options.Table.
@@ -121,6 +123,9 @@ func Migrate(ctx context.Context, db *sql.DB, opts Options) error {
 			}
 			if deniedPrivilege(err) {
 				return fmt.Errorf("%w: mysqlstore: migrate: the database user may not create the schema (it needs CREATE, ALTER and INDEX on the database): %w", driver.ErrRefused, err)
+			}
+			if refusedConn(err) { // a wrong password or database: as Open's ping answers
+				return fmt.Errorf("%w: mysqlstore: migrate: %w", driver.ErrRefused, err)
 			}
 			return fmt.Errorf("mysqlstore: migrate: %w", err)
 		}

@@ -54,19 +54,26 @@ var pgxParams = []string{
 // pgx's parameters (sslmode, pool_max_conns, application_name, …) go to
 // pgx; any other is refused, as libpq refuses it (a server setting goes in
 // options=-c name=value). It creates a pgx pool, which the returned Close
-// closes after the store. A malformed URL or parameter returns an error matching
-// driver.ErrInvalid; a failed migration returns its error.
+// closes after the store; it makes no network call but migrate's. Of
+// ctx's driver.OpenHints it takes NoIO (migrate is then skipped) and Conns
+// (the pool's MaxConns when the URL sets no pool_max_conns). A malformed
+// URL or parameter returns an error matching driver.ErrInvalid; a failed
+// migration returns its error.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 	cfg, p, err := parseURL(u)
 	if err != nil {
 		return nil, err
+	}
+	hints := driver.OpenHintsFrom(ctx)
+	if hints.Conns > 0 && !u.Query().Has("pool_max_conns") {
+		cfg.MaxConns = int32(min(hints.Conns, 1<<20))
 	}
 	opts := Options{Table: p.Table, SweepInterval: p.Sweep}
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pool: %w", redact(err, u))
 	}
-	if p.Migrate {
+	if p.Migrate && !hints.NoIO {
 		if err := Migrate(ctx, pool, opts); err != nil {
 			pool.Close()
 			return nil, err

@@ -285,11 +285,8 @@ func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string,
 // idempotent and changes nothing on a database that has it. Stores without
 // a schema are left alone.
 func demoMigrate(ctx context.Context, rawURL string, log io.Writer) error {
-	if !hasRowLocker(rawURL) { // only the SQL stores have a schema
-		return nil
-	}
 	sc, desc, closeSc, err := schemerFor(ctx, &storeFlags{storeURL: rawURL})
-	if err != nil {
+	if err != nil || sc == nil {
 		return err
 	}
 	defer closeSc()

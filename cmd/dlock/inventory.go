@@ -106,11 +106,10 @@ func runInventoryServe(cmd *cobra.Command, f *inventoryServeFlags) error {
 		defer lst.Close()
 		lockStore = lst.Store
 	}
-	rl, closeRL, err := openRowLocker(cmd.Context(), f.store.lockStoreURL())
+	rl, err := rowLockerOf(cmd.Context(), lst, f.store.lockStoreURL())
 	if err != nil {
 		return err
 	}
-	defer closeRL()
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return exitWith(ExitUsage, err)
@@ -157,15 +156,17 @@ func (f *storeFlags) withoutLockStore() *storeFlags {
 }
 
 // openLockStore opens the store of f's lock store --store and checks that
-// it answers (see connect); nil, nil when --store names no such store. The
-// caller closes it.
+// it answers (see connect); nil, nil when --store names no such store. A
+// store with a connection pool is asked for room for the sql-for-update
+// strategy's transactions (sqlRowLockConns), which run on it. The caller
+// closes it.
 func openLockStore(ctx context.Context, f *storeFlags) (*openedStore, error) {
 	u := f.lockStoreURL()
 	if u == "" {
 		return nil, nil
 	}
 	ef := storeFlags{storeURL: u}
-	return ef.connect(ctx)
+	return ef.connect(driver.WithOpenHints(ctx, driver.OpenHints{Conns: sqlRowLockConns}))
 }
 
 // inventoryClients opens the main Redis client (--redis, --redis-cluster,

@@ -124,6 +124,19 @@ func unprefixed(err error) string {
 // prefix that starts s or follows a space, "(" or a quote is removed: the
 // "redlock: " of the Redlock store's errors, and a description that ends in
 // a name such as a database "…/dlock: ", keep their text.
+//
+// Why the CLI needs it (issue 24 looked for a fix at the source): the
+// prefixes are the texts of the driver's sentinels ("dlock: invalid
+// argument", "dlock: refused by the store", …), which every store wraps
+// ("%w: pgstore: …") and which library users see as the package's name, as
+// with "io: …" or "sql: …". The CLI, also named dlock, prints its own
+// "dlock: " and embeds library errors in its sentences ("cannot reach %s:
+// %w", "schema --apply on %s: %w", a dozen sites), so each would show the
+// prefix twice; and some library texts already hold it mid-line
+// (driver.NotHeld's "dlock: lock not held: dlock: lease expired", a store's
+// "mysqlstore: row lock "k": dlock: lock not acquired: …"). Only sentinel
+// texts without the prefix would avoid this at the source: a change of
+// every error text the library's users see, for the CLI's sake.
 func stripLibPrefix(s string) string {
 	const prefix = "dlock: "
 	var b strings.Builder

@@ -54,6 +54,9 @@ could not be reached or failed during --apply; 77 the database refused
 			if err != nil {
 				return err
 			}
+			if sc == nil {
+				return noSchema(desc)
+			}
 			defer closeSc()
 			if !apply {
 				s := sc.Schema()
@@ -79,25 +82,20 @@ could not be reached or failed during --apply; 77 the database refused
 }
 
 // schemerFor returns the schema of the store sf selects, described by
-// desc: the SQL database adapter of its scheme (sqlDB: no network call
-// until Migrate), else the opened store's own driver.Schemer. A store with
-// neither is an exitError with ExitUsage. The caller calls closeFn.
+// desc: the opened store's driver.Schemer. The store is opened without I/O
+// (driver.OpenHints.NoIO: printing makes no network call; Migrate is the
+// first). For a store without a schema sc is nil (and so is err); the
+// schemaless schemes are answered so without opening the store. The caller
+// calls closeFn when sc is not nil.
 func schemerFor(ctx context.Context, sf *storeFlags) (sc driver.Schemer, desc string, closeFn func(), err error) {
 	raw, err := sf.url()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	d, err := openSQLDB(ctx, raw)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	if d != nil {
-		return d, d.desc, func() { _ = d.close() }, nil
-	}
 	if scheme := strings.ToLower(schemeOf(raw)); schemaless[scheme] {
-		return nil, "", nil, noSchema(scheme + " store") // known without dialing it
+		return nil, scheme + " store", nil, nil // known without dialing it
 	}
-	st, err := sf.open(ctx)
+	st, err := sf.open(driver.WithOpenHints(ctx, driver.OpenHints{NoIO: true}))
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -105,13 +103,14 @@ func schemerFor(ctx context.Context, sf *storeFlags) (sc driver.Schemer, desc st
 		return sc, st.Desc, func() { _ = st.Close() }, nil
 	}
 	_ = st.Close()
-	return nil, "", nil, noSchema(st.Desc)
+	return nil, st.Desc, nil, nil
 }
 
 // schemaless are the schemes of this binary's stores that create what they
 // use as they go: schema answers for them without opening the store (etcd
-// and ZooKeeper stores dial when opened, and printing promises no network
-// call). Other schemes are opened and asked for a driver.Schemer.
+// and ZooKeeper stores dial when opened, driver.OpenHints.NoIO or not, and
+// printing promises no network call). Other schemes are opened and asked
+// for a driver.Schemer.
 var schemaless = map[string]bool{
 	"redis": true, "rediss": true, "redis+cluster": true, "rediss+cluster": true,
 	"redis+sentinel": true, "rediss+sentinel": true, "redlock": true, "etcd": true, "etcds": true, "zk": true,
