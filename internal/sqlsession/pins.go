@@ -1,10 +1,14 @@
-// Package sqlsession is the connection half of the SQL session locks
-// (pgstore.SessionStore, mysqlstore.SessionStore): the connections a store pins
-// from its pool, how many locks each carries, the bound on how many it pins
-// (waits included), and how a statement runs on a pinned connection without
-// the caller's cancellation closing it. The dialect (what a connection is,
-// how one is taken, given back and closed) comes in as Hooks; the lock
-// statements and the bookkeeping of holdings stay in the stores.
+// Package sqlsession is the engine of the SQL session locks
+// (pgstore.SessionStore, mysqlstore.SessionStore). Pins is the connection
+// half: the connections a store pins from its pool, how many locks each
+// carries, the bound on how many it pins (waits included), and how a
+// statement runs on a pinned connection without the caller's cancellation
+// closing it; what a connection is, how one is taken, given back and closed
+// comes in as Hooks. Engine is the holdings half: each key's holding (a
+// token's digest, its pinned connection, holds and fence), lost and dead
+// detection, and the Acquire, Extend and Release flow; the lock statements
+// come in as a Dialect. The queued wait's statement, Close's give-back and
+// store-only features stay in the stores.
 package sqlsession
 
 import (
