@@ -7,7 +7,7 @@ func (s *Session) ConnIDs() []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []int64
-	for _, pc := range s.pins.Conns(false) {
+	for _, pc := range s.eng.Pins.Conns(false) {
 		ids = append(ids, pc.C.id)
 	}
 	return ids
@@ -44,7 +44,7 @@ func WithMarkTimes(s *Store, minHint, maxHint, slack time.Duration) {
 func DiscardHolding(s *Session, key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h := s.held[key]; h != nil {
-		s.lose(h.pc)
+	if h := s.eng.Peek(key); h != nil {
+		s.eng.Lose(h.P)
 	}
 }
