@@ -7,7 +7,7 @@ func (s *Session) ConnIDs() []int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []int64
-	for _, pc := range s.pins.Conns(false) {
+	for _, pc := range s.eng.Pins.Conns(false) {
 		ids = append(ids, pc.C.id)
 	}
 	return ids

@@ -24,20 +24,22 @@ func (s *SessionStore) KeepAlive(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.eng.Closed() {
 		return errClosed
 	}
 	var errs []error
-	for _, pc := range s.pins.Conns(false) {
-		var one int
-		err := s.call(ctx, pc, nil, "SELECT 1", nil, &one)
+	for _, pc := range s.eng.Pins.Conns(false) {
+		_, err := s.eng.Pins.Run(ctx, pc, func(ctx context.Context, c *conn) (any, error) {
+			var one int
+			return nil, c.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+		}, nil)
 		if err == nil {
 			continue
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.lose(pc) // the connection is gone, and with it its locks
+		s.eng.Lose(pc) // the connection is gone, and with it its locks
 		errs = append(errs, wrap("session: keepalive", err))
 	}
 	if len(errs) > 0 {

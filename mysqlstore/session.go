@@ -77,11 +77,9 @@ type SessionStore struct {
 	fence  string
 	prefix string
 	opts   SessionOptions
-	pins   *sqlsession.Pins[*conn]
+	eng    *sqlsession.Engine[*conn, string] // a key's lock is its LockName
 
-	mu     sync.Mutex
-	held   map[string]*holding
-	closed bool
+	mu sync.Mutex // one call at a time
 }
 
 // Session is SessionStore's old name.
@@ -97,14 +95,6 @@ type conn struct {
 }
 
 type pinned = sqlsession.Conn[*conn]
-
-type holding struct {
-	token string
-	name  string
-	fence uint64
-	holds int
-	pc    *pinned
-}
 
 // NewSession returns a session lock on db. It does no I/O (the fence
 // sequence must exist: Migrate) and never closes db. Bad options return
@@ -139,8 +129,8 @@ func NewSession(db *sql.DB, opts SessionOptions) (*SessionStore, error) {
 	if opts.Table == "" {
 		opts.Table = DefaultTable
 	}
-	s := &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts, held: map[string]*holding{}}
-	s.pins = sqlsession.New(sqlsession.Config{
+	s := &Session{db: db, fence: n.fence, prefix: opts.Table + ":", opts: opts}
+	pins := sqlsession.New(sqlsession.Config{
 		MaxConns: opts.MaxConns, MaxWaiting: opts.MaxConns, PerConn: opts.LocksPerConn,
 		Timeout: callTimeout, ErrLimit: ErrConnLimit, ErrClosed: errClosed,
 	}, sqlsession.Hooks[*conn]{
@@ -152,6 +142,9 @@ func NewSession(db *sql.DB, opts SessionOptions) (*SessionStore, error) {
 		Broken: func(*conn, error) bool { return true },
 		Busy:   func(err error) bool { return errors.Is(err, ErrPoolExhausted) },
 	})
+	s.eng = sqlsession.NewEngine(pins, sqlsession.Options{
+		Name: "mysqlstore", TTL: opts.CheckInterval, ErrClosed: errClosed,
+	}, s.dialect())
 	return s, nil
 }
 

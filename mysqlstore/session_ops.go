@@ -23,47 +23,28 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 }
 
-// call runs q on pc's connection (sqlsession.Pins.Run) and scans one row
-// into dest. The statement itself is not cancelled with ctx (that would
-// close the connection and drop its locks); when ctx ends first, call
-// returns ctx's error at once and the statement finishes in the
-// background, bounded by callTimeout, after which late, if not nil, gets
-// its outcome (in a goroutine of its own). A statement's error discards the
-// connection (its locks are lost) and wraps sqlsession.ErrConnDead. dest
-// must not be read after an error.
-func (s *SessionStore) call(ctx context.Context, pc *pinned, late func(error), q string, args []any, dest ...any) error {
-	var l sqlsession.Late[*conn]
-	if late != nil {
-		l = func(_ context.Context, _ *conn, _ any, err error) { go late(err) }
-	}
-	_, err := s.pins.Run(ctx, pc, func(ctx context.Context, c *conn) (any, error) {
-		return nil, c.QueryRowContext(ctx, q, args...).Scan(dest...)
-	}, l)
-	return err
-}
-
-func (s *SessionStore) grant(h *holding) driver.Grant {
-	return driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.opts.CheckInterval}
-}
-
 // errClosed is returned by every call after Close.
 var errClosed = fmt.Errorf("%w: mysqlstore: session lock closed", driver.ErrInvalid)
 
-// stillHeld asks h's connection whether it still holds h's lock. An error
-// (ctx ended, the connection broke) is returned as is: no answer.
-func (s *SessionStore) stillHeld(ctx context.Context, h *holding) (bool, error) {
-	var mine int
-	err := s.call(ctx, h.pc, nil, "SELECT COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0)", []any{h.name}, &mine)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.lose(h.pc) // the connection is gone, and with it its locks
-		}
-		return false, err
+// dialect is the store's named-lock SQL for its engine. A connection is
+// asked only whether it holds the lock itself (taken: false).
+func (s *SessionStore) dialect() sqlsession.Dialect[*conn, string] {
+	return sqlsession.Dialect[*conn, string]{
+		Lock:    func(key string) string { return LockName(s.opts.Table, key) },
+		TryLock: s.tryLock,
+		Check: func(ctx context.Context, c *conn, name string) (bool, bool, error) {
+			var mine int
+			err := c.QueryRowContext(ctx, "SELECT COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0)", name).Scan(&mine)
+			return mine == 1, false, err
+		},
+		Unlock: func(ctx context.Context, c *conn, name string) (bool, error) {
+			var released int
+			err := c.QueryRowContext(ctx, "SELECT COALESCE(RELEASE_LOCK(?), 0)", name).Scan(&released)
+			return released == 1, err
+		},
+		Taken: s.usedElsewhere,
+		Wrap:  func(op string, err error) error { return wrap("session "+op, err) },
 	}
-	if mine != 1 {
-		s.forget(h)
-	}
-	return mine == 1, nil
 }
 
 // usedElsewhere reports whether some connection holds key's lock, asked
@@ -88,34 +69,15 @@ func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return driver.Grant{}, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return driver.Grant{}, errClosed
-	}
-	if h := s.held[key]; h != nil {
-		if h.token == token {
-			h.holds++
-			return s.grant(h), nil
-		}
-		held, err := s.stillHeld(ctx, h)
-		if err != nil {
-			return driver.Grant{}, wrap("session acquire", err)
-		}
-		if held {
-			return driver.Grant{}, &driver.ContendedError{Remaining: -1}
-		}
-	}
-	pc, err := s.pins.Pick(ctx)
-	if err != nil {
-		return driver.Grant{}, err
-	}
-	defer s.pins.Unuse(pc) // gives pc up if it holds nothing
-	name := LockName(s.opts.Table, key)
-	v, err := s.pins.Run(ctx, pc, func(ctx context.Context, c *conn) (any, error) {
+	return s.eng.Acquire(ctx, key, token)
+}
+
+// tryLock takes name with GET_LOCK(name, 0) and a fence on pc; a lock
+// granted after ctx ended is released when the statement completes.
+func (s *SessionStore) tryLock(ctx context.Context, pc *pinned, _, name string) (uint64, bool, error) {
+	v, err := s.eng.Pins.Run(ctx, pc, func(ctx context.Context, c *conn) (any, error) {
 		var fence uint64
 		err := c.QueryRowContext(ctx, "SELECT IF(GET_LOCK(?, 0) = 1, NEXTVAL("+s.fence+"), 0)", name).Scan(&fence)
 		return fence, err
@@ -125,19 +87,10 @@ func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.
 		}
 	})
 	if err != nil {
-		if ctx.Err() == nil {
-			s.lose(pc)
-		}
-		return driver.Grant{}, wrap("session acquire", err)
+		return 0, false, wrap("session acquire", err)
 	}
 	fence := v.(uint64)
-	if fence == 0 {
-		return driver.Grant{}, &driver.ContendedError{Remaining: -1}
-	}
-	h := &holding{token: token, name: name, fence: fence, holds: 1, pc: pc}
-	s.pins.AddLock(pc)
-	s.held[key] = h
-	return s.grant(h), nil
+	return fence, fence > 0, nil
 }
 
 // open takes a connection from the pool and learns its id.
@@ -181,34 +134,6 @@ func discard(pc *pinned) {
 	})
 }
 
-// lose forgets every key held on pc and discards it (its connection died
-// or answered wrongly). Called with s.mu.
-func (s *SessionStore) lose(pc *pinned) {
-	for k, h := range s.held {
-		if h.pc == pc {
-			delete(s.held, k)
-		}
-	}
-	s.pins.Kill(pc)
-}
-
-// notHeld answers Extend or Release by a token that does not hold key
-// here: taken if another token of this Session holds it (confirmed on its
-// connection) or another connection does.
-func (s *SessionStore) notHeld(ctx context.Context, key string, h *holding) error {
-	var taken bool
-	var err error
-	if h != nil {
-		taken, err = s.stillHeld(ctx, h)
-	} else {
-		taken, err = s.usedElsewhere(ctx, key)
-	}
-	if err != nil {
-		return wrap("session", err)
-	}
-	return driver.NotHeld(taken)
-}
-
 // Extend confirms that token still holds key: its connection answers and
 // IS_USED_LOCK names it (one round trip). If the connection broke, every
 // key on it is forgotten (the server released them) and driver.NotHeld is
@@ -218,26 +143,9 @@ func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.D
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return driver.Grant{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return driver.Grant{}, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return driver.Grant{}, errClosed
-	}
-	h := s.held[key]
-	if h == nil || h.token != token {
-		return driver.Grant{}, s.notHeld(ctx, key, h)
-	}
-	held, err := s.stillHeld(ctx, h)
-	if err != nil && ctx.Err() != nil {
-		return driver.Grant{}, err
-	}
-	if !held {
-		return driver.Grant{}, driver.NotHeld(false)
-	}
-	return s.grant(h), nil
+	return s.eng.Extend(ctx, key, token)
 }
 
 // Release removes one hold; the last one runs RELEASE_LOCK on the
@@ -262,56 +170,9 @@ func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 	if err := checkArgs(key, token, 0, false); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("mysqlstore: session release %q: nothing sent, the lock is still held: %w", key, err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
-	}
-	h := s.held[key]
-	if h == nil || h.token != token {
-		return s.notHeld(ctx, key, h)
-	}
-	if h.holds > 1 {
-		h.holds--
-		return nil
-	}
-	var released int
-	late := func(err error) { // ctx ended first: settle the holding when the answer comes
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err == nil {
-			s.forget(h)
-		} else if !s.closed {
-			s.lose(h.pc)
-		}
-	}
-	err := s.call(ctx, h.pc, late, "SELECT COALESCE(RELEASE_LOCK(?), 0)", []any{h.name}, &released)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.lose(h.pc) // discarded: the server releases whatever it held
-		}
-		return wrap("session release", err)
-	}
-	s.forget(h)
-	if released != 1 {
-		return driver.NotHeld(false)
-	}
-	return nil
-}
-
-// forget drops one holding and unpins its connection if it holds nothing
-// more. Called with s.mu.
-func (s *SessionStore) forget(h *holding) {
-	for k, x := range s.held {
-		if x == h {
-			delete(s.held, k)
-			s.pins.DropLock(h.pc)
-			return
-		}
-	}
+	return s.eng.Release(ctx, key, token)
 }
 
 // Close releases every holding by closing the pinned connections (the
@@ -320,11 +181,10 @@ func (s *SessionStore) forget(h *holding) {
 func (s *SessionStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
-	for _, pc := range s.pins.Close() {
+	pins, _ := s.eng.Close()
+	for _, pc := range pins {
 		discard(pc)
 	}
-	s.held = map[string]*holding{}
 	return nil
 }
 

@@ -27,44 +27,26 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 		return g, err
 	}
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return driver.Grant{}, errClosed
-	}
-	if h := s.held[key]; h != nil && h.token == token {
-		h.holds++
-		g := s.grant(h)
+	if g, ok := s.eng.Reenter(key, token); ok {
 		s.mu.Unlock()
 		return g, nil
 	}
 	// Held by another token of this Session, or by nobody here: wait on
 	// the server like anyone else; the holder's release frees the name.
 	s.mu.Unlock()
-	pc, err := s.pins.Pin(ctx, true) // within MaxConns, or ErrConnLimit
+	pc, err := s.eng.Pins.Pin(ctx, true) // within MaxConns, or ErrConnLimit
 	if err != nil {
 		return driver.Grant{}, err
 	}
 	fence, err := s.wait(ctx, pc, LockName(s.opts.Table, key))
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil {
 		return driver.Grant{}, err
 	}
-	if s.closed {
-		s.pins.Discard(pc)
-		return driver.Grant{}, errClosed
-	}
-	if old := s.held[key]; old != nil {
-		// The server granted the name, so the old holding here is gone
-		// (released, or its connection died).
-		s.forget(old)
-	}
-	h := &holding{token: token, name: LockName(s.opts.Table, key), fence: fence, holds: 1, pc: pc}
-	s.pins.Settle(pc)
-	s.pins.AddLock(pc)
-	s.pins.Unuse(pc)
-	s.held[key] = h
-	return s.grant(h), nil
+	// The server granted the name, so an old holding here is gone
+	// (released, or its connection died): the new one replaces it.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.eng.Granted(ctx, pc, key, token, fence)
 }
 
 // wait blocks in GET_LOCK on pc, pinned for the wait, until granted or ctx
@@ -75,7 +57,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 func (s *SessionStore) wait(ctx context.Context, pc *pinned, name string) (uint64, error) {
 	// Not cancelled with ctx: a cancelled query would close the
 	// connection under the driver; KILL QUERY ends it instead.
-	v, err := s.pins.Wait(ctx, pc, nil, callTimeout, func(qctx context.Context, c *conn) (any, error) {
+	v, err := s.eng.Pins.Wait(ctx, pc, nil, callTimeout, func(qctx context.Context, c *conn) (any, error) {
 		var fence uint64
 		err := c.QueryRowContext(qctx, "SELECT IF(GET_LOCK(?, ?) = 1, NEXTVAL("+s.fence+"), 0)", name, waitSeconds(ctx)).Scan(&fence)
 		return fence, err
@@ -94,7 +76,7 @@ func (s *SessionStore) wait(ctx context.Context, pc *pinned, name string) (uint6
 	if fence := v.(uint64); fence > 0 {
 		return fence, nil
 	}
-	s.pins.Discard(pc)
+	s.eng.Pins.Discard(pc)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

@@ -94,11 +94,9 @@ type SessionStore struct {
 
 	done chan struct{} // closed by Close: queued waits end
 
-	pins *sqlsession.Pins[*pgxpool.Conn]
+	eng *sqlsession.Engine[*pgxpool.Conn, int64]
 
-	mu     sync.Mutex
-	keys   map[string]*entry
-	closed bool
+	mu sync.Mutex // guards the shared-session verdict below
 	// sharedChecked is set once checkShared has seen whether a pooler
 	// shares server sessions, or a guard found one; shared is then the
 	// verdict (nil: not shared), returned by every later pin.
@@ -159,9 +157,9 @@ func NewSession(pool *pgxpool.Pool, opts SessionOptions) (*SessionStore, error) 
 	s := &SessionStore{
 		pool: pool, table: table, ident: ident(pool, table), seq: pgx.Identifier{nm.fence}.Sanitize(),
 		ttl: ttl, max: n, maxWait: max(n-1, 0), perConn: opts.LocksPerConn, wait: wait,
-		keys: map[string]*entry{}, done: make(chan struct{}),
+		done: make(chan struct{}),
 	}
-	s.pins = s.newPins()
+	s.eng = s.newEngine()
 	return s, nil
 }
 
@@ -191,9 +189,6 @@ func split(id int64) (classid, objid uint32) {
 	return uint32(uint64(id) >> 32), uint32(uint64(id))
 }
 
-// digest is what the store keeps of a token: never the token itself.
-func tokenDigest(token string) [32]byte { return sha256.Sum256([]byte(token)) }
-
 // errSessionClosed is returned by calls after Close.
 var errSessionClosed = fmt.Errorf("%w: pgstore: session store closed", driver.ErrInvalid)
 
@@ -208,21 +203,11 @@ var errSessionClosed = fmt.Errorf("%w: pgstore: session store closed", driver.Er
 // close the pool. It returns the errors of the connections it could not
 // unlock, joined; calling it again does nothing and returns nil.
 func (s *SessionStore) Close(ctx context.Context) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	pins, first := s.eng.Close() // a queued wait ends itself (s.done)
+	if !first {
 		return nil
 	}
-	s.closed = true
 	close(s.done)
-	pins := s.pins.Close() // a queued wait ends itself (s.done)
-	for _, e := range s.keys {
-		if e.h != nil {
-			e.h.lost = true
-			registry.CompareAndDelete(s.regKey(e.h.key), s)
-		}
-	}
-	s.mu.Unlock()
 	var errs []error
 	for _, p := range pins {
 		errs = append(errs, giveBack(ctx, p, true))
@@ -235,7 +220,7 @@ func (s *SessionStore) Close(ctx context.Context) error {
 // advisory locks have no TTL) and returns the first error. A connection
 // that fails is closed and its holdings are lost.
 func (s *SessionStore) KeepAlive(ctx context.Context) error {
-	return s.pins.Ping(ctx, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	return s.eng.Pins.Ping(ctx, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		_, err := c.Exec(ctx, "SELECT 1")
 		return nil, err
 	})

@@ -26,8 +26,8 @@ func (s *SessionStore) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequ
 	out := make([]driver.ExtendResult, len(reqs))
 	groups := map[*pinned][]int{}
 	for i, r := range reqs {
-		if h := s.ownHolding(r.Key, r.Token); h != nil {
-			groups[h.p] = append(groups[h.p], i)
+		if h := s.eng.Own(r.Key, r.Token); h != nil {
+			groups[h.P] = append(groups[h.P], i)
 			continue
 		}
 		out[i].Grant, out[i].Err = s.Extend(ctx, r.Key, r.Token, r.TTL)
@@ -36,14 +36,12 @@ func (s *SessionStore) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequ
 		held, err := s.heldOn(ctx, p)
 		for _, i := range idx {
 			r := reqs[i]
-			h := s.ownHolding(r.Key, r.Token)
+			h := s.eng.Own(r.Key, r.Token)
 			switch {
 			case err != nil && !errors.Is(err, errConnDead):
 				out[i].Err = classify("extend", err)
-			case err == nil && h != nil && h.p == p && held[h.id]:
-				s.mu.Lock()
-				out[i].Grant = driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.ttl}
-				s.mu.Unlock()
+			case err == nil && h != nil && h.P == p && held[h.Lock]:
+				out[i].Grant = s.eng.Grant(h)
 			default: // lost, released meanwhile, or moved: Extend says which
 				out[i].Grant, out[i].Err = s.Extend(ctx, r.Key, r.Token, r.TTL)
 			}
@@ -52,20 +50,9 @@ func (s *SessionStore) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequ
 	return out
 }
 
-// ownHolding returns this store's live holding of key by token, or nil.
-func (s *SessionStore) ownHolding(key, token string) *holding {
-	dig := tokenDigest(token)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.keys[key]; e != nil && e.h != nil && !s.isLost(e.h) && e.h.dig == dig {
-		return e.h
-	}
-	return nil
-}
-
 // heldOn returns the lock ids p's backend holds.
 func (s *SessionStore) heldOn(ctx context.Context, p *pinned) (map[int64]bool, error) {
-	v, err := s.pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	v, err := s.eng.Pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		rows, err := c.Query(ctx, heldSQL)
 		if err != nil {
 			return nil, err

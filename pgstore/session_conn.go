@@ -18,26 +18,9 @@ import (
 // pinned is one connection taken from the pool and held.
 type pinned = sqlsession.Conn[*pgxpool.Conn]
 
-// entry is the local state of one key: sem serializes the calls on the key
-// in this store; h is the store's holding of it, if any.
-type entry struct {
-	sem  chan struct{}
-	refs int // guarded by SessionStore.mu
-	h    *holding
-}
-
-// holding is a key held on a pinned connection. Guarded by
-// SessionStore.mu, and changed only by the call that holds the key's entry.
-type holding struct {
-	key    string
-	dig    [32]byte
-	p      *pinned
-	id     int64
-	holds  int
-	fence  uint64
-	lost   bool // lost (also when its connection died: isLost)
-	closed bool // forgotten: counted out of p.locks
-}
+// holding is a key held on a pinned connection; its lock is the advisory
+// lock id (LockID).
+type holding = sqlsession.Holding[*pgxpool.Conn, int64]
 
 // connectWait bounds how long the store waits for the pool to open a new
 // connection when it has room for one.
@@ -46,48 +29,11 @@ const connectWait = 10 * time.Second
 // errConnDead is what a statement on a dead pinned connection returns.
 var errConnDead = sqlsession.ErrConnDead
 
-// enter takes the key's entry, waiting for the call on it under way.
-func (s *SessionStore) enter(ctx context.Context, key string) (*entry, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errSessionClosed
-	}
-	e := s.keys[key]
-	if e == nil {
-		e = &entry{sem: make(chan struct{}, 1)}
-		s.keys[key] = e
-	}
-	e.refs++
-	s.mu.Unlock()
-	select {
-	case e.sem <- struct{}{}:
-		return e, nil
-	case <-ctx.Done():
-		s.drop(key, e)
-		return nil, ctx.Err()
-	}
-}
-
-// leave gives the key's entry up.
-func (s *SessionStore) leave(key string, e *entry) {
-	<-e.sem
-	s.drop(key, e)
-}
-
-func (s *SessionStore) drop(key string, e *entry) {
-	s.mu.Lock()
-	e.refs--
-	if e.refs == 0 && e.h == nil {
-		delete(s.keys, key)
-	}
-	s.mu.Unlock()
-}
-
-// pins returns the store's pinned connections, bounded by MaxConns (less
-// one for holdings when waiting) and ConnWait.
-func (s *SessionStore) newPins() *sqlsession.Pins[*pgxpool.Conn] {
-	return sqlsession.New(sqlsession.Config{
+// newEngine returns the store's engine: its pinned connections, bounded by
+// MaxConns (less one for holdings when waiting) and ConnWait, and the
+// advisory lock statements (session_ops.go).
+func (s *SessionStore) newEngine() *sqlsession.Engine[*pgxpool.Conn, int64] {
+	pins := sqlsession.New(sqlsession.Config{
 		MaxConns: s.max, MaxWaiting: s.maxWait, PerConn: s.perConn, Timeout: s.ttl,
 		ErrLimit: ErrConnLimit, ErrClosed: errSessionClosed,
 	}, sqlsession.Hooks[*pgxpool.Conn]{
@@ -101,6 +47,9 @@ func (s *SessionStore) newPins() *sqlsession.Pins[*pgxpool.Conn] {
 		Broken: func(c *pgxpool.Conn, _ error) bool { return c.Conn().IsClosed() },
 		Busy:   func(err error) bool { return errors.Is(err, ErrPoolExhausted) },
 	})
+	return sqlsession.NewEngine(pins, sqlsession.Options{
+		Name: "pgstore", TTL: s.ttl, CheckReentry: true, ErrClosed: errSessionClosed,
+	}, s.dialect())
 }
 
 // open takes a new connection from the pool within ConnWait (a slot the

@@ -4,22 +4,20 @@ package pgstore
 // the sockets are closed without unlocking anything and without telling
 // the store, which finds out on its next statement. For tests.
 func (s *SessionStore) Abandon() {
-	for _, p := range s.pins.Conns(true) {
+	for _, p := range s.eng.Pins.Conns(true) {
 		_ = p.C.Conn().PgConn().Conn().Close()
 	}
 }
 
 // Pinned returns how many connections s pins now. For tests.
 func (s *SessionStore) Pinned() int {
-	return s.pins.Len()
+	return s.eng.Pins.Len()
 }
 
 // LocalState returns how many entries s keeps for key (0 or 1). For tests.
 func (s *SessionStore) LocalState(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	if _, ok := s.keys[key]; ok {
+	if s.eng.Tracked(key) {
 		n++
 	}
 	if _, ok := registry.Load(s.regKey(key)); ok {

@@ -28,10 +28,9 @@ func (s *SessionStore) Inspect(ctx context.Context, key string) (driver.Info, er
 	if v, ok := registry.Load(s.regKey(key)); ok {
 		o = v.(*SessionStore)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e := o.keys[key]; e != nil && e.h != nil && !o.isLost(e.h) {
-		info.Holds, info.Fence = e.h.holds, e.h.fence
+	if h := o.eng.Peek(key); h != nil {
+		g := o.eng.Grant(h)
+		info.Holds, info.Fence = g.Holds, g.Fence
 	}
 	return info, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqlsession"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -46,47 +47,37 @@ SELECT CASE WHEN g.shared THEN -1 ELSE nextval($4::regclass) END FROM g LEFT JOI
 // first-use check, or a statement's backend that holds the lock already),
 // which takes nothing.
 func (s *SessionStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.Grant{}, err
-	}
 	if o := s.delegate(key, token); o != nil {
 		return o.Acquire(ctx, key, token, ttl)
 	}
-	e, err := s.enter(ctx, key)
-	if err != nil {
-		return driver.Grant{}, err
-	}
-	defer s.leave(key, e)
-	dig := tokenDigest(token)
-	if h := s.holdingOf(e); h != nil {
-		mine, _, err := s.check(ctx, h)
-		if err != nil {
-			return driver.Grant{}, err
-		}
-		if mine {
-			if h.dig != dig {
-				return driver.Grant{}, &driver.ContendedError{Remaining: -1}
-			}
-			s.mu.Lock()
-			h.holds++
-			g := driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.ttl}
-			s.mu.Unlock()
-			return g, nil
-		}
-		s.forget(e, h)
-	}
-	return s.acquireFresh(ctx, e, key, dig)
+	return s.eng.Acquire(ctx, key, token)
 }
 
-// acquireFresh takes a key the store does not hold with pg_try_advisory_lock.
-func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, dig [32]byte) (driver.Grant, error) {
-	id := LockID(s.table, key)
-	p, err := s.pins.Pick(ctx)
-	if err != nil {
-		return driver.Grant{}, err
+// dialect is the store's advisory lock SQL for its engine.
+func (s *SessionStore) dialect() sqlsession.Dialect[*pgxpool.Conn, int64] {
+	return sqlsession.Dialect[*pgxpool.Conn, int64]{
+		Lock:    func(key string) int64 { return LockID(s.table, key) },
+		TryLock: s.tryLock,
+		Check: func(ctx context.Context, c *pgxpool.Conn, id int64) (mine, taken bool, err error) {
+			err = c.QueryRow(ctx, checkSQL, cls(id), obj(id)).Scan(&mine, &taken)
+			return mine, taken, err
+		},
+		Unlock: func(ctx context.Context, c *pgxpool.Conn, id int64) (ok bool, err error) {
+			err = c.QueryRow(ctx, unlockSQL, id).Scan(&ok)
+			return ok, err
+		},
+		Taken: s.taken,
+		Wrap:  classify,
+		Held:  func(key string) { registry.Store(s.regKey(key), s) },
+		Freed: func(key string) { registry.CompareAndDelete(s.regKey(key), s) },
 	}
-	defer s.pins.Unuse(p)
-	v, err := s.pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+}
+
+// tryLock takes key's lock id on p with pg_try_advisory_lock and a fence from
+// the sequence in the same statement. A lock taken after ctx ended is
+// given back when the statement completes.
+func (s *SessionStore) tryLock(ctx context.Context, p *pinned, key string, id int64) (uint64, bool, error) {
+	v, err := s.eng.Pins.Run(ctx, p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var fence *int64
 		err := c.QueryRow(ctx, s.guarded(tryLockSQL), id, cls(id), obj(id), s.seq).Scan(&fence)
 		if err != nil && !c.Conn().IsClosed() {
@@ -103,19 +94,18 @@ func (s *SessionStore) acquireFresh(ctx context.Context, e *entry, key string, d
 		}
 	})
 	if err != nil {
-		return driver.Grant{}, classify("acquire", err)
+		return 0, false, classify("acquire", err)
 	}
 	fence := v.(*int64)
 	if fence == nil {
-		return driver.Grant{}, &driver.ContendedError{Remaining: -1}
+		return 0, false, nil
 	}
 	if *fence == sharedFence {
 		err := errShared(key)
 		s.markShared(err)
-		return driver.Grant{}, err
+		return 0, false, err
 	}
-	s.record(e, &holding{key: key, dig: dig, p: p, id: id, holds: 1, fence: uint64(*fence)})
-	return driver.Grant{Fence: uint64(*fence), Holds: 1, TTL: s.ttl}, nil
+	return uint64(*fence), true, nil
 }
 
 // lockWhere3 is lockWhere with the lock id as $2 (classid) and $3 (objid).
@@ -142,89 +132,6 @@ func classify(op string, err error) error {
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
 
-// record makes h the key's holding.
-func (s *SessionStore) record(e *entry, h *holding) {
-	s.mu.Lock()
-	if old := e.h; old != nil && old != h {
-		old.lost = true
-		s.forgetLocked(e, old)
-	}
-	e.h = h
-	registry.Store(s.regKey(h.key), s)
-	s.pins.AddLock(h.p)
-	s.mu.Unlock()
-}
-
-// holdingOf returns the key's holding, or nil (forgetting it) if it is lost.
-func (s *SessionStore) holdingOf(e *entry) *holding {
-	s.mu.Lock()
-	h := e.h
-	s.mu.Unlock()
-	if h != nil && h.lostNow(s) {
-		s.forget(e, h)
-		return nil
-	}
-	return h
-}
-
-func (h *holding) lostNow(s *SessionStore) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.isLost(h)
-}
-
-// isLost reports whether h is lost: marked so, or its connection died.
-// Called with s.mu held.
-func (s *SessionStore) isLost(h *holding) bool { return h.lost || s.pins.Dead(h.p) }
-
-// forget drops h, the key's holding (lost, or released on the server).
-func (s *SessionStore) forget(e *entry, h *holding) {
-	s.mu.Lock()
-	s.forgetLocked(e, h)
-	s.mu.Unlock()
-}
-
-func (s *SessionStore) forgetLocked(e *entry, h *holding) {
-	if e.h == h {
-		e.h = nil
-		registry.CompareAndDelete(s.regKey(h.key), s)
-		if e.refs == 0 && s.keys[h.key] == e { // forgotten after its call returned
-			delete(s.keys, h.key)
-		}
-	}
-	if !h.closed {
-		h.closed = true
-		s.pins.DropLock(h.p)
-	}
-}
-
-// check asks h's connection whether it still holds h's lock (mine) and
-// whether any backend does (taken). A dead connection reports neither.
-func (s *SessionStore) check(ctx context.Context, h *holding) (mine, taken bool, err error) {
-	type res struct{ mine, taken bool }
-	v, err := s.pins.Run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
-		var r res
-		err := c.QueryRow(ctx, checkSQL, cls(h.id), obj(h.id)).Scan(&r.mine, &r.taken)
-		return r, err
-	}, nil)
-	if errors.Is(err, errConnDead) {
-		s.mu.Lock()
-		h.lost = true
-		s.mu.Unlock()
-		return false, false, nil
-	}
-	if err != nil {
-		return false, false, classify("check", err)
-	}
-	r := v.(res)
-	if !r.mine {
-		s.mu.Lock()
-		h.lost = true
-		s.mu.Unlock()
-	}
-	return r.mine, r.taken, nil
-}
-
 // taken asks any pool connection whether some backend holds key.
 func (s *SessionStore) taken(ctx context.Context, key string) (bool, error) {
 	id := LockID(s.table, key)
@@ -235,16 +142,6 @@ func (s *SessionStore) taken(ctx context.Context, key string) (bool, error) {
 	return t, nil
 }
 
-// notHeld returns NotHeld(taken) for key, asking the server whether
-// another owner holds it.
-func (s *SessionStore) notHeld(ctx context.Context, key string) error {
-	t, err := s.taken(ctx, key)
-	if err != nil {
-		return err
-	}
-	return driver.NotHeld(t)
-}
-
 // Extend implements driver.Mutex: one statement on the holding's pinned
 // connection confirming in pg_locks that it still holds the lock. It renews
 // nothing on the server (advisory locks have no TTL: the round trip checks
@@ -253,34 +150,10 @@ func (s *SessionStore) notHeld(ctx context.Context, key string) error {
 // (a pooler such as PgBouncer in transaction mode gave the session to
 // someone else), it returns driver.NotHeld: the holding is lost.
 func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.Grant{}, err
-	}
 	if o := s.delegate(key, token); o != nil {
 		return o.Extend(ctx, key, token, ttl)
 	}
-	e, err := s.enter(ctx, key)
-	if err != nil {
-		return driver.Grant{}, err
-	}
-	defer s.leave(key, e)
-	h := s.holdingOf(e)
-	if h == nil {
-		return driver.Grant{}, s.notHeld(ctx, key)
-	}
-	mine, taken, err := s.check(ctx, h)
-	switch {
-	case err != nil:
-		return driver.Grant{}, err
-	case !mine:
-		s.forget(e, h)
-		return driver.Grant{}, driver.NotHeld(taken)
-	case h.dig != tokenDigest(token):
-		return driver.Grant{}, driver.NotHeld(true)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return driver.Grant{Fence: h.fence, Holds: h.holds, TTL: s.ttl}, nil
+	return s.eng.Extend(ctx, key, token)
 }
 
 // Release implements driver.Mutex. The last hold is one pg_advisory_unlock
@@ -296,66 +169,10 @@ func (s *SessionStore) Extend(ctx context.Context, key, token string, ttl time.D
 // when ctx ends while Release waits for the key or for the connection's
 // previous statement.
 func (s *SessionStore) Release(ctx context.Context, key, token string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("pgstore: session release %q: nothing sent, the lock is still held: %w", key, err)
-	}
 	if o := s.delegate(key, token); o != nil {
 		return o.Release(ctx, key, token)
 	}
-	e, err := s.enter(ctx, key)
-	if err != nil {
-		return err
-	}
-	defer s.leave(key, e)
-	h := s.holdingOf(e)
-	if h == nil {
-		return s.notHeld(ctx, key)
-	}
-	s.mu.Lock()
-	holds := h.holds
-	s.mu.Unlock()
-	if h.dig != tokenDigest(token) || holds > 1 {
-		mine, taken, err := s.check(ctx, h)
-		switch {
-		case err != nil:
-			return err
-		case !mine:
-			s.forget(e, h)
-			return driver.NotHeld(taken)
-		case h.dig != tokenDigest(token):
-			return driver.NotHeld(true)
-		}
-		s.mu.Lock()
-		h.holds--
-		s.mu.Unlock()
-		return nil
-	}
-	return s.unlock(ctx, e, h, key)
-}
-
-// unlock gives back h's lock, the key's last hold.
-func (s *SessionStore) unlock(ctx context.Context, e *entry, h *holding, key string) error {
-	v, err := s.pins.Run(ctx, h.p, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
-		var ok bool
-		err := c.QueryRow(ctx, unlockSQL, h.id).Scan(&ok)
-		return ok, err
-	}, func(_ context.Context, _ *pgxpool.Conn, _ any, err error) {
-		if err == nil {
-			s.forget(e, h)
-		}
-	})
-	if errors.Is(err, errConnDead) {
-		s.forget(e, h)
-		return driver.NotHeld(false)
-	}
-	if err != nil {
-		return classify("release", err)
-	}
-	s.forget(e, h)
-	if !v.(bool) { // this connection did not hold it: lost earlier
-		return s.notHeld(ctx, key)
-	}
-	return nil
+	return s.eng.Release(ctx, key, token)
 }
 
 // Waiters implements driver.WaiterCounter: the backends waiting for the
@@ -390,11 +207,7 @@ func (s *SessionStore) delegate(key, token string) *SessionStore {
 	if !ok || v.(*SessionStore) == s {
 		return nil
 	}
-	o := v.(*SessionStore)
-	dig := tokenDigest(token)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e := o.keys[key]; e != nil && e.h != nil && !o.isLost(e.h) && e.h.dig == dig && !o.closed {
+	if o := v.(*SessionStore); o.eng.Own(key, token) != nil && !o.eng.Closed() {
 		return o
 	}
 	return nil

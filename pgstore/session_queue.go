@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"example.com/dlock/driver"
@@ -32,7 +31,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 	if !errors.As(err, &ce) {
 		return g, err
 	}
-	p, err := s.pins.Pin(ctx, true)
+	p, err := s.eng.Pins.Pin(ctx, true)
 	if err != nil {
 		return driver.Grant{}, err
 	}
@@ -42,24 +41,13 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 		return driver.Grant{}, err
 	}
 	if fence == sharedFence {
-		s.pins.Discard(p) // it took nothing; its session is not its own
+		s.eng.Pins.Discard(p) // it took nothing; its session is not its own
 		err := errShared(key)
 		s.markShared(err)
 		return driver.Grant{}, err
 	}
 	// Granted: the key's entry may be busy for a moment with another call.
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.ttl)
-	defer cancel()
-	e, err := s.enter(ectx, key)
-	if err != nil {
-		s.pins.Discard(p) // frees the lock
-		return driver.Grant{}, fmt.Errorf("pgstore: acquire %q: granted but not recorded: %w", key, err)
-	}
-	defer s.leave(key, e)
-	s.pins.Settle(p)
-	s.record(e, &holding{key: key, dig: tokenDigest(token), p: p, id: id, holds: 1, fence: uint64(fence)})
-	s.pins.Unuse(p)
-	return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: s.ttl}, nil
+	return s.eng.Granted(ctx, p, key, token, uint64(fence))
 }
 
 // queueWait runs pg_advisory_lock on p, which no other statement uses
@@ -68,7 +56,7 @@ func (s *SessionStore) AcquireQueued(ctx context.Context, key, token string, ttl
 // within cancelGrace). On any error p is discarded (closed), which frees a
 // lock granted as the error happened.
 func (s *SessionStore) queueWait(ctx context.Context, p *pinned, id int64) (int64, error) {
-	v, err := s.pins.Wait(ctx, p, s.done, cancelGrace, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	v, err := s.eng.Pins.Wait(ctx, p, s.done, cancelGrace, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		var fence int64
 		err := c.QueryRow(ctx, s.guarded(lockSQL), id, cls(id), obj(id), s.seq).Scan(&fence)
 		return fence, err
