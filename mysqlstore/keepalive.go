@@ -2,8 +2,6 @@ package mysqlstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"example.com/dlock/driver"
 )
@@ -19,31 +17,10 @@ var _ driver.SessionKeeper = (*SessionStore)(nil)
 // ends first it returns ctx's error and forgets nothing; after Close,
 // driver.ErrInvalid.
 func (s *SessionStore) KeepAlive(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.eng.Closed() {
-		return errClosed
-	}
-	var errs []error
-	for _, pc := range s.eng.Pins.Conns(false) {
-		_, err := s.eng.Pins.Run(ctx, pc, func(ctx context.Context, c *conn) (any, error) {
-			var one int
-			return nil, c.QueryRowContext(ctx, "SELECT 1").Scan(&one)
-		}, nil)
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		s.eng.Lose(pc) // the connection is gone, and with it its locks
-		errs = append(errs, wrap("session: keepalive", err))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", driver.NotHeld(false), errors.Join(errs...))
-	}
-	return nil
+	return s.eng.KeepAlive(ctx, func(ctx context.Context, c *conn) (any, error) {
+		var one int
+		return nil, c.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	})
 }

@@ -198,7 +198,7 @@ var errSessionClosed = fmt.Errorf("%w: pgstore: session store closed", driver.Er
 // them too once the server sees it. Queued waits end as if their context
 // had (their connections are closed). Later Acquire, AcquireQueued, Extend,
 // ExtendBatch and Release fail with an error matching driver.ErrInvalid
-// before any I/O; KeepAlive has no connection left to check and returns nil;
+// before any I/O; KeepAlive returns driver.ErrInvalid;
 // Inspect, Waiters and Migrate still work through the pool. It does not
 // close the pool. It returns the errors of the connections it could not
 // unlock, joined; calling it again does nothing and returns nil.
@@ -215,12 +215,15 @@ func (s *SessionStore) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// KeepAlive checks every pinned connection with one round trip each (the
-// harness's and a caller's renewal: it renews nothing on the server, where
-// advisory locks have no TTL) and returns the first error. A connection
-// that fails is closed and its holdings are lost.
+// KeepAlive implements driver.SessionKeeper: it checks every connection
+// that holds keys with one round trip each (advisory locks have no TTL to
+// renew). A connection that fails is closed, its keys forgotten (the server
+// released them), and KeepAlive returns an error matching
+// driver.NotHeld(false). With nothing held it does nothing. If ctx ends
+// first it returns ctx's error and forgets nothing; after Close,
+// driver.ErrInvalid.
 func (s *SessionStore) KeepAlive(ctx context.Context) error {
-	return s.eng.Pins.Ping(ctx, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
+	return s.eng.KeepAlive(ctx, func(ctx context.Context, c *pgxpool.Conn) (any, error) {
 		_, err := c.Exec(ctx, "SELECT 1")
 		return nil, err
 	})

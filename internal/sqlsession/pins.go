@@ -34,6 +34,7 @@ type Conn[C any] struct {
 	users   int  // calls and statements using it
 	waiting bool // a queued wait owns it
 	dead    bool // closed; its locks are lost
+	killed  bool // Hooks.Kill called (once)
 	gone    bool // given up (Hooks.Drop, or claimed by Close)
 }
 
@@ -241,9 +242,16 @@ func (s *Pins[C]) MarkDead(p *Conn[C]) {
 }
 
 // Kill closes p (Hooks.Kill: the server frees its locks) and marks it
-// dead.
+// dead. It calls the hook only on a connection that is still open and
+// was not killed before (a dead one may be back in the pool already).
 func (s *Pins[C]) Kill(p *Conn[C]) {
-	s.hooks.Kill(p)
+	s.mu.Lock()
+	first := !p.killed && !p.dead && !p.gone
+	p.killed = true
+	s.mu.Unlock()
+	if first {
+		s.hooks.Kill(p)
+	}
 	s.MarkDead(p)
 }
 

@@ -150,16 +150,3 @@ func (s *Pins[C]) Wait(ctx context.Context, p *Conn[C], stop <-chan struct{}, gr
 	}
 	return nil, s.cfg.ErrClosed
 }
-
-// Ping runs fn on every open connection that is not waiting (one statement
-// each, in turn) and returns the first error; a connection whose statement
-// broke it is killed (see Run).
-func (s *Pins[C]) Ping(ctx context.Context, fn Stmt[C]) error {
-	var first error
-	for _, p := range s.Conns(false) {
-		if _, err := s.Run(ctx, p, fn, nil); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
