@@ -33,9 +33,12 @@ func (s *SessionStore) dialect() sqlsession.Dialect[*conn, string] {
 		Lock:    func(key string) string { return LockName(s.opts.Table, key) },
 		TryLock: s.tryLock,
 		Check: func(ctx context.Context, c *conn, name string) (bool, bool, error) {
-			var mine int
-			err := c.QueryRowContext(ctx, "SELECT COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0)", name).Scan(&mine)
-			return mine == 1, false, err
+			// One statement says whose the lock is: this connection's, another's
+			// (taken), or nobody's.
+			var used sql.NullInt64
+			var me int64
+			err := c.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?), CONNECTION_ID()", name).Scan(&used, &me)
+			return used.Valid && used.Int64 == me, used.Valid && used.Int64 != me, err
 		},
 		Unlock: func(ctx context.Context, c *conn, name string) (bool, error) {
 			var released int
