@@ -1,5 +1,7 @@
 // Package drivertest is the conformance suite for stores: one suite per
-// primitive a store offers (the mutex suite, for driver.Mutex, today).
+// primitive a store offers (the mutex suite, for driver.Mutex, and the
+// semaphore suite, for driver.Semaphore, today; see the repository's
+// docs/semaphore.md for the latter's cases).
 // Every store of the repository runs it (memstore;
 // redisstore on one server, Cluster and Sentinel; redlock; etcdstore;
 // zkstore; pgstore's lease table, on a pgx pool and on a *sql.DB, and its
@@ -20,8 +22,8 @@
 //		})
 //	}
 //
-// Run runs, as a subtest named after each primitive ("Mutex"), the suite of
-// every primitive the store from New implements. The suite reads the store's
+// Run runs, as a subtest named after each primitive ("Mutex",
+// "Semaphore"), the suite of every primitive the store from New implements. The suite reads the store's
 // time and liveness model from Store.Model and adapts to it: the short lease
 // of the expiry cases is max(150 ms, MinTTL) rounded up to Granularity;
 // session-based stores skip the per-key TTL cases and run the session cases

@@ -1,6 +1,6 @@
-// Package redisstore is the driver.Mutex (and driver.Semaphore) for Redis: a single server, a
-// Sentinel-managed primary or a Cluster, through any go-redis
-// redis.UniversalClient.
+// Package redisstore is the driver.Mutex (and driver.Semaphore) for Redis:
+// a single server, a Sentinel-managed primary or a Cluster, through any
+// go-redis redis.UniversalClient.
 //
 // Each operation is one round trip: a Lua script run by EVALSHA (falling back
 // to EVAL when the server lacks it). Acquires and releases made by several
