@@ -23,8 +23,9 @@
 //	}
 //
 // Run runs, as a subtest named after each primitive ("Mutex",
-// "Semaphore"), the suite of every primitive the store from New implements. The suite reads the store's
-// time and liveness model from Store.Model and adapts to it: the short lease
+// "Semaphore"), the suite of every primitive the store from New
+// implements. The suite reads the store's time and liveness model from
+// Store.Model and adapts to it: the short lease
 // of the expiry cases is max(150 ms, MinTTL) rounded up to Granularity;
 // session-based stores skip the per-key TTL cases and run the session cases
 // instead. A session-based store should be a driver.SessionKeeper (or set
@@ -68,7 +69,9 @@
 // purpose (no owner check, no expiry, a fence that does not increase, an
 // Extend that re-creates a free key; for the model case, a Release that frees
 // every hold, an Extend that sets half the expiry asked, a Release that frees
-// nothing) and require each to fail the case
+// nothing; for the semaphore, no limit, another limit admitted, a partial
+// grant, no expiry, a stuck fence, one expiry shared by all holdings) and
+// require each to fail the case
 // that names the rule it breaks, with package memstore as the control that
 // must pass.
 //
