@@ -22,7 +22,7 @@ if st[3] then
   if held ~= k then
     return {-2, held}
   end
-  if tonumber(redis.call('ZSCORE', KEYS[2], tok)) < now + ttl then
+  if (tonumber(redis.call('ZSCORE', KEYS[2], tok)) or 0) < now + ttl then
     redis.call('ZADD', KEYS[2], num(now + ttl), tok)
     settle(KEYS[1], KEYS[2], now, keep)
   end
