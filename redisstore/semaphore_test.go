@@ -100,6 +100,15 @@ func TestSemaphoreKeysExpireAfterTheLastHolding(t *testing.T) {
 	if err != nil || next.Fence <= g.Fence {
 		t.Fatalf("AcquirePermits after the last release = %+v, %v; want a fence above %d", next, err, g.Fence)
 	}
+	// With the state gone (its retention passed), fences still go up: they
+	// follow the server's clock in µs.
+	if err := rdb.Del(ctx, h, z).Err(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.AcquirePermits(ctx, "k", "d", 5, 1, time.Minute)
+	if err != nil || after.Fence <= next.Fence {
+		t.Fatalf("AcquirePermits after the keys were gone = %+v, %v; want a fence above %d", after, err, next.Fence)
+	}
 }
 
 // TestSemaphoreResentCallsAnswerWhatTheFirstRunDid: an AcquirePermits or
@@ -146,5 +155,29 @@ func TestSemaphoreResentCallsAnswerWhatTheFirstRunDid(t *testing.T) {
 	}
 	if info, _ := r.direct.InspectPermits(ctx, "k"); info.Used != 1 {
 		t.Fatalf("after a resent release %d permits are out, want the other client's 1", info.Used)
+	}
+}
+
+// List (dlock list) reports locks only: a semaphore's keys under the same
+// prefix are skipped, not reported and not an error.
+func TestListSkipsSemaphores(t *testing.T) {
+	_, rdb := newRedis(t)
+	s := newStore(t, rdb)
+	ctx := testCtx(t)
+	if _, err := s.AcquirePermits(ctx, "sem", "a", 2, 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleasePermits(ctx, "sem", "a"); err != nil { // leaves a release record too
+		t.Fatal(err)
+	}
+	if _, err := s.AcquirePermits(ctx, "sem", "b", 2, 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, "lock", "c", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got := listAll(t, s, "")
+	if len(got) != 1 || !got["lock"].Held {
+		t.Fatalf("List = %v, want the lock alone", got)
 	}
 }
