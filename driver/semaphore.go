@@ -23,7 +23,9 @@ import (
 //     *LimitMismatchError (matching ErrInvalid). Once none is out, the next
 //     acquisition stores its own n.
 //   - k permits are taken all at once or not at all: a refused
-//     AcquirePermits leaves no permit taken.
+//     AcquirePermits leaves no permit taken. Callers are not ordered: a
+//     caller of k > 1 can lose to later single-permit callers (reserving
+//     permits for a waiter is still to come).
 //   - Each holding expires on its own: when a holding's expiry passes (on
 //     the store's clock) its permits come back, whatever the other holders
 //     do; ExtendPermits by one token changes no other holding's expiry.
