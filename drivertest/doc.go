@@ -1,5 +1,7 @@
 // Package drivertest is the conformance suite for stores: one suite per
-// primitive a store offers (the mutex suite, for driver.Mutex, today).
+// primitive a store offers (the mutex suite, for driver.Mutex, and the
+// semaphore suite, for driver.Semaphore, today; see the repository's
+// docs/semaphore.md for the latter's cases).
 // Every store of the repository runs it (memstore;
 // redisstore on one server, Cluster and Sentinel; redlock; etcdstore;
 // zkstore; pgstore's lease table, on a pgx pool and on a *sql.DB, and its
@@ -20,9 +22,10 @@
 //		})
 //	}
 //
-// Run runs, as a subtest named after each primitive ("Mutex"), the suite of
-// every primitive the store from New implements. The suite reads the store's
-// time and liveness model from Store.Model and adapts to it: the short lease
+// Run runs, as a subtest named after each primitive ("Mutex",
+// "Semaphore"), the suite of every primitive the store from New
+// implements. The suite reads the store's time and liveness model from
+// Store.Model and adapts to it: the short lease
 // of the expiry cases is max(150 ms, MinTTL) rounded up to Granularity;
 // session-based stores skip the per-key TTL cases and run the session cases
 // instead. A session-based store should be a driver.SessionKeeper (or set
@@ -68,9 +71,11 @@
 // a Release that ignores its ended context and releases, and a session client
 // that forgets the holding on an ended Release so that a live one frees
 // nothing; for the model case, a Release that frees every hold, an Extend that
-// sets half the expiry asked, a Release that frees nothing) and require each
-// to fail the case that names the rule it breaks, with package memstore as
-// the control that must pass.
+// sets half the expiry asked, a Release that frees nothing; for the semaphore,
+// no limit, another limit admitted, a partial grant, no expiry, a stuck fence,
+// one expiry shared by all holdings) and require each to fail the case that
+// names the rule it breaks, with package memstore as the control that must
+// pass.
 //
 // # Where to start
 //

@@ -79,14 +79,19 @@ func (wrapped) Model() driver.Model    { return driver.Model{} }
 func (w wrapped) Unwrap() driver.Store { return w.m }
 
 // TestSuitesFollowTheOfferedPrimitives: a store that implements
-// driver.Mutex gets the mutex suite, with the same cases as cases(); a
-// store that offers no primitive gets none (Run then fails it), also when
-// it wraps a Mutex, since a wrapper must implement a primitive itself.
+// driver.Mutex gets the mutex suite, with the same cases as cases(), and
+// one that implements driver.Semaphore the semaphore suite (memstore both,
+// a store with only the Semaphore methods that one alone); a store that
+// offers no primitive gets none (Run then fails it), also when it wraps a
+// Mutex, since a wrapper must implement a primitive itself.
 func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 	var m driver.Mutex = memstore.New(nil)
 	ps := offered(m)
-	if len(ps) != 1 || ps[0].name != "Mutex" {
-		t.Fatalf("a driver.Mutex is offered %d suites, want the mutex suite", len(ps))
+	if len(ps) != 2 || ps[0].name != "Mutex" || ps[1].name != "Semaphore" {
+		t.Fatalf("memstore is offered %d suites, want the mutex and the semaphore suites", len(ps))
+	}
+	if ps := offered(semOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "Semaphore" {
+		t.Fatalf("a driver.Semaphore alone is offered %d suites, want the semaphore suite", len(ps))
 	}
 	s := newSuite(Harness{}, driver.Model{})
 	got, want := ps[0].cases(s), s.cases()
@@ -104,6 +109,9 @@ func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 		}
 	}
 }
+
+// semOnly has the Semaphore methods and no Mutex ones.
+type semOnly struct{ driver.Semaphore }
 
 // keeper is a Mutex that is a driver.SessionKeeper, counting its calls.
 type keeper struct {

@@ -18,7 +18,8 @@ import (
 
 // mutantEnv names the store TestMutantChild runs the suite on: "memstore",
 // "reference" (refStore without a bug), "session" (refSession clients of
-// a refStore without a bug), "atomic" (refAtomic without a bug) or a
+// a refStore without a bug), "atomic" (refAtomic without a bug), "sem"
+// (semMutant without a bug: memstore's Semaphore alone) or a
 // mutation (session-based for the
 // session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
@@ -34,11 +35,17 @@ func TestMutantChild(t *testing.T) {
 	if name == "" {
 		t.Skip("runs as a subprocess of TestMutantsFailTheSuite")
 	}
-	var s driver.Mutex
+	var s driver.Store
 	h := drivertest.Harness{New: func(*testing.T) driver.Store { return s }}
 	switch {
 	case name == "memstore":
 		s = memstore.New(nil)
+	case strings.HasPrefix(name, "sem"):
+		m := mutation(name)
+		if name == "sem" {
+			m = correct
+		}
+		s = newSemMutant(m)
 	case strings.HasPrefix(name, "session"):
 		m := mutation(name)
 		if name == "session" {
@@ -85,14 +92,18 @@ func runChild(t *testing.T, store string, modelTime time.Duration) (string, erro
 	return string(out), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/Mutex/(\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore)/(\S+)`)
 
-// failed returns the cases of the mutex suite that failed in a child's
-// output.
+// failed returns the cases that failed in a child's output: a mutex case by
+// its name, a semaphore case as "Semaphore/<name>".
 func failed(out string) []string {
 	var names []string
 	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
-		names = append(names, m[1])
+		if m[1] == "Mutex" {
+			names = append(names, m[2])
+		} else {
+			names = append(names, m[1]+"/"+m[2])
+		}
 	}
 	return names
 }
@@ -138,6 +149,12 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{releaseNoop, []string{modelCase}, "invariant 2"},
 		{releaseIgnoresCtx, []string{releaseEndedCase}, "want an error matching context canceled"},
 		{sessionForgetsEnded, []string{releaseEndedCase}, "a live Release of key a after the ended ones"},
+		{semNoLimit, []string{"Semaphore/RaceNeverMoreThanTheLimit", "Semaphore/AcquireWithinTheLimit"}, "more than 3 permits out at once"},
+		{semMismatchAdmits, []string{"Semaphore/LimitMismatchChangesNothing"}, ""},
+		{semPartialGrant, []string{"Semaphore/ManyPermitsAllOrNothing"}, ""},
+		{semNoExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendShorterShortensTheHolding"}, ""},
+		{semFenceStuck, []string{"Semaphore/FencesStrictlyIncrease", "Semaphore/RaceNeverMoreThanTheLimit"}, "fences granted to two holdings"},
+		{semSharedExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendKeepsOnlyThatHolding"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -171,7 +188,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 // its session-based clients, without a bug, pass the suite in the same
 // subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference", "session", "atomic"} {
+	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
@@ -189,15 +206,27 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 					"UnavailableIsNoAnswer", releaseEndedCase}
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
+			case "memstore", "sem":
+				ran = semCases
 			}
 			for _, c := range ran {
-				if !strings.Contains(out, "--- PASS: TestMutantChild/Mutex/"+c+" ") {
+				if !strings.Contains(c, "/") {
+					c = "Mutex/" + c
+				}
+				if !strings.Contains(out, "--- PASS: TestMutantChild/"+c+" ") {
 					t.Errorf("reference: case %s did not run and pass", c)
 				}
 			}
 		})
 	}
 }
+
+// semCases are the semaphore cases the mutants fail, which the controls
+// must run and pass.
+var semCases = []string{"Semaphore/RaceNeverMoreThanTheLimit", "Semaphore/AcquireWithinTheLimit",
+	"Semaphore/LimitMismatchChangesNothing", "Semaphore/ManyPermitsAllOrNothing", "Semaphore/EachHoldingExpiresOnItsOwn",
+	"Semaphore/ExtendShorterShortensTheHolding", "Semaphore/FencesStrictlyIncrease", "Semaphore/ExtendKeepsOnlyThatHolding",
+	"Semaphore/NotifiesOnReleaseOnly", "Semaphore/InspectMatchesTheState", "Semaphore/NoStateLeftAfterRetention"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

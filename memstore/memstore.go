@@ -20,7 +20,11 @@
 // process's clock (the now function given to New). Besides driver.Mutex a
 // Store is a driver.Notifier (a channel per subscriber), driver.Transferer,
 // driver.Atomic (string resources kept with Set and read with Get, for
-// WithRead and Lease.Commit) and driver.Inspector. It is not a
+// WithRead and Lease.Commit) and driver.Inspector. It is also a
+// driver.Semaphore (with driver.PermitNotifier and driver.PermitInspector):
+// each holding of permits expires on its own, fences come from the same
+// counter, and a key with no live holding keeps nothing, not even its
+// limit. It is not a
 // driver.Queuer, BatchExtender, Lister, WaiterCounter or Doctor: the client
 // falls back as each of those documents.
 //
@@ -28,8 +32,9 @@
 //
 // Every method that takes a ctx returns ctx's error, unwrapped and changing
 // nothing, when ctx is already done (Apply refuses a step it cannot perform
-// first); otherwise it answers at once. Keys, tokens
-// and ttls are not validated (the dlock Client does that before any call).
+// first); otherwise it answers at once. The Mutex methods do not validate
+// keys, tokens and ttls (the dlock Client does that before any call); the
+// Semaphore methods do (driver.ValidatePermits), before looking at ctx.
 // The store never fails for want of a server: its other errors are the
 // contract's answers (a *driver.ContendedError, driver.NotHeld, ErrInvalid
 // for a step it cannot perform), each documented on its method.
@@ -61,6 +66,7 @@ type Store struct {
 	sweepAt int    // sweep expired entries when len(locks) reaches it
 	subs    map[string]map[chan struct{}]struct{}
 	data    map[string]string // resources for WithRead and Lease.Commit
+	sem     semState          // the Semaphore keys (semaphore.go)
 }
 
 type entry struct {
@@ -153,7 +159,8 @@ func (s *Store) sweep() {
 func (s *Store) Retention() time.Duration { return 0 }
 
 // KeyState returns how many entries the store keeps for key: its lock if
-// held, and its subscriptions if any (drivertest.StateReporter). An expired
+// held, its subscriptions if any, and the same for the Semaphore key of
+// that name (drivertest.StateReporter). An expired
 // lock is dropped here, as on any access. Its only error is ctx's.
 func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {
@@ -161,7 +168,7 @@ func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.subs[key])
+	n := len(s.subs[key]) + s.semEntries(key)
 	if s.live(key) != nil {
 		n++
 	}

@@ -1,6 +1,6 @@
-// Package redisstore is the driver.Mutex for Redis: a single server, a
-// Sentinel-managed primary or a Cluster, through any go-redis
-// redis.UniversalClient.
+// Package redisstore is the driver.Mutex (and driver.Semaphore) for Redis:
+// a single server, a Sentinel-managed primary or a Cluster, through any
+// go-redis redis.UniversalClient.
 //
 // Each operation is one round trip: a Lua script run by EVALSHA (falling back
 // to EVAL when the server lacks it). Acquires and releases made by several
@@ -64,6 +64,17 @@
 // every primary), driver.WaiterCounter (PUBSUB NUMSUB, summed over a
 // Cluster's nodes) and driver.Doctor (server, ACL, Cluster and,
 // when opened from a redis+sentinel:// URL, Sentinel checks).
+//
+// A Store is also a driver.Semaphore (with driver.PermitNotifier and
+// driver.PermitInspector): semaphore K is a hash PREFIX{K}:sem (the limit,
+// the permits out, the last fence, each holding's permits and fence) and a
+// sorted set PREFIX{K}:sem:exp of each holding's expiry in ms on the
+// server's clock, pruned by every script, so each holding ends at its own
+// expiry. Fences are issued as for locks (max(last + 1, TIME in µs)); both
+// keys expire Options.Retention after the last holding's expiry. A release
+// leaves PREFIX{K}:sem:rel:<token> for the retention (a resent release is
+// recognised) and publishes on PREFIX{K}:sem:released. Each call is one
+// script; they are not batched.
 //
 // # URLs
 //

@@ -1,0 +1,80 @@
+package drivertest
+
+import (
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// Cases of the semaphore suite for its optional capabilities:
+// PermitNotifier and PermitInspector.
+
+// testSemNotify: a subscriber on another client is woken by a release of
+// permits of its key within Slack, and by nothing else: acquisitions,
+// re-acquisitions, extensions, refused calls and another key's release.
+func (s *suite) testSemNotify(t *testing.T, m driver.Semaphore) {
+	n, ok := driver.As[driver.PermitNotifier](s.semClient(t))
+	if !ok {
+		t.Skip("store does not implement driver.PermitNotifier")
+	}
+	key, other, a, b := Key(t), Key(t), Token(), Token()
+	ch, cancel, err := n.SubscribePermits(ctx(t), key)
+	if err != nil {
+		t.Fatalf("SubscribePermits(%q): %v", key, err)
+	}
+	t.Cleanup(cancel)
+	mustPermits(t, m, key, a, 2, 1, s)
+	mustPermits(t, m, key, a, 2, 1, s)
+	mustPermits(t, m, key, b, 2, 1, s)
+	mustExtendPermits(t, m, key, a, s.long)
+	s.wantTaken(t, m, key, 2, 1, 2)
+	wantNotHeld(t, m.ReleasePermits(ctx(t), key, Token()), driver.ErrExpired)
+	mustPermits(t, m, other, a, 1, 1, s)
+	mustReleasePermits(t, m, other, a)
+	select {
+	case <-ch:
+		t.Fatal("a notification arrived although no permit of the key was released")
+	case <-time.After(s.quiet()):
+	}
+	start := time.Now()
+	mustReleasePermits(t, m, key, b)
+	select {
+	case <-ch:
+		t.Logf("the release woke the subscriber after %v", time.Since(start))
+	case <-time.After(s.slack):
+		t.Fatalf("no notification within %v of a release of permits", s.slack)
+	}
+}
+
+// testSemInspect: InspectPermits reports the limit, the permits out and
+// each live holding as the grants said; a key with none out reports zero.
+func (s *suite) testSemInspect(t *testing.T, m driver.Semaphore) {
+	in, ok := driver.As[driver.PermitInspector](s.semClient(t))
+	if !ok {
+		t.Skip("store does not implement driver.PermitInspector")
+	}
+	key, a, b := Key(t), Token(), Token()
+	if info, err := in.InspectPermits(ctx(t), key); err != nil || info.Limit != 0 || info.Used != 0 || len(info.Holders) != 0 {
+		t.Fatalf("InspectPermits of a fresh key = %+v, %v; want zero", info, err)
+	}
+	grants := map[string]driver.PermitGrant{a: mustPermits(t, m, key, a, 4, 1, s), b: mustPermits(t, m, key, b, 4, 2, s)}
+	info, err := in.InspectPermits(ctx(t), key)
+	if err != nil || info.Limit != 4 || info.Used != 3 || len(info.Holders) != 2 {
+		t.Fatalf("InspectPermits = %+v, %v; want limit 4, 3 used by 2 holders", info, err)
+	}
+	for _, h := range info.Holders {
+		g, ok := grants[h.Token]
+		if !ok || h.Permits != g.Permits || h.Fence != g.Fence || h.Remaining <= 0 || h.Remaining > s.long {
+			t.Fatalf("holder with %d permits, fence %d, remaining %v: no such holding granted (or remaining not in (0, %v])", h.Permits, h.Fence, h.Remaining, s.long)
+		}
+	}
+	mustReleasePermits(t, m, key, b)
+	if info, err := in.InspectPermits(ctx(t), key); err != nil || info.Used != 1 || len(info.Holders) != 1 || info.Holders[0].Token != a {
+		t.Fatalf("InspectPermits after a release = %d used by %d holders, %v; want 1 by the remaining holder", info.Used, len(info.Holders), err)
+	}
+	mustReleasePermits(t, m, key, a)
+	if info, err := in.InspectPermits(ctx(t), key); err != nil || info.Limit != 0 || info.Used != 0 || len(info.Holders) != 0 {
+		t.Fatalf("InspectPermits after the last release = %d used of %d, %v; want zero", info.Used, info.Limit, err)
+	}
+}

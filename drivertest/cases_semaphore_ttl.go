@@ -1,0 +1,151 @@
+package drivertest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+)
+
+// Cases of the semaphore suite about time (each holding's own expiry) and
+// the optional capabilities (StateReporter, PermitNotifier,
+// PermitInspector).
+
+// perKeyOnly skips a timed case on a session-based store, whose holdings
+// last as long as the session.
+func (s *suite) perKeyOnly(t *testing.T) {
+	if s.model.Session {
+		t.Skip("session-based store: holdings last as long as the session")
+	}
+}
+
+// permitsFreedWithin polls until a fresh token takes one of key's permits
+// (limit n) or d elapses, running between tries, and returns the token (""
+// if it never did).
+func (s *suite) permitsFreedWithin(t *testing.T, m driver.Semaphore, key string, n int, d time.Duration, between func()) string {
+	t.Helper()
+	tok := Token()
+	var last error
+	if eventually(d, func() bool {
+		between()
+		_, last = m.AcquirePermits(ctx(t), key, tok, n, 1, s.long)
+		return last == nil
+	}) {
+		return tok
+	}
+	if !errors.Is(last, driver.ErrNotAcquired) {
+		t.Fatalf("AcquirePermits(%q) while polling: %v", key, last)
+	}
+	return ""
+}
+
+// mustExtendPermits extends token's holding, failing the test if it is not
+// held.
+func mustExtendPermits(t *testing.T, m driver.Semaphore, key, tok string, ttl time.Duration) driver.PermitGrant {
+	t.Helper()
+	g, err := m.ExtendPermits(ctx(t), key, tok, ttl)
+	if err != nil {
+		t.Fatalf("ExtendPermits(%q, %v): %v", key, ttl, err)
+	}
+	return g
+}
+
+// testSemOwnExpiry: a holding that is not extended ends at its own expiry
+// while another holder keeps renewing its own, and only its permits come
+// back.
+func (s *suite) testSemOwnExpiry(t *testing.T, m driver.Semaphore) {
+	s.perKeyOnly(t)
+	key, short, renewed := Key(t), Token(), Token()
+	if _, err := m.AcquirePermits(ctx(t), key, short, 2, 1, s.ttl); err != nil {
+		t.Fatalf("AcquirePermits(ttl %v): %v", s.ttl, err)
+	}
+	mustPermits(t, m, key, renewed, 2, 1, s)
+	pe := s.wantTaken(t, m, key, 2, 1, 2)
+	remainingAtMost(t, "PermitsTakenError", pe.Remaining, s.ttl)
+	start := time.Now()
+	other := s.semClient(t)
+	tok := s.permitsFreedWithin(t, other, key, 2, s.ttl+s.slack, func() {
+		mustExtendPermits(t, m, key, renewed, s.long) // the other holder renews all along
+	})
+	if tok == "" {
+		t.Fatalf("the permit of a holding of %v did not come back within %v while another holder renewed its own", s.ttl, s.ttl+s.slack)
+	}
+	t.Logf("the expired holding's permit came back after %v", time.Since(start))
+	mustExtendPermits(t, m, key, renewed, s.long)
+	s.wantTaken(t, m, key, 2, 1, 2) // the renewed holding still counts
+	_, err := m.ExtendPermits(ctx(t), key, short, s.long)
+	wantNotHeld(t, err, driver.ErrExpired)
+}
+
+// testSemExtendOnlyOwn: extending one holding keeps it alive and leaves the
+// others to their own expiry.
+func (s *suite) testSemExtendOnlyOwn(t *testing.T, m driver.Semaphore) {
+	s.perKeyOnly(t)
+	key, kept, left := Key(t), Token(), Token()
+	for _, tok := range []string{kept, left} {
+		if _, err := m.AcquirePermits(ctx(t), key, tok, 2, 1, s.ttl); err != nil {
+			t.Fatalf("AcquirePermits(ttl %v): %v", s.ttl, err)
+		}
+	}
+	if g := mustExtendPermits(t, m, key, kept, s.long); g.Used != 2 || g.Permits != 1 {
+		t.Fatalf("ExtendPermits = %+v, want Used 2, Permits 1", g)
+	}
+	tok := s.permitsFreedWithin(t, s.semClient(t), key, 2, s.ttl+s.slack, func() {})
+	if tok == "" {
+		t.Fatalf("the holding left to expire still counted %v after its ttl of %v, while another was extended", s.slack, s.ttl)
+	}
+	mustExtendPermits(t, m, key, kept, s.long)
+	s.wantTaken(t, m, key, 2, 1, 2)
+}
+
+// testSemExtendShorter: ExtendPermits with a shorter ttl than the holding
+// has left shortens it: the store follows the latest call.
+func (s *suite) testSemExtendShorter(t *testing.T, m driver.Semaphore) {
+	s.perKeyOnly(t)
+	key, a := Key(t), Token()
+	mustPermits(t, m, key, a, 1, 1, s)
+	mustExtendPermits(t, m, key, a, s.ttl)
+	if s.permitsFreedWithin(t, m, key, 1, s.ttl+s.slack, func() {}) == "" {
+		t.Fatalf("a holding extended to %v (from %v) did not end within %v", s.ttl, s.long, s.ttl+s.slack)
+	}
+}
+
+// testSemBoundedState: a released key, and one whose only holding
+// expired, keep no state once the store's retention has passed.
+func (s *suite) testSemBoundedState(t *testing.T, m driver.Semaphore) {
+	r, ok := driver.As[StateReporter](m)
+	if !ok {
+		t.Skip("store does not report its per-key state (drivertest.StateReporter)")
+	}
+	released, held, a, b := Key(t), Key(t), Token(), Token()
+	mustPermits(t, m, released, a, 3, 2, s)
+	mustPermits(t, m, released, b, 3, 1, s)
+	mustReleasePermits(t, m, released, a)
+	mustReleasePermits(t, m, released, b)
+	mustPermits(t, m, held, Token(), 2, 1, s)
+	keys := []string{released}
+	if !s.model.Session {
+		expired := Key(t)
+		if _, err := m.AcquirePermits(ctx(t), expired, Token(), 2, 2, s.ttl); err != nil {
+			t.Fatalf("AcquirePermits: %v", err)
+		}
+		keys = append(keys, expired)
+	}
+	left := func() (n int) {
+		for _, k := range keys {
+			c, err := r.KeyState(ctx(t), k)
+			if err != nil {
+				t.Fatalf("KeyState(%q): %v", k, err)
+			}
+			n += c
+		}
+		return n
+	}
+	if n, err := r.KeyState(ctx(t), held); err != nil || n == 0 {
+		t.Fatalf("KeyState of a held key = %d, %v; want some (control)", n, err)
+	}
+	if !eventually(r.Retention()+s.ttl+s.slack, func() bool { return left() == 0 }) {
+		t.Fatalf("%d entries left for keys released or expired more than %v (retention) ago", left(), r.Retention())
+	}
+}
