@@ -22,11 +22,15 @@ type semFault struct {
 	driver.Semaphore
 	calls       atomic.Int64
 	failExt     atomic.Bool
+	down        atomic.Bool // every call fails, unsent
 	ignoreLimit bool
 }
 
 func (f *semFault) AcquirePermits(ctx context.Context, key, token string, n, k int, ttl time.Duration) (driver.PermitGrant, error) {
 	f.calls.Add(1)
+	if f.down.Load() {
+		return driver.PermitGrant{}, errDown
+	}
 	if f.ignoreLimit {
 		n = 1 << 20
 	}
@@ -35,7 +39,7 @@ func (f *semFault) AcquirePermits(ctx context.Context, key, token string, n, k i
 
 func (f *semFault) ExtendPermits(ctx context.Context, key, token string, ttl time.Duration) (driver.PermitGrant, error) {
 	f.calls.Add(1)
-	if f.failExt.Load() {
+	if f.failExt.Load() || f.down.Load() {
 		return driver.PermitGrant{}, errDown
 	}
 	return f.Semaphore.ExtendPermits(ctx, key, token, ttl)
@@ -43,6 +47,9 @@ func (f *semFault) ExtendPermits(ctx context.Context, key, token string, ttl tim
 
 func (f *semFault) ReleasePermits(ctx context.Context, key, token string) error {
 	f.calls.Add(1)
+	if f.down.Load() {
+		return errDown
+	}
 	return f.Semaphore.ReleasePermits(ctx, key, token)
 }
 
