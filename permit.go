@@ -28,17 +28,28 @@ type Permit struct {
 }
 
 // newPermit makes the Permit of a grant, tracks it for Close and queues it
-// for renewal if cfg says so.
-func (s *Semaphores) newPermit(key, token string, g driver.PermitGrant, cfg config, validUntil time.Time) *Permit {
+// for renewal if cfg says so. If Close has begun (and so may have missed
+// it), it releases the grant instead, bounded by the lease, and returns
+// ErrNotAcquired and ErrInvalid.
+func (s *Semaphores) newPermit(ctx context.Context, key, token string, g driver.PermitGrant, cfg config, validUntil time.Time) (*Permit, error) {
 	p := &Permit{s: s, key: key, token: token, fence: g.Fence, permits: g.Permits, ttl: cfg.ttl, renewal: lease.NewSlot()}
 	s.mu.Lock()
-	s.held[p] = struct{}{}
+	closed := s.closed.Load() // Close sets it before it lists s.held
+	if !closed {
+		s.held[p] = struct{}{}
+	}
 	s.mu.Unlock()
+	if closed {
+		rctx, cancel := releaseContext(ctx, cfg.ttl)
+		defer cancel()
+		_ = s.store.ReleasePermits(rctx, key, token) // best effort: it expires anyway
+		return nil, notAcquired(errSemClosed)
+	}
 	p.v.Init(cfg.clock, validUntil, cfg.ttl, p.holder())
 	if cfg.renew {
 		s.renewer.Add(p.renewable(), cfg.ttl)
 	}
-	return p
+	return p, nil
 }
 
 // Key returns the semaphore's key.

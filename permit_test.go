@@ -164,3 +164,27 @@ func TestPermitExtend(t *testing.T) {
 		}
 	})
 }
+
+// A grant whose reply arrives after Close began (and listed what to
+// release) is released at once, and the Acquire fails with ErrNotAcquired
+// and ErrInvalid: Close leaves no permit held and renewed behind it.
+// Control: the same grant without Close is held.
+func TestSemaphoresCloseDuringAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New(nil)
+		f := &semFault{Semaphore: store}
+		s := newSems(t, f)
+		other := newSems(t, store)
+		p := mustAcquire(t, s, "sem", 1, 1)
+		if _, err := other.TryAcquire(context.Background(), "sem", 1, 1); !errors.Is(err, dlock.ErrNotAcquired) {
+			t.Fatalf("control: the grant is held: try got %v, want ErrNotAcquired", err)
+		}
+		_ = p.Release(context.Background())
+		f.afterGrant = func() { _ = s.Close(context.Background()) }
+		_, err := s.Acquire(context.Background(), "sem", 1, 1)
+		if !errors.Is(err, dlock.ErrNotAcquired) || !errors.Is(err, dlock.ErrInvalid) {
+			t.Fatalf("Acquire closed mid-call: %v, want ErrNotAcquired and ErrInvalid", err)
+		}
+		mustAcquire(t, other, "sem", 1, 1)
+	})
+}

@@ -201,7 +201,7 @@ func (s *Semaphores) attempt(ctx context.Context, key, token string, limit, k in
 		s.giveBack(key, token, cfg.ttl, time.Time{})
 		return nil, fmt.Errorf("%w: permits of %q granted after their validity", ErrUnavailable, key)
 	}
-	return s.newPermit(key, token, g, cfg, validUntil), nil
+	return s.newPermit(ctx, key, token, g, cfg, validUntil)
 }
 
 // semWaitError explains why a wait for permits ended: the caller's context

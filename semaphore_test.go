@@ -23,6 +23,7 @@ type semFault struct {
 	calls       atomic.Int64
 	failExt     atomic.Bool
 	down        atomic.Bool // every call fails, unsent
+	afterGrant  func()      // if set, called after AcquirePermits was applied
 	ignoreLimit bool
 }
 
@@ -34,7 +35,11 @@ func (f *semFault) AcquirePermits(ctx context.Context, key, token string, n, k i
 	if f.ignoreLimit {
 		n = 1 << 20
 	}
-	return f.Semaphore.AcquirePermits(ctx, key, token, n, k, ttl)
+	g, err := f.Semaphore.AcquirePermits(ctx, key, token, n, k, ttl)
+	if f.afterGrant != nil {
+		f.afterGrant()
+	}
+	return g, err
 }
 
 func (f *semFault) ExtendPermits(ctx context.Context, key, token string, ttl time.Duration) (driver.PermitGrant, error) {
