@@ -188,3 +188,32 @@ func TestSemaphoresCloseDuringAcquire(t *testing.T) {
 		mustAcquire(t, other, "sem", 1, 1)
 	})
 }
+
+// Close ends a waiting Acquire at once (no time passes on the bubble's
+// clock), with ErrNotAcquired and ErrInvalid; a sleep Close did not end
+// would last until the holder's hour-long lease ran out.
+func TestSemaphoresCloseEndsWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New(nil)
+		s := newSems(t, store, dlock.WithBackoff(func(int) time.Duration { return time.Hour }))
+		holder := newSems(t, store, dlock.WithTTL(time.Hour))
+		mustAcquire(t, holder, "sem", 1, 1)
+		errc := make(chan error)
+		go func() {
+			_, err := s.Acquire(context.Background(), "sem", 1, 1)
+			errc <- err
+		}()
+		synctest.Wait()
+		closed := time.Now()
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		err := <-errc
+		if d := time.Since(closed); d != 0 {
+			t.Errorf("Acquire ended %v after Close, want at once", d)
+		}
+		if !errors.Is(err, dlock.ErrNotAcquired) || !errors.Is(err, dlock.ErrInvalid) {
+			t.Fatalf("Acquire ended by Close: %v, want ErrNotAcquired and ErrInvalid", err)
+		}
+	})
+}
