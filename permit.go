@@ -66,8 +66,9 @@ func (p *Permit) Permits() int { return p.permits }
 func (p *Permit) Done() <-chan struct{} { return p.v.Done() }
 
 // Err returns nil while the permit is held, an error matching ErrNotHeld
-// once it was released, and one matching ErrLost and its cause (ErrExpired,
-// ErrUnavailable, or ErrInvalid after Close) once it was lost.
+// once it was released (by Release or Semaphores.Close), and one matching
+// ErrLost and its cause (ErrExpired, with the failed renewal's error if
+// any) once it was lost.
 func (p *Permit) Err() error { return p.v.Err(p.holder()) }
 
 // ValidUntil returns the local monotonic time up to which the permits are
