@@ -175,6 +175,15 @@
 // session's TTL, and the Client then gives its key back in the background
 // (the session, kept alive by other leases, would otherwise hold it).
 //
+// # Semaphores
+//
+// NewSemaphores, on a store that implements driver.Semaphore (memstore and
+// redisstore today), gives counting semaphores: Semaphores.Acquire takes
+// permits of a key whose limit is stored with it, all at once, and returns
+// a Permit: a lease of its own, renewed, fenced and lost-signalled as a
+// Lease is, whose permits come back at the end of its own lease if its
+// holder crashes. docs/semaphore.md has the details.
+//
 // # Stores
 //
 // A store makes one attempt per call; this package does everything generic
