@@ -46,7 +46,7 @@ port, and three more as Redlock nodes: nothing to install; that zero-setup
 demo always runs on the embedded Redis.
 The strategies are the articles' Redis ones, so the stock is in Redis:
 --store redis:// or rediss://, --redis, --redis-cluster or --redis-sentinel
-(and --redlock for the redlock rung).
+(and --redlock for the nodes of the redlock strategy).
 
 With --store naming another lock store the demo adds that store's
 strategy: the lock is dlock's over that store, and the stock stays in Redis
@@ -64,14 +64,14 @@ fence, so that a stale holder's write is refused:
              or mysql://USER:PASS@HOST:PORT/DB: the lease table, waiting
              in dlock; fence from the database's sequence (the demo
              applies the schema if missing, as dlock schema --apply)
-and on an SQL --store also the seed's rung:
+and on an SQL --store also the articles' own database lock:
   sql-for-update  each sale in a transaction holding SELECT ... FOR UPDATE
              NOWAIT on the lock's row: requests that find it locked are
              refused at once (the table counts them), where sql-lease waits
              and sells them all
 The crash scenario waits for the store to free the dead holder's lock.
 
-Strategies, in the order of the articles' ladder:
+Strategies, in the order the articles try them:
   nolock   read, write stock-1                 lost updates
   local    in-process mutex                    useless across instances
   v1       SETNX + DEL                         a crash leaves the lock forever
@@ -113,7 +113,7 @@ For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
 	fl.StringVar(&f.scenario, "scenario", "contention", "contention, slow-holder or crash")
 	fl.DurationVar(&f.work, "work", time.Millisecond, "pause between reading and writing the stock (contention, crash)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
-	fl.StringVar(&f.report, "report", "", "write an HTML chart of the results to this file")
+	fl.StringVar(&f.report, "report", "", "write a self-contained HTML report to this file: what each strategy does and proves, verdicts, charts")
 	return cmd
 }
 

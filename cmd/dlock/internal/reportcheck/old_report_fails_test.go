@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// oldReport is the report `dlock demo --report` wrote before the page
-// explained itself (contention scenario, embedded server), saved as it was.
+// oldReport is the report `dlock demo --report old.html` wrote before the
+// page explained itself (the code of commit cc4f3f8; contention scenario,
+// embedded server), saved as it was: the negative control of every check.
 const oldReport = "testdata/main-report.html"
 
 func failedChecks(t *testing.T, dom string) []string {
