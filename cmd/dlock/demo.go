@@ -46,7 +46,7 @@ port, and three more as Redlock nodes: nothing to install; that zero-setup
 demo always runs on the embedded Redis.
 The strategies are the articles' Redis ones, so the stock is in Redis:
 --store redis:// or rediss://, --redis, --redis-cluster or --redis-sentinel
-(and --redlock for the redlock rung).
+(and --redlock for the nodes of the redlock strategy).
 
 With --store naming another lock store the demo adds that store's
 strategy: the lock is dlock's over that store, and the stock stays in Redis
@@ -64,14 +64,14 @@ fence, so that a stale holder's write is refused:
              or mysql://USER:PASS@HOST:PORT/DB: the lease table, waiting
              in dlock; fence from the database's sequence (the demo
              applies the schema if missing, as dlock schema --apply)
-and on an SQL --store also the seed's rung:
+and on an SQL --store also the articles' own database lock:
   sql-for-update  each sale in a transaction holding SELECT ... FOR UPDATE
              NOWAIT on the lock's row: requests that find it locked are
              refused at once (the table counts them), where sql-lease waits
              and sells them all
 The crash scenario waits for the store to free the dead holder's lock.
 
-Strategies, in the order of the articles' ladder:
+Strategies, in the order the articles try them:
   nolock   read, write stock-1                 lost updates
   local    in-process mutex                    useless across instances
   v1       SETNX + DEL                         a crash leaves the lock forever
@@ -113,7 +113,7 @@ For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
 	fl.StringVar(&f.scenario, "scenario", "contention", "contention, slow-holder or crash")
 	fl.DurationVar(&f.work, "work", time.Millisecond, "pause between reading and writing the stock (contention, crash)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
-	fl.StringVar(&f.report, "report", "", "write an HTML chart of the results to this file")
+	fl.StringVar(&f.report, "report", "", "write a self-contained HTML report to this file: what each strategy does and proves, verdicts, charts")
 	return cmd
 }
 
@@ -177,11 +177,12 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	env, server, embedded, cleanup, err := demoStore(ctx, &f.store, stderr)
+	env, server, embeddedAddr, cleanup, err := demoStore(ctx, &f.store, stderr)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	embedded := embeddedAddr != ""
 	shown := server
 	if embedded { // a hint for the terminal, not part of the server's name (JSON, report title)
 		shown += "; pass --redis URL to use a real Redis"
@@ -214,7 +215,12 @@ func runDemo(cmd *cobra.Command, f *demoFlags) error {
 		return exitWith(ExitUnavailable, err)
 	}
 	if f.report != "" {
-		if err := demoWriteReport(f.report, sc.Name, server, results); err != nil {
+		// The report is read later: the embedded server's random port means nothing then.
+		run := inventory.RunInfo{Scenario: sc.Name, Instances: f.instances, Store: server}
+		if embedded {
+			run.Store = strings.Replace(server, " on "+embeddedAddr, "", 1)
+		}
+		if err := demoWriteReport(f.report, run, results); err != nil {
 			return err
 		}
 		fmt.Fprintln(stderr, "dlock demo: wrote", f.report)
@@ -233,12 +239,12 @@ func printDemo(w io.Writer, f *demoFlags, out demoOutput) error {
 	return inventory.WriteTable(w, out.Results)
 }
 
-func demoWriteReport(path, scenario, server string, rs []inventory.Result) error {
+func demoWriteReport(path string, run inventory.RunInfo, rs []inventory.Result) error {
 	file, err := os.Create(path)
 	if err != nil {
 		return exitWith(ExitUsage, fmt.Errorf("--report: %w", err))
 	}
-	err = inventory.WriteReport(file, "dlock demo: "+scenario+" ("+server+")", rs)
+	err = inventory.WriteReport(file, run, rs)
 	return errors.Join(err, file.Close())
 }
 
@@ -248,26 +254,26 @@ func demoWriteReport(path, scenario, server string, rs []inventory.Result) error
 // stays in that Redis). It returns the environment that passes the choice
 // to the instances (never on their command line, where passwords would
 // show). A lock store with a schema (the SQL stores) gets it applied
-// (idempotent, as `dlock schema --apply`), said on log.
-func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string, server string, embedded bool, cleanup func(), err error) {
+// (idempotent, as `dlock schema --apply`), said on log. embeddedAddr is the
+// embedded server's address, "" when the flags name a Redis.
+func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string, server, embeddedAddr string, cleanup func(), err error) {
 	rf := f.withoutLockStore()
 	if rf.storeURL != "" || rf.redisURL != "" || rf.clusterURL != "" || rf.sentinelURL != "" {
 		cleanup = func() {}
 		env, server, err = demoRedis(ctx, rf)
 	} else {
-		env, server, cleanup, err = demoEmbedded(rf)
-		embedded = true
+		env, server, embeddedAddr, cleanup, err = demoEmbedded(rf)
 	}
 	if err != nil {
-		return nil, "", false, cleanup, err
+		return nil, "", "", cleanup, err
 	}
 	if u := f.lockStoreURL(); u != "" {
 		if err := demoMigrate(ctx, u, log); err != nil {
-			return nil, "", false, cleanup, err
+			return nil, "", "", cleanup, err
 		}
 		lst, err := openLockStore(ctx, f)
 		if err != nil {
-			return nil, "", false, cleanup, err
+			return nil, "", "", cleanup, err
 		}
 		names, what := f.demoStoreStrategies(), " strategy's lock on "
 		if len(names) > 1 {
@@ -277,7 +283,7 @@ func demoStore(ctx context.Context, f *storeFlags, log io.Writer) (env []string,
 		_ = lst.Close()
 		env = setEnv(env, "DLOCK_STORE", u)
 	}
-	return env, server, embedded, cleanup, nil
+	return env, server, embeddedAddr, cleanup, nil
 }
 
 // demoMigrate applies the schema of a store that has one (driver.Schemer:
@@ -334,8 +340,9 @@ func demoRedis(ctx context.Context, f *storeFlags) (env []string, server string,
 }
 
 // demoEmbedded starts the embedded servers: one for the stock and the
-// locks, three for Redlock (unless --redlock names nodes).
-func demoEmbedded(f *storeFlags) (env []string, server string, cleanup func(), err error) {
+// locks, three for Redlock (unless --redlock names nodes). addr is the
+// first one's address.
+func demoEmbedded(f *storeFlags) (env []string, server, addr string, cleanup func(), err error) {
 	var servers []*inventory.Embedded
 	cleanup = func() {
 		for _, s := range servers {
@@ -346,7 +353,7 @@ func demoEmbedded(f *storeFlags) (env []string, server string, cleanup func(), e
 	for i := 0; i < 4; i++ {
 		s, err := inventory.StartEmbedded()
 		if err != nil {
-			return nil, "", cleanup, exitWith(ExitUnavailable, err)
+			return nil, "", "", cleanup, exitWith(ExitUnavailable, err)
 		}
 		servers = append(servers, s)
 		if i > 0 {
@@ -360,7 +367,7 @@ func demoEmbedded(f *storeFlags) (env []string, server string, cleanup func(), e
 		servers[0].Addr(), len(redlock))
 	env = []string{"DLOCK_PREFIX=" + f.prefix, "DLOCK_STORE=", "DLOCK_REDIS=" + servers[0].URL(), "DLOCK_REDIS_CLUSTER=", "DLOCK_REDIS_SENTINEL=",
 		"DLOCK_REDLOCK=" + strings.Join(redlock, ",")}
-	return env, server, cleanup, nil
+	return env, server, servers[0].Addr(), cleanup, nil
 }
 
 // demoStartInstances re-executes this binary as `dlock inventory serve`.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,7 +27,10 @@ func checkDemoStore(t *testing.T, store, strategy string, extra ...string) demoO
 	if sql {
 		names = append(names, inventory.SQLForUpdateStrategy)
 	}
-	out := runDemoJSON(t, dlockBinary(t), "--store", store, "--strategies", strings.Join(names, ","))
+	report := filepath.Join(t.TempDir(), "report.html")
+	out := runDemoJSON(t, dlockBinary(t), "--store", store, "--strategies", strings.Join(names, ","), "--report", report)
+	// The report explains the store's strategies too, as Chromium shows it.
+	demoCheckReport(t, report)
 	if !out.Embedded || !strings.Contains(out.Server, " on ") || !strings.Contains(out.Server, strategy) {
 		t.Errorf("the stock stays in the embedded Redis and the server names the store's lock: %+v", out)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"example.com/dlock/cmd/dlock/internal/inventory"
+	"example.com/dlock/cmd/dlock/internal/reportcheck"
 	"example.com/dlock/internal/redisserver"
 )
 
@@ -124,6 +125,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		if len(groups) != 2*len(inventory.Strategies) {
 			t.Errorf("report: %d bar groups, want %d", len(groups), 2*len(inventory.Strategies))
 		}
+		demoCheckReport(t, report)
 	})
 
 	t.Run("SlowHolder", func(t *testing.T) {
@@ -150,7 +152,8 @@ func TestDemoEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Crash", func(t *testing.T) {
-		out := runDemoJSON(t, bin, "--scenario", "crash", "--strategies", "nolock,local,v1,v2,v5,dlock,dlock-commit")
+		report := filepath.Join(dir, "crash.html")
+		out := runDemoJSON(t, bin, "--scenario", "crash", "--strategies", "nolock,local,v1,v2,v5,dlock,dlock-commit", "--report", report)
 		m := demoResults(t, out, "nolock", "local", "v1", "v2", "v5", "dlock", "dlock-commit")
 		// A7: no lock shared by the instances is never "correct".
 		for _, s := range []string{"nolock", "local"} {
@@ -171,6 +174,7 @@ func TestDemoEndToEnd(t *testing.T) {
 				t.Errorf("%s: waiters take the lock once the dead holder's lease ends: %+v", s, d)
 			}
 		}
+		demoCheckReport(t, report)
 	})
 
 	t.Run("RealRedis", func(t *testing.T) {
@@ -196,6 +200,26 @@ func TestDemoEndToEnd(t *testing.T) {
 	t.Run("InventoryServeStandalone", func(t *testing.T) {
 		demoTestInventoryServe(t, bin)
 	})
+}
+
+// demoCheckReport renders the report at path in headless Chromium and
+// fails t for every reportcheck check the page Chromium built fails.
+func demoCheckReport(t *testing.T, path string) {
+	t.Helper()
+	chromium := reportcheck.Browser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dom, err := reportcheck.Render(ctx, chromium, path, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fails, err := reportcheck.Check(dom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fails {
+		t.Errorf("report %s: %v", filepath.Base(path), f)
+	}
 }
 
 func demoTestInventoryServe(t *testing.T, bin string) {

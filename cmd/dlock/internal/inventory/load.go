@@ -15,7 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// Scenario is a load pattern that makes a rung's hole visible.
+// Scenario is a load pattern that makes a strategy's hole visible.
 type Scenario struct {
 	Name     string
 	Requests int           // requests per strategy

@@ -6,12 +6,13 @@ import (
 	"encoding/xml"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/dlock/cmd/dlock/internal/reportcheck"
 )
 
 func sampleResults() []Result {
@@ -61,7 +62,7 @@ func svgGroups(t *testing.T, page string) [][]string {
 
 func TestReportHasOneBarGroupPerStrategy(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteReport(&b, "test <&> report", sampleResults()); err != nil {
+	if err := WriteReport(&b, RunInfo{Scenario: "test <&> report", Instances: 2}, sampleResults()); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -86,17 +87,11 @@ func TestReportHasOneBarGroupPerStrategy(t *testing.T) {
 // The report renders in a real browser: headless Chromium loads it, the
 // DOM it builds has every bar group, and the screenshot is not blank.
 func TestReportRendersInChromium(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is not installed (scripts/test.sh installs it)")
-		}
-		t.Skip("chromium is not installed")
-	}
+	chromium := reportcheck.Browser(t)
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
-	if err := WriteReport(&b, "chromium test", sampleResults()); err != nil {
+	if err := WriteReport(&b, RunInfo{Scenario: "contention", Instances: 2}, sampleResults()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
@@ -105,25 +100,18 @@ func TestReportRendersInChromium(t *testing.T) {
 	shot := filepath.Join(dir, "out.png")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	run := func(extra ...string) []byte {
-		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir=" + t.TempDir(), "--window-size=1200,800"}, extra...)
-		cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+page)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.String())
-		}
-		return stdout.Bytes()
+	dom, err := reportcheck.Render(ctx, chromium, page, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	dom := string(run("--dump-dom"))
 	for _, names := range svgGroups(t, dom) {
 		if len(names) != len(Strategies) {
 			t.Fatalf("rendered DOM has bar groups %v", names)
 		}
 	}
-	run("--screenshot=" + shot)
+	if err := reportcheck.Screenshot(ctx, chromium, page, t.TempDir(), shot); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -165,8 +153,8 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-// A7: the report's title is what the caller gives, the latency axis ends
-// near the largest value (2059 ms: 2500, not 5000), and the table keeps the
+// A7: a linear axis ends near the largest value (2059 ms: 2500, not 5000),
+// the title names the run and not the store, and the table keeps the
 // oversold and overlaps columns of the terminal's table.
 func TestA7ReportAxisAndColumns(t *testing.T) {
 	for v, want := range map[float64]float64{2059: 2500, 100: 100, 101: 120, 0.7: 0.8, 41: 50, 5001: 6000} {
@@ -177,12 +165,13 @@ func TestA7ReportAxisAndColumns(t *testing.T) {
 	rs := sampleResults()
 	rs[0].Oversold, rs[0].Overlaps = 7, 93
 	var b bytes.Buffer
-	if err := WriteReport(&b, "dlock demo: contention (redis 127.0.0.1:6379)", rs); err != nil {
+	if err := WriteReport(&b, RunInfo{Scenario: "contention", Instances: 2, Store: "redis 127.0.0.1:6379"}, rs); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
-	if !strings.Contains(page, "<title>dlock demo: contention (redis 127.0.0.1:6379)</title>") {
-		t.Error("title changed")
+	if !strings.Contains(page, "<title>dlock demo: the contention scenario, 2 instances</title>") ||
+		!strings.Contains(page, "Store: redis 127.0.0.1:6379.") {
+		t.Error("the title names the scenario, the store line under it the store")
 	}
 	if !strings.Contains(page, "<th>oversold</th><th>overlaps</th>") || !strings.Contains(page, "<td>7</td><td>93</td>") {
 		t.Error("the table lacks the oversold and overlaps columns")

@@ -179,17 +179,8 @@ func WriteTable(w io.Writer, rs []Result) error {
 		width = max(width, len(r.Strategy))
 	}
 	for _, r := range rs {
-		fmt.Fprintf(w, "%-*s %s %s\n", width, r.Strategy, mark(r.Kind), r.Verdict)
+		m, _ := Mark(r.Kind)
+		fmt.Fprintf(w, "%-*s %s %s\n", width, r.Strategy, m, r.Verdict)
 	}
 	return nil
-}
-
-func mark(kind string) string {
-	switch kind {
-	case KindCorrect:
-		return "✔"
-	case KindFailed:
-		return "~"
-	}
-	return "✘"
 }

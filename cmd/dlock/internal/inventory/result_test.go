@@ -154,7 +154,7 @@ func TestA7CrashNeverJudgesUnlockedStrategiesCorrect(t *testing.T) {
 	for _, s := range Strategies {
 		r := summarise(s, crash, answers(20, Answer{Outcome: Sold}), lats(20), 300*time.Millisecond, 80, time.Second)
 		unlocked := s == "nolock" || s == "local"
-		if unlocked && (r.Kind != KindUnsafe || mark(r.Kind) == "✔") {
+		if m, _ := Mark(r.Kind); unlocked && (r.Kind != KindUnsafe || m == "✔") {
 			t.Errorf("%s under crash: %s %q, want unsafe", s, r.Kind, r.Verdict)
 		}
 		if !unlocked && r.Kind != KindCorrect {

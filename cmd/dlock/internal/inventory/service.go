@@ -1,8 +1,8 @@
 // Package inventory is the source articles' stock service and its load
 // generator: an HTTP service that sells ProductStock_10000 (100 items) with
-// one endpoint per rung of the articles' lock ladder, run as several
+// one endpoint per lock strategy of the articles, run as several
 // instances against one Redis, and a generator that fires concurrent
-// requests at them and tells which rungs lose updates.
+// requests at them and tells which strategies lose updates.
 //
 // Strategies v1 to v5 are faithful to the articles, holes included: they are
 // the negative controls that show what this library fixes. Do not copy them.
@@ -39,7 +39,7 @@ const (
 // ArticleLease is the lease the articles give v2 to v5 and RedLock.net.
 const ArticleLease = 30 * time.Second
 
-// Strategies lists every endpoint, in the order of the articles' ladder.
+// Strategies lists every endpoint, in the order the articles try them.
 var Strategies = []string{"nolock", "local", "v1", "v2", "v3", "v4", "v5", "redlock", "dlock", "dlock-commit"}
 
 // Outcomes of one request.

@@ -26,7 +26,7 @@ const (
 	// store (the lease table; on mysql:// with ?mode=session, GET_LOCK);
 	// its fence comes from the database's sequence.
 	SQLLeaseStrategy = "sql-lease"
-	// SQLForUpdateStrategy is the seed's rung: the sale runs inside a
+	// SQLForUpdateStrategy is the articles' database lock: the sale runs inside a
 	// transaction that holds `SELECT … FOR UPDATE NOWAIT` on the lock's
 	// row; a request that finds the row locked is refused at once.
 	SQLForUpdateStrategy = "sql-for-update"
