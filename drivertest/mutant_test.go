@@ -19,7 +19,8 @@ import (
 // mutantEnv names the store TestMutantChild runs the suite on: "memstore",
 // "reference" (refStore without a bug), "session" (refSession clients of
 // a refStore without a bug), "atomic" (refAtomic without a bug), "sem"
-// (semMutant without a bug: memstore's Semaphore alone) or a
+// (semMutant without a bug: memstore's Semaphore alone), "rw" (rwMutant
+// without a bug: memstore's RWMutex alone) or a
 // mutation (session-based for the
 // session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
@@ -40,6 +41,12 @@ func TestMutantChild(t *testing.T) {
 	switch {
 	case name == "memstore":
 		s = memstore.New(nil)
+	case strings.HasPrefix(name, "rw"):
+		m := mutation(name)
+		if name == "rw" {
+			m = correct
+		}
+		s = newRWMutant(m)
 	case strings.HasPrefix(name, "sem"):
 		m := mutation(name)
 		if name == "sem" {
@@ -92,10 +99,11 @@ func runChild(t *testing.T, store string, modelTime time.Duration) (string, erro
 	return string(out), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore)/(\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore|RWMutex)/(\S+)`)
 
 // failed returns the cases that failed in a child's output: a mutex case by
-// its name, a semaphore case as "Semaphore/<name>".
+// its name, a semaphore case as "Semaphore/<name>", a read-write lock case
+// as "RWMutex/<name>".
 func failed(out string) []string {
 	var names []string
 	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
@@ -155,6 +163,12 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{semNoExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendShorterShortensTheHolding"}, ""},
 		{semFenceStuck, []string{"Semaphore/FencesStrictlyIncrease", "Semaphore/RaceNeverMoreThanTheLimit"}, "fences granted to two holdings"},
 		{semSharedExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendKeepsOnlyThatHolding"}, ""},
+		{rwIgnoresMark, []string{"RWMutex/WaitingWriterKeepsNewReadersOut", "RWMutex/WriterNotStarvedByOverlappingReaders"}, "did not get in within 10 steps"},
+		{rwSharedExpiry, []string{"RWMutex/EachReaderExpiresOnItsOwn"}, "while another reader renewed its own"},
+		{rwWriterWithRead, []string{"RWMutex/RaceNoWriterWithAnyone", "RWMutex/ReadersShareTheKey"}, "a writer inside with another holder"},
+		{rwFenceStuck, []string{"RWMutex/FencesStrictlyIncrease", "RWMutex/RaceNoWriterWithAnyone"}, "fences granted to two holdings"},
+		{rwDowngradeFrees, []string{"RWMutex/DowngradeKeepsWritersOut"}, ""},
+		{rwUpgradeWaits, []string{"RWMutex/UpgradeIsRefusedAtOnce"}, "want ErrUpgrade"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -188,7 +202,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 // its session-based clients, without a bug, pass the suite in the same
 // subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem"} {
+	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem", "rw"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
@@ -206,8 +220,12 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 					"UnavailableIsNoAnswer", releaseEndedCase}
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
-			case "memstore", "sem":
+			case "memstore":
+				ran = append(semCases, rwCases...)
+			case "sem":
 				ran = semCases
+			case "rw":
+				ran = rwCases
 			}
 			for _, c := range ran {
 				if !strings.Contains(c, "/") {
@@ -227,6 +245,13 @@ var semCases = []string{"Semaphore/RaceNeverMoreThanTheLimit", "Semaphore/Acquir
 	"Semaphore/LimitMismatchChangesNothing", "Semaphore/ManyPermitsAllOrNothing", "Semaphore/EachHoldingExpiresOnItsOwn",
 	"Semaphore/ExtendShorterShortensTheHolding", "Semaphore/FencesStrictlyIncrease", "Semaphore/ExtendKeepsOnlyThatHolding",
 	"Semaphore/NotifiesOnReleaseOnly", "Semaphore/InspectMatchesTheState", "Semaphore/NoStateLeftAfterRetention"}
+
+// rwCases are the read-write lock cases the mutants fail, and those of its
+// capabilities, which the controls must run and pass.
+var rwCases = []string{"RWMutex/WaitingWriterKeepsNewReadersOut", "RWMutex/WriterNotStarvedByOverlappingReaders",
+	"RWMutex/EachReaderExpiresOnItsOwn", "RWMutex/RaceNoWriterWithAnyone", "RWMutex/ReadersShareTheKey",
+	"RWMutex/FencesStrictlyIncrease", "RWMutex/DowngradeKeepsWritersOut", "RWMutex/UpgradeIsRefusedAtOnce",
+	"RWMutex/NotifiesOnReleaseAndDowngradeOnly", "RWMutex/InspectMatchesTheState", "RWMutex/NoStateLeftAfterRetention"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

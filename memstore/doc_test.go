@@ -48,6 +48,12 @@ func TestDocumentedErrors(t *testing.T) {
 		"Subscribe":    func() error { _, _, err := s.Subscribe(done, "held"); return err },
 		"Inspect":      func() error { _, err := s.Inspect(done, "held"); return err },
 		"KeyState":     func() error { _, err := s.KeyState(done, "held"); return err },
+		"AcquireRead":  func() error { _, err := s.AcquireRead(done, "held", "a", time.Minute); return err },
+		"AcquireWrite": func() error { _, err := s.AcquireWrite(done, "held", "a", time.Minute); return err },
+		"ExtendRW":     func() error { _, err := s.ExtendRW(done, "held", "a", time.Minute); return err },
+		"ReleaseRW":    func() error { return s.ReleaseRW(done, "held", "a") },
+		"SubscribeRW":  func() error { _, _, err := s.SubscribeRW(done, "held"); return err },
+		"InspectRW":    func() error { _, err := s.InspectRW(done, "held"); return err },
 		"Apply": func() error {
 			_, _, err := s.Apply(done, driver.Step{Action: driver.Release, Key: "held", Token: "a", Write: &driver.Write{Resource: "res", Value: "x"}})
 			return err

@@ -1,6 +1,6 @@
-// Package redisstore is the driver.Mutex (and driver.Semaphore) for Redis:
-// a single server, a Sentinel-managed primary or a Cluster, through any
-// go-redis redis.UniversalClient.
+// Package redisstore is the driver.Mutex (and driver.Semaphore and
+// driver.RWMutex) for Redis: a single server, a Sentinel-managed primary or
+// a Cluster, through any go-redis redis.UniversalClient.
 //
 // Each operation is one round trip: a Lua script run by EVALSHA (falling back
 // to EVAL when the server lacks it). Acquires and releases made by several
@@ -75,6 +75,14 @@
 // leaves PREFIX{K}:sem:rel:<token> for the retention (a resent release is
 // recognised) and publishes on PREFIX{K}:sem:released. Each call is one
 // script; they are not batched.
+//
+// And a Store is a driver.RWMutex (with driver.RWNotifier and
+// driver.RWInspector): read-write lock K is a hash PREFIX{K}:rw (the mode,
+// the last fence, each holding's fence, the writer-waiting mark's token and
+// expiry) and a sorted set PREFIX{K}:rw:exp of each holding's expiry on the
+// server's clock, pruned with the mark by every script. Fences, expiry of
+// the keys, the release record (PREFIX{K}:rw:rel:<token>) and the channel
+// (PREFIX{K}:rw:released, also for downgrades) are as for the semaphore.
 //
 // # URLs
 //

@@ -38,7 +38,14 @@ func TestBadKeysRefusedBeforeIO(t *testing.T) {
 		_, call := s.AcquireCall(ctx, key, "t", time.Second, "c1")
 		_, _, app := s.Apply(ctx, driver.Step{Action: driver.Acquire, Key: key, Token: "t", TTL: time.Second, Read: "r"})
 		res := s.ExtendBatch(ctx, []driver.ExtendRequest{{Key: key, Token: "t", TTL: time.Second}})
+		_, rd := s.AcquireRead(ctx, key, "t", time.Second)
+		_, wr := s.AcquireWrite(ctx, key, "t", time.Second)
+		_, erw := s.ExtendRW(ctx, key, "t", time.Second)
+		_, _, srw := s.SubscribeRW(ctx, key)
+		_, irw := s.InspectRW(ctx, key)
 		return map[string]error{
+			"AcquireRead": rd, "AcquireWrite": wr, "ExtendRW": erw, "ReleaseRW": s.ReleaseRW(ctx, key, "t"),
+			"SubscribeRW": srw, "InspectRW": irw,
 			"Acquire": acq, "Extend": ext, "Release": s.Release(ctx, key, "t"), "Transfer": tr,
 			"Subscribe": sub, "Inspect": ins, "Waiters": wai, "AcquireCall": call, "Apply": app,
 			"ExtendBatch": res[0].Err,
