@@ -97,7 +97,7 @@ func TestRunFlagValidation(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--", "true"}, "--key is required"},
+		{[]string{"run", "--", "true"}, "KEY is required"},
 		{[]string{"run", "--key", "k"}, "missing COMMAND"},
 		{[]string{"run", "--key", "k", "--lease", "1ms", "--", "true"}, "--lease 1ms"},
 		{[]string{"run", "--key", "k", "--lease", "48h", "--", "true"}, "--lease 48h"},
