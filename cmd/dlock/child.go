@@ -126,6 +126,7 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.L
 	rctx, cancel := context.WithTimeout(ctx, min(f.lease, 10*time.Second))
 	defer cancel()
 	rerr := lease.Release(rctx)
+	f.out.ended(res, rerr)
 	switch {
 	case res.startEr != nil:
 		code := 126

@@ -35,8 +35,8 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " 
 // doctorReport is the output of `dlock doctor`.
 type doctorReport struct {
 	Target string      `json:"target"`
-	Safe   bool        `json:"safe"` // no check failed
-	Model  modelReport `json:"model"`
+	Safe   bool        `json:"safe"`           // no check failed
+	Model  modelReport `json:"model,omitzero"` // absent when the store could not be reached
 	Checks []check     `json:"checks"`
 }
 
@@ -105,6 +105,9 @@ func newDoctorCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := sf.connect(cmd.Context())
 			if err != nil {
+				if asJSON {
+					writeUnreachableDoctor(cmd.OutOrStdout(), &sf, err)
+				}
 				return err
 			}
 			defer st.Close()

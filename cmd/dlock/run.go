@@ -27,6 +27,7 @@ type runFlags struct {
 	grace   time.Duration
 	verbose bool
 	flockFlags
+	runJSON
 }
 
 // runLong is the help text of the subcommand, before the store flags'.
@@ -101,8 +102,12 @@ func newRunCmd() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			args, err := f.takeKey(cmd, args)
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if err := f.openJSON(cmd); err != nil {
+				return err
+			}
+			defer func() { err = f.emitJSON(cmd, err) }()
+			args, err = f.takeKey(cmd, args)
 			if err != nil {
 				return err
 			}
@@ -110,7 +115,7 @@ func newRunCmd() *cobra.Command {
 			if len(args) == 0 {
 				return exitWith(ExitUsage, errors.New("run: missing COMMAND (usage: dlock run --key KEY -- COMMAND [ARG...])"))
 			}
-			if err := f.applyFlock(); err != nil {
+			if err := f.applyFlock(cmd); err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("ttl") {
@@ -136,6 +141,7 @@ func newRunCmd() *cobra.Command {
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, or once an interrupted command exited, time between SIGTERM and SIGKILL of its process group")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report acquisition and release on stderr")
 	f.registerFlock(cmd)
+	f.registerJSON(cmd)
 	f.store.register(cmd)
 	return cmd
 }
@@ -182,6 +188,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		return exitFor(err)
 	}
 	lease, err := acquire(ctx, client, f, deadline, rep, sigs)
+	f.out.acquired(lease)
 	if err != nil {
 		return err
 	}
@@ -227,11 +234,13 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 	case err == nil:
 		return lease, nil
 	case s != nil:
+		f.out.set(outcomeInterrupted)
 		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
 	case errors.Is(err, dlock.ErrRefused):
 		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q: the store refused, and retrying cannot fix it: %w", f.key, plain(err)))
 	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
-		return nil, exitWith(f.conflictCode, notAcquiredError(f, err))
+		f.out.set(outcomeNotAcquired)
+		return nil, exitWith(f.conflictExit(), notAcquiredError(f, err))
 	}
 	return nil, exitFor(err)
 }

@@ -14,7 +14,16 @@ import (
 // lock is held by another owner) and the key as the first argument.
 type flockFlags struct {
 	nonblock     bool // -n, --nonblock: the same as --wait 0
-	conflictCode int  // -E, --conflict-exit-code; ExitNotAcquired by default
+	conflictCode int  // -E, --conflict-exit-code; meaningful only if conflictSet
+	conflictSet  bool
+}
+
+// conflictExit is run's exit status when the lock is held by another owner.
+func (f *flockFlags) conflictExit() int {
+	if f.conflictSet {
+		return f.conflictCode
+	}
+	return ExitNotAcquired
 }
 
 func (f *runFlags) registerFlock(cmd *cobra.Command) {
@@ -26,7 +35,8 @@ func (f *runFlags) registerFlock(cmd *cobra.Command) {
 
 // applyFlock checks the flock-style flags and turns -n into --wait 0. -n
 // with a --wait other than 0, or -E outside 0-255, is a usage error.
-func (f *runFlags) applyFlock() error {
+func (f *runFlags) applyFlock(cmd *cobra.Command) error {
+	f.conflictSet = cmd.Flags().Changed("conflict-exit-code")
 	if f.conflictCode < 0 || f.conflictCode > 255 {
 		return exitWith(ExitUsage, fmt.Errorf("run: --conflict-exit-code %d is outside 0-255", f.conflictCode))
 	}

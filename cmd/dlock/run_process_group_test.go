@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -89,5 +90,24 @@ func TestRunLeavesBackgroundOfNormalExit(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	if r.code != 0 || processGone(pid) {
 		t.Fatalf("background process %d of a command that exited 0 is gone, or run failed: %s", pid, r)
+	}
+}
+
+// run --json after a loss: the outcome says so, with the command's status
+// and a failed release, as the last line on stderr.
+func TestRunJSONReportsLoss(t *testing.T) {
+	srv := redisserver.Start(t)
+	dir := t.TempDir()
+	h := startHolder(t, srv.URL(), "json:lost", dir, nil, "--json", "--lease", "900ms")
+	if _, err := srv.Do("DEL", "dlock:{json:lost}"); err != nil {
+		t.Fatal(err)
+	}
+	r := h.wait(t, 20*time.Second)
+	line := lastLine(r.stderr)
+	checkJSON(t, jsonDocs(t)["run"], line)
+	var o runOutcome
+	if err := json.Unmarshal([]byte(line), &o); err != nil || r.code != ExitLost || o.Outcome != outcomeLost || o.ExitCode != ExitLost ||
+		!o.Acquired || o.Fence == 0 || o.CommandStatus == nil || *o.CommandStatus != 7 || o.Released == nil || *o.Released || o.Error == "" {
+		t.Fatalf("want outcome lost, exit 76, the child's status 7, released false: %v\n%s", err, r)
 	}
 }
