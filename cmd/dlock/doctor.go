@@ -76,6 +76,10 @@ name is then ADDR/CHECK); a server that does not answer
 gets one FAIL "connection" line and no other check. A store without checks
 of its own gets a WARN line saying that only the probe ran.
 
+--json prints the report as one object (target, safe, model, checks), also
+when the store cannot be reached or refuses the user: then one FAIL check
+"connection" with the error and its fix, and no model.
+
 Exit status: 0 when nothing failed (warnings allowed); 78 when a check
 failed (a probe step included); 64 bad usage; 69 store unreachable (for
 Redlock: no majority answers); 77 the store refused the user (WRONGPASS,

@@ -247,3 +247,16 @@ func TestDoctorJSONUnreachableStore(t *testing.T) {
 		t.Errorf("doctor --json with a bad URL: exit %d, stdout %q; want 64 and nothing", code, out)
 	}
 }
+
+// The help of every command with --json says so.
+func TestHelpDescribesJSON(t *testing.T) {
+	for _, c := range []struct{ cmd, want string }{
+		{"run", "--json prints one JSON object when run ends"}, {"run", "--json-fd"},
+		{"status", "--json prints one object"}, {"doctor", `"connection"`},
+		{"list", "--json"}, {"bench", "--json prints one JSON document"}, {"version", "--json"},
+	} {
+		if _, out, _ := runCLI(t, c.cmd, "--help"); !strings.Contains(out, c.want) {
+			t.Errorf("%s --help lacks %q", c.cmd, c.want)
+		}
+	}
+}

@@ -63,6 +63,13 @@ then keeps trying within D, saying so on stderr (at once, again when an
 attempt fails after a second or more of failures, then at most every 10 s),
 as it does whenever the store becomes unreachable while it waits.
 
+--json prints one JSON object when run ends, whatever the outcome: key,
+outcome (exited, lost, not_acquired, interrupted, unavailable, refused,
+usage, not_found, not_executable), exit_code, acquired, fence, waited_ms,
+held_ms, released, command_status, error (docs/cli.md, "JSON output"). It
+goes to stderr, as its last line, or to --json-fd N: never to stdout, which
+is the command's.
+
 flock(1) habits: -n fails at once if the lock is held (--wait 0), and
 -E N (--conflict-exit-code) replaces 75 when the lock is held by another
 owner (single try, or --wait elapsed).
@@ -93,6 +100,9 @@ func newRunCmd() *cobra.Command {
 
   # The same in flock(1)'s words, the key as etcdctl lock takes it: exit 0 when held elsewhere
   dlock run -n -E 0 cron:cleanup -- ./cleanup.sh
+
+  # Record the outcome in a file of its own (fence, waited_ms, held_ms, outcome, exit_code)
+  dlock run --json --json-fd 3 --key deploy -- make deploy 3>deploy.json
 
   # Short lease (renewed every 2 s): a crash frees the lock within 6 s
   DLOCK_STORE=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --lease 6s -- ./migrate up`,

@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -109,5 +112,31 @@ func TestRunJSONReportsLoss(t *testing.T) {
 	if err := json.Unmarshal([]byte(line), &o); err != nil || r.code != ExitLost || o.Outcome != outcomeLost || o.ExitCode != ExitLost ||
 		!o.Acquired || o.Fence == 0 || o.CommandStatus == nil || *o.CommandStatus != 7 || o.Released == nil || *o.Released || o.Error == "" {
 		t.Fatalf("want outcome lost, exit 76, the child's status 7, released false: %v\n%s", err, r)
+	}
+}
+
+// --json-fd 3: the object goes to descriptor 3 and nowhere else, and the
+// command does not inherit the descriptor.
+func TestRunJSONFDThroughBinary(t *testing.T) {
+	srv := redisserver.Start(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := dlockCmd(t, nil, "run", "--json", "--json-fd", "3", "--redis", srv.URL(), "json:fd3", "--",
+		"sh", "-c", `if [ -e /proc/$$/fd/3 ]; then echo inherited; else echo closed; fi`)
+	c.ExtraFiles = []*os.File{w}
+	var stdout, stderr strings.Builder
+	c.Stdout, c.Stderr = &stdout, &stderr
+	err = c.Run()
+	_ = w.Close()
+	got, _ := io.ReadAll(r)
+	var o runOutcome
+	if err != nil || json.Unmarshal(got, &o) != nil || o.Outcome != outcomeExited || o.Key != "json:fd3" || stderr.String() != "" {
+		t.Fatalf("run --json-fd 3: %v; fd 3 %q, stderr %q", err, got, stderr.String())
+	}
+	if stdout.String() != "closed\n" {
+		t.Errorf("the command saw descriptor 3: %q", stdout.String())
 	}
 }

@@ -68,6 +68,10 @@ another process is shown without its token), the hold count (re-entrant holds), 
 time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
 
+--json prints one object: key, held, holder (the token's first characters,
+without "…"), holder_kind (dlock or foreign), holds, ttl_ms, fence, waiters;
+a free key has no holder, holder_kind or ttl_ms (docs/cli.md, "JSON output").
+
 It works on every store that can inspect keys (driver.Inspector); the waiter
 count needs driver.WaiterCounter and is "unknown" without it.
 
