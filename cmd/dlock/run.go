@@ -70,9 +70,10 @@ held_ms, released, command_status, error (docs/cli.md, "JSON output"). It
 goes to stderr, as its last line, or to --json-fd N: never to stdout, which
 is the command's.
 
-flock(1) habits: -n fails at once if the lock is held (--wait 0), and
--E N (--conflict-exit-code) replaces 75 when the lock is held by another
-owner (single try, or --wait elapsed).
+flock(1) habits: -n fails at once if the lock is held (--wait 0); -w
+takes --wait in seconds as well (-w 10 is --wait 10s); and -E N
+(--conflict-exit-code) replaces 75 when the lock is held by another owner
+(single try, or --wait elapsed).
 
 Exit status: the command's own (128+N if killed by signal N); 64 bad usage;
 69 store unreachable; 75 lock not acquired (--wait elapsed, or interrupted
@@ -147,7 +148,7 @@ func newRunCmd() *cobra.Command {
 	// what old scripts do without a word.
 	fl.DurationVar(&f.ttl, "ttl", 0, "removed: use --lease")
 	_ = fl.MarkHidden("ttl")
-	fl.DurationVar(&f.wait, "wait", 0, "give up waiting for the lock after this long (exit 75); 0 = a single try (default: wait forever)")
+	fl.VarP(waitValue{&f.wait}, "wait", "w", "give up waiting for the lock after this long (exit 75): a duration, or seconds as flock -w takes them; 0 = a single try (default: wait forever)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, or once an interrupted command exited, time between SIGTERM and SIGKILL of its process group")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report acquisition and release on stderr")
 	f.registerFlock(cmd)

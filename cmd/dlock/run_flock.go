@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -81,3 +84,31 @@ func (f *runFlags) takeKey(cmd *cobra.Command, args []string) ([]string, error) 
 
 // errMissingKey is run's usage error without a key.
 var errMissingKey = errors.New("run: KEY is required (dlock run KEY -- COMMAND, or --key KEY)")
+
+// waitValue is --wait (-w): a Go duration (10s, 1m30s), or a number of
+// seconds (10, 0.5) as flock -w takes it. Its zero value prints as nothing,
+// so that the help does not show a default of 0 (the default is to wait
+// forever; 0 is a single try).
+type waitValue struct{ d *time.Duration }
+
+func (v waitValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v waitValue) Set(s string) error {
+	if d, err := time.ParseDuration(s); err == nil {
+		*v.d = d
+		return nil
+	}
+	sec, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(sec) || math.Abs(sec) > math.MaxInt64/float64(time.Second) {
+		return fmt.Errorf("want a duration (10s, 1m30s) or a number of seconds (10, 0.5)")
+	}
+	*v.d = time.Duration(sec * float64(time.Second))
+	return nil
+}
+
+func (waitValue) Type() string { return "duration" }

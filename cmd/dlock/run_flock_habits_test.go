@@ -21,6 +21,12 @@ func TestRunFlockHabits(t *testing.T) {
 		{"--nonblock on a free key", []string{"--nonblock", "--key", "habits:free", "--", "echo", "ran"}, 0, "ran\n", ""},
 		{"-n with --wait 0", []string{"-n", "--wait", "0", "--key", "habits:busy", "--", "true"}, ExitNotAcquired, "", "not acquired"},
 		{"-n against --wait 5s", []string{"-n", "--wait", "5s", "--key", "habits:busy", "--", "true"}, ExitUsage, "", "contradicts --wait 5s"},
+		// -w: --wait, also in seconds as flock -w takes it.
+		{"-w seconds", []string{"-w", "0.05", "--key", "habits:busy", "--", "true"}, ExitNotAcquired, "", "within --wait 50ms"},
+		{"-w duration", []string{"-w", "60ms", "--key", "habits:busy", "--", "true"}, ExitNotAcquired, "", "within --wait 60ms"},
+		{"--wait seconds", []string{"--wait", "0", "--key", "habits:busy", "--", "true"}, ExitNotAcquired, "", "(--wait 0: a single try)"},
+		{"--wait bad", []string{"--wait", "soon", "--key", "habits:busy", "--", "true"}, ExitUsage, "", "want a duration (10s, 1m30s) or a number of seconds"},
+		{"-w negative", []string{"-w", "-1", "--key", "habits:busy", "--", "true"}, ExitUsage, "", "--wait -1s is negative"},
 		// -E: the status when the lock is held; other outcomes keep theirs.
 		{"-E 3 on a held key", []string{"-n", "-E", "3", "--key", "habits:busy", "--", "true"}, 3, "", "not acquired"},
 		{"-E 0 on a held key", []string{"-n", "-E", "0", "--key", "habits:busy", "--", "true"}, 0, "", "not acquired"},
@@ -57,7 +63,7 @@ func TestRunFlockHabits(t *testing.T) {
 // The help shows the habits it accepts.
 func TestRunHelpNamesFlockHabits(t *testing.T) {
 	_, out, _ := runCLI(t, "run", "--help")
-	for _, want := range []string{"-n, --nonblock", "-E, --conflict-exit-code", "(--key KEY | KEY)", "dlock run -n -E 0 cron:cleanup"} {
+	for _, want := range []string{"-n, --nonblock", "-E, --conflict-exit-code", "-w, --wait", "(--key KEY | KEY)", "dlock run -n -E 0 cron:cleanup"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help lacks %q", want)
 		}
