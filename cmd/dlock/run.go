@@ -55,8 +55,8 @@ alone, and run releases the lock: they run on unprotected.
 The lease (--lease) is renewed every lease/3 while COMMAND runs; if dlock
 itself dies, the lock is free again at most one lease later (on Linux the
 command is killed with dlock, but not what it started in the background).
-(--ttl, which meant this before, is refused: the library's WithTTL is a fixed lease
-without renewal, so the old name misled.)
+(--ttl, which meant this before, is refused: the library's WithTTL is a
+fixed lease without renewal, so the old name misled.)
 
 An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
 then keeps trying within D, saying so on stderr (at once, again when an
