@@ -23,6 +23,7 @@ type benchOpts struct {
 	duration   time.Duration
 	goroutines int
 	key        string
+	asJSON     bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -41,6 +42,10 @@ It prints successful critical sections per second, latency percentiles (lock
 call to unlock returned) and fairness (smallest per-goroutine share over the
 mean share).
 
+--json prints one JSON document instead (docs/cli.md, "JSON output"), also
+when a scenario failed (with its error), but not when the store could not
+be reached before the first scenario.
+
 Exit status: 0 success; 64 bad usage; 69 store unreachable (before or during
 a scenario); 76 the protected counter does not equal the number of
 successful critical sections (the lock let two holders in); 77 refused by
@@ -48,7 +53,8 @@ the store.
 
 ` + storeFlagsHelp,
 		Example: `  dlock bench --store redis://127.0.0.1:6379 --duration 5s
-  dlock bench --store redlock://n1:6379,n2:6379,n3:6379 --goroutines 20`,
+  dlock bench --store redlock://n1:6379,n2:6379,n3:6379 --goroutines 20
+  dlock bench --json --duration 1s | jq '.scenarios[] | {name, ops_per_sec}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
@@ -56,6 +62,7 @@ the store.
 	cmd.Flags().DurationVar(&o.duration, "duration", 3*time.Second, "length of each scenario")
 	cmd.Flags().IntVar(&o.goroutines, "goroutines", 50, "goroutines of the one-key scenario")
 	cmd.Flags().StringVar(&o.key, "key", "dlock-bench", "key (prefix) the scenarios lock")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON")
 	return cmd
 }
 
@@ -63,7 +70,7 @@ the store.
 // ExitUnavailable if the store cannot be reached (before any line is
 // printed) or fails during a scenario, and with ExitLost if a scenario's
 // protected counter disagrees with its count of critical sections.
-func runBench(ctx context.Context, w io.Writer, o benchOpts) error {
+func runBench(ctx context.Context, w io.Writer, o benchOpts) (err error) {
 	if o.duration <= 0 || o.goroutines < 1 {
 		return exitWith(ExitUsage, errors.New("--duration and --goroutines must be positive"))
 	}
@@ -76,6 +83,12 @@ func runBench(ctx context.Context, w io.Writer, o benchOpts) error {
 	if err != nil {
 		return exitWith(ExitUsage, err)
 	}
+	rep := &benchReport{Target: st.Desc, DurationMs: o.duration.Milliseconds(), Scenarios: []benchScenarioJSON{}}
+	if o.asJSON {
+		out := w
+		defer func() { rep.write(out, err) }()
+		w = io.Discard
+	}
 	fmt.Fprintf(w, "dlock bench against %s, %v per scenario\n", st.Desc, o.duration)
 	for _, sc := range []struct {
 		name string
@@ -86,6 +99,7 @@ func runBench(ctx context.Context, w io.Writer, o benchOpts) error {
 		if err != nil {
 			return exitFor(fmt.Errorf("%s: %w", sc.name, err))
 		}
+		rep.add(sc.name, sc.g, r)
 		fmt.Fprintf(w, "%-12s %3d goroutines  %8.0f ops/s  p50 %-9v p99 %-9v max %-9v fairness %.2f  counter %d/%d\n",
 			sc.name, sc.g, r.perSec(), r.pct(0.5), r.pct(0.99), r.pct(1), r.fairness(), r.protected(), r.total())
 		if r.protected() != r.total() {

@@ -49,20 +49,19 @@ func supervise(cmd *cobra.Command, f *runFlags, lease *dlock.Lease, args []strin
 		close(waited)
 	}()
 	var (
-		res      childResult
-		leaseEnd = lease.Done()
-		kill     <-chan time.Time
+		res         childResult
+		leaseEnd    = lease.Done()
+		kill        <-chan time.Time
+		interrupted bool // a signal that stops commands was forwarded
 	)
 	for {
 		select {
 		case <-waited:
-			if res.lost != nil {
-				// Whatever the command left behind in its group is no longer protected.
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			}
 			res.code = exitStatus(c.ProcessState)
+			endGroup(cmd, f, pgid, res.lost != nil, interrupted || signaled(c.ProcessState))
 			return res
 		case s := <-sigs:
+			interrupted = interrupted || stopsCommand(s)
 			_ = syscall.Kill(-pgid, s.(syscall.Signal))
 		case <-leaseEnd:
 			leaseEnd = nil
@@ -77,6 +76,39 @@ func supervise(cmd *cobra.Command, f *runFlags, lease *dlock.Lease, args []strin
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}
+}
+
+// endGroup deals with what the command left in its process group when it
+// exited, before the lock is released. After a loss it is killed at once
+// (it is no longer protected); after an interruption (a forwarded SIGINT,
+// SIGTERM or SIGHUP, or the command killed by a signal) it gets SIGTERM, then
+// SIGKILL after --grace, so that no process of the interrupted command
+// outlives the lock; run waits until the group is gone. After a command that
+// exited on its own, processes it left running are left alone.
+func endGroup(cmd *cobra.Command, f *runFlags, pgid int, lost, interrupted bool) {
+	var gone bool
+	switch {
+	case lost:
+		gone = stopGroup(pgid, syscall.SIGKILL, 0)
+	case interrupted:
+		gone = stopGroup(pgid, syscall.SIGTERM, f.grace)
+	default:
+		return
+	}
+	if !gone {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: processes of the command's group %d outlived SIGKILL by %v\n", pgid, groupKillBound)
+	}
+}
+
+// stopsCommand reports whether s, forwarded to the command, asks it to stop.
+func stopsCommand(s os.Signal) bool {
+	return s == syscall.SIGINT || s == syscall.SIGTERM || s == syscall.SIGHUP
+}
+
+// signaled reports whether the process was killed by a signal.
+func signaled(ps *os.ProcessState) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }
 
 // exitStatus is the shell's view of how a process ended: its exit code, or
@@ -94,6 +126,7 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.L
 	rctx, cancel := context.WithTimeout(ctx, min(f.lease, 10*time.Second))
 	defer cancel()
 	rerr := lease.Release(rctx)
+	f.out.ended(res, rerr)
 	switch {
 	case res.startEr != nil:
 		code := 126

@@ -145,14 +145,11 @@ func exitFor(err error) error {
 
 // abbrev shortens an owner token for display: the token is a bearer secret
 // (whoever knows it can release the lock), so only a prefix long enough to
-// tell holders apart is ever shown.
+// tell holders apart is ever shown: at most 6 characters and at most half
+// the token. The text output adds "…"; the JSON gives the prefix as it is.
 func abbrev(token string) string {
-	if token == "" {
-		return ""
-	}
 	n := min(6, utf8.RuneCountInString(token)/2)
-	r := []rune(token)
-	return string(r[:n]) + "…"
+	return string([]rune(token)[:n])
 }
 
 // writeJSON prints v as indented JSON followed by a newline.

@@ -35,8 +35,8 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " 
 // doctorReport is the output of `dlock doctor`.
 type doctorReport struct {
 	Target string      `json:"target"`
-	Safe   bool        `json:"safe"` // no check failed
-	Model  modelReport `json:"model"`
+	Safe   bool        `json:"safe"`           // no check failed
+	Model  modelReport `json:"model,omitzero"` // absent when the store could not be reached
 	Checks []check     `json:"checks"`
 }
 
@@ -76,6 +76,10 @@ name is then ADDR/CHECK); a server that does not answer
 gets one FAIL "connection" line and no other check. A store without checks
 of its own gets a WARN line saying that only the probe ran.
 
+--json prints the report as one object (target, safe, model, checks), also
+when the store cannot be reached or refuses the user: then one FAIL check
+"connection" with the error and its fix, and no model.
+
 Exit status: 0 when nothing failed (warnings allowed); 78 when a check
 failed (a probe step included); 64 bad usage; 69 store unreachable (for
 Redlock: no majority answers); 77 the store refused the user (WRONGPASS,
@@ -105,6 +109,9 @@ func newDoctorCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := sf.connect(cmd.Context())
 			if err != nil {
+				if asJSON {
+					writeUnreachableDoctor(cmd.OutOrStdout(), &sf, err)
+				}
 				return err
 			}
 			defer st.Close()

@@ -42,14 +42,14 @@ func TestEtcdStatusAndList(t *testing.T) {
 	holdWithEtcdctl(t, store, ep, "job2")
 
 	s := statusJSON(t, store, "job1")
-	if !s.Held || s.Fence != fence || s.Holds != 1 || s.Holder != "(a dlock client, token unknown)" || s.TTLms <= 0 {
+	if !s.Held || s.Fence != fence || s.Holds != 1 || s.Holder != "" || s.HolderKind != holderDlock || s.ttl() <= 0 {
 		t.Errorf("job1 held by dlock run with fence %d: %+v", fence, s)
 	}
 	s = statusJSON(t, store, "job2")
-	if !s.Held || s.Holder != "(not a dlock client)" || s.Fence <= fence {
+	if !s.Held || s.Holder != "" || s.HolderKind != holderForeign || s.Fence <= fence {
 		t.Errorf("job2 held by etcdctl after job1: %+v", s)
 	}
-	if s = statusJSON(t, store, "job3"); s.Held || s.Holder != "" {
+	if s = statusJSON(t, store, "job3"); s.Held || s.HolderKind != "" || s.TTLms != nil {
 		t.Errorf("job3 never locked: %+v", s)
 	}
 	r := runDlock(t, nil, "list", "--store", store)

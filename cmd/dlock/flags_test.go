@@ -97,7 +97,7 @@ func TestRunFlagValidation(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--", "true"}, "--key is required"},
+		{[]string{"run", "--", "true"}, "KEY is required"},
 		{[]string{"run", "--key", "k"}, "missing COMMAND"},
 		{[]string{"run", "--key", "k", "--lease", "1ms", "--", "true"}, "--lease 1ms"},
 		{[]string{"run", "--key", "k", "--lease", "48h", "--", "true"}, "--lease 48h"},
@@ -123,12 +123,16 @@ func TestRunFlagValidation(t *testing.T) {
 func TestAbbrev(t *testing.T) {
 	for tok, want := range map[string]string{
 		"":                       "",
-		"ab":                     "a…",
-		"abcdefghijklmnopqrstuv": "abcdef…",
+		"ab":                     "a",
+		"abcdefghijklmnopqrstuv": "abcdef",
 	} {
 		if got := abbrev(tok); got != want {
 			t.Errorf("abbrev(%q) = %q, want %q", tok, got, want)
 		}
+	}
+	// The text output marks the prefix as one; the JSON gives it as it is.
+	if got := (lockStatus{Held: true, Holder: "abcdef", HolderKind: holderDlock}).holderText(); got != "abcdef…" {
+		t.Errorf("holderText = %q, want abcdef…", got)
 	}
 }
 

@@ -75,7 +75,7 @@ func TestStatusAndList(t *testing.T) {
 		}
 		return st.Waiters != nil && *st.Waiters == 1
 	})
-	if !st.Held || st.Holds != 1 || st.Fence == 0 || st.TTLms <= 0 || st.TTLms > 30000 || st.Holder != tok[:6]+"…" {
+	if !st.Held || st.Holds != 1 || st.Fence == 0 || st.ttl() <= 0 || st.ttl() > 30000 || st.Holder != tok[:6] || st.HolderKind != holderDlock {
 		t.Fatalf("status: %+v", st)
 	}
 

@@ -114,10 +114,10 @@ func printList(w io.Writer, rows []lockStatus) {
 	fmt.Fprintln(tw, "KEY\tHOLDER\tHOLDS\tTTL\tFENCE")
 	for _, r := range rows {
 		ttl := "unknown"
-		if r.TTLms >= 0 {
-			ttl = roundDur(msDur(r.TTLms)).String()
+		if r.ttl() >= 0 {
+			ttl = roundDur(msDur(r.ttl())).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", r.Key, r.Holder, r.Holds, ttl, r.Fence)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", r.Key, r.holderText(), r.Holds, ttl, r.Fence)
 	}
 	_ = tw.Flush()
 }

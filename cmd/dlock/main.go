@@ -156,6 +156,7 @@ func stripLibPrefix(s string) string {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	becomeSubreaper() // run reaps what its command leaves in its group (endGroup)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -36,3 +36,10 @@ func childSysProcAttr(stdin io.Reader) (attr *syscall.SysProcAttr, restore func(
 		_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, syscall.Getpgrp())
 	}
 }
+
+// becomeSubreaper makes this process the parent of the command's orphans
+// (PR_SET_CHILD_SUBREAPER), so that run can reap what is left of the
+// command's process group and know when it is gone; otherwise they would
+// go to init, which may leave them as zombies that still count as members
+// of the group.
+func becomeSubreaper() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }

@@ -13,3 +13,7 @@ import (
 func childSysProcAttr(io.Reader) (*syscall.SysProcAttr, func()) {
 	return &syscall.SysProcAttr{Setpgid: true}, func() {}
 }
+
+// becomeSubreaper does nothing: only Linux has child subreapers. The
+// command's orphans go to init, which reaps them.
+func becomeSubreaper() {}

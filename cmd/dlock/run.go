@@ -26,14 +26,17 @@ type runFlags struct {
 	waitSet bool
 	grace   time.Duration
 	verbose bool
+	flockFlags
+	runJSON
 }
 
 // runLong is the help text of the subcommand, before the store flags'.
 const runLong = `run acquires the lock KEY, runs COMMAND while renewing the lock, and releases
-it when COMMAND exits. Like flock(1), etcdctl lock and consul lock, but if the
-lock is lost (the store lost the key, or it could not be renewed in time) the
-command's process group gets SIGTERM, then SIGKILL after --grace, and run
-exits with 76.
+it when COMMAND exits. KEY is --key's value, or else the first argument after
+the flags (as etcdctl lock takes its name; flags that follow KEY end with
+--). Like flock(1), etcdctl lock and consul lock, but if the lock is lost
+(the store lost the key, or it could not be renewed in time) the command's
+process group gets SIGTERM, then SIGKILL after --grace, and run exits with 76.
 
 The command runs in its own process group with these variables set:
   DLOCK_KEY    the lock key
@@ -41,31 +44,50 @@ The command runs in its own process group with these variables set:
                pass it to the resource you protect so it can reject stale writers
   DLOCK_TOKEN  the owner token (a secret: whoever has it can release the lock)
 SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to run are forwarded to the
-command's process group; the command decides what to do with them.
+command's process group; the command decides what to do with them. Once the
+command has exited after SIGINT, SIGTERM or SIGHUP (or was killed by a
+signal), what is left of its group (a background process that ignores the
+signal) gets SIGTERM, then SIGKILL after --grace, and run waits until the
+group is gone before it releases the lock; after a loss, at once SIGKILL.
+Processes the command leaves running when it exits on its own are left
+alone, and run releases the lock: they run on unprotected.
 
 The lease (--lease) is renewed every lease/3 while COMMAND runs; if dlock
-itself dies, the lock is free again at most one lease later. (--ttl, which
-meant this before, is refused: the library's WithTTL is a fixed lease
-without renewal, so the old name misled.)
+itself dies, the lock is free again at most one lease later (on Linux the
+command is killed with dlock, but not what it started in the background).
+(--ttl, which meant this before, is refused: the library's WithTTL is a
+fixed lease without renewal, so the old name misled.)
 
 An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
 then keeps trying within D, saying so on stderr (at once, again when an
 attempt fails after a second or more of failures, then at most every 10 s),
 as it does whenever the store becomes unreachable while it waits.
 
+--json prints one JSON object when run ends, whatever the outcome: key,
+outcome (exited, lost, not_acquired, interrupted, unavailable, refused,
+usage, not_found, not_executable), exit_code, acquired, fence, waited_ms,
+held_ms, released, command_status, error (docs/cli.md, "JSON output"). It
+goes to stderr, as its last line, or to --json-fd N: never to stdout, which
+is the command's.
+
+flock(1) habits: -n fails at once if the lock is held (--wait 0); -w
+takes --wait in seconds as well (-w 10 is --wait 10s); and -E N
+(--conflict-exit-code) replaces 75 when the lock is held by another owner
+(single try, or --wait elapsed).
+
 Exit status: the command's own (128+N if killed by signal N); 64 bad usage;
 69 store unreachable; 75 lock not acquired (--wait elapsed, or interrupted
-while waiting); 76 lock lost while the command ran; 77 refused by the store
-(authentication failed, a permission missing, or KEY holds a value that is
-not a lock: retrying cannot fix it); 126/127 command not executable / not
-found.
+while waiting; -E N instead when the lock was held); 76 lock lost while the
+command ran; 77 refused by the store (authentication failed, a permission
+missing, or KEY holds a value that is not a lock: retrying cannot fix it);
+126/127 command not executable / not found.
 
 `
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run --key KEY [flags] -- COMMAND [ARG...]",
+		Use:   "run [flags] (--key KEY | KEY) [--] COMMAND [ARG...]",
 		Short: "Run a command while holding a lock, renewing it and stopping the command if it is lost",
 		Long:  runLong + storeFlagsHelp,
 		Example: `  # Run a nightly job on at most one machine at a time; wait for the lock as long as it takes
@@ -77,6 +99,12 @@ func newRunCmd() *cobra.Command {
   # Single try: skip this run if the job is already running elsewhere
   dlock run --key cron:cleanup --wait 0 -- ./cleanup.sh || [ $? -eq 75 ]
 
+  # The same in flock(1)'s words, the key as etcdctl lock takes it: exit 0 when held elsewhere
+  dlock run -n -E 0 cron:cleanup -- ./cleanup.sh
+
+  # Record the outcome in a file of its own (fence, waited_ms, held_ms, outcome, exit_code)
+  dlock run --json --json-fd 3 --key deploy -- make deploy 3>deploy.json
+
   # Short lease (renewed every 2 s): a crash frees the lock within 6 s
   DLOCK_STORE=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --lease 6s -- ./migrate up`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -85,8 +113,22 @@ func newRunCmd() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if err := f.openJSON(cmd); err != nil {
+				return err
+			}
+			defer func() { err = f.emitJSON(cmd, err) }()
+			args, err = f.takeKey(cmd, args)
+			if err != nil {
+				return err
+			}
 			f.waitSet = cmd.Flags().Changed("wait")
+			if len(args) == 0 {
+				return exitWith(ExitUsage, errors.New("run: missing COMMAND (usage: dlock run --key KEY -- COMMAND [ARG...])"))
+			}
+			if err := f.applyFlock(cmd); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("ttl") {
 				return exitWith(ExitUsage, fmt.Errorf("run: --ttl is no longer accepted: it set a renewed lease, which is now --lease %v "+
 					"(the library's WithTTL is a fixed lease without renewal; run always renews)", f.ttl))
@@ -99,16 +141,18 @@ func newRunCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.SetInterspersed(false) // everything after COMMAND belongs to COMMAND
-	fl.StringVarP(&f.key, "key", "k", "", "lock key (required)")
+	fl.StringVarP(&f.key, "key", "k", "", "lock key (required, unless given as the first argument)")
 	fl.DurationVar(&f.lease, "lease", dlock.DefaultLease, "lease length; the lease is renewed every lease/3 while COMMAND runs")
 	// The old name is kept only to refuse it with a message naming --lease:
 	// ignoring it, or reading it as the library's fixed TTL, would change
 	// what old scripts do without a word.
 	fl.DurationVar(&f.ttl, "ttl", 0, "removed: use --lease")
 	_ = fl.MarkHidden("ttl")
-	fl.DurationVar(&f.wait, "wait", 0, "give up waiting for the lock after this long (exit 75); 0 = a single try (default: wait forever)")
-	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL")
+	fl.VarP(waitValue{&f.wait}, "wait", "w", "give up waiting for the lock after this long (exit 75): a duration, or seconds as flock -w takes them; 0 = a single try (default: wait forever)")
+	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, or once an interrupted command exited, time between SIGTERM and SIGKILL of its process group")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report acquisition and release on stderr")
+	f.registerFlock(cmd)
+	f.registerJSON(cmd)
 	f.store.register(cmd)
 	return cmd
 }
@@ -116,7 +160,7 @@ func newRunCmd() *cobra.Command {
 func (f *runFlags) validate() error {
 	switch {
 	case f.key == "":
-		return exitWith(ExitUsage, errors.New("run: --key is required"))
+		return exitWith(ExitUsage, errMissingKey)
 	case f.waitSet && f.wait < 0:
 		return exitWith(ExitUsage, fmt.Errorf("run: --wait %v is negative", f.wait))
 	case f.grace < 0:
@@ -155,6 +199,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		return exitFor(err)
 	}
 	lease, err := acquire(ctx, client, f, deadline, rep, sigs)
+	f.out.acquired(lease)
 	if err != nil {
 		return err
 	}
@@ -200,11 +245,13 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 	case err == nil:
 		return lease, nil
 	case s != nil:
+		f.out.set(outcomeInterrupted)
 		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
 	case errors.Is(err, dlock.ErrRefused):
 		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q: the store refused, and retrying cannot fix it: %w", f.key, plain(err)))
 	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
-		return nil, exitWith(ExitNotAcquired, notAcquiredError(f, err))
+		f.out.set(outcomeNotAcquired)
+		return nil, exitWith(f.conflictExit(), notAcquiredError(f, err))
 	}
 	return nil, exitFor(err)
 }

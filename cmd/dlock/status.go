@@ -14,15 +14,42 @@ import (
 
 func init() { subcommands = append(subcommands, newStatusCmd) }
 
-// lockStatus is the output of `dlock status` and one row of `dlock list`.
+// lockStatus is the output of `dlock status` and one row of `dlock list`;
+// its JSON is documented in docs/cli.md ("JSON output").
 type lockStatus struct {
-	Key     string `json:"key"`
-	Held    bool   `json:"held"`
-	Holder  string `json:"holder,omitempty"` // abbreviated token, never the whole
-	Holds   int    `json:"holds"`
-	TTLms   int64  `json:"ttl_ms"` // -1 when the store does not know
-	Fence   uint64 `json:"fence"`
-	Waiters *int   `json:"waiters,omitempty"` // nil when the store cannot tell
+	Key        string `json:"key"`
+	Held       bool   `json:"held"`
+	Holder     string `json:"holder,omitempty"`      // the token's first characters (abbrev), never the whole; "" when unknown
+	HolderKind string `json:"holder_kind,omitempty"` // when held: holderDlock or holderForeign
+	Holds      int    `json:"holds"`
+	TTLms      *int64 `json:"ttl_ms,omitempty"` // when held; -1 when the store does not know
+	Fence      uint64 `json:"fence"`
+	Waiters    *int   `json:"waiters,omitempty"` // nil when the store cannot tell
+}
+
+// Holder kinds of lockStatus.HolderKind.
+const (
+	holderDlock   = "dlock"   // a dlock client (its token may be unknown: etcd keeps a digest)
+	holderForeign = "foreign" // not a dlock client, such as etcdctl lock
+)
+
+// ttl is the remaining lease in milliseconds: -1 when unknown or not held.
+func (s lockStatus) ttl() int64 {
+	if s.TTLms == nil {
+		return -1
+	}
+	return *s.TTLms
+}
+
+// holderText is the holder as status and list print it.
+func (s lockStatus) holderText() string {
+	switch {
+	case s.Holder != "":
+		return s.Holder + "…" // a prefix, never the whole token
+	case s.HolderKind == holderForeign:
+		return "(not a dlock client)"
+	}
+	return "(a dlock client, token unknown)"
 }
 
 func newStatusCmd() *cobra.Command {
@@ -40,6 +67,10 @@ lock, and on etcd, which keeps only a digest of tokens, a dlock holder in
 another process is shown without its token), the hold count (re-entrant holds), the remaining
 time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
+
+--json prints one object: key, held, holder (the token's first characters,
+without "…"), holder_kind (dlock or foreign), holds, ttl_ms, fence, waiters;
+a free key has no holder, holder_kind or ttl_ms (docs/cli.md, "JSON output").
 
 It works on every store that can inspect keys (driver.Inspector); the waiter
 count needs driver.WaiterCounter and is "unknown" without it.
@@ -116,20 +147,21 @@ func inspect(ctx context.Context, store driver.Mutex, key string) (lockStatus, e
 	return s, nil
 }
 
-// lockStatusOf is the displayed state of a key: the token abbreviated, the
-// remaining TTL only when the store knows it (negative: unknown).
+// lockStatusOf is the displayed state of a key: for a held key the token
+// abbreviated and the remaining TTL (-1 when the store does not know it);
+// for a free key neither (a Redis tombstone's retention is no lease).
 func lockStatusOf(key string, info driver.Info) lockStatus {
-	s := lockStatus{Key: key, Held: info.Held, Holder: abbrev(info.Token), Holds: info.Holds,
-		TTLms: info.Remaining.Milliseconds(), Fence: info.Fence}
-	if info.Remaining < 0 {
-		s.TTLms = -1 // unknown
+	s := lockStatus{Key: key, Held: info.Held, Holds: info.Holds, Fence: info.Fence}
+	if !info.Held {
+		return s
 	}
-	switch {
-	case !info.Held || info.Token != "":
-	case info.Foreign:
-		s.Holder = "(not a dlock client)"
-	default:
-		s.Holder = "(a dlock client, token unknown)"
+	ttl := max(info.Remaining.Milliseconds(), 0)
+	if info.Remaining < 0 {
+		ttl = -1 // unknown
+	}
+	s.TTLms, s.Holder, s.HolderKind = &ttl, abbrev(info.Token), holderDlock
+	if info.Token == "" && info.Foreign {
+		s.HolderKind = holderForeign
 	}
 	return s
 }
@@ -140,10 +172,10 @@ func printStatus(w io.Writer, s lockStatus) {
 		fmt.Fprintf(w, "held:     no\n")
 	} else {
 		fmt.Fprintf(w, "held:     yes\n")
-		fmt.Fprintf(w, "holder:   %s\n", s.Holder)
+		fmt.Fprintf(w, "holder:   %s\n", s.holderText())
 		fmt.Fprintf(w, "holds:    %d\n", s.Holds)
-		if s.TTLms >= 0 {
-			fmt.Fprintf(w, "ttl:      %v (remaining lease)\n", roundDur(msDur(s.TTLms)))
+		if s.ttl() >= 0 {
+			fmt.Fprintf(w, "ttl:      %v (remaining lease)\n", roundDur(msDur(s.ttl())))
 		} else {
 			fmt.Fprintf(w, "ttl:      unknown\n")
 		}

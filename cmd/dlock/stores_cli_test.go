@@ -35,10 +35,10 @@ func checkStoreCommands(t *testing.T, store string, doctorWants ...string) {
 	if err != nil || fence == 0 {
 		t.Fatalf("DLOCK_FENCE %q", readFile(t, fenceFile))
 	}
-	if s := statusJSON(t, store, "job1"); !s.Held || s.Fence != fence || s.Holds != 1 || s.Holder == "" {
+	if s := statusJSON(t, store, "job1"); !s.Held || s.Fence != fence || s.Holds != 1 || s.HolderKind != holderDlock {
 		t.Errorf("status job1, held by a dlock run with fence %d: %+v", fence, s)
 	}
-	if s := statusJSON(t, store, "job3"); s.Held || s.Holder != "" {
+	if s := statusJSON(t, store, "job3"); s.Held || s.HolderKind != "" || s.TTLms != nil {
 		t.Errorf("status job3, never locked: %+v", s)
 	}
 	r := runDlock(t, nil, "list", "--store", store)
