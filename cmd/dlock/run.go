@@ -46,7 +46,12 @@ command's process group; the command decides what to do with them.
 The lease (--lease) is renewed every lease/3 while COMMAND runs; if dlock
 itself dies, the lock is free again at most one lease later. (--ttl, which
 meant this before, is refused: the library's WithTTL is a fixed lease
-without renewal, so the old name misled.)
+without renewal, so the old name misled.) If the store cannot be reached
+when COMMAND ends, run waits for the release (and for closing the store) at
+most a sixth of the lock's lifetime each, within [1s, 10s], warns that the
+store frees the lock at most one lifetime after its last renewal, and exits
+with COMMAND's status. The lifetime is the lease, or on stores that keep
+locks in a session (etcd, ZooKeeper, SQL session mode) the session's TTL.
 
 An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
 then keeps trying within D, saying so on stderr (at once, again when an
@@ -149,7 +154,8 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	life := lifeOf(st.Store.Model(), f.lease)
+	defer closeWithin(st, life.releaseBound())
 	client, err := dlock.New(st.Store)
 	if err != nil {
 		return exitFor(err)
@@ -162,7 +168,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %q (fence %d) on %s\n", f.key, lease.Fence(), st.Desc)
 	}
 	res := supervise(cmd, f, lease, args, sigs)
-	return finish(ctx, cmd, f, lease, res)
+	return finish(ctx, cmd, f, lease, life, res)
 }
 
 // acquire waits for the lock, giving up when --wait elapses (at deadline)
