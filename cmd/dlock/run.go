@@ -105,7 +105,7 @@ func newRunCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.SetInterspersed(false) // everything after COMMAND belongs to COMMAND
 	fl.StringVarP(&f.key, "key", "k", "", "lock key (required)")
-	fl.DurationVar(&f.lease, "lease", dlock.DefaultLease, "lease length; the lease is renewed every lease/3 while COMMAND runs")
+	fl.DurationVar(&f.lease, "lease", dlock.DefaultLease, "lease length; the lease is renewed every lease/3 while COMMAND runs (no effect, with a warning, where the store keeps locks in a session: etcd, zk, SQL mode=session)")
 	// The old name is kept only to refuse it with a message naming --lease:
 	// ignoring it, or reading it as the library's fixed TTL, would change
 	// what old scripts do without a word.
@@ -155,6 +155,11 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		return err
 	}
 	life := lifeOf(st.Store.Model(), f.lease)
+	if raw, _ := f.store.url(); cmd.Flags().Changed("lease") {
+		if w := sessionLeaseWarning(raw, st.Store.Model(), f.lease); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "dlock:", w)
+		}
+	}
 	defer closeWithin(st, life.releaseBound())
 	client, err := dlock.New(st.Store)
 	if err != nil {
