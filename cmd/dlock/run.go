@@ -53,6 +53,11 @@ store frees the lock at most one lifetime after its last renewal, and exits
 with COMMAND's status. The lifetime is the lease, or on stores that keep
 locks in a session (etcd, ZooKeeper, SQL session mode) the session's TTL.
 
+While another owner holds the lock, run waits silently; with -v it says at
+once whom it waits for (the holder as status shows it, its fence, and how
+long its lease still runs, where the store can inspect keys), then only
+when the lock changes hands.
+
 An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
 then keeps trying within D, saying so on stderr (at once, again when an
 attempt fails after a second or more of failures, then at most every 10 s),
@@ -113,7 +118,7 @@ func newRunCmd() *cobra.Command {
 	_ = fl.MarkHidden("ttl")
 	fl.DurationVar(&f.wait, "wait", 0, "give up waiting for the lock after this long (exit 75); 0 = a single try (default: wait forever)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report acquisition and release on stderr")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report on stderr whom run waits for (at once, then when the lock changes hands), acquisition and release")
 	f.store.register(cmd)
 	return cmd
 }
@@ -193,11 +198,16 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 		select {
 		case s := <-sigs:
 			got <- s
-			cancel(fmt.Errorf("interrupted by %v", s))
+			cancel(fmt.Errorf("interrupted by %s while waiting", signalName(s)))
 		case <-stopped:
 		}
 	}()
+	stopReport := func() {}
+	if f.verbose && (!f.waitSet || f.wait > 0) { // --wait 0 does not wait
+		stopReport = reportWait(wctx, rep.w, client.Store(), f.key, f.waitHint())
+	}
 	lease, err := client.Lock(wctx, f.key, opts...)
+	stopReport()
 	close(stopped)
 	s := <-got // the watcher has exited; a signal it took is in s
 	cancel(nil)
@@ -213,7 +223,7 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 	case s != nil:
 		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
 	case errors.Is(err, dlock.ErrRefused):
-		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q: the store refused, and retrying cannot fix it: %w", f.key, plain(err)))
+		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q not acquired: the store refused, and retrying cannot fix it: %w", f.key, refusal(err, f.key)))
 	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
 		return nil, exitWith(ExitNotAcquired, notAcquiredError(f, err))
 	}
