@@ -35,12 +35,16 @@ func signalName(s os.Signal) string {
 // the store: "), without `lock "KEY": ` (the CLI's sentence names the key,
 // or it is the CLI's own probe key), and without a server reply that only
 // repeats the reason (Redis' "NOTALOCK the key holds a value that is not a
-// dlock lock" after the store's own longer text). It matches what err
-// matches.
+// dlock lock" after the store's own longer text). An SQL store's missing
+// schema gets the CLI's fix instead of the library's hint for Go callers.
+// It matches what err matches.
 func refusal(err error, key string) error {
 	msg := stripLibPrefix(strings.ReplaceAll(err.Error(), "\n", "; "))
 	for _, s := range []string{"lock not acquired: ", "refused by the store: ", fmt.Sprintf("lock %q: ", key)} {
 		msg = strings.ReplaceAll(msg, s, "")
+	}
+	if missingSchema(err) {
+		return &textError{msg: cliHints(msg) + "; apply the schema: " + schemaFix, err: err}
 	}
 	if i := strings.LastIndex(msg, ": "); i >= 0 {
 		code, rest, ok := strings.Cut(msg[i+2:], " ")
