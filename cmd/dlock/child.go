@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -110,7 +111,7 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.L
 		return exitWith(ExitLost, fmt.Errorf("run: the command finished (status %d) but the lock was lost before: %w", res.code, plain(rerr)))
 	case rerr != nil:
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed; the store frees it at most %v after its last renewal (%s): %v\n",
-			f.key, life.ttl, life.what(), plain(rerr))
+			f.key, life.ttl, life.what(), strings.TrimSuffix(unprefixed(rerr), " (the release is retried in the background)")) // run exits: nothing retries
 	case f.verbose:
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %q\n", f.key)
 	}
