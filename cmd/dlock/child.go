@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
 )
 
 // childResult is how the command under the lock ended.
@@ -122,8 +124,8 @@ func exitStatus(ps *os.ProcessState) int {
 
 // finish releases the lock after the command ended and turns the outcome into
 // run's exit status.
-func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.Lease, res childResult) error {
-	rctx, cancel := context.WithTimeout(ctx, min(f.lease, 10*time.Second))
+func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.Lease, life storeLife, res childResult) error {
+	rctx, cancel := context.WithTimeout(ctx, life.releaseBound())
 	defer cancel()
 	rerr := lease.Release(rctx)
 	f.out.ended(res, rerr)
@@ -141,7 +143,8 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.L
 		// work may not have been protected.
 		return exitWith(ExitLost, fmt.Errorf("run: the command finished (status %d) but the lock was lost before: %w", res.code, plain(rerr)))
 	case rerr != nil:
-		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed, it expires within %v: %v\n", f.key, f.lease, plain(rerr))
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed; the store frees it at most %v after its last renewal (%s): %v\n",
+			f.key, life.ttl, life.what(), strings.TrimSuffix(unprefixed(rerr), " (the release is retried in the background)")) // run exits: nothing retries
 	case f.verbose:
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %q\n", f.key)
 	}
@@ -149,4 +152,49 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.L
 		return &exitError{code: res.code} // the command's status, with no message of ours
 	}
 	return nil
+}
+
+// storeLife is how long the store keeps a lock it can no longer be told to
+// release: the lease, or on a session store the session's TTL.
+type storeLife struct {
+	ttl     time.Duration
+	session bool
+}
+
+// lifeOf is the lifetime m gives a lock of the requested lease.
+func lifeOf(m driver.Model, lease time.Duration) storeLife {
+	return storeLife{ttl: m.TTLFor(lease), session: m.Session && m.SessionTTL > 0}
+}
+
+// what names the figure for messages.
+func (l storeLife) what() string {
+	if l.session {
+		return "the session TTL"
+	}
+	return "the lease"
+}
+
+// releaseBound bounds the release after the command ended and the store's
+// Close: a sixth of the lock's lifetime, within [1 s, 10 s]. A store that
+// cannot be reached frees the lock within its lifetime anyway, so waiting
+// longer only delays run's exit.
+func (l storeLife) releaseBound() time.Duration {
+	return min(max(l.ttl/6, time.Second), 10*time.Second)
+}
+
+// closeWithin closes st, waiting at most d: a store that cannot be reached
+// may spend its own, longer, timeout in Close (etcd revokes its session),
+// and run is about to exit.
+func closeWithin(st *openedStore, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = st.Close()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }

@@ -185,7 +185,7 @@ func TestA7StatusOfNonLockValue(t *testing.T) {
 		t.Fatalf("redisstore.Inspect of a non-lock value returned %v, want an error matching dlock.ErrRefused", err)
 	}
 	r := runDlock(t, nil, "status", "--redis", srv.URL(), "weird")
-	if r.code != ExitRefused || strings.Contains(r.stdout, "held:     no") || !strings.Contains(r.stderr, "not a lock") {
+	if r.code != ExitRefused || strings.Contains(r.stdout, "held:     no") || !strings.Contains(r.stderr, "not a dlock lock") {
 		t.Fatalf("status of a non-lock value: want exit %d saying it is not a lock: %s", ExitRefused, r)
 	}
 }

@@ -60,7 +60,7 @@ const connectProbeKey = "dlock-connect-probe"
 // NOPERM: driver.ErrRefused) ExitRefused, an unreachable store
 // ExitUnavailable; nothing is left open on failure.
 func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
-	st, err := f.open(ctx)
+	st, err := f.openWithin(ctx, connectTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +86,10 @@ func (f *storeFlags) connect(ctx context.Context) (*openedStore, error) {
 		return st, nil
 	case errors.Is(err, driver.ErrRefused) || refusedByServer(err):
 		_ = st.Close()
-		return nil, exitWith(ExitRefused, fmt.Errorf("%s refused: %w", st.Desc, plain(err)))
+		return nil, exitWith(ExitRefused, &textError{msg: fmt.Sprintf("%s refused: %v", st.Desc, refusal(err, connectProbeKey)), err: err})
 	}
 	_ = st.Close()
-	return nil, exitWith(ExitUnavailable, fmt.Errorf("cannot reach %s: %w", st.Desc, plain(err)))
+	return nil, exitWith(ExitUnavailable, unreachable(st.Desc, err))
 }
 
 // slowAnswer reports whether err is a timeout (the store answered too

@@ -74,7 +74,9 @@ store's own checks, if it has them (driver.Doctor). On Redis these are:
 On a Cluster every primary is checked, on Redlock every node (each check's
 name is then ADDR/CHECK); a server that does not answer
 gets one FAIL "connection" line and no other check. A store without checks
-of its own gets a WARN line saying that only the probe ran.
+of its own gets a WARN line saying that only the probe ran. On an SQL store
+whose lock tables are missing the first line is a FAIL "schema" with its fix
+(dlock schema --store URL --apply) and the probe is skipped.
 
 --json prints the report as one object (target, safe, model, checks), also
 when the store cannot be reached or refuses the user: then one FAIL check
@@ -108,6 +110,12 @@ func newDoctorCmd() *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := sf.connect(cmd.Context())
+			noSchema := err
+			if missingSchema(err) { // a FAIL check of its own, below, not a refusal
+				st, err = sf.openWithin(cmd.Context(), connectTimeout)
+			} else {
+				noSchema = nil
+			}
 			if err != nil {
 				if asJSON {
 					writeUnreachableDoctor(cmd.OutOrStdout(), &sf, err)
@@ -115,7 +123,7 @@ func newDoctorCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			rep := diagnose(cmd.Context(), st)
+			rep := diagnose(cmd.Context(), st, noSchema)
 			if asJSON {
 				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
 					return err
@@ -138,15 +146,31 @@ func newDoctorCmd() *cobra.Command {
 // bounds and granularity apply.
 const probeLease = 10 * time.Second
 
-// diagnose runs the generic probe and the store's own checks.
-func diagnose(ctx context.Context, st *openedStore) doctorReport {
+// diagnose runs the generic probe and the store's own checks. With
+// noSchema (the connection check found an SQL store's tables missing) the
+// first check is a FAIL "schema" naming the fix, and the probe, which could
+// only fail the same way, is skipped.
+func diagnose(ctx context.Context, st *openedStore, noSchema error) doctorReport {
 	m := st.Store.Model()
 	ttl := probeTTL(m)
 	rep := doctorReport{Target: st.Desc, Safe: true, Model: describeModel(m, ttl)}
-	rep.Checks = probe(ctx, st.Store, ttl)
+	if noSchema != nil {
+		why := noSchema
+		if te := (*textError)(nil); errors.As(noSchema, &te) {
+			why = te.err // the store's error, without connect's sentence around it
+		}
+		rep.Checks = []check{{Name: "schema", Status: statusFail, Fix: schemaFix,
+			Detail: "the lock tables are missing or outdated: " + strings.TrimPrefix(cliHints(oneLine(plain(why))), "refused by the store: ")}}
+	} else {
+		rep.Checks = probe(ctx, st.Store, ttl)
+	}
 	if d, ok := driver.As[driver.Doctor](st.Store); ok {
 		for _, c := range d.Doctor(ctx, ttl) {
-			rep.Checks = append(rep.Checks, check{Name: c.Name, Status: statusName(c.Status), Detail: c.Detail})
+			c := check{Name: c.Name, Status: statusName(c.Status), Detail: cliHints(c.Detail)}
+			if c.Detail != "" && noSchema != nil && c.Status == statusFail {
+				c.Fix = schemaFix
+			}
+			rep.Checks = append(rep.Checks, c)
 		}
 	} else {
 		rep.Checks = append(rep.Checks, check{Name: "store checks", Status: statusWarn,

@@ -160,6 +160,13 @@ func (l *lockedBuffer) String() string {
 func startDlock(t *testing.T, env []string, args ...string) *started {
 	t.Helper()
 	s := &started{cmd: dlockCmd(t, env, args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	return startedCmd(t, s)
+}
+
+// startedCmd starts s.cmd (prepared by dlockCmd, its stdin set up if the
+// test needs it) as startDlock does.
+func startedCmd(t *testing.T, s *started) *started {
+	t.Helper()
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
 	// Wait returns even if a grandchild that outlives dlock still holds the
 	// output pipes.

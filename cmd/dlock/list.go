@@ -27,7 +27,8 @@ func newListCmd() *cobra.Command {
 		Short: "List held locks whose key matches a glob PATTERN (default: all)",
 		Long: `list shows the locks currently held, with their holder (abbreviated token),
 hold count, remaining TTL and fence. PATTERN is a glob over lock keys
-(* ? [abc] [^a], backslash escapes; * and ? also match '/'). It works on every
+(* ? [abc] [^a], backslash escapes; * and ? also match '/'; a class without
+its closing ']', or a lone backslash at the end, is a usage error). It works on every
 store that can list keys (driver.Lister), which finds them without blocking
 the store (SCAN on Redis, on every primary of a Cluster; on Redlock every
 node, each lock shown as a majority of the nodes sees it, like status). Keys
@@ -53,6 +54,9 @@ missing permission).
 			pattern := "*"
 			if len(args) == 1 && args[0] != "" {
 				pattern = args[0]
+			}
+			if err := checkGlob(pattern); err != nil {
+				return exitWith(ExitUsage, fmt.Errorf("list: bad PATTERN %q: %w", pattern, err))
 			}
 			st, err := sf.connect(cmd.Context())
 			if err != nil {

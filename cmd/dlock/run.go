@@ -56,7 +56,17 @@ The lease (--lease) is renewed every lease/3 while COMMAND runs; if dlock
 itself dies, the lock is free again at most one lease later (on Linux the
 command is killed with dlock, but not what it started in the background).
 (--ttl, which meant this before, is refused: the library's WithTTL is a
-fixed lease without renewal, so the old name misled.)
+fixed lease without renewal, so the old name misled.) If the store cannot be reached
+when COMMAND ends, run waits for the release (and for closing the store) at
+most a sixth of the lock's lifetime each, within [1s, 10s], warns that the
+store frees the lock at most one lifetime after its last renewal, and exits
+with COMMAND's status. The lifetime is the lease, or on stores that keep
+locks in a session (etcd, ZooKeeper, SQL session mode) the session's TTL.
+
+While another owner holds the lock, run waits silently; with -v it says at
+once whom it waits for (the holder as status shows it, its fence, and how
+long its lease still runs, where the store can inspect keys), then only
+when the lock changes hands.
 
 An unreachable store ends run at once (69) unless --wait D (D > 0) is given: run
 then keeps trying within D, saying so on stderr (at once, again when an
@@ -142,7 +152,7 @@ func newRunCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.SetInterspersed(false) // everything after COMMAND belongs to COMMAND
 	fl.StringVarP(&f.key, "key", "k", "", "lock key (required, unless given as the first argument)")
-	fl.DurationVar(&f.lease, "lease", dlock.DefaultLease, "lease length; the lease is renewed every lease/3 while COMMAND runs")
+	fl.DurationVar(&f.lease, "lease", dlock.DefaultLease, "lease length; the lease is renewed every lease/3 while COMMAND runs (no effect, with a warning, where the store keeps locks in a session: etcd, zk, SQL mode=session)")
 	// The old name is kept only to refuse it with a message naming --lease:
 	// ignoring it, or reading it as the library's fixed TTL, would change
 	// what old scripts do without a word.
@@ -150,7 +160,7 @@ func newRunCmd() *cobra.Command {
 	_ = fl.MarkHidden("ttl")
 	fl.VarP(waitValue{&f.wait}, "wait", "w", "give up waiting for the lock after this long (exit 75): a duration, or seconds as flock -w takes them; 0 = a single try (default: wait forever)")
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, or once an interrupted command exited, time between SIGTERM and SIGKILL of its process group")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report acquisition and release on stderr")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report on stderr whom run waits for (at once, then when the lock changes hands), acquisition and release")
 	f.registerFlock(cmd)
 	f.registerJSON(cmd)
 	f.store.register(cmd)
@@ -193,7 +203,13 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	life := lifeOf(st.Store.Model(), f.lease)
+	if raw, _ := f.store.url(); cmd.Flags().Changed("lease") {
+		if w := sessionLeaseWarning(raw, st.Store.Model(), f.lease); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "dlock:", w)
+		}
+	}
+	defer closeWithin(st, life.releaseBound())
 	client, err := dlock.New(st.Store)
 	if err != nil {
 		return exitFor(err)
@@ -207,7 +223,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %q (fence %d) on %s\n", f.key, lease.Fence(), st.Desc)
 	}
 	res := supervise(cmd, f, lease, args, sigs)
-	return finish(ctx, cmd, f, lease, res)
+	return finish(ctx, cmd, f, lease, life, res)
 }
 
 // acquire waits for the lock, giving up when --wait elapses (at deadline)
@@ -227,11 +243,16 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 		select {
 		case s := <-sigs:
 			got <- s
-			cancel(fmt.Errorf("interrupted by %v", s))
+			cancel(fmt.Errorf("interrupted by %s while waiting", signalName(s)))
 		case <-stopped:
 		}
 	}()
+	stopReport := func() {}
+	if f.verbose && (!f.waitSet || f.wait > 0) { // --wait 0 does not wait
+		stopReport = reportWait(wctx, rep.w, client.Store(), f.key, f.waitHint())
+	}
 	lease, err := client.Lock(wctx, f.key, opts...)
+	stopReport()
 	close(stopped)
 	s := <-got // the watcher has exited; a signal it took is in s
 	cancel(nil)
@@ -248,7 +269,7 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 		f.out.set(outcomeInterrupted)
 		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
 	case errors.Is(err, dlock.ErrRefused):
-		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q: the store refused, and retrying cannot fix it: %w", f.key, plain(err)))
+		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q not acquired: the store refused, and retrying cannot fix it: %w", f.key, refusal(err, f.key)))
 	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
 		f.out.set(outcomeNotAcquired)
 		return nil, exitWith(f.conflictExit(), notAcquiredError(f, err))

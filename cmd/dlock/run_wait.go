@@ -74,7 +74,7 @@ func (f *runFlags) openUntil(ctx context.Context, rep *unreachableReporter, dead
 		case <-t.C:
 		case s := <-sigs:
 			t.Stop()
-			return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: interrupted by %v while waiting for the store", f.key, s))
+			return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: interrupted by %s while waiting for the store", f.key, signalName(s)))
 		}
 		pause = min(2*pause, reopenMax)
 	}

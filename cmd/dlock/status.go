@@ -134,7 +134,7 @@ func inspect(ctx context.Context, store driver.Mutex, key string) (lockStatus, e
 		// Typically a value at the lock's key that is not a lock: `run`
 		// reports such a key as held by another owner, so "held: no"
 		// would be a lie.
-		return lockStatus{}, exitWith(ExitRefused, fmt.Errorf("key %q: the store refused to read it as a lock (a value that is not a lock, or a missing permission): %w", key, plain(err)))
+		return lockStatus{}, exitWith(ExitRefused, fmt.Errorf("key %q: the store refused to read it as a lock: %w", key, refusal(err, key)))
 	case err != nil:
 		return lockStatus{}, exitFor(err)
 	}

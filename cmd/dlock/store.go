@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -197,7 +198,11 @@ func (f *storeFlags) open(ctx context.Context) (*openedStore, error) {
 		if errors.Is(err, driver.ErrInvalid) {
 			return nil, exitWith(ExitUsage, plain(err))
 		}
-		return nil, exitFor(err)
+		var ee *exitError
+		if err := exitFor(err); errors.As(err, &ee) && ee.code != ExitUnavailable {
+			return nil, err
+		}
+		return nil, exitWith(ExitUnavailable, unreachable(addressOf(raw), err))
 	}
 	desc := o.Describe
 	if desc == "" {
@@ -211,6 +216,21 @@ func (f *storeFlags) open(ctx context.Context) (*openedStore, error) {
 	return &openedStore{Store: m, Desc: desc, close: o.Close}, nil
 }
 
+// openWithin is open, its connecting bounded by d unless the URL sets its
+// own dial-timeout, so that an unreachable store of any kind is reported
+// within the same bound (etcd's default dial timeout is 5 s, ZooKeeper's
+// 10 s).
+func (f *storeFlags) openWithin(ctx context.Context, d time.Duration) (*openedStore, error) {
+	if raw, err := f.url(); err == nil {
+		if u, err := url.Parse(raw); err == nil && u.Query().Has("dial-timeout") {
+			return f.open(ctx)
+		}
+	}
+	octx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return f.open(octx)
+}
+
 // schemeOf is raw's scheme, for messages.
 func schemeOf(raw string) string {
 	s, _, _ := strings.Cut(raw, "://")
@@ -221,7 +241,7 @@ func schemeOf(raw string) string {
 // naming the environment variable behind each selection that came from one:
 // a variable set long ago is the usual surprise.
 func (f *storeFlags) checkOneStore() error {
-	var chosen []string
+	var chosen, fromEnv []string
 	for _, c := range []struct {
 		flag, env, val string
 	}{
@@ -235,13 +255,17 @@ func (f *storeFlags) checkOneStore() error {
 		case c.val == "":
 		case os.Getenv(c.env) == c.val:
 			chosen = append(chosen, fmt.Sprintf("%s (from the environment variable %s)", c.flag, c.env))
+			fromEnv = append(fromEnv, fmt.Sprintf("unset %s or pass %s ''", c.env, c.flag))
 		default:
 			chosen = append(chosen, c.flag)
 		}
 	}
 	if len(chosen) > 1 {
-		return exitWith(ExitUsage, fmt.Errorf("choose one store: %s are set; unset the variable or pass the flag empty (e.g. --redis-cluster '')",
-			strings.Join(chosen, " and ")))
+		fix := "pass only one of them"
+		if len(fromEnv) > 0 {
+			fix = strings.Join(fromEnv, ", and ")
+		}
+		return exitWith(ExitUsage, fmt.Errorf("choose one store: %s are set; %s", strings.Join(chosen, " and "), fix))
 	}
 	return nil
 }
