@@ -93,9 +93,15 @@ func (c *Client) observedAcquire(ctx context.Context, key string, cfg config) (*
 	if cfg.obs == nil {
 		return c.acquire(ctx, key, cfg)
 	}
-	return observeWait(ctx, cfg.obs, cfg.clock, KindLock, key,
-		func() (*Lease, error) { return c.acquire(ctx, key, cfg) },
-		func(l *Lease) (uint64, int) { return l.fence, int(l.holds) })
+	start := waitStart(ctx, cfg.obs, cfg.clock, KindLock, key)
+	l, err := c.acquire(ctx, key, cfg)
+	var fence uint64
+	var holds int
+	if l != nil {
+		fence, holds = l.fence, int(l.holds)
+	}
+	waitEnd(ctx, cfg.obs, cfg.clock, KindLock, key, start, fence, holds, err)
+	return l, err
 }
 
 // Do acquires the lock on key as Lock does, runs fn with a context that

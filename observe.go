@@ -128,8 +128,6 @@ type watch struct {
 
 // waitOutcome classifies the error an acquisition returned (nil: acquired).
 func waitOutcome(err error) Outcome {
-	var ce *ContendedError
-	var pt *driver.PermitsTakenError
 	switch {
 	case err == nil:
 		return OutcomeAcquired
@@ -143,10 +141,18 @@ func waitOutcome(err error) Outcome {
 		return OutcomeUnavailable
 	case errors.Is(err, errWaitElapsed), errors.Is(err, context.DeadlineExceeded):
 		return OutcomeTimedOut
-	case errors.As(err, &ce), errors.As(err, &pt):
+	case contended(err):
 		return OutcomeContended
 	}
 	return OutcomeUnavailable // a grant that arrived after its validity
+}
+
+// contended reports whether err says another owner holds the key (or the
+// permits). Apart from waitOutcome, whose success path allocates nothing.
+func contended(err error) bool {
+	var ce *ContendedError
+	var pt *driver.PermitsTakenError
+	return errors.As(err, &ce) || errors.As(err, &pt)
 }
 
 // lossOutcome classifies the error of a lost holding.
@@ -160,18 +166,17 @@ func lossOutcome(err error) Outcome {
 	return OutcomeExpired
 }
 
-// observeWait emits EventWaitStart, runs acquire and emits EventWaitEnd
-// with its outcome; grant returns the holding's fence and count.
-func observeWait[H any](ctx context.Context, obs Observer, clk Clock, kind Kind, key string, acquire func() (H, error), grant func(H) (uint64, int)) (H, error) {
+// waitStart emits EventWaitStart to obs and returns the wait's start.
+func waitStart(ctx context.Context, obs Observer, clk Clock, kind Kind, key string) time.Time {
 	obs.Event(ctx, Event{Type: EventWaitStart, Kind: kind, Key: key})
-	start := clk.Now()
-	h, err := acquire()
-	e := Event{Type: EventWaitEnd, Kind: kind, Key: key, Outcome: waitOutcome(err), Waited: clk.Now().Sub(start), Err: err}
-	if err == nil {
-		e.Fence, e.Count = grant(h)
-	}
-	obs.Event(ctx, e)
-	return h, err
+	return clk.Now()
+}
+
+// waitEnd emits the EventWaitEnd of a wait begun at start that ended with
+// err, or with a holding of fence and count.
+func waitEnd(ctx context.Context, obs Observer, clk Clock, kind Kind, key string, start time.Time, fence uint64, count int, err error) {
+	obs.Event(ctx, Event{Type: EventWaitEnd, Kind: kind, Key: key, Fence: fence, Count: count,
+		Outcome: waitOutcome(err), Waited: clk.Now().Sub(start), Err: err})
 }
 
 // observe tells the Observer of the call that made l, if any, of e about l.

@@ -110,9 +110,15 @@ func (s *Semaphores) observedAcquire(ctx context.Context, key string, limit, per
 	if cfg.obs == nil {
 		return s.acquire(ctx, key, limit, permits, cfg)
 	}
-	return observeWait(ctx, cfg.obs, cfg.clock, KindPermit, key,
-		func() (*Permit, error) { return s.acquire(ctx, key, limit, permits, cfg) },
-		func(p *Permit) (uint64, int) { return p.fence, p.permits })
+	start := waitStart(ctx, cfg.obs, cfg.clock, KindPermit, key)
+	p, err := s.acquire(ctx, key, limit, permits, cfg)
+	var fence uint64
+	var n int
+	if p != nil {
+		fence, n = p.fence, p.permits
+	}
+	waitEnd(ctx, cfg.obs, cfg.clock, KindPermit, key, start, fence, n, err)
+	return p, err
 }
 
 // callConfig checks a call's arguments before any I/O and returns its
