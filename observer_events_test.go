@@ -295,3 +295,23 @@ func TestObserverPerCall(t *testing.T) {
 		}
 	})
 }
+
+// Client.Close loses the leases it ends, with outcome "closed".
+func TestObserverCloseLosesLeases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		c, err := dlock.New(memstore.New(nil), dlock.WithObserver(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := mustLock(t, c, testCtx(t), "k")
+		rec.take()
+		time.Sleep(time.Millisecond)
+		if err := c.Close(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		lost := lockEvent(dlock.EventLost, "k")
+		lost.Fence, lost.Count, lost.Outcome, lost.Held = l.Fence(), 1, dlock.OutcomeClosed, time.Millisecond
+		expect(t, rec.take(), want{e: lost, err: dlock.ErrInvalid})
+	})
+}
