@@ -221,6 +221,11 @@ func TestObserverWaitOutcomes(t *testing.T) {
 			_, err := c.Lock(ctx, "k")
 			return err
 		}, dlock.OutcomeRefused, 0},
+		{"closed", nil, func(ctx context.Context, c *dlock.Client) error {
+			time.AfterFunc(30*time.Millisecond, func() { _ = c.Close(ctx) })
+			_, err := c.Lock(ctx, "k")
+			return err
+		}, dlock.OutcomeCancelled, 30 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,6 +40,13 @@ func TestObserverPermitEvents(t *testing.T) {
 		full.Outcome = dlock.OutcomeContended
 		expect(t, rec.take(), want{e: permitEvent(dlock.EventWaitStart, "sem", nil)}, want{e: full, err: dlock.ErrNotAcquired})
 
+		if _, err := s.TryAcquire(testCtx(t), "sem", 4, 1); !errors.Is(err, dlock.ErrInvalid) {
+			t.Fatalf("TryAcquire with another limit: %v, want ErrInvalid", err)
+		}
+		invalid := permitEvent(dlock.EventWaitEnd, "sem", nil)
+		invalid.Outcome = dlock.OutcomeInvalid
+		expect(t, rec.take(), want{e: permitEvent(dlock.EventWaitStart, "sem", nil)}, want{e: invalid, err: dlock.ErrInvalid})
+
 		time.Sleep(150 * time.Millisecond)
 		expect(t, rec.take(), want{e: permitEvent(dlock.EventRenewed, "sem", p)})
 
