@@ -301,7 +301,9 @@ func (h *holder) Lost() {
 		l.c.queues.leave(l.key, l.slot, false)
 	}
 	cause := l.v.Err(h)
-	l.observe(context.Background(), Event{Type: EventLost, Outcome: lossOutcome(cause), Err: cause})
+	if l.watch != nil {
+		l.observe(context.Background(), Event{Type: EventLost, Outcome: lossOutcome(cause), Err: cause})
+	}
 	gone := errors.Is(cause, ErrTaken) || errors.Is(cause, ErrNotHeld)
 	closed := errors.Is(cause, errClosed)
 	if rec := l.rec.Load(); rec != nil {

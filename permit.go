@@ -175,7 +175,9 @@ func (h *permitHolder) Lost() {
 	p := (*Permit)(h)
 	p.s.renewer.Remove(p.renewable())
 	cause := p.v.Err(h)
-	p.observe(context.Background(), Event{Type: EventLost, Outcome: lossOutcome(cause), Err: cause})
+	if p.watch != nil {
+		p.observe(context.Background(), Event{Type: EventLost, Outcome: lossOutcome(cause), Err: cause})
+	}
 	if isNotHeld(cause) || p.s.closed.Load() {
 		return
 	}
@@ -207,7 +209,9 @@ func (r *permitRenewable) BeginRenewal() (driver.ExtendRequest, time.Time, bool)
 func (r *permitRenewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res driver.ExtendResult) bool {
 	p := (*Permit)(r)
 	err := classify(res.Err)
-	p.observe(context.Background(), renewEvent(start, p.v.Now(), err))
+	if p.watch != nil {
+		p.observe(context.Background(), renewEvent(start, p.v.Now(), err))
+	}
 	return p.v.Settle(p.holder(), start, req.TTL, res.Grant.TTL, err) != nil
 }
 

@@ -82,7 +82,9 @@ func (r *renewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res
 	l := (*Lease)(r)
 	ttl, _ := l.v.Current()
 	err := classify(res.Err)
-	l.observe(context.Background(), renewEvent(start, l.v.Now(), err))
+	if l.watch != nil {
+		l.observe(context.Background(), renewEvent(start, l.v.Now(), err))
+	}
 	err = l.settle(start, min(ttl, req.TTL), req.TTL, res.Grant, err)
 	if rec := l.rec.Load(); rec != nil { // the one of BeginRenewal: a record is joined only between calls
 		l.c.records.end(rec)

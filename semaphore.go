@@ -37,8 +37,8 @@ type Semaphores struct {
 
 // NewSemaphores returns a Semaphores for store with the given default
 // options: WithTTL, WithAutoRenew, WithWait, WithBackoff, WithOnRetry,
-// WithClock and WithObserver apply as they do to a Client (default: a DefaultLease lease,
-// renewed); WithRead does not apply. It returns an error matching
+// WithClock and WithObserver apply as they do to a Client (default: a
+// DefaultLease lease, renewed); WithRead does not apply. It returns an error matching
 // ErrInvalid, before any I/O, if store is nil or an option is out of range.
 func NewSemaphores(store driver.Semaphore, opts ...Option) (*Semaphores, error) {
 	if store == nil {
