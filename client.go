@@ -72,7 +72,7 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, key, cfg)
+	return c.observedAcquire(ctx, key, cfg)
 }
 
 // TryLock makes one attempt to acquire the lock on key and never waits: if
@@ -85,7 +85,23 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Leas
 		return nil, err
 	}
 	cfg.wait = 0
-	return c.acquire(ctx, key, cfg)
+	return c.observedAcquire(ctx, key, cfg)
+}
+
+// observedAcquire is acquire, with its wait's events if cfg has an Observer.
+func (c *Client) observedAcquire(ctx context.Context, key string, cfg config) (*Lease, error) {
+	if cfg.obs == nil {
+		return c.acquire(ctx, key, cfg)
+	}
+	start := waitStart(ctx, cfg.obs, cfg.clock, KindLock, key)
+	l, err := c.acquire(ctx, key, cfg)
+	var fence uint64
+	var holds int
+	if l != nil {
+		fence, holds = l.fence, int(l.holds)
+	}
+	waitEnd(ctx, cfg.obs, cfg.clock, KindLock, key, start, fence, holds, err)
+	return l, err
 }
 
 // Do acquires the lock on key as Lock does, runs fn with a context that
@@ -340,6 +356,7 @@ func waitError(ctx, wctx context.Context, key string, last error) error {
 		}
 	case errors.Is(context.Cause(wctx), errWaitElapsed):
 		why = errWaitElapsed.Error() // not the caller's deadline: no context error
+		errs = append(errs, errWaitElapsed)
 	default:
 		errs = append(errs, wctx.Err())
 		why = wctx.Err().Error()

@@ -2,6 +2,7 @@ package dlock_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"example.com/dlock"
@@ -38,6 +39,26 @@ func BenchmarkDo(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := c.Do(ctx, "k", fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLockReleaseObserved is BenchmarkLockRelease with an Observer
+// whose logger is off: the cost of the events themselves.
+func BenchmarkLockReleaseObserved(b *testing.B) {
+	c, err := dlock.New(memstore.New(nil), dlock.WithObserver(dlock.SlogObserver(slog.New(slog.DiscardHandler))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := c.Lock(ctx, "k")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

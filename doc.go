@@ -184,6 +184,14 @@
 // Lease is, whose permits come back at the end of its own lease if its
 // holder crashes. docs/semaphore.md has the details.
 //
+// # Observability
+//
+// WithObserver sets an Observer told of every wait (with its outcome and
+// duration), renewal, loss (with its cause), release and handoff, for
+// locks and permits alike, never with the token; SlogObserver logs them
+// with log/slog, a loss at Warn. Without one, nothing is built or
+// allocated. docs/observability.md has the events and the contract.
+//
 // # Stores
 //
 // A store makes one attempt per call; this package does everything generic

@@ -30,6 +30,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 		validUntil := lease.ValidUntil(start, g.TTL, q.cfg.ttl)
 		if q.cfg.clock.Now().Before(validUntil) {
 			c.queues.deliver(l.slot, q, c.newLease(l.key, token, nil, g, q.cfg, validUntil, l.slot, v), took)
+			l.observe(ctx, Event{Type: EventHandedOff})
 			return true, nil
 		}
 		// The grant was over on arrival: free the key (the write, if any,
@@ -37,18 +38,22 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 		// itself. Nobody has token, so the release must not depend on ctx.
 		c.giveBack(l.key, token, 1, q.cfg.ttl, time.Time{}, nil)
 		c.queues.deliver(l.slot, q, nil, took)
+		l.observe(ctx, endEvent(nil, true))
 		return true, nil
 	}
 	err = classify(err)
+	back := true
 	switch {
 	case isNotHeld(err):
+		back = false
 	case errors.Is(err, ErrInvalid), errors.Is(err, ErrRefused):
 		// Nothing changed (re-entered under the same owner, the waiter's
 		// WithRead resource refused, or the store refuses transfers):
 		// release our hold only; the waiter acquires for itself and meets
 		// its own error.
 		err = c.storeRelease(ctx, l.key, l.token, w)
-		if err != nil && !isNotHeld(err) {
+		back = err != nil && !isNotHeld(err)
+		if back {
 			c.giveBack(l.key, l.token, 1, l.ttl, time.Time{}, nil)
 		}
 	default:
@@ -58,6 +63,7 @@ func (c *Client) handoff(ctx context.Context, l *Lease, w *write) (handled bool,
 		c.dropHandoff(l, token, q.cfg.ttl)
 	}
 	c.queues.deliver(l.slot, q, nil, took)
+	l.observe(ctx, endEvent(err, back))
 	if isNotHeld(err) {
 		return true, lostError(l.key, err)
 	}

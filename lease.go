@@ -51,6 +51,9 @@ type identity struct {
 	// release (see releaseLost).
 	owned bool
 	ttl   time.Duration // as acquired: bounds releases made on the caller's behalf
+	// watch is the Observer of the call that made the lease and when it
+	// was granted; nil if none (observe.go).
+	watch *watch
 }
 
 // releasing is the lease's part in releases and local handoff.
@@ -79,7 +82,7 @@ var errReleased = lease.Released
 // its expiry timer is armed, so that its end always finds it there.
 func (c *Client) newLease(key, token string, rec *record, g driver.Grant, cfg config, validUntil time.Time, slot *keyQueue, rd *grantRead) *Lease {
 	l := &Lease{
-		identity:  identity{c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), owned: rec != nil, ttl: cfg.ttl},
+		identity:  identity{c: c, key: key, token: token, fence: g.Fence, holds: int32(g.Holds), owned: rec != nil, ttl: cfg.ttl, watch: newWatch(cfg)},
 		releasing: releasing{slot: slot},
 		renewal:   lease.NewSlot(),
 		data:      data{read: rd},
@@ -219,9 +222,12 @@ func (l *Lease) release(ctx context.Context, w *write) error {
 	}
 	if isNotHeld(err) {
 		l.settleRelease(true)
+		l.observe(ctx, endEvent(err, false))
 		return lostError(l.key, err)
 	}
-	if l.settleRelease(err == nil) {
+	back := l.settleRelease(err == nil)
+	l.observe(ctx, endEvent(err, back))
+	if back {
 		return fmt.Errorf("%w (the release is retried in the background)", err)
 	}
 	return err
@@ -295,6 +301,9 @@ func (h *holder) Lost() {
 		l.c.queues.leave(l.key, l.slot, false)
 	}
 	cause := l.v.Err(h)
+	if l.watch != nil {
+		l.observe(context.Background(), Event{Type: EventLost, Outcome: lossOutcome(cause), Err: cause})
+	}
 	gone := errors.Is(cause, ErrTaken) || errors.Is(cause, ErrNotHeld)
 	closed := errors.Is(cause, errClosed)
 	if rec := l.rec.Load(); rec != nil {

@@ -42,6 +42,9 @@ type config struct {
 	read *string
 	// onRetry, if set, is told of every failed attempt of a wait (WithOnRetry).
 	onRetry func(failures int, err error)
+	// obs, if set, is told of the call's events and its holding's
+	// (WithObserver, observe.go).
+	obs Observer
 }
 
 func defaultConfig() config {

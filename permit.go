@@ -25,6 +25,7 @@ type Permit struct {
 	ttl        time.Duration // as acquired: bounds give-backs
 	v          lease.Validity[Timer]
 	renewal    lease.Slot // guarded by the renewer's mutex
+	watch      *watch     // the Observer of the call that made it, if any (observe.go)
 }
 
 // newPermit makes the Permit of a grant, tracks it for Close and queues it
@@ -32,7 +33,7 @@ type Permit struct {
 // it), it releases the grant instead, bounded by the lease, and returns
 // ErrNotAcquired and ErrInvalid.
 func (s *Semaphores) newPermit(ctx context.Context, key, token string, g driver.PermitGrant, cfg config, validUntil time.Time) (*Permit, error) {
-	p := &Permit{s: s, key: key, token: token, fence: g.Fence, permits: g.Permits, ttl: cfg.ttl, renewal: lease.NewSlot()}
+	p := &Permit{s: s, key: key, token: token, fence: g.Fence, permits: g.Permits, ttl: cfg.ttl, renewal: lease.NewSlot(), watch: newWatch(cfg)}
 	s.mu.Lock()
 	closed := s.closed.Load() // Close sets it before it lists s.held
 	if !closed {
@@ -134,6 +135,8 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	p.s.renewer.Remove(p.renewable())
 	err := classify(p.s.store.ReleasePermits(ctx, p.key, p.token))
+	back := err != nil && !isNotHeld(err)
+	p.observe(ctx, endEvent(err, back))
 	switch {
 	case err == nil:
 		return nil
@@ -172,6 +175,9 @@ func (h *permitHolder) Lost() {
 	p := (*Permit)(h)
 	p.s.renewer.Remove(p.renewable())
 	cause := p.v.Err(h)
+	if p.watch != nil {
+		p.observe(context.Background(), Event{Type: EventLost, Outcome: lossOutcome(cause), Err: cause})
+	}
 	if isNotHeld(cause) || p.s.closed.Load() {
 		return
 	}
@@ -202,7 +208,11 @@ func (r *permitRenewable) BeginRenewal() (driver.ExtendRequest, time.Time, bool)
 // SettleRenewal implements lease.Renewable.
 func (r *permitRenewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res driver.ExtendResult) bool {
 	p := (*Permit)(r)
-	return p.v.Settle(p.holder(), start, req.TTL, res.Grant.TTL, classify(res.Err)) != nil
+	err := classify(res.Err)
+	if p.watch != nil {
+		p.observe(context.Background(), renewEvent(start, p.v.Now(), err))
+	}
+	return p.v.Settle(p.holder(), start, req.TTL, res.Grant.TTL, err) != nil
 }
 
 // Current implements lease.Renewable.

@@ -81,7 +81,11 @@ func (r *renewable) BeginRenewal() (driver.ExtendRequest, time.Time, bool) {
 func (r *renewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res driver.ExtendResult) bool {
 	l := (*Lease)(r)
 	ttl, _ := l.v.Current()
-	err := l.settle(start, min(ttl, req.TTL), req.TTL, res.Grant, classify(res.Err))
+	err := classify(res.Err)
+	if l.watch != nil {
+		l.observe(context.Background(), renewEvent(start, l.v.Now(), err))
+	}
+	err = l.settle(start, min(ttl, req.TTL), req.TTL, res.Grant, err)
 	if rec := l.rec.Load(); rec != nil { // the one of BeginRenewal: a record is joined only between calls
 		l.c.records.end(rec)
 	}

@@ -36,9 +36,9 @@ type Semaphores struct {
 }
 
 // NewSemaphores returns a Semaphores for store with the given default
-// options: WithTTL, WithAutoRenew, WithWait, WithBackoff, WithOnRetry and
-// WithClock apply as they do to a Client (default: a DefaultLease lease,
-// renewed); WithRead does not apply. It returns an error matching
+// options: WithTTL, WithAutoRenew, WithWait, WithBackoff, WithOnRetry,
+// WithClock and WithObserver apply as they do to a Client (default: a
+// DefaultLease lease, renewed); WithRead does not apply. It returns an error matching
 // ErrInvalid, before any I/O, if store is nil or an option is out of range.
 func NewSemaphores(store driver.Semaphore, opts ...Option) (*Semaphores, error) {
 	if store == nil {
@@ -90,7 +90,7 @@ func (s *Semaphores) Acquire(ctx context.Context, key string, limit, permits int
 	if err != nil {
 		return nil, err
 	}
-	return s.acquire(ctx, key, limit, permits, cfg)
+	return s.observedAcquire(ctx, key, limit, permits, cfg)
 }
 
 // TryAcquire makes one attempt to take permits of key and never waits: if
@@ -102,7 +102,23 @@ func (s *Semaphores) TryAcquire(ctx context.Context, key string, limit, permits 
 		return nil, err
 	}
 	cfg.wait = 0
-	return s.acquire(ctx, key, limit, permits, cfg)
+	return s.observedAcquire(ctx, key, limit, permits, cfg)
+}
+
+// observedAcquire is acquire, with its wait's events if cfg has an Observer.
+func (s *Semaphores) observedAcquire(ctx context.Context, key string, limit, permits int, cfg config) (*Permit, error) {
+	if cfg.obs == nil {
+		return s.acquire(ctx, key, limit, permits, cfg)
+	}
+	start := waitStart(ctx, cfg.obs, cfg.clock, KindPermit, key)
+	p, err := s.acquire(ctx, key, limit, permits, cfg)
+	var fence uint64
+	var n int
+	if p != nil {
+		fence, n = p.fence, p.permits
+	}
+	waitEnd(ctx, cfg.obs, cfg.clock, KindPermit, key, start, fence, n, err)
+	return p, err
 }
 
 // callConfig checks a call's arguments before any I/O and returns its
@@ -221,6 +237,7 @@ func semWaitError(ctx, wctx context.Context, key string, last error) error {
 		}
 	case errors.Is(context.Cause(wctx), errWaitElapsed):
 		why = errWaitElapsed.Error()
+		errs = append(errs, errWaitElapsed)
 	default:
 		errs = append(errs, wctx.Err())
 		why = wctx.Err().Error()
