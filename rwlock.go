@@ -45,8 +45,9 @@ var ErrUpgrade = driver.ErrUpgrade
 // writerRetry bounds a waiting writer's pause between attempts: each
 // refused attempt renews its writer-waiting mark, which lasts
 // driver.WriterWaitTTL, so a writer that retries within half of it keeps
-// readers that arrive after it out for as long as it waits.
-const writerRetry = driver.WriterWaitTTL / 2
+// readers that arrive after it out for as long as it waits. A variable for
+// the tests' negative control only.
+var writerRetry = driver.WriterWaitTTL / 2
 
 // NewRWLocks returns an RWLocks for store with the given default options:
 // WithTTL, WithAutoRenew, WithWait, WithBackoff, WithOnRetry and WithClock
