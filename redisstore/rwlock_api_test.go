@@ -35,8 +35,7 @@ func TestRWLockUserAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r1, w2 *dlock.RWHolding
-	got, subscribed := make(chan struct{}), make(chan struct{})
+	subscribed := make(chan struct{})
 	// The first refused attempt subscribes; the second one's pause sleeps
 	// on the subscription.
 	onRetry := dlock.WithOnRetry(func(failures int, _ error) {
@@ -44,21 +43,12 @@ func TestRWLockUserAPI(t *testing.T) {
 			close(subscribed)
 		}
 	})
-	go func() {
-		defer close(got)
-		var err error
-		if r1, err = b.RLock(ctx, "rw", onRetry); err != nil {
+	r1 := rwWaitIn(t, "the reader woken by the release", func() (*dlock.RWHolding, error) { return b.RLock(ctx, "rw", onRetry) }, func() {
+		testkit.Closed(t, subscribed, 10*time.Second, "the reader's second refused attempt")
+		if err := w.Release(ctx); err != nil {
 			t.Error(err)
 		}
-	}()
-	testkit.Closed(t, subscribed, 10*time.Second, "the reader's second refused attempt")
-	if err := w.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Closed(t, got, 10*time.Second, "the reader woken by the release")
-	if r1 == nil {
-		t.FailNow()
-	}
+	})
 	r2, err := a.TryRLock(ctx, "rw")
 	if err != nil {
 		t.Fatalf("a second reader: %v, want the key shared", err)
@@ -72,23 +62,13 @@ func TestRWLockUserAPI(t *testing.T) {
 	}); !errors.Is(err, dlock.ErrUpgrade) {
 		t.Errorf("Lock under RDo: %v, want ErrUpgrade", err)
 	}
-	wrote := make(chan struct{})
-	go func() {
-		defer close(wrote)
-		var err error
-		if w2, err = b.Lock(ctx, "rw"); err != nil {
-			t.Error(err)
+	w2 := rwWaitIn(t, "the writer once the readers left", func() (*dlock.RWHolding, error) { return b.Lock(ctx, "rw") }, func() {
+		for _, r := range []*dlock.RWHolding{r1, r2} {
+			if err := r.Release(ctx); err != nil {
+				t.Error(err)
+			}
 		}
-	}()
-	for _, r := range []*dlock.RWHolding{r1, r2} {
-		if err := r.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testkit.Closed(t, wrote, 10*time.Second, "the writer once the readers left")
-	if w2 == nil {
-		t.FailNow()
-	}
+	})
 	if w2.Fence() <= r2.Fence() {
 		t.Errorf("writer's fence %d, want above the readers' %d", w2.Fence(), r2.Fence())
 	}
@@ -101,4 +81,25 @@ func TestRWLockUserAPI(t *testing.T) {
 	}
 	_ = r3.Release(ctx)
 	_ = w2.Release(ctx)
+}
+
+// rwWaitIn runs lock in a goroutine, then then, and returns lock's holding
+// once it has one (within 10 s), failing the test otherwise.
+func rwWaitIn(t *testing.T, what string, lock func() (*dlock.RWHolding, error), then func()) *dlock.RWHolding {
+	t.Helper()
+	var h *dlock.RWHolding
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var err error
+		if h, err = lock(); err != nil {
+			t.Error(err)
+		}
+	}()
+	then()
+	testkit.Closed(t, done, 10*time.Second, what)
+	if h == nil {
+		t.FailNow()
+	}
+	return h
 }
