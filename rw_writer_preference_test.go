@@ -230,3 +230,42 @@ func TestRWUpgradeRefusedAtOnce(t *testing.T) {
 		mustTry(t, l, "k", driver.RWWrite) // RDo released the read
 	})
 }
+
+// Downgrade of a write holding the store no longer has (ended behind the
+// client's back: here released in the store by its token) loses it with
+// ErrLost instead of taking a new read holding under the old fence, and
+// the new read holding the store granted is given back; with another
+// writer in, it is lost too (ErrTaken). Control: the same Downgrade on a
+// holding the store has succeeds.
+func TestRWDowngradeOfAnEndedHoldingIsLost(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		end, writer bool
+	}{{"held", false, false}, {"ended", true, false}, {"taken", true, true}} {
+		synctest.Test(t, func(t *testing.T) {
+			f := newRWFault()
+			l := newRWLocks(t, f, dlock.WithTTL(time.Hour))
+			w := mustTry(t, l, "k", driver.RWWrite)
+			if c.end {
+				info, _ := f.Store.InspectRW(context.Background(), "k")
+				_ = f.Store.ReleaseRW(context.Background(), "k", info.Holders[0].Token)
+			}
+			if c.writer {
+				mustTry(t, l, "k", driver.RWWrite)
+			}
+			err := w.Downgrade(context.Background())
+			synctest.Wait() // the give-back
+			info, _ := f.Store.InspectRW(context.Background(), "k")
+			switch {
+			case !c.end && (err != nil || info.Mode != driver.RWRead || info.Holders[0].Fence != w.Fence()):
+				t.Errorf("control: Downgrade of a held write: %v, store %+v; want nil and a read holding with fence %d", err, info, w.Fence())
+			case c.end && !errors.Is(err, dlock.ErrLost):
+				t.Errorf("%s: Downgrade: %v, want ErrLost", c.name, err)
+			case c.end && !c.writer && len(info.Holders) != 0:
+				t.Errorf("%s: %d holdings left in the store, want the new read given back", c.name, len(info.Holders))
+			case c.writer && !errors.Is(err, dlock.ErrTaken):
+				t.Errorf("%s: Downgrade: %v, want ErrTaken", c.name, err)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package dlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -112,10 +113,24 @@ func (h *RWHolding) Downgrade(ctx context.Context) error {
 		return invalidf("nil context")
 	}
 	ttl, _ := h.v.Current()
-	return h.setExpiry(ctx, ttl, func(ctx context.Context, key, token string, ttl time.Duration) (driver.RWGrant, error) {
-		h.mode.Store(int32(driver.RWRead))
-		return h.l.store.AcquireRead(ctx, key, token, ttl)
-	})
+	return h.setExpiry(ctx, ttl, h.downgrade)
+}
+
+// downgrade asks the store for token's read holding of key. A refusal, or
+// a grant with another fence (a new holding: the store had ended this one),
+// means the holding is gone: the new holding, if any, is given back.
+func (h *RWHolding) downgrade(ctx context.Context, key, token string, ttl time.Duration) (driver.RWGrant, error) {
+	h.mode.Store(int32(driver.RWRead))
+	g, err := h.l.store.AcquireRead(ctx, key, token, ttl)
+	var taken *driver.RWTakenError
+	switch {
+	case errors.As(err, &taken):
+		return g, driver.NotHeld(taken.Held != 0)
+	case err == nil && g.Fence != h.fence:
+		h.l.giveBack(key, token, ttl, time.Time{}, nil)
+		return driver.RWGrant{}, driver.NotHeld(false)
+	}
+	return g, err
 }
 
 // setExpiry makes one call that sets the holding's expiry to at least ttl
