@@ -196,7 +196,8 @@ func TestRWDowngradeKeepsQueuedWriterOut(t *testing.T) {
 
 // A write asked for through a context that holds a read of the key (RDo's)
 // fails at once with ErrUpgrade (and ErrInvalid), without I/O and without
-// waiting; a nested read of the key fails with ErrInvalid. Control: the
+// waiting; a nested read of the key, and under Do any acquisition of it,
+// fails with ErrInvalid. Control: the
 // same Lock through a context that holds nothing waits (ends by its wait
 // bound with ErrNotAcquired), and a write of another key works.
 func TestRWUpgradeRefusedAtOnce(t *testing.T) {
@@ -227,7 +228,18 @@ func TestRWUpgradeRefusedAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustTry(t, l, "k", driver.RWWrite) // RDo released the read
+		err = l.Do(ctx, "k", func(fctx context.Context) error {
+			for name, try := range map[string]func(context.Context, string, ...dlock.Option) (*dlock.RWHolding, error){"TryLock": l.TryLock, "RLock": l.RLock} {
+				if _, err := try(fctx, "k"); !errors.Is(err, dlock.ErrInvalid) || errors.Is(err, dlock.ErrUpgrade) {
+					t.Errorf("%s under Do: %v, want ErrInvalid (not an upgrade)", name, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustTry(t, l, "k", driver.RWWrite) // RDo and Do released their holdings
 	})
 }
 
