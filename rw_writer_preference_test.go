@@ -197,9 +197,9 @@ func TestRWDowngradeKeepsQueuedWriterOut(t *testing.T) {
 // A write asked for through a context that holds a read of the key (RDo's)
 // fails at once with ErrUpgrade (and ErrInvalid), without I/O and without
 // waiting; a nested read of the key, and under Do any acquisition of it,
-// fails with ErrInvalid. Control: the
-// same Lock through a context that holds nothing waits (ends by its wait
-// bound with ErrNotAcquired), and a write of another key works.
+// fails with ErrInvalid. Control: the same Lock through a context that
+// holds nothing waits (ends by its wait bound with ErrNotAcquired), and a
+// write of another key works.
 func TestRWUpgradeRefusedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newRWFault()
