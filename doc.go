@@ -184,6 +184,17 @@
 // Lease is, whose permits come back at the end of its own lease if its
 // holder crashes. docs/semaphore.md has the details.
 //
+// # Read-write locks
+//
+// NewRWLocks, on a store that implements driver.RWMutex (memstore and
+// redisstore today), gives read-write locks: many readers of a key at once
+// (RWLocks.RLock) or one writer alone (RWLocks.Lock), each holding an
+// RWHolding, a lease of its own, renewed, fenced and lost-signalled as a
+// Lease is. A waiting writer keeps later readers out, so readers cannot
+// starve it; a crashed reader keeps a writer out no longer than its own
+// lease; a write holding can be downgraded to read in place, and an
+// upgrade is refused at once (ErrUpgrade). docs/rwlock.md has the details.
+//
 // # Observability
 //
 // WithObserver sets an Observer told of every wait (with its outcome and
