@@ -19,7 +19,8 @@ import (
 // mutantEnv names the store TestMutantChild runs the suite on: "memstore",
 // "reference" (refStore without a bug), "session" (refSession clients of
 // a refStore without a bug), "atomic" (refAtomic without a bug), "sem"
-// (semMutant without a bug: memstore's Semaphore alone) or a
+// (semMutant without a bug: memstore's Semaphore alone), "rate"
+// (rateMutant without a bug: memstore's RateLimiter alone) or a
 // mutation (session-based for the
 // session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
@@ -46,6 +47,16 @@ func TestMutantChild(t *testing.T) {
 			m = correct
 		}
 		s = newSemMutant(m)
+	case name == string(rateCallerClock):
+		h.New = func(next func() driver.Store) func(*testing.T) driver.Store {
+			return func(*testing.T) driver.Store { return next() }
+		}(callerClocks())
+	case strings.HasPrefix(name, "rate"):
+		m := mutation(name)
+		if name == "rate" {
+			m = correct
+		}
+		s = newRateMutant(m)
 	case strings.HasPrefix(name, "session"):
 		m := mutation(name)
 		if name == "session" {
@@ -92,10 +103,10 @@ func runChild(t *testing.T, store string, modelTime time.Duration) (string, erro
 	return string(out), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore)/(\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore|RateLimiter)/(\S+)`)
 
 // failed returns the cases that failed in a child's output: a mutex case by
-// its name, a semaphore case as "Semaphore/<name>".
+// its name, a semaphore or rate limiter case as "<Primitive>/<name>".
 func failed(out string) []string {
 	var names []string
 	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
@@ -155,6 +166,13 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{semNoExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendShorterShortensTheHolding"}, ""},
 		{semFenceStuck, []string{"Semaphore/FencesStrictlyIncrease", "Semaphore/RaceNeverMoreThanTheLimit"}, "fences granted to two holdings"},
 		{semSharedExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendKeepsOnlyThatHolding"}, ""},
+		{rateChargesDenied, []string{"RateLimiter/DeniedChangesNothing"}, "want denied (Allowed 0) with Remaining 1"},
+		{rateNoBurst, []string{"RateLimiter/AdmitsTheBurstThenDenies", "RateLimiter/ManyAllOrNothing"}, ""},
+		{rateOffByOne, []string{"RateLimiter/AdmitsTheBurstThenDenies"}, "want Allowed 1, Remaining 4"},
+		{rateNoLimit, []string{"RateLimiter/RaceAdmitsAtMostTheBudget", "RateLimiter/AdmitsTheBurstThenDenies"}, "more than the burst"},
+		{ratePartialGrant, []string{"RateLimiter/ManyAllOrNothing"}, ""},
+		{rateNoExpiry, []string{"RateLimiter/IdleStateExpires"}, "entries left for a key idle"},
+		{rateCallerClock, []string{"RateLimiter/ClientsShareOneBudget", "RateLimiter/AdmitsTheBurstThenDenies"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -188,7 +206,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 // its session-based clients, without a bug, pass the suite in the same
 // subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem"} {
+	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem", "rate"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
@@ -206,8 +224,12 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 					"UnavailableIsNoAnswer", releaseEndedCase}
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
-			case "memstore", "sem":
+			case "memstore":
+				ran = slices.Concat(semCases, rateCases)
+			case "sem":
 				ran = semCases
+			case "rate":
+				ran = rateCases
 			}
 			for _, c := range ran {
 				if !strings.Contains(c, "/") {
@@ -227,6 +249,12 @@ var semCases = []string{"Semaphore/RaceNeverMoreThanTheLimit", "Semaphore/Acquir
 	"Semaphore/LimitMismatchChangesNothing", "Semaphore/ManyPermitsAllOrNothing", "Semaphore/EachHoldingExpiresOnItsOwn",
 	"Semaphore/ExtendShorterShortensTheHolding", "Semaphore/FencesStrictlyIncrease", "Semaphore/ExtendKeepsOnlyThatHolding",
 	"Semaphore/NotifiesOnReleaseOnly", "Semaphore/InspectMatchesTheState", "Semaphore/NoStateLeftAfterRetention"}
+
+// rateCases are the rate limiter cases the mutants fail, which the
+// controls must run and pass.
+var rateCases = []string{"RateLimiter/DeniedChangesNothing", "RateLimiter/AdmitsTheBurstThenDenies",
+	"RateLimiter/ManyAllOrNothing", "RateLimiter/RaceAdmitsAtMostTheBudget", "RateLimiter/IdleStateExpires",
+	"RateLimiter/ClientsShareOneBudget"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
