@@ -1,4 +1,5 @@
-// Package redisstore is the driver.Mutex (and driver.Semaphore) for Redis:
+// Package redisstore is the driver.Mutex (and driver.Semaphore and
+// driver.RateLimiter) for Redis:
 // a single server, a Sentinel-managed primary or a Cluster, through any
 // go-redis redis.UniversalClient.
 //
@@ -75,6 +76,12 @@
 // leaves PREFIX{K}:sem:rel:<token> for the retention (a resent release is
 // recognised) and publishes on PREFIX{K}:sem:released. Each call is one
 // script; they are not batched.
+//
+// A Store is also a driver.RateLimiter: limiter key K is one string
+// PREFIX{K}:rate holding its TAT (GCRA) in µs on the server's clock, with an
+// expiry (PX) at the TAT, so an idle key costs nothing. An admitted call
+// writes it in one script; a denied call writes nothing. Calls are not
+// batched.
 //
 // # URLs
 //
