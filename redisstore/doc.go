@@ -80,8 +80,8 @@
 // A Store is also a driver.RateLimiter: limiter key K is one string
 // PREFIX{K}:rate holding its TAT (GCRA) in µs on the server's clock, with an
 // expiry (PX) at the TAT, so an idle key costs nothing. An admitted call
-// writes it in one script; a denied call writes nothing. Calls are not
-// batched.
+// writes it in one script; a denied call writes nothing. Decisions made by
+// several goroutines at once share round trips, as acquisitions do.
 //
 // # URLs
 //

@@ -14,12 +14,14 @@ import (
 // The rate limiter: one string PREFIX{K}:rate per key holding its TAT in
 // µs on the server's clock (rate.lua), expiring when the TAT passes. One
 // script call, one key, so it runs as it is on a Cluster (the {K} tag
-// puts it in the slot of K's lock and semaphore).
+// puts it in the slot of K's lock and semaphore). Calls go through the
+// hot path's batcher (batch.go): concurrent decisions share round trips.
 
 var (
 	//go:embed rate.lua
 	rateLua    string
 	rateScript = redis.NewScript(rateLua)
+	hotRate    = newHotScript(rateScript, rateLua)
 )
 
 var _ driver.RateLimiter = (*Store)(nil)
@@ -28,8 +30,9 @@ var _ driver.RateLimiter = (*Store)(nil)
 // not validate key.
 func (s *Store) RateKey(key string) string { return s.lock(key) + ":rate" }
 
-// AllowN implements driver.RateLimiter in one script call on the server's
-// clock (Redis TIME, in µs; the interval is rounded up to a µs): n of key's
+// AllowN implements driver.RateLimiter in one script call (batched with
+// other goroutines' calls as acquisitions are, see the package doc) on the
+// server's clock (Redis TIME, in µs; the interval is rounded up to a µs): n of key's
 // budget under limit, all or none. A denied call writes nothing; an
 // admitted one sets the key's TAT, which expires (PX) when it passes. Bad
 // arguments (driver.ValidateRate, a key starting with '}') match
@@ -47,7 +50,8 @@ func (s *Store) AllowN(ctx context.Context, key string, limit driver.RateLimit, 
 		return driver.RateResult{}, err
 	}
 	iv := (limit.Interval() + time.Microsecond - 1) / time.Microsecond
-	v, err := rateScript.Run(ctx, s.client, []string{s.RateKey(key)}, int64(iv), limit.Burst, n).Int64Slice()
+	var buf [4]int64
+	v, err := ints(s.run(ctx, hotRate, []any{nil, nil, 1, s.RateKey(key), int64(iv), limit.Burst, n}), buf[:0])
 	switch {
 	case err != nil:
 		return driver.RateResult{}, classify(err, key)
