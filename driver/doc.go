@@ -3,8 +3,8 @@
 // of locks need only package dlock and a store's constructor.
 //
 // Start with Mutex, the interface every lock store implements, and Model,
-// its declared time model (Semaphore, the counting primitive, follows the
-// same pattern); then the optional capabilities, each of which
+// its declared time model (Semaphore, the counting primitive, and
+// RateLimiter, GCRA on the store's clock, follow the same pattern); then the optional capabilities, each of which
 // says what the client does without it. The repository's
 // docs/writing-a-store.md walks through writing a store, and
 // drivertest.Run checks one against these contracts.
@@ -12,7 +12,8 @@
 // The split follows gocloud.dev's driver packages: this package has
 // interfaces, plain data types, the errors both sides share, and two small
 // mechanisms, As and the URL opener registry (Register, Open). A store
-// implements one interface per primitive (Mutex and Semaphore today), each built on the
+// implements one interface per primitive (Mutex, Semaphore and RateLimiter
+// today), each built on the
 // base contract Store, declares its time and liveness model (Model) and
 // implements any number of optional capabilities. The client finds each
 // capability once, when it is created, through As, which also looks through
