@@ -17,7 +17,8 @@ import (
 // no state or t < now) is admitted when t + n·I − Burst·I <= now, and then
 // sets the key's TAT to t + n·I. So a fresh key admits Burst at once, and
 // then one every I; over any window of length W a key admits at most
-// Burst + W/I, whoever the callers and whatever their clocks.
+// Burst + W/I to callers of one limit, whoever they are and whatever their
+// clocks.
 //
 // Rules, besides the ones in the package documentation (checked by package
 // drivertest):
