@@ -203,6 +203,16 @@
 // with log/slog, a loss at Warn. Without one, nothing is built or
 // allocated. docs/observability.md has the events and the contract.
 //
+// # Rate limits
+//
+// NewLimiter, on a store that implements driver.RateLimiter (memstore and
+// redisstore today), admits requests under a limit of a rate per period
+// with a burst (GCRA), counted on the store's clock for every process that
+// uses the store: Limiter.Allow and AllowN answer at once, Wait and WaitN
+// wait for the budget, as golang.org/x/time/rate's do in one process. A
+// key is a budget: one key for everyone, or one per client.
+// docs/ratelimit.md has the details.
+//
 // # Stores
 //
 // A store makes one attempt per call; this package does everything generic

@@ -10,6 +10,7 @@ require (
 	example.com/dlock/etcdstore v0.0.0
 	example.com/dlock/zkstore v0.0.0
 	github.com/bsm/redislock v0.9.4
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/go-zookeeper/zk v1.0.4
@@ -19,6 +20,7 @@ require (
 	go.etcd.io/etcd/api/v3 v3.6.16
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.uber.org/zap v1.27.0
+	golang.org/x/time v0.16.0
 	google.golang.org/grpc v1.83.2
 )
 

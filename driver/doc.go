@@ -3,8 +3,9 @@
 // of locks need only package dlock and a store's constructor.
 //
 // Start with Mutex, the interface every lock store implements, and Model,
-// its declared time model (Semaphore, the counting primitive, and RWMutex,
-// the read-write lock, follow the same pattern); then the optional capabilities, each of which
+// its declared time model (Semaphore, the counting primitive, RWMutex,
+// the read-write lock, and RateLimiter, GCRA on the store's clock, follow the
+// same pattern); then the optional capabilities, each of which
 // says what the client does without it. The repository's
 // docs/writing-a-store.md walks through writing a store, and
 // drivertest.Run checks one against these contracts.
@@ -12,7 +13,7 @@
 // The split follows gocloud.dev's driver packages: this package has
 // interfaces, plain data types, the errors both sides share, and two small
 // mechanisms, As and the URL opener registry (Register, Open). A store
-// implements one interface per primitive (Mutex, Semaphore and RWMutex
+// implements one interface per primitive (Mutex, Semaphore, RWMutex and RateLimiter
 // today), each built on the
 // base contract Store, declares its time and liveness model (Model) and
 // implements any number of optional capabilities. The client finds each

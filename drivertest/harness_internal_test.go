@@ -80,22 +80,26 @@ func (w wrapped) Unwrap() driver.Store { return w.m }
 
 // TestSuitesFollowTheOfferedPrimitives: a store that implements
 // driver.Mutex gets the mutex suite, with the same cases as cases(), and
-// one that implements driver.Semaphore or driver.RWMutex the semaphore or
-// read-write lock suite (memstore all three, a store with only one
-// primitive's methods that one's alone); a store that
+// one that implements driver.Semaphore, driver.RWMutex or
+// driver.RateLimiter the semaphore, read-write lock or rate limiter suite
+// (memstore all four, a store with only one primitive's methods that one's
+// alone); a store that
 // offers no primitive gets none (Run then fails it), also when it wraps a
 // Mutex, since a wrapper must implement a primitive itself.
 func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 	var m driver.Mutex = memstore.New(nil)
 	ps := offered(m)
-	if len(ps) != 3 || ps[0].name != "Mutex" || ps[1].name != "Semaphore" || ps[2].name != "RWMutex" {
-		t.Fatalf("memstore is offered %d suites, want the mutex, semaphore and read-write lock suites", len(ps))
+	if len(ps) != 4 || ps[0].name != "Mutex" || ps[1].name != "Semaphore" || ps[2].name != "RWMutex" || ps[3].name != "RateLimiter" {
+		t.Fatalf("memstore is offered %d suites, want the mutex, semaphore, read-write lock and rate limiter suites", len(ps))
 	}
 	if ps := offered(semOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "Semaphore" {
 		t.Fatalf("a driver.Semaphore alone is offered %d suites, want the semaphore suite", len(ps))
 	}
 	if ps := offered(rwOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "RWMutex" {
 		t.Fatalf("a driver.RWMutex alone is offered %d suites, want the read-write lock suite", len(ps))
+	}
+	if ps := offered(rateOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "RateLimiter" {
+		t.Fatalf("a driver.RateLimiter alone is offered %d suites, want the rate limiter suite", len(ps))
 	}
 	s := newSuite(Harness{}, driver.Model{})
 	got, want := ps[0].cases(s), s.cases()
@@ -119,6 +123,9 @@ type semOnly struct{ driver.Semaphore }
 
 // rwOnly has the RWMutex methods and no others.
 type rwOnly struct{ driver.RWMutex }
+
+// rateOnly has the RateLimiter methods alone.
+type rateOnly struct{ driver.RateLimiter }
 
 // keeper is a Mutex that is a driver.SessionKeeper, counting its calls.
 type keeper struct {

@@ -20,7 +20,8 @@ import (
 // "reference" (refStore without a bug), "session" (refSession clients of
 // a refStore without a bug), "atomic" (refAtomic without a bug), "sem"
 // (semMutant without a bug: memstore's Semaphore alone), "rw" (rwMutant
-// without a bug: memstore's RWMutex alone) or a
+// without a bug: memstore's RWMutex alone), "rate"
+// (rateMutant without a bug: memstore's RateLimiter alone) or a
 // mutation (session-based for the
 // session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
@@ -53,6 +54,16 @@ func TestMutantChild(t *testing.T) {
 			m = correct
 		}
 		s = newSemMutant(m)
+	case name == string(rateCallerClock):
+		h.New = func(next func() driver.Store) func(*testing.T) driver.Store {
+			return func(*testing.T) driver.Store { return next() }
+		}(callerClocks())
+	case strings.HasPrefix(name, "rate"):
+		m := mutation(name)
+		if name == "rate" {
+			m = correct
+		}
+		s = newRateMutant(m)
 	case strings.HasPrefix(name, "session"):
 		m := mutation(name)
 		if name == "session" {
@@ -99,11 +110,11 @@ func runChild(t *testing.T, store string, modelTime time.Duration) (string, erro
 	return string(out), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore|RWMutex)/(\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore|RWMutex|RateLimiter)/(\S+)`)
 
 // failed returns the cases that failed in a child's output: a mutex case by
-// its name, a semaphore case as "Semaphore/<name>", a read-write lock case
-// as "RWMutex/<name>".
+// its name, a semaphore, read-write lock or rate limiter case as
+// "<Primitive>/<name>".
 func failed(out string) []string {
 	var names []string
 	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
@@ -169,6 +180,13 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{rwFenceStuck, []string{"RWMutex/FencesStrictlyIncrease", "RWMutex/RaceNoWriterWithAnyone"}, "fences granted to two holdings"},
 		{rwDowngradeFrees, []string{"RWMutex/DowngradeKeepsWritersOut"}, ""},
 		{rwUpgradeWaits, []string{"RWMutex/UpgradeIsRefusedAtOnce"}, "want ErrUpgrade"},
+		{rateChargesDenied, []string{"RateLimiter/DeniedChangesNothing"}, "want denied (Allowed 0) with Remaining 1"},
+		{rateNoBurst, []string{"RateLimiter/AdmitsTheBurstThenDenies", "RateLimiter/ManyAllOrNothing"}, ""},
+		{rateOffByOne, []string{"RateLimiter/AdmitsTheBurstThenDenies"}, "want Allowed 1, Remaining 4"},
+		{rateNoLimit, []string{"RateLimiter/RaceAdmitsAtMostTheBudget", "RateLimiter/AdmitsTheBurstThenDenies"}, "more than the burst"},
+		{ratePartialGrant, []string{"RateLimiter/ManyAllOrNothing"}, ""},
+		{rateNoExpiry, []string{"RateLimiter/IdleStateExpires"}, "entries left for a key idle"},
+		{rateCallerClock, []string{"RateLimiter/ClientsShareOneBudget", "RateLimiter/AdmitsTheBurstThenDenies"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -202,7 +220,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 // its session-based clients, without a bug, pass the suite in the same
 // subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem", "rw"} {
+	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem", "rw", "rate"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
@@ -221,11 +239,13 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			case "memstore":
-				ran = append(semCases, rwCases...)
+				ran = slices.Concat(semCases, rwCases, rateCases)
 			case "sem":
 				ran = semCases
 			case "rw":
 				ran = rwCases
+			case "rate":
+				ran = rateCases
 			}
 			for _, c := range ran {
 				if !strings.Contains(c, "/") {
@@ -252,6 +272,12 @@ var rwCases = []string{"RWMutex/WaitingWriterKeepsNewReadersOut", "RWMutex/Write
 	"RWMutex/EachReaderExpiresOnItsOwn", "RWMutex/RaceNoWriterWithAnyone", "RWMutex/ReadersShareTheKey",
 	"RWMutex/FencesStrictlyIncrease", "RWMutex/DowngradeKeepsWritersOut", "RWMutex/UpgradeIsRefusedAtOnce",
 	"RWMutex/NotifiesOnReleaseAndDowngradeOnly", "RWMutex/InspectMatchesTheState", "RWMutex/NoStateLeftAfterRetention"}
+
+// rateCases are the rate limiter cases the mutants fail, which the
+// controls must run and pass.
+var rateCases = []string{"RateLimiter/DeniedChangesNothing", "RateLimiter/AdmitsTheBurstThenDenies",
+	"RateLimiter/ManyAllOrNothing", "RateLimiter/RaceAdmitsAtMostTheBudget", "RateLimiter/IdleStateExpires",
+	"RateLimiter/ClientsShareOneBudget"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -1,6 +1,7 @@
-// Package redisstore is the driver.Mutex (and driver.Semaphore and
-// driver.RWMutex) for Redis: a single server, a Sentinel-managed primary or
-// a Cluster, through any go-redis redis.UniversalClient.
+// Package redisstore is the driver.Mutex (and driver.Semaphore,
+// driver.RWMutex and driver.RateLimiter) for Redis: a single server, a
+// Sentinel-managed primary or a Cluster, through any go-redis
+// redis.UniversalClient.
 //
 // Each operation is one round trip: a Lua script run by EVALSHA (falling back
 // to EVAL when the server lacks it). Acquires and releases made by several
@@ -83,6 +84,12 @@
 // server's clock, pruned with the mark by every script. Fences, expiry of
 // the keys, the release record (PREFIX{K}:rw:rel:<token>) and the channel
 // (PREFIX{K}:rw:released, also for downgrades) are as for the semaphore.
+//
+// A Store is also a driver.RateLimiter: limiter key K is one string
+// PREFIX{K}:rate holding its TAT (GCRA) in µs on the server's clock, with an
+// expiry (PX) at the TAT, so an idle key costs nothing. An admitted call
+// writes it in one script; a denied call writes nothing. Decisions made by
+// several goroutines at once share round trips, as acquisitions do.
 //
 // # URLs
 //

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
 	}
+	if os.Getenv(rateChildEnv) != "" {
+		os.Exit(runRateChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 
