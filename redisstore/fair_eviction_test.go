@@ -59,6 +59,19 @@ func TestFairNeverEvictingFailsTheBound(t *testing.T) {
 	}
 }
 
+// TestFairChainedDeadlinesFailTheBound is the negative control of the
+// not-chained bound: with deadlines counted from the waiter ahead (as
+// Redisson's), five dead waiters in a row hold the next one up for about
+// five waiter leases.
+func TestFairChainedDeadlinesFailTheBound(t *testing.T) {
+	srv, _ := newRedis(t)
+	if el, err := deadWaiters(t, srv, 5, 1, redisstore.ChainDeadlines); err == nil {
+		t.Fatalf("chained deadlines served the waiter behind five dead ones %v after the kill", el)
+	} else {
+		t.Log(err)
+	}
+}
+
 type fairOutcome struct {
 	i   int
 	g   driver.Grant
@@ -76,7 +89,7 @@ func deadWaiters(t *testing.T, srv *redisserver.Server, dead, live int, mutate f
 	defer wg.Wait()
 	defer cancel()
 	key := fmt.Sprintf("fair-%d-%d", dead, live)
-	probe := fairOn(t, srv, mutate)
+	probe, _ := fairOn(t, srv, mutate)
 	holder := "holder"
 	if _, err := probe.Acquire(ctx, key, holder, time.Minute); err != nil {
 		t.Fatal(err)
@@ -84,8 +97,7 @@ func deadWaiters(t *testing.T, srv *redisserver.Server, dead, live int, mutate f
 	n := dead + live
 	rdbs, stores, out := make([]*redis.Client, n), make([]*redisstore.FairStore, n), make(chan fairOutcome, n)
 	for i := range n {
-		stores[i] = fairOn(t, srv, mutate)
-		rdbs[i] = fairClient(stores[i])
+		stores[i], rdbs[i] = fairOn(t, srv, mutate)
 		wg.Go(func() {
 			g, err := stores[i].AcquireQueued(ctx, key, fmt.Sprint("w", i), time.Minute)
 			out <- fairOutcome{i, g, err}
@@ -140,21 +152,13 @@ func nextLive(out <-chan fairOutcome, dead int, d time.Duration) (fairOutcome, b
 }
 
 // fairOn returns a fair store with evictionLease on a client of its own
-// (another process), mutated by mutate if not nil.
-func fairOn(t *testing.T, srv *redisserver.Server, mutate func(*redisstore.FairStore)) *redisstore.FairStore {
+// (another process), mutated by mutate if not nil, and that client.
+func fairOn(t *testing.T, srv *redisserver.Server, mutate func(*redisstore.FairStore)) (*redisstore.FairStore, *redis.Client) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	f := newFairStore(t, rdb, &redisstore.Options{WaiterLease: evictionLease})
-	fairClients.Store(f, rdb)
 	if mutate != nil {
 		mutate(f)
 	}
-	return f
-}
-
-var fairClients sync.Map // *FairStore → its *redis.Client
-
-func fairClient(f *redisstore.FairStore) *redis.Client {
-	c, _ := fairClients.Load(f)
-	return c.(*redis.Client)
+	return f, rdb
 }
