@@ -1,12 +1,17 @@
 package redisstore
 
 import (
+	"context"
 	"strings"
+	"time"
+
+	"example.com/dlock/driver"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Mutants of fair.lua, the negative controls of the eviction tests.
+// Mutants of fair.lua, the negative controls of the eviction tests, and
+// hooks into a FairStore's single steps.
 
 // NeverEvict makes f's waiters run fair.lua without the eviction: a waiter
 // that stopped renewing keeps its place for as long as others renew theirs.
@@ -46,4 +51,15 @@ func mustReplace(src, old, new string) string {
 		panic("mutant: fair.lua no longer contains " + old)
 	}
 	return strings.Replace(src, old, new, 1)
+}
+
+// FairTry runs one try of f (fair.lua) with the caller's call id, as a
+// resent command would carry the first one's.
+func FairTry(ctx context.Context, f *FairStore, key, token string, ttl time.Duration, call string, join bool) (driver.Grant, error) {
+	return f.try(ctx, key, token, ttl, call, join)
+}
+
+// FairLeave runs the clean-up of a waiter that gave up after call.
+func FairLeave(ctx context.Context, f *FairStore, key, token, call string) {
+	f.leave(ctx, key, token, call)
 }
