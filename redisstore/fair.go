@@ -21,14 +21,27 @@ var (
 	fairWaitersSrc string
 
 	// fair.lua runs in front of acquire.lua, whose optional resource key
-	// moves to KEYS[4]: the default scripts stay as they are.
-	fairAcquireSrc    = lockLua + fairLua + strings.ReplaceAll(acquireLua, "KEYS[2]", "KEYS[4]")
+	// moves to KEYS[4] and which reuses fair.lua's TIME: the default
+	// scripts stay as they are.
+	fairAcquireSrc    = lockLua + fairLua + fairTail(acquireLua)
 	fairLeaveSrc      = lockLua + fairLeaveLua
 	fairAcquireScript = redis.NewScript(fairAcquireSrc)
 	fairLeaveScript   = redis.NewScript(fairLeaveSrc)
 	fairWaitersScript = redis.NewScript(fairWaitersSrc)
 	hotFairAcquire    = newHotScript(fairAcquireScript, fairAcquireSrc)
 )
+
+// fairTail is acquire.lua as the tail of fair.lua. It panics if acquire.lua
+// no longer has what it replaces, so that a change there cannot silently
+// break the fair script.
+func fairTail(src string) string {
+	const clock = "local t = redis.call('TIME')"
+	if strings.Count(src, clock) != 1 || !strings.Contains(src, "KEYS[2]") || strings.Contains(src, "KEYS[4]") {
+		panic("redisstore: acquire.lua changed: update fairTail")
+	}
+	src = strings.Replace(src, clock, "local t = tq", 1)
+	return strings.ReplaceAll(src, "KEYS[2]", "KEYS[4]")
+}
 
 // DefaultWaiterLease is the waiter lease of a FairStore when
 // Options.WaiterLease is 0; MinWaiterLease is the least one allowed.

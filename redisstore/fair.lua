@@ -1,6 +1,6 @@
 -- fair.lua: the queue in front of acquire.lua on a FairStore (fair.go joins
 -- lock.lua, this and acquire.lua, whose optional resource key becomes
--- KEYS[4]). KEYS = [lock, queue, waiters, resource?]; ARGV = [token, ttl_ms,
+-- KEYS[4], and which reuses this script's TIME). KEYS = [lock, queue, waiters, resource?]; ARGV = [token, ttl_ms,
 -- call id, waiter lease ms, join ("1" or "0"), channel].
 -- queue lists the waiting tokens in arrival order; waiters scores the same
 -- tokens by the server time (ms) at which each one's waiter lease ends.
@@ -50,6 +50,6 @@ if not mine and (held or (head and head ~= ARGV[1])) then
   end
   return {0, -1}
 end
-if redis.call('ZREM', KEYS[3], ARGV[1]) == 1 then
+if (head == ARGV[1] or (mine and head)) and redis.call('ZREM', KEYS[3], ARGV[1]) == 1 then
   redis.call('LREM', KEYS[2], 1, ARGV[1])
 end
