@@ -78,6 +78,7 @@ func (f *FairStore) wait(ctx context.Context, key, token string, ttl time.Durati
 		}
 	}
 }
+
 // leave runs fair_leave.lua for token's last call, on a context that
 // outlives ctx's cancellation by leaveTimeout at most.
 func (f *FairStore) leave(ctx context.Context, key, token string, call any) {
