@@ -42,8 +42,9 @@ func init() {
 
 // ParseURL parses the URL of one Redis server, redis://[user:pass@]host:port[/db]
 // or rediss:// for TLS, into go-redis options and the store's options: the
-// query parameters prefix= (Options.Prefix) and retention= (Options.Retention,
-// a Go duration) are the store's, and on rediss:// cacert= (a PEM file of
+// query parameters prefix= (Options.Prefix), retention= (Options.Retention,
+// a Go duration), fair=true (Options.Fair) and waiter_lease=
+// (Options.WaiterLease, only with fair=true) are the store's, and on rediss:// cacert= (a PEM file of
 // the authorities to check the server's certificate against instead of the
 // system's roots), cert= and key= (a client certificate, both or neither)
 // set the TLS configuration (driver.TLSFromFiles); go-redis' own options
