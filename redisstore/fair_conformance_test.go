@@ -36,6 +36,14 @@ func TestFairClusterConformance(t *testing.T) {
 	}})
 }
 
+func TestFairSentinelConformance(t *testing.T) {
+	s := redisserver.StartSentinel(t)
+	drivertest.Run(t, drivertest.Harness{New: func(t *testing.T) driver.Store {
+		rdb := newFailoverClient(t, s)
+		return fairStateStore{newShortFairStore(t, rdb), rdb}
+	}})
+}
+
 // newShortFairStore is NewFair with a short retention (as newShortStore)
 // and a waiter lease of a second.
 func newShortFairStore(t *testing.T, rdb redis.UniversalClient) *redisstore.FairStore {

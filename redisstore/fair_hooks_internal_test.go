@@ -17,6 +17,9 @@ import (
 // that stopped renewing keeps its place for as long as others renew theirs.
 func NeverEvict(f *FairStore) { f.acquire = hotNeverEvict }
 
+// LIFOQueue makes f's waiters join the queue at its head, the last first.
+func LIFOQueue(f *FairStore) { f.acquire = hotLIFO }
+
 // ChainDeadlines makes f's waiters count their waiter lease from the latest
 // deadline of the waiters ahead of them, as Redisson's RFairLock does: dead
 // waiters in a row are evicted one waiter lease after the other.
@@ -28,6 +31,8 @@ var (
 	chainedSrc = mustReplace(fairAcquireSrc,
 		"redis.call('ZADD', KEYS[3], nowms + tonumber(ARGV[4]), ARGV[1])",
 		"redis.call('ZADD', KEYS[3], chained(nowms) + tonumber(ARGV[4]), ARGV[1])")
+	lifoSrc       = mustReplace(fairAcquireSrc, "redis.call('RPUSH', KEYS[2], ARGV[1])", "redis.call('LPUSH', KEYS[2], ARGV[1])")
+	hotLIFO       = newHotScript(redis.NewScript(lifoSrc), lifoSrc)
 	hotNeverEvict = newHotScript(redis.NewScript(neverEvictSrc), neverEvictSrc)
 	hotChained    = newHotScript(redis.NewScript(chainedLua+chainedSrc), chainedLua+chainedSrc)
 )
