@@ -112,6 +112,7 @@ func NewFair(client redis.UniversalClient, opts *Options) (*FairStore, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.fair = true
 	return &FairStore{s: s, lease: o.WaiterLease, leaseMS: ms(o.WaiterLease), acquire: hotFairAcquire}, nil
 }
 
@@ -202,7 +203,8 @@ func (f *FairStore) List(ctx context.Context, prefix string, fn func(key string,
 	return f.s.List(ctx, prefix, fn)
 }
 
-// Doctor is Store.Doctor.
+// Doctor is Store.Doctor; its acl check covers the fair scripts' commands
+// too (sorted sets and lists).
 func (f *FairStore) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 	return f.s.Doctor(ctx, ttl)
 }

@@ -97,6 +97,7 @@ type Store struct {
 
 	retention time.Duration
 	sentinel  *redis.FailoverOptions // set by the redis+sentinel opener, for Doctor
+	fair      bool                   // the Store of a FairStore: Doctor checks the fair scripts' commands too
 }
 
 var (
