@@ -76,20 +76,6 @@
 // recognised) and publishes on PREFIX{K}:sem:released. Each call is one
 // script; they are not batched.
 //
-// # Fair lock
-//
-// NewFair (or a URL with fair=true) returns a FairStore: the same lock,
-// plus a driver.Queuer whose waiters are served first come, first served
-// across processes. The queue of lock K is a list PREFIX{K}:queue and a
-// sorted set PREFIX{K}:waiters of each waiter's lease deadline on the
-// server's clock (Options.WaiterLease, 3 s by default, renewed every third
-// of it while the waiter waits). Every try evicts the waiters whose own
-// lease has ended, so a dead waiter holds the queue up at most one waiter
-// lease, and dead waiters in a row are evicted together. A plain Acquire
-// (TryLock) fails while others queue. A FairStore is not a Transferer,
-// Atomic, Notifier or Semaphore. docs/fairlock.md has the guarantees and
-// the costs.
-//
 // # URLs
 //
 // Importing the package registers these schemes with driver.Register, for
@@ -116,6 +102,20 @@
 // client the opener made; Opened.Describe names the servers, never a
 // password. Bad URLs return errors matching driver.ErrInvalid that do not
 // contain the password.
+//
+// # Fair lock
+//
+// NewFair (or a URL with fair=true) returns a FairStore: the same lock,
+// plus a driver.Queuer whose waiters are served first come, first served
+// across processes. The queue of lock K is a list PREFIX{K}:queue and a
+// sorted set PREFIX{K}:waiters of each waiter's lease deadline on the
+// server's clock (Options.WaiterLease, 3 s by default, renewed every third
+// of it while the waiter waits). Every try evicts the waiters whose own
+// lease has ended, so a dead waiter holds the queue up at most one waiter
+// lease, and dead waiters in a row are evicted together. A plain Acquire
+// (TryLock) fails while others queue. A FairStore is not a Transferer,
+// Atomic, Notifier or Semaphore. docs/fairlock.md has the guarantees and
+// the costs.
 //
 // # Where to start
 //
