@@ -43,18 +43,7 @@ func servedInOrder(t *testing.T, rdb *redis.Client, mutate func(*redisstore.Fair
 	defer wg.Wait()
 	defer cancel()
 	probe := newFairStore(t, rdb, nil)
-	clientOn := func() *dlock.Client {
-		f := newFairStore(t, otherClient(t, rdb), nil)
-		if mutate != nil {
-			mutate(f)
-		}
-		c, err := dlock.New(f, dlock.WithTTL(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		faulttest.CloseOnCleanup(t, c)
-		return c
-	}
+	clientOn := func() *dlock.Client { return fairClientOn(t, rdb, mutate) }
 	first, err := clientOn().Lock(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -97,4 +86,20 @@ func servedInOrder(t *testing.T, rdb *redis.Client, mutate func(*redisstore.Fair
 		}
 	}
 	return nil
+}
+
+// fairClientOn returns a Client with a fixed one-minute lease on a fair
+// store of its own (mutated by mutate if not nil) over a new client of
+// rdb's server.
+func fairClientOn(t *testing.T, rdb *redis.Client, mutate func(*redisstore.FairStore)) *dlock.Client {
+	f := newFairStore(t, otherClient(t, rdb), nil)
+	if mutate != nil {
+		mutate(f)
+	}
+	c, err := dlock.New(f, dlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulttest.CloseOnCleanup(t, c)
+	return c
 }
