@@ -55,8 +55,8 @@
 // can notify (Redis pub/sub, PostgreSQL NOTIFY) sleep until a release is
 // announced, or until the holder's lease would run out, instead of polling;
 // on stores with their own queue of waiters (etcd, ZooKeeper, the SQL session
-// locks: driver.Queuer) Lock waits in that queue, served in the server's
-// order across processes.
+// locks, Redis's fair store redisstore.NewFair: driver.Queuer) Lock waits in
+// that queue, served in the server's order across processes.
 //
 // Waiters of one Client for one key queue in the process, first come first
 // served, and only the first of them talks to the store. When a holder

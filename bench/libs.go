@@ -52,8 +52,10 @@ var libNames = []string{"dlock", "dlock-noread", "floor", "redsync", "redsync-tu
 
 // extraLibs can be named in -libs but are not part of "all": variants of
 // dlock that measure one lever. dlock-nobatch is dlock with
-// redisstore.Options.NoBatching (every call its own round trip).
-var extraLibs = []string{"dlock-nobatch"}
+// redisstore.Options.NoBatching (every call its own round trip);
+// dlock-fair is dlock on redisstore.NewFair (first come, first served,
+// without WithRead, as dlock-noread).
+var extraLibs = []string{"dlock-nobatch", "dlock-fair"}
 
 // peerTTL is the lock TTL given to the libraries that need one per call.
 const peerTTL = time.Second
@@ -84,6 +86,16 @@ func newLocker(name string, rdb *redis.Client, tu tuning) (locker, error) {
 			return dlockNoRead{&dlockLocker{c: c, st: st}}, nil
 		}
 		return &dlockLocker{c: c, st: st}, nil
+	case "dlock-fair":
+		st, err := redisstore.NewFair(rdb, nil)
+		if err != nil {
+			return nil, err
+		}
+		c, err := dlock.New(st)
+		if err != nil {
+			return nil, err
+		}
+		return dlockNoRead{&dlockLocker{c: c, st: st}}, nil
 	case "floor":
 		if err := floorDelete.Load(context.Background(), rdb).Err(); err != nil {
 			return nil, err
@@ -112,7 +124,7 @@ func jitter(lo, hi time.Duration) time.Duration { return lo + mrand.N(hi-lo+1) }
 
 type dlockLocker struct {
 	c  *dlock.Client
-	st *redisstore.Store
+	st interface{ Close() error } // the redisstore Store or FairStore
 }
 
 func (d *dlockLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {

@@ -8,7 +8,7 @@ import (
 
 var libColors = map[string]string{
 	"dlock": "#1b7f3b", "dlock-noread": "#6fbf73", "floor": "#888888", "redsync": "#c0392b", "redsync-tuned": "#e67e22",
-	"redislock": "#2c5aa0", "redislock-tuned": "#5dade2",
+	"redislock": "#2c5aa0", "redislock-tuned": "#5dade2", "dlock-fair": "#8e44ad",
 }
 
 // renderSVG draws, per scenario, one bar per library: throughput relative to

@@ -106,8 +106,9 @@
 // URL parser wants one); IPv6 literals work only in single-host URLs. On
 // Sentinel URLs user:pass are the primary's credentials and the query
 // parameters sentinel-username= and sentinel-password= the Sentinels' own.
-// Every form takes prefix= (Options.Prefix) and retention=
-// (Options.Retention, a Go duration), and the TLS forms cacert=, cert= and
+// Every form takes prefix= (Options.Prefix), retention=
+// (Options.Retention, a Go duration), fair=true (a FairStore) and, with it,
+// waiter_lease= (Options.WaiterLease), and the TLS forms cacert=, cert= and
 // key= (PEM files: the authorities to check the server against instead of
 // the system's roots, and a client certificate); other query parameters are
 // go-redis' own (dial_timeout=, read_timeout=, max_retries=, …; see
@@ -116,6 +117,20 @@
 // client the opener made; Opened.Describe names the servers, never a
 // password. Bad URLs return errors matching driver.ErrInvalid that do not
 // contain the password.
+//
+// # Fair lock
+//
+// NewFair (or a URL with fair=true) returns a FairStore: the same lock,
+// plus a driver.Queuer whose waiters are served first come, first served
+// across processes. The queue of lock K is a list PREFIX{K}:queue and a
+// sorted set PREFIX{K}:waiters of each waiter's lease deadline on the
+// server's clock (Options.WaiterLease, 3 s by default, renewed every third
+// of it while the waiter waits). Every try evicts the waiters whose own
+// lease has ended, so a dead waiter holds the queue up at most one waiter
+// lease, and dead waiters in a row are evicted together. A plain Acquire
+// (TryLock) fails while others queue. A FairStore is not a Transferer,
+// Atomic, Notifier or Semaphore. docs/fairlock.md has the guarantees and
+// the costs.
 //
 // # Where to start
 //

@@ -64,3 +64,38 @@ func TestBadKeysRefusedBeforeIO(t *testing.T) {
 		}
 	}
 }
+
+// TestFairBadKeysRefusedBeforeIO: the same promise for the fair store's
+// methods, with the same control.
+func TestFairBadKeysRefusedBeforeIO(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+	defer rdb.Close()
+	f, err := redisstore.NewFair(rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	calls := func(key string) map[string]error {
+		_, acq := f.Acquire(ctx, key, "t", time.Second)
+		_, que := f.AcquireQueued(ctx, key, "t", time.Second)
+		_, ext := f.Extend(ctx, key, "t", time.Second)
+		_, ins := f.Inspect(ctx, key)
+		_, wai := f.Waiters(ctx, key)
+		return map[string]error{"Acquire": acq, "AcquireQueued": que, "Extend": ext,
+			"Release": f.Release(ctx, key, "t"), "Inspect": ins, "Waiters": wai}
+	}
+	for _, key := range []string{"", "}k", "k\xff"} {
+		for name, err := range calls(key) {
+			if !errors.Is(err, driver.ErrInvalid) {
+				t.Errorf("%s(%q) = %v, want ErrInvalid before any I/O", name, key, err)
+			}
+		}
+	}
+	for name, err := range calls("k") {
+		if err == nil || errors.Is(err, driver.ErrInvalid) {
+			t.Errorf("control %s(\"k\") = %v, want a connection error", name, err)
+		}
+	}
+}

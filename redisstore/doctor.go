@@ -53,7 +53,7 @@ func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 		return s.clusterDoctor(ctx, cc, ttl)
 	}
 	return orUnreachable(ctx, s.client, func() []driver.Check {
-		checks := append(serverChecks(ctx, s.client, ttl), aclCheck(ctx, s.client, s.prefix))
+		checks := append(serverChecks(ctx, s.client, ttl), aclCheck(ctx, s.client, s.prefix, s.fair))
 		if s.sentinel != nil {
 			checks = append(checks, sentinelCheck(ctx, s.sentinel))
 		}
@@ -63,7 +63,7 @@ func (s *Store) Doctor(ctx context.Context, ttl time.Duration) []driver.Check {
 
 func (s *Store) clusterDoctor(ctx context.Context, cc *redis.ClusterClient, ttl time.Duration) []driver.Check {
 	out := orUnreachable(ctx, cc, func() []driver.Check {
-		return []driver.Check{clusterCheck(ctx, cc), aclCheck(ctx, cc, s.prefix)}
+		return []driver.Check{clusterCheck(ctx, cc), aclCheck(ctx, cc, s.prefix, s.fair)}
 	})
 	if len(out) == 1 { // unreachable
 		return out

@@ -41,10 +41,58 @@ var lockCommands = []aclProbe{
 	{"SCAN", func(string, string) []any { return []any{0, "TYPE", "string"} }},
 }
 
+// fairCommands are the commands the fair scripts add (fair.lua,
+// fair_leave.lua, fair_waiters.lua): the queue is a list and a sorted set.
+var fairCommands = []aclProbe{
+	{"ZADD", func(l, _ string) []any { return []any{l + ":waiters", 1, "t"} }},
+	{"ZREM", func(l, _ string) []any { return []any{l + ":waiters", "t"} }},
+	{"ZRANGE", func(l, _ string) []any { return []any{l + ":waiters", -1, -1, "WITHSCORES"} }},
+	{"ZRANGEBYSCORE", func(l, _ string) []any { return []any{l + ":waiters", "-inf", 1} }},
+	{"ZREMRANGEBYSCORE", func(l, _ string) []any { return []any{l + ":waiters", "-inf", 1} }},
+	{"ZCOUNT", func(l, _ string) []any { return []any{l + ":waiters", 1, "+inf"} }},
+	{"RPUSH", func(l, _ string) []any { return []any{l + ":queue", "t"} }},
+	{"LREM", func(l, _ string) []any { return []any{l + ":queue", 1, "t"} }},
+	{"LINDEX", func(l, _ string) []any { return []any{l + ":queue", 0} }},
+	{"PEXPIREAT", func(l, _ string) []any { return []any{l + ":queue", 1} }},
+	{"EXISTS", func(l, _ string) []any { return []any{l + ":queue"} }},
+}
+
+// fairProbeScript is probeScript for fairCommands, on the throw-away
+// lock's queue keys (KEYS = [queue, waiters]); the member it adds is
+// removed, and both keys are expired, before it returns.
+var fairProbeScript = redis.NewScript(probeHelper + `
+try('ZADD', KEYS[2], 1, 't')
+try('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+try('ZRANGEBYSCORE', KEYS[2], '-inf', 1)
+try('ZCOUNT', KEYS[2], 1, '+inf')
+try('ZREMRANGEBYSCORE', KEYS[2], '-inf', 1)
+try('ZREM', KEYS[2], 't')
+try('RPUSH', KEYS[1], 't')
+try('LINDEX', KEYS[1], 0)
+try('LREM', KEYS[1], 1, 't')
+try('EXISTS', KEYS[1])
+try('PEXPIREAT', KEYS[1], 1)
+redis.pcall('PEXPIRE', KEYS[1], 1000)
+redis.pcall('PEXPIRE', KEYS[2], 1000)
+return denied
+`)
+
 // probeScript runs the commands of the store's Lua scripts on a throw-away
 // lock and returns the names of those the ACL denies. The key expires after
 // a second.
-var probeScript = redis.NewScript(`
+var probeScript = redis.NewScript(probeHelper + `
+try('TIME')
+try('GET', KEYS[1])
+try('SET', KEYS[1], '1:dlock-doctor', 'NX', 'PX', 1000, 'GET')
+try('PTTL', KEYS[1])
+try('PEXPIRE', KEYS[1], 1000)
+try('PUBLISH', ARGV[1], 'released')
+return denied
+`)
+
+// probeHelper defines try(name, ...), which runs a command and records its
+// name in denied if the ACL refuses it.
+const probeHelper = `
 local denied = {}
 local function try(name, ...)
   local r = redis.pcall(name, ...)
@@ -55,19 +103,13 @@ local function try(name, ...)
     end
   end
 end
-try('TIME')
-try('GET', KEYS[1])
-try('SET', KEYS[1], '1:dlock-doctor', 'NX', 'PX', 1000, 'GET')
-try('PTTL', KEYS[1])
-try('PEXPIRE', KEYS[1], 1000)
-try('PUBLISH', ARGV[1], 'released')
-return denied
-`)
+`
 
-// aclCheck reports which of the store's commands the connection's user may
-// not run: by ACL DRYRUN where the server has it and the user may call it,
-// otherwise by trying them on a throw-away key.
-func aclCheck(ctx context.Context, c redis.UniversalClient, prefix string) driver.Check {
+// aclCheck reports which of the store's commands (with fair, the fair
+// scripts' too) the connection's user may not run: by ACL DRYRUN where the
+// server has it and the user may call it, otherwise by trying them on a
+// throw-away key.
+func aclCheck(ctx context.Context, c redis.UniversalClient, prefix string, fair bool) driver.Check {
 	const name = "acl"
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -80,9 +122,13 @@ func aclCheck(ctx context.Context, c redis.UniversalClient, prefix string) drive
 	}
 	var denied []string
 	how := "ACL DRYRUN"
-	if !dry || !dryRun(ctx, c, user, lock, channel, &denied) {
+	probes := lockCommands
+	if fair {
+		probes = append(slices.Clip(lockCommands), fairCommands...)
+	}
+	if !dry || !dryRun(ctx, c, user, lock, channel, probes, &denied) {
 		how = "trying each command"
-		denied = tryCommands(ctx, c, lock, channel)
+		denied = tryCommands(ctx, c, lock, channel, fair)
 	}
 	who := "this user"
 	if user != "" {
@@ -119,9 +165,9 @@ func clientUser(c redis.UniversalClient) string {
 
 // dryRun asks ACL DRYRUN about every probe. It reports false, leaving denied
 // alone, if DRYRUN itself is unavailable (Redis < 7) or forbidden.
-func dryRun(ctx context.Context, c redis.UniversalClient, user, lock, channel string, denied *[]string) bool {
+func dryRun(ctx context.Context, c redis.UniversalClient, user, lock, channel string, probes []aclProbe, denied *[]string) bool {
 	var out []string
-	for _, p := range lockCommands {
+	for _, p := range probes {
 		args := append([]any{"ACL", "DRYRUN", user, p.cmd}, p.args(lock, channel)...)
 		res, err := c.Do(ctx, args...).Text()
 		if err != nil {
@@ -135,8 +181,9 @@ func dryRun(ctx context.Context, c redis.UniversalClient, user, lock, channel st
 	return true
 }
 
-// tryCommands runs the store's commands for real on a throw-away key.
-func tryCommands(ctx context.Context, c redis.UniversalClient, lock, channel string) []string {
+// tryCommands runs the store's commands (with fair, the fair scripts' too)
+// for real on a throw-away key.
+func tryCommands(ctx context.Context, c redis.UniversalClient, lock, channel string, fair bool) []string {
 	var denied []string
 	deny := func(cmd string, err error) {
 		if isDenied(err) {
@@ -151,6 +198,11 @@ func tryCommands(ctx context.Context, c redis.UniversalClient, lock, channel str
 	deny("SUBSCRIBE", trySubscribe(ctx, c, channel))
 	deny("PUBSUB", c.PubSubNumSub(ctx, channel).Err())
 	deny("SCAN", c.ScanType(ctx, 0, lock, 1, "string").Err())
+	if fair {
+		res, err := fairProbeScript.Eval(ctx, c, []string{lock + ":queue", lock + ":waiters"}).StringSlice()
+		deny("EVAL", err)
+		denied = append(denied, res...)
+	}
 	slices.Sort(denied)
 	return slices.Compact(denied)
 }

@@ -184,3 +184,33 @@ func closedAddr(t *testing.T) string {
 	_ = ln.Close()
 	return addr
 }
+
+// fairRules add what the fair store's scripts need to lockerRules.
+var fairRules = []string{"+zadd", "+zrem", "+zrange", "+zrangebyscore", "+zremrangebyscore", "+zcount",
+	"+rpush", "+lrem", "+lindex", "+pexpireat", "+exists"}
+
+// TestFairDoctorACL: the fair store's acl check also asks for the commands
+// of its queue (sorted set and list), by trying them or by ACL DRYRUN; a
+// user with the default store's rules alone is told what it lacks (the
+// control: the default store's check passes that user).
+func TestFairDoctorACL(t *testing.T) {
+	srv := redisserver.Start(t)
+	setUser(t, srv, "locker", lockerRules...)
+	fairDoctor := func(user string) map[string]driver.Check {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: user, Password: "pw", MaxRetries: -1, DialTimeout: time.Second})
+		t.Cleanup(func() { _ = rdb.Close() })
+		m := map[string]driver.Check{}
+		for _, c := range newFairStore(t, rdb, nil).Doctor(testCtx(t), 30*time.Second) {
+			m[c.Name] = c
+		}
+		return m
+	}
+	wantCheck(t, doctor(t, srv.Addr(), "locker", "pw"), "acl", driver.OK)
+	wantCheck(t, fairDoctor("locker"), "acl", driver.Warn, "ZADD", "RPUSH", "trying", "+zadd")
+
+	setUser(t, srv, "locker", fairRules...)
+	wantCheck(t, fairDoctor("locker"), "acl", driver.OK)
+
+	setUser(t, srv, "asker", append(append(lockerRules, fairRules...), "+acl|whoami", "+acl|dryrun", "-rpush")...)
+	wantCheck(t, fairDoctor("asker"), "acl", driver.Warn, "may not run RPUSH (", "DRYRUN")
+}

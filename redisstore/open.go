@@ -42,8 +42,9 @@ func init() {
 
 // ParseURL parses the URL of one Redis server, redis://[user:pass@]host:port[/db]
 // or rediss:// for TLS, into go-redis options and the store's options: the
-// query parameters prefix= (Options.Prefix) and retention= (Options.Retention,
-// a Go duration) are the store's, and on rediss:// cacert= (a PEM file of
+// query parameters prefix= (Options.Prefix), retention= (Options.Retention,
+// a Go duration), fair=true (Options.Fair) and waiter_lease=
+// (Options.WaiterLease, only with fair=true) are the store's, and on rediss:// cacert= (a PEM file of
 // the authorities to check the server's certificate against instead of the
 // system's roots), cert= and key= (a client certificate, both or neither)
 // set the TLS configuration (driver.TLSFromFiles); go-redis' own options
@@ -91,6 +92,8 @@ func parseSingle(u *url.URL) (*redis.Options, *Options, error) {
 type urlParams struct {
 	Prefix    string          `param:"prefix,nonempty"`
 	Retention time.Duration   `param:"retention,positive"`
+	Fair      bool            `param:"fair"`
+	Lease     time.Duration   `param:"waiter_lease,positive"`
 	TLS       driver.TLSFiles `param:",scheme=rediss|rediss+cluster|rediss+sentinel"`
 }
 
@@ -135,7 +138,10 @@ func storeQuery(u *url.URL, pass []string) (opts *Options, tc *tls.Config, rest 
 			return nil, nil, nil, fmt.Errorf("store URL: %w", err)
 		}
 	}
-	return &Options{Prefix: p.Prefix, Retention: p.Retention}, tc, rest, nil
+	if p.Lease != 0 && !p.Fair {
+		return nil, nil, nil, fmt.Errorf("%w: store URL: waiter_lease= needs fair=true", driver.ErrInvalid)
+	}
+	return &Options{Prefix: p.Prefix, Retention: p.Retention, Fair: p.Fair, WaiterLease: p.Lease}, tc, rest, nil
 }
 
 // withFiles puts the URL's TLS files (tc, from storeQuery) into the TLS
@@ -213,8 +219,25 @@ func invalidURL(scheme, rawURL string, err error) error {
 }
 
 // opened wraps a store and the client the opener created.
+// With opts.Fair the store is a FairStore.
 func opened(client redis.UniversalClient, opts *Options, describe string) (*driver.Opened, error) {
-	s, err := New(client, opts)
+	var (
+		s interface {
+			driver.Mutex
+			Close() error
+		}
+		err error
+	)
+	if opts.Fair {
+		var f *FairStore
+		f, err = NewFair(client, opts)
+		s = f
+		if err == nil {
+			describe += fmt.Sprintf(", fair (waiter lease %v)", f.WaiterLease())
+		}
+	} else {
+		s, err = New(client, opts)
+	}
 	if err != nil {
 		_ = client.Close()
 		return nil, err
@@ -358,8 +381,14 @@ func openSentinel(_ context.Context, u *url.URL) (*driver.Opened, error) {
 	}
 	desc := fmt.Sprintf("redis sentinel master %s db %d via %s%s%s", o.MasterName, o.DB, strings.Join(o.SentinelAddrs, ","), userNote(u), tlsNote(u.Scheme))
 	op, err := opened(redis.NewFailoverClient(o), opts, desc)
-	if err == nil {
-		op.Store.(*Store).sentinel = o
+	if err != nil {
+		return nil, err
 	}
-	return op, err
+	switch s := op.Store.(type) {
+	case *Store:
+		s.sentinel = o
+	case *FairStore:
+		s.s.sentinel = o
+	}
+	return op, nil
 }

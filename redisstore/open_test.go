@@ -181,7 +181,7 @@ func TestOpenTLSFiles(t *testing.T) {
 // (for that kind of URL), a repeated one and a TLS file on redis:// are
 // refused before any connection, naming it (and the accepted ones).
 func TestOpenUnknownParameter(t *testing.T) {
-	urltest.Refuses(t, "redis://u:secret@127.0.0.1:1?prefx=a", "prefx", `unknown parameter "prefx"`, "prefix, retention; ", "dial_timeout")
+	urltest.Refuses(t, "redis://u:secret@127.0.0.1:1?prefx=a", "prefx", `unknown parameter "prefx"`, "fair, key, prefix, retention, waiter_lease; ", "dial_timeout")
 	urltest.Refuses(t, "redis+cluster://127.0.0.1:1,127.0.0.1:2?db=1", "db", `unknown parameter "db"`)
 	urltest.Refuses(t, "redis+sentinel://127.0.0.1:1/m?pool_size=1&pool_size=2", "pool_size", "given 2 times")
 	urltest.Refuses(t, "redis://127.0.0.1:1?cacert=/etc/hostname", "cacert", "not a parameter of redis://")

@@ -68,6 +68,19 @@ type Options struct {
 	// bytes per key released within the last Retention. Default:
 	// DefaultRetention. Negative is invalid.
 	Retention time.Duration
+
+	// Fair asks for the fair lock (FIFO across processes, see FairStore):
+	// NewFair and Open (URL parameter fair=true) read it. New refuses it
+	// with an error matching driver.ErrInvalid, since a *Store lets any
+	// caller take a free lock. Default: false.
+	Fair bool
+
+	// WaiterLease is how long a FairStore waiter keeps its place in the
+	// queue without renewing it: a waiter that stops renewing (its process
+	// died) is evicted at most this long after its last renewal. Waiters
+	// renew every third of it. Only NewFair reads it. Default:
+	// DefaultWaiterLease; below MinWaiterLease (other than 0) is invalid.
+	WaiterLease time.Duration
 }
 
 // DefaultRetention is the Retention used when Options.Retention is 0.
@@ -84,6 +97,7 @@ type Store struct {
 
 	retention time.Duration
 	sentinel  *redis.FailoverOptions // set by the redis+sentinel opener, for Doctor
+	fair      bool                   // the Store of a FairStore: Doctor checks the fair scripts' commands too
 }
 
 var (
@@ -94,8 +108,8 @@ var (
 )
 
 // New returns a store that uses client. It returns an error matching
-// driver.ErrInvalid if client is nil or opts.Retention is negative. It makes
-// no network call.
+// driver.ErrInvalid if client is nil, opts.Retention is negative or
+// opts.Fair is set (see NewFair). It makes no network call.
 func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil redis client", driver.ErrInvalid)
@@ -103,6 +117,9 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	prefix, keep := DefaultPrefix, DefaultRetention
 	if opts != nil && opts.Prefix != "" {
 		prefix = opts.Prefix
+	}
+	if opts != nil && opts.Fair {
+		return nil, fmt.Errorf("%w: Options.Fair: use NewFair", driver.ErrInvalid)
 	}
 	if opts != nil && opts.Retention < 0 {
 		return nil, fmt.Errorf("%w: negative Retention %v", driver.ErrInvalid, opts.Retention)

@@ -89,14 +89,20 @@ type stateStore struct {
 
 func (s stateStore) KeyState(ctx context.Context, key string) (int, error) {
 	lock, _ := s.Keys(key)
+	return keyState(ctx, s.rdb, lock)
+}
+
+// keyState counts the Redis keys under lock's name (lock and every key
+// that starts with it), on every primary.
+func keyState(ctx context.Context, rdb redis.UniversalClient, lock string) (int, error) {
 	match := globEscaper.Replace(lock) + "*"
 	count := func(ctx context.Context, c *redis.Client) (int, error) {
 		keys, err := c.Keys(ctx, match).Result()
 		return len(keys), err
 	}
-	cc, ok := s.rdb.(*redis.ClusterClient)
+	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		return count(ctx, s.rdb.(*redis.Client))
+		return count(ctx, rdb.(*redis.Client))
 	}
 	var n atomic.Int64
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {

@@ -87,6 +87,8 @@ func parse(u *url.URL) ([]*redis.Options, string, *Options, error) {
 		o, nodeOpts, err := redisstore.ParseURL(nu)
 		if err == nil && (nodeOpts.Prefix != "" || nodeOpts.Retention != 0) {
 			err = fmt.Errorf("%w: prefix= and retention= belong to the redlock URL, not to a node", driver.ErrInvalid)
+		} else if err == nil && nodeOpts.Fair {
+			err = fmt.Errorf("%w: fair=true is not offered on Redlock (one server, Sentinel or Cluster only)", driver.ErrInvalid)
 		}
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("redlock URL: node %d: %w", i, err)

@@ -45,6 +45,7 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		{"redlock://u:hunter2@a:1?node=redis://b:2", "not both"},
 		{"redlock://?node=redis://u:hunter2@b:2&dial_timeout=1s", "each node URL"},
 		{"redlock://?node=redis://u:hunter2@b:2?prefix=x", "belong to the redlock URL"},
+		{"redlock://?node=redis://a:1?fair=true&node=redis://b:2&node=redis://c:3", "not offered on Redlock"},
 		{"redlock://u:hunter2@a:1/0", "path"},
 		{"redlock://u:hunter2@a:1?node-timeout=-1s", "node-timeout"},
 		{"redlock://u:hunter2@a:1?drift-factor=0.7", "drift-factor"},
