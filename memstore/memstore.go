@@ -24,7 +24,9 @@
 // driver.Semaphore (with driver.PermitNotifier and driver.PermitInspector):
 // each holding of permits expires on its own, fences come from the same
 // counter, and a key with no live holding keeps nothing, not even its
-// limit. It is not a
+// limit. It is a driver.Idempotency too: records keyed by scope and key,
+// fences from the same counter, a completed record dropped after its
+// retention (on the same clock). It is not a
 // driver.Queuer, BatchExtender, Lister, WaiterCounter or Doctor: the client
 // falls back as each of those documents.
 //
@@ -34,7 +36,8 @@
 // nothing, when ctx is already done (Apply refuses a step it cannot perform
 // first); otherwise it answers at once. The Mutex methods do not validate
 // keys, tokens and ttls (the dlock Client does that before any call); the
-// Semaphore methods do (driver.ValidatePermits), before looking at ctx.
+// Semaphore and Idempotency methods do (driver.ValidatePermits,
+// driver.ValidateRecord), before looking at ctx.
 // The store never fails for want of a server: its other errors are the
 // contract's answers (a *driver.ContendedError, driver.NotHeld, ErrInvalid
 // for a step it cannot perform), each documented on its method.
@@ -67,6 +70,7 @@ type Store struct {
 	subs    map[string]map[chan struct{}]struct{}
 	data    map[string]string // resources for WithRead and Lease.Commit
 	sem     semState          // the Semaphore keys (semaphore.go)
+	idem    idemState         // the idempotency records (idempotency.go)
 }
 
 type entry struct {
@@ -159,8 +163,8 @@ func (s *Store) sweep() {
 func (s *Store) Retention() time.Duration { return 0 }
 
 // KeyState returns how many entries the store keeps for key: its lock if
-// held, its subscriptions if any, and the same for the Semaphore key of
-// that name (drivertest.StateReporter). An expired
+// held, its subscriptions if any, the same for the Semaphore key of that
+// name, and its idempotency records in any scope (drivertest.StateReporter). An expired
 // lock is dropped here, as on any access. Its only error is ctx's.
 func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {
@@ -168,7 +172,7 @@ func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.subs[key]) + s.semEntries(key)
+	n := len(s.subs[key]) + s.semEntries(key) + s.idemEntries(key)
 	if s.live(key) != nil {
 		n++
 	}
