@@ -15,7 +15,7 @@ type Harness struct {
 	// connections, as another process would have), closed by t.Cleanup.
 	// The race case calls it Clients times. Required. The store it returns
 	// declares the primitives it offers by implementing their interfaces
-	// (driver.Mutex, driver.Semaphore): Run runs the suite of each, and fails a store that
+	// (driver.Mutex, driver.Semaphore, driver.Idempotency): Run runs the suite of each, and fails a store that
 	// offers none.
 	New func(t *testing.T) driver.Store
 
@@ -172,6 +172,7 @@ type primitiveSuite struct {
 var primitives = []primitiveSuite{
 	{"Mutex", func(s driver.Store) bool { _, ok := s.(driver.Mutex); return ok }, (*suite).mutexSuite},
 	{"Semaphore", func(s driver.Store) bool { _, ok := s.(driver.Semaphore); return ok }, (*suite).semaphoreSuite},
+	{"Idempotency", func(s driver.Store) bool { _, ok := s.(driver.Idempotency); return ok }, (*suite).idempotencySuite},
 }
 
 // offered returns the suites of the primitives s offers.
@@ -186,7 +187,7 @@ func offered(s driver.Store) []primitiveSuite {
 }
 
 // Run runs the suite of each primitive the store offers (driver.Mutex and
-// driver.Semaphore today), as a subtest named after it, against clients made by h.New. It
+// driver.Semaphore and driver.Idempotency today), as a subtest named after it, against clients made by h.New. It
 // fails t (through its subtests) for every rule the store breaks, and skips
 // the cases whose capability or hook is absent, saying which.
 func Run(t *testing.T, h Harness) {
@@ -197,7 +198,7 @@ func Run(t *testing.T, h Harness) {
 	probe := h.New(t)
 	ps := offered(probe)
 	if len(ps) == 0 {
-		t.Fatalf("drivertest: the store (%T) offers no primitive the suite knows (driver.Mutex, driver.Semaphore)", probe)
+		t.Fatalf("drivertest: the store (%T) offers no primitive the suite knows (driver.Mutex, driver.Semaphore, driver.Idempotency)", probe)
 	}
 	m := probe.Model()
 	s := newSuite(h, m)

@@ -19,7 +19,8 @@ import (
 // mutantEnv names the store TestMutantChild runs the suite on: "memstore",
 // "reference" (refStore without a bug), "session" (refSession clients of
 // a refStore without a bug), "atomic" (refAtomic without a bug), "sem"
-// (semMutant without a bug: memstore's Semaphore alone) or a
+// (semMutant without a bug: memstore's Semaphore alone), "idem"
+// (idemMutant without a bug: memstore's Idempotency alone) or a
 // mutation (session-based for the
 // session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
@@ -46,6 +47,12 @@ func TestMutantChild(t *testing.T) {
 			m = correct
 		}
 		s = newSemMutant(m)
+	case strings.HasPrefix(name, "idem"):
+		m := mutation(name)
+		if name == "idem" {
+			m = correct
+		}
+		s = newIdemMutant(m)
 	case strings.HasPrefix(name, "session"):
 		m := mutation(name)
 		if name == "session" {
@@ -92,10 +99,11 @@ func runChild(t *testing.T, store string, modelTime time.Duration) (string, erro
 	return string(out), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore)/(\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore|Idempotency)/(\S+)`)
 
 // failed returns the cases that failed in a child's output: a mutex case by
-// its name, a semaphore case as "Semaphore/<name>".
+// its name, a semaphore or idempotency case as "Semaphore/<name>" or
+// "Idempotency/<name>".
 func failed(out string) []string {
 	var names []string
 	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
@@ -155,6 +163,11 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{semNoExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendShorterShortensTheHolding"}, ""},
 		{semFenceStuck, []string{"Semaphore/FencesStrictlyIncrease", "Semaphore/RaceNeverMoreThanTheLimit"}, "fences granted to two holdings"},
 		{semSharedExpiry, []string{"Semaphore/EachHoldingExpiresOnItsOwn", "Semaphore/ExtendKeepsOnlyThatHolding"}, ""},
+		{idemNoFenceCheck, []string{"Idempotency/StaleExecutorCannotComplete"}, "the stale executor's CompleteRecord"},
+		{idemNoFingerprint, []string{"Idempotency/FingerprintMismatchChangesNothing"}, ""},
+		{idemFenceStuck, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence"}, "want TookOver and a greater fence"},
+		{idemNoExpiry, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence", "Idempotency/StaleExecutorCannotComplete", "Idempotency/RetentionForgetsTheRecord"}, "no takeover within"},
+		{idemNoExclusion, []string{"Idempotency/RaceExactlyOneExecution"}, "executions of one record by"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -188,7 +201,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 // its session-based clients, without a bug, pass the suite in the same
 // subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem"} {
+	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem", "idem"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
@@ -206,8 +219,12 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 					"UnavailableIsNoAnswer", releaseEndedCase}
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
-			case "memstore", "sem":
+			case "sem":
 				ran = semCases
+			case "idem":
+				ran = idemCases
+			case "memstore":
+				ran = append(semCases, idemCases...)
 			}
 			for _, c := range ran {
 				if !strings.Contains(c, "/") {
@@ -227,6 +244,12 @@ var semCases = []string{"Semaphore/RaceNeverMoreThanTheLimit", "Semaphore/Acquir
 	"Semaphore/LimitMismatchChangesNothing", "Semaphore/ManyPermitsAllOrNothing", "Semaphore/EachHoldingExpiresOnItsOwn",
 	"Semaphore/ExtendShorterShortensTheHolding", "Semaphore/FencesStrictlyIncrease", "Semaphore/ExtendKeepsOnlyThatHolding",
 	"Semaphore/NotifiesOnReleaseOnly", "Semaphore/InspectMatchesTheState", "Semaphore/NoStateLeftAfterRetention"}
+
+// idemCases are the idempotency cases the mutants fail, which the controls
+// must run and pass.
+var idemCases = []string{"Idempotency/StaleExecutorCannotComplete", "Idempotency/FingerprintMismatchChangesNothing",
+	"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence", "Idempotency/RetentionForgetsTheRecord",
+	"Idempotency/RaceExactlyOneExecution"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

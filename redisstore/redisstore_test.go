@@ -78,7 +78,8 @@ func newShortStore(t *testing.T, rdb redis.UniversalClient) *redisstore.Store {
 }
 
 // stateStore reports a lock's Redis keys for drivertest.StateReporter:
-// every key under the lock's hash tag, on every primary.
+// every key under the lock's hash tag, and the idempotency records of the
+// key in any scope, on every primary.
 type stateStore struct {
 	*redisstore.Store
 	rdb redis.UniversalClient
@@ -86,10 +87,19 @@ type stateStore struct {
 
 func (s stateStore) KeyState(ctx context.Context, key string) (int, error) {
 	lock, _ := s.Keys(key)
-	match := globEscaper.Replace(lock) + "*"
+	rec := s.RecordKey(driver.RecordID{Key: key}) // PREFIX idem:{<scope>:<key>}, any scope
+	i := strings.Index(rec, "{") + 1
+	matches := []string{globEscaper.Replace(lock) + "*", globEscaper.Replace(rec[:i]) + "*" + globEscaper.Replace(rec[i:])}
 	count := func(ctx context.Context, c *redis.Client) (int, error) {
-		keys, err := c.Keys(ctx, match).Result()
-		return len(keys), err
+		n := 0
+		for _, match := range matches {
+			keys, err := c.Keys(ctx, match).Result()
+			if err != nil {
+				return 0, err
+			}
+			n += len(keys)
+		}
+		return n, nil
 	}
 	cc, ok := s.rdb.(*redis.ClusterClient)
 	if !ok {
