@@ -1,7 +1,8 @@
 // Package drivertest is the conformance suite for stores: one suite per
 // primitive a store offers (the mutex suite, for driver.Mutex, and the
-// semaphore suite, for driver.Semaphore, today; see the repository's
-// docs/semaphore.md for the latter's cases).
+// semaphore suite, for driver.Semaphore, and the idempotency suite, for
+// driver.Idempotency, today; see the repository's docs/semaphore.md and
+// docs/idempotency.md for their cases).
 // Every store of the repository runs it (memstore;
 // redisstore on one server, Cluster and Sentinel; redlock; etcdstore;
 // zkstore; pgstore's lease table, on a pgx pool and on a *sql.DB, and its
@@ -23,7 +24,7 @@
 //	}
 //
 // Run runs, as a subtest named after each primitive ("Mutex",
-// "Semaphore"), the suite of every primitive the store from New
+// "Semaphore", "Idempotency"), the suite of every primitive the store from New
 // implements. The suite reads the store's time and liveness model from
 // Store.Model and adapts to it: the short lease
 // of the expiry cases is max(150 ms, MinTTL) rounded up to Granularity;
@@ -73,7 +74,9 @@
 // nothing; for the model case, a Release that frees every hold, an Extend that
 // sets half the expiry asked, a Release that frees nothing; for the semaphore,
 // no limit, another limit admitted, a partial grant, no expiry, a stuck fence,
-// one expiry shared by all holdings) and require each to fail the case that
+// one expiry shared by all holdings; for idempotency records, no fence check
+// on completion, no fingerprint check, a takeover that keeps the fence, a
+// lease that never passes, a second executor admitted) and require each to fail the case that
 // names the rule it breaks, with package memstore as the control that must
 // pass.
 //
