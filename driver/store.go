@@ -3,7 +3,7 @@ package driver
 import "time"
 
 // Store is the base contract of every store, whatever primitives it offers.
-// A primitive is an interface that embeds Store (Mutex and Semaphore today;
+// A primitive is an interface that embeds Store (Mutex, Semaphore and Idempotency today;
 // a read-write lock or a limiter would each be one more); a store offers a
 // primitive by implementing its interface, and a capability by implementing
 // an optional interface (Notifier, Queuer, SessionKeeper, Doctor, ...),

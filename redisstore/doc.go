@@ -1,4 +1,5 @@
-// Package redisstore is the driver.Mutex (and driver.Semaphore) for Redis:
+// Package redisstore is the driver.Mutex (and driver.Semaphore and
+// driver.Idempotency) for Redis:
 // a single server, a Sentinel-managed primary or a Cluster, through any
 // go-redis redis.UniversalClient.
 //
@@ -75,6 +76,13 @@
 // leaves PREFIX{K}:sem:rel:<token> for the retention (a resent release is
 // recognised) and publishes on PREFIX{K}:sem:released. Each call is one
 // script; they are not batched.
+//
+// A Store is also a driver.Idempotency: the record of scope S and key K is
+// one hash PREFIX idem:{<S in hex>:<K>} (executor token, fence,
+// fingerprint, lease end in ms on the server's clock, retention; once
+// completed, the result), which expires its retention after the lease or
+// the completion. Takeover fences are max(last + 1, TIME in µs). Each call
+// is one single-key script.
 //
 // # URLs
 //

@@ -18,10 +18,7 @@ func TestRecordKeysSpreadByTheirTag(t *testing.T) {
 	_, rdb := newCluster(t)
 	s := newStore(t, rdb)
 	names := map[string]driver.RecordID{}
-	for _, id := range []driver.RecordID{{"", "a"}, {"c1", "a"}, {"c1:a", ""}, {"", "c1:a"}, {"x}", "y"}, {"x", "}y"}, {"ü", "k{z}"}} {
-		if id.Key == "" {
-			continue
-		}
+	for _, id := range []driver.RecordID{{Key: "a"}, {Scope: "c1", Key: "a"}, {Scope: "", Key: "c1:a"}, {Scope: "c1:", Key: "a"}, {Scope: "x}", Key: "y"}, {Scope: "x", Key: "}y"}, {Scope: "ü", Key: "k{z}"}} {
 		name := s.RecordKey(id)
 		if other, ok := names[name]; ok {
 			t.Fatalf("%+v and %+v share the name %q", id, other, name)
