@@ -264,3 +264,40 @@ func TestGuardInvalidArgumentsBeforeIO(t *testing.T) {
 		t.Fatalf("%d store calls for bad arguments, want 0", n)
 	}
 }
+
+// A call that waits (WithWait) for an executor that died (its renewals
+// stop, its function never returns) takes the request over once the lease
+// passes and runs the function itself, with a greater fence. Control: a
+// call that does not wait gets ErrInFlight.
+func TestGuardWaiterTakesOverADeadExecutor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = time.Second
+		f := &idemFault{Idempotency: memstore.New(nil)}
+		g := newGuard(t, f, dlock.WithAutoRenew(lease))
+		dead := make(chan struct{})
+		var first dlock.Execution
+		go func() {
+			_, _ = g.Do(context.Background(), "k", "fp", func(_ context.Context, e dlock.Execution) ([]byte, error) {
+				first = e
+				<-dead
+				return nil, errors.New("never")
+			})
+		}()
+		synctest.Wait()
+		f.failExt.Store(true) // the process is gone: nothing renews
+		if _, err := g.Do(context.Background(), "k", "fp", counter(new(atomic.Int32), "x")); !errors.Is(err, dlock.ErrInFlight) {
+			t.Fatalf("control: Do without waiting = %v, want ErrInFlight", err)
+		}
+		waiter := newGuard(t, f, dlock.WithWait(time.Minute))
+		start := time.Now()
+		var second dlock.Execution
+		r, err := waiter.Do(context.Background(), "k", "fp", func(_ context.Context, e dlock.Execution) ([]byte, error) {
+			second = e
+			return []byte("taken over"), nil
+		})
+		if err != nil || r.Replayed || !second.TookOver || second.Fence <= first.Fence || time.Since(start) > 2*lease {
+			t.Fatalf("waiting Do = %+v, %v after %v (execution %+v); want a takeover within the lease", r, err, time.Since(start), second)
+		}
+		close(dead)
+	})
+}

@@ -103,13 +103,13 @@ func sendTwenty(t *testing.T, a, b *httptest.Server, key string) []reply {
 // stores gives each test a fresh store per kind, two clients of it for the
 // two instances (the same memstore; two go-redis clients of one real
 // server).
-func stores(t *testing.T) map[string]func(t *testing.T) (driver.Idempotency, driver.Idempotency) {
-	return map[string]func(t *testing.T) (driver.Idempotency, driver.Idempotency){
-		"memstore": func(*testing.T) (driver.Idempotency, driver.Idempotency) {
+func stores() map[string]func(t testing.TB) (driver.Idempotency, driver.Idempotency) {
+	return map[string]func(t testing.TB) (driver.Idempotency, driver.Idempotency){
+		"memstore": func(testing.TB) (driver.Idempotency, driver.Idempotency) {
 			s := memstore.New(nil)
 			return s, s
 		},
-		"redis": func(t *testing.T) (driver.Idempotency, driver.Idempotency) {
+		"redis": func(t testing.TB) (driver.Idempotency, driver.Idempotency) {
 			srv := redisserver.Start(t)
 			var two [2]driver.Idempotency
 			for i := range two {
@@ -133,7 +133,7 @@ func stores(t *testing.T) map[string]func(t *testing.T) (driver.Idempotency, dri
 // same twenty requests to the two instances without the middleware charge
 // more than once.
 func TestTwentyDuplicatesChargeOnce(t *testing.T) {
-	for name, open := range stores(t) {
+	for name, open := range stores() {
 		t.Run(name, func(t *testing.T) {
 			s1, s2 := open(t)
 			h := &payments{}
