@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -247,4 +249,52 @@ func TestServerErrorsAreNotStored(t *testing.T) {
 		t.Fatalf("GET: %v %v, %d calls; want it unguarded", resp.StatusCode, err, calls.Load())
 	}
 	resp.Body.Close()
+}
+
+// On a Guard made WithWait, a duplicate waits for the first response
+// instead of 409, and gets it replayed (in process, in a synctest bubble:
+// the duplicate arrives while the first runs).
+func TestWaitingGuardReplaysInsteadOf409(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var calls atomic.Int32
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			<-release
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, "paid")
+		})
+		g, err := dlock.NewGuard(memstore.New(nil), 0, dlock.WithWait(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw, err := idemhttp.New(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handler := mw(h)
+		serve := func() *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, "/pay", strings.NewReader("{}"))
+			req.Header.Set("Idempotency-Key", `"k"`)
+			w := httptest.NewRecorder()
+			handler.ServeHTTP(w, req)
+			return w
+		}
+		var first, second *httptest.ResponseRecorder
+		var wg sync.WaitGroup
+		wg.Go(func() { first = serve() })
+		synctest.Wait() // the first is in the handler
+		wg.Go(func() { second = serve() })
+		synctest.Wait() // the duplicate waits in the Guard
+		if calls.Load() != 1 || second != nil {
+			t.Fatalf("%d calls, duplicate answered %v while the first ran; want it waiting", calls.Load(), second)
+		}
+		close(release)
+		wg.Wait()
+		if first.Code != http.StatusCreated || first.Header().Get("Idempotent-Replayed") != "" ||
+			second.Code != http.StatusCreated || second.Header().Get("Idempotent-Replayed") != "true" || second.Body.String() != "paid" || calls.Load() != 1 {
+			t.Fatalf("first %d %v, duplicate %d %v %q, %d calls; want the duplicate to wait and get the replay",
+				first.Code, first.Header(), second.Code, second.Header(), second.Body, calls.Load())
+		}
+	})
 }

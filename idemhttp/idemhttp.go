@@ -3,7 +3,8 @@
 // dlock.Guard: the first request of a key runs the handler and its response
 // is stored; a later request of the key gets that response back byte for
 // byte (status, the stored headers, body), marked Idempotent-Replayed:
-// true; a request while the first is still running gets 409; the same key
+// true; a request while the first is still running gets 409 (or, on a
+// Guard made WithWait(d), waits up to d for its response); the same key
 // with another request (method, path and query, body) gets 422; a missing
 // (when Options.Required) or malformed key gets 400. Handlers on several
 // instances sharing the Guard's store run once per key. Every guarded

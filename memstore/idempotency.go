@@ -111,7 +111,7 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// owned returns id's record if token and fence own it in flight, else the
+// idemOwned returns id's record if token and fence own it in flight, else the
 // stale-executor error. Called with s.mu held.
 func (s *Store) idemOwned(id driver.RecordID, token string, fence uint64) (*idemRecord, error) {
 	r := s.idemLive(id)
