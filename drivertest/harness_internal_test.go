@@ -80,18 +80,22 @@ func (w wrapped) Unwrap() driver.Store { return w.m }
 
 // TestSuitesFollowTheOfferedPrimitives: a store that implements
 // driver.Mutex gets the mutex suite, with the same cases as cases(), and
-// one that implements driver.Semaphore the semaphore suite (memstore both,
-// a store with only the Semaphore methods that one alone); a store that
+// one that implements driver.Semaphore (driver.Idempotency) the semaphore
+// (idempotency) suite (memstore all three, a store with only the Semaphore
+// or Idempotency methods that one alone); a store that
 // offers no primitive gets none (Run then fails it), also when it wraps a
 // Mutex, since a wrapper must implement a primitive itself.
 func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 	var m driver.Mutex = memstore.New(nil)
 	ps := offered(m)
-	if len(ps) != 2 || ps[0].name != "Mutex" || ps[1].name != "Semaphore" {
-		t.Fatalf("memstore is offered %d suites, want the mutex and the semaphore suites", len(ps))
+	if len(ps) != 3 || ps[0].name != "Mutex" || ps[1].name != "Semaphore" || ps[2].name != "Idempotency" {
+		t.Fatalf("memstore is offered %d suites, want the mutex, semaphore and idempotency suites", len(ps))
 	}
 	if ps := offered(semOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "Semaphore" {
 		t.Fatalf("a driver.Semaphore alone is offered %d suites, want the semaphore suite", len(ps))
+	}
+	if ps := offered(idemOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "Idempotency" {
+		t.Fatalf("a driver.Idempotency alone is offered %d suites, want the idempotency suite", len(ps))
 	}
 	s := newSuite(Harness{}, driver.Model{})
 	got, want := ps[0].cases(s), s.cases()
@@ -112,6 +116,9 @@ func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 
 // semOnly has the Semaphore methods and no Mutex ones.
 type semOnly struct{ driver.Semaphore }
+
+// idemOnly is a store that offers driver.Idempotency alone.
+type idemOnly struct{ driver.Idempotency }
 
 // keeper is a Mutex that is a driver.SessionKeeper, counting its calls.
 type keeper struct {
