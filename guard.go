@@ -187,9 +187,11 @@ type Result struct {
 // record and returns the result with a *driver.ResultTooLargeError. If the
 // store does not answer the completion, Do returns the result and an error
 // matching ErrUnavailable: the record may be completed, or taken over once
-// its lease passes. Invalid arguments (a nil ctx or fn, a key, scope or
-// fingerprint driver.ValidateRecord refuses) return ErrInvalid before any
-// I/O.
+// its lease passes. A BeginRecord without an answer is resent with the
+// same token (twice at most) before Do gives up with ErrUnavailable; the
+// record it may have made blocks the key until its lease passes. Invalid
+// arguments (a nil ctx or fn, a key, scope or fingerprint
+// driver.ValidateRecord refuses) return ErrInvalid before any I/O.
 func (g *Guard) Do(ctx context.Context, key, fingerprint string, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
 	if ctx == nil || fn == nil {
 		return Result{}, invalidf("nil context or function")
@@ -209,8 +211,16 @@ func (g *Guard) Do(ctx context.Context, key, fingerprint string, fn func(context
 	return g.execute(ctx, id, token, b, start, fn)
 }
 
+// maxBeginResends is how many times begin resends a BeginRecord whose
+// outcome is unknown.
+const maxBeginResends = 2
+
 // begin calls BeginRecord until the record is not in flight, the wait
-// ends, or an error; it returns the answer and when its call started.
+// ends, or an error; it returns the answer and when its call started. A
+// call whose outcome is unknown (no answer: the record may be this call's)
+// is resent with the same token, up to maxBeginResends times, which the
+// store answers as the same execution, rather than left to block the key
+// for a lease.
 func (g *Guard) begin(ctx context.Context, id driver.RecordID, token, fp string) (driver.RecordBegin, time.Time, error) {
 	wctx := ctx
 	if g.cfg.wait > 0 {
@@ -218,18 +228,26 @@ func (g *Guard) begin(ctx context.Context, id driver.RecordID, token, fp string)
 		wctx, cancel = context.WithTimeoutCause(ctx, g.cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
+	resends := 0
 	for failures := 1; ; failures++ {
 		start := g.cfg.clock.Now()
 		b, err := g.store.BeginRecord(wctx, id, token, fp, g.cfg.ttl, g.retention)
 		switch {
+		case err == nil && b.State != driver.RecordInFlight:
+			return b, start, nil
+		case err == nil && g.cfg.wait == 0:
+			return b, start, &InFlightError{Remaining: b.Remaining}
 		case err != nil && wctx.Err() != nil && failures > 1:
 			return b, start, g.inFlight(ctx, -1)
+		case err != nil && (resends == maxBeginResends || wctx.Err() != nil || !unknownOutcome(err)):
+			return b, start, beginError(id, err)
 		case err != nil:
-			return b, start, tidy(fmt.Errorf("idempotency key %q: %w", id.Key, classify(err)))
-		case b.State != driver.RecordInFlight:
-			return b, start, nil
-		case g.cfg.wait == 0:
-			return b, start, &InFlightError{Remaining: b.Remaining}
+			resends++
+			failures-- // a resend is no failure of the wait
+			if !sleep(wctx, g.cfg.clock, g.cfg.backoff(resends), nil) {
+				return b, start, beginError(id, err)
+			}
+			continue
 		}
 		if g.cfg.onRetry != nil {
 			g.cfg.onRetry(failures, &InFlightError{Remaining: b.Remaining})
@@ -242,6 +260,26 @@ func (g *Guard) begin(ctx context.Context, id driver.RecordID, token, fp string)
 			return b, start, g.inFlight(ctx, b.Remaining)
 		}
 	}
+}
+
+// unknownOutcome reports whether a BeginRecord error leaves the outcome
+// unknown: no answer of the contract's.
+func unknownOutcome(err error) bool {
+	for _, known := range []error{ErrMismatch, ErrInvalid, ErrRefused, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, known) {
+			return false
+		}
+	}
+	return true
+}
+
+// beginError is the error Do returns for a failed BeginRecord: a mismatch
+// as it is, anything unexpected as ErrUnavailable.
+func beginError(id driver.RecordID, err error) error {
+	if !errors.Is(err, ErrMismatch) {
+		err = classify(err)
+	}
+	return tidy(fmt.Errorf("dlock: idempotency key %q: %w", id.Key, err))
 }
 
 // inFlight is the error of a wait that ended: ctx's cause, or none when the

@@ -62,7 +62,7 @@ func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b
 	case errors.Is(err, ErrStaleFence):
 		return res, tidy(fmt.Errorf("%w: idempotency key %q: the execution was taken over and its result not stored: %w", ErrLost, id.Key, err))
 	default:
-		return res, tidy(fmt.Errorf("idempotency key %q: completing the record: %w", id.Key, err))
+		return res, tidy(fmt.Errorf("dlock: idempotency key %q: completing the record: %w", id.Key, err))
 	}
 }
 

@@ -301,3 +301,45 @@ func TestGuardWaiterTakesOverADeadExecutor(t *testing.T) {
 		close(dead)
 	})
 }
+
+// beginLost is an idemFault whose first n BeginRecord calls are applied
+// and their replies lost.
+type beginLost struct {
+	*idemFault
+	lost atomic.Int32
+}
+
+func (f *beginLost) BeginRecord(ctx context.Context, id driver.RecordID, tok, fp string, lease, keep time.Duration) (driver.RecordBegin, error) {
+	b, err := f.idemFault.BeginRecord(ctx, id, tok, fp, lease, keep)
+	if err == nil && f.lost.Add(-1) >= 0 {
+		return driver.RecordBegin{}, errors.New("reply lost")
+	}
+	return b, err
+}
+
+// A begin whose reply is lost is resent with the same token: fn runs once
+// and its result is stored. Control: with more replies lost than Do
+// resends, Do fails with ErrUnavailable, fn never runs, and the record the
+// lost begin made blocks the key (ErrInFlight) for its lease.
+func TestGuardResendsABeginWhoseReplyWasLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &beginLost{idemFault: &idemFault{Idempotency: memstore.New(nil)}}
+		g := newGuard(t, f)
+		var runs atomic.Int32
+		f.lost.Store(1)
+		r, err := g.Do(context.Background(), "k", "fp", counter(&runs, "once"))
+		if err != nil || r.Replayed || runs.Load() != 1 {
+			t.Fatalf("Do with a lost begin reply = %+v, %v, fn ran %d times; want one run", r, err, runs.Load())
+		}
+		if r, err := g.Do(context.Background(), "k", "fp", counter(&runs, "x")); err != nil || !r.Replayed || string(r.Value) != "once" {
+			t.Fatalf("replay = %+v, %v", r, err)
+		}
+		f.lost.Store(3)
+		if _, err := g.Do(context.Background(), "control", "fp", counter(&runs, "x")); !errors.Is(err, dlock.ErrUnavailable) || runs.Load() != 1 {
+			t.Fatalf("control: Do with every begin reply lost = %v, fn ran %d times; want ErrUnavailable, no run", err, runs.Load())
+		}
+		if _, err := g.Do(context.Background(), "control", "fp", counter(&runs, "x")); !errors.Is(err, dlock.ErrInFlight) {
+			t.Fatalf("control: the next Do = %v, want ErrInFlight (the lost begin's record)", err)
+		}
+	})
+}
