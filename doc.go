@@ -213,6 +213,18 @@
 // key is a budget: one key for everyone, or one per client.
 // docs/ratelimit.md has the details.
 //
+// # Idempotency
+//
+// NewGuard, on a store that implements driver.Idempotency (memstore and
+// redisstore today), gives the idempotency guard: Guard.Do runs a
+// request's function once per key and replays its stored result to later
+// calls; a concurrent call gets ErrInFlight, another request with the key
+// ErrMismatch. The running call's record is a lease, renewed while the
+// function runs and taken over with a greater fence if its process dies;
+// Execution.DownstreamKey is the key to pass on to calls that must not run
+// twice. Package idemhttp is its net/http middleware. docs/idempotency.md
+// has the details.
+//
 // # Stores
 //
 // A store makes one attempt per call; this package does everything generic

@@ -13,8 +13,8 @@
 // The split follows gocloud.dev's driver packages: this package has
 // interfaces, plain data types, the errors both sides share, and two small
 // mechanisms, As and the URL opener registry (Register, Open). A store
-// implements one interface per primitive (Mutex, Semaphore, RWMutex and RateLimiter
-// today), each built on the
+// implements one interface per primitive (Mutex, Semaphore, RWMutex,
+// RateLimiter and Idempotency today), each built on the
 // base contract Store, declares its time and liveness model (Model) and
 // implements any number of optional capabilities. The client finds each
 // capability once, when it is created, through As, which also looks through

@@ -3,8 +3,8 @@ package driver
 import "time"
 
 // Store is the base contract of every store, whatever primitives it offers.
-// A primitive is an interface that embeds Store (Mutex, Semaphore and
-// RWMutex today; a limiter would be one more); a store offers a
+// A primitive is an interface that embeds Store (Mutex, Semaphore,
+// RWMutex, RateLimiter and Idempotency today); a store offers a
 // primitive by implementing its interface, and a capability by implementing
 // an optional interface (Notifier, Queuer, SessionKeeper, Doctor, ...),
 // each of which says what the client does when it is absent. What works on

@@ -1,9 +1,10 @@
 // Package drivertest is the conformance suite for stores: one suite per
 // primitive a store offers (the mutex suite, for driver.Mutex, the
 // semaphore suite, for driver.Semaphore, the read-write lock suite, for
-// driver.RWMutex, and the rate limiter suite, for driver.RateLimiter, today;
-// see the repository's docs/semaphore.md, docs/rwlock.md and
-// docs/ratelimit.md for the latter three's cases).
+// driver.RWMutex, the rate limiter suite, for driver.RateLimiter, and the
+// idempotency suite, for driver.Idempotency, today; see the repository's
+// docs/semaphore.md, docs/rwlock.md, docs/ratelimit.md and
+// docs/idempotency.md for the latter four's cases).
 // Every store of the repository runs it (memstore;
 // redisstore on one server, Cluster and Sentinel; redlock; etcdstore;
 // zkstore; pgstore's lease table, on a pgx pool and on a *sql.DB, and its
@@ -25,7 +26,7 @@
 //	}
 //
 // Run runs, as a subtest named after each primitive ("Mutex",
-// "Semaphore", "RWMutex", "RateLimiter"), the suite of every primitive the store from New
+// "Semaphore", "RWMutex", "RateLimiter", "Idempotency"), the suite of every primitive the store from New
 // implements. The suite reads the store's time and liveness model from
 // Store.Model and adapts to it: the short lease
 // of the expiry cases is max(150 ms, MinTTL) rounded up to Granularity;
@@ -80,7 +81,10 @@
 // readers, a stuck fence, a downgrade that ends the holding, an upgrade
 // refused as taken; for the rate limiter, a denied request
 // charged, no burst, one more than the burst, no limit, a partial grant,
-// state never expired, clients deciding on their own skewed clocks) and
+// state never expired, clients deciding on their own skewed clocks; for
+// idempotency records, no fence check on completion, no fingerprint check, a
+// takeover that keeps the fence, a lease that never passes, a second
+// executor admitted) and
 // require each to fail the case that
 // names the rule it breaks, with package memstore as the control that must
 // pass.

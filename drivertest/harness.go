@@ -15,7 +15,7 @@ type Harness struct {
 	// connections, as another process would have), closed by t.Cleanup.
 	// The race case calls it Clients times. Required. The store it returns
 	// declares the primitives it offers by implementing their interfaces
-	// (driver.Mutex, driver.Semaphore, driver.RWMutex, driver.RateLimiter): Run runs the suite of each, and fails a store that
+	// (driver.Mutex, driver.Semaphore, driver.RWMutex, driver.RateLimiter, driver.Idempotency): Run runs the suite of each, and fails a store that
 	// offers none.
 	New func(t *testing.T) driver.Store
 
@@ -174,6 +174,7 @@ var primitives = []primitiveSuite{
 	{"Semaphore", func(s driver.Store) bool { _, ok := s.(driver.Semaphore); return ok }, (*suite).semaphoreSuite},
 	{"RWMutex", func(s driver.Store) bool { _, ok := s.(driver.RWMutex); return ok }, (*suite).rwSuite},
 	{"RateLimiter", func(s driver.Store) bool { _, ok := s.(driver.RateLimiter); return ok }, (*suite).rateSuite},
+	{"Idempotency", func(s driver.Store) bool { _, ok := s.(driver.Idempotency); return ok }, (*suite).idempotencySuite},
 }
 
 // offered returns the suites of the primitives s offers.
@@ -188,7 +189,8 @@ func offered(s driver.Store) []primitiveSuite {
 }
 
 // Run runs the suite of each primitive the store offers (driver.Mutex,
-// driver.Semaphore, driver.RWMutex and driver.RateLimiter today), as a subtest named after it, against clients made by h.New. It
+// driver.Semaphore, driver.RWMutex, driver.RateLimiter and driver.Idempotency
+// today), as a subtest named after it, against clients made by h.New. It
 // fails t (through its subtests) for every rule the store breaks, and skips
 // the cases whose capability or hook is absent, saying which.
 func Run(t *testing.T, h Harness) {
@@ -199,7 +201,7 @@ func Run(t *testing.T, h Harness) {
 	probe := h.New(t)
 	ps := offered(probe)
 	if len(ps) == 0 {
-		t.Fatalf("drivertest: the store (%T) offers no primitive the suite knows (driver.Mutex, driver.Semaphore, driver.RWMutex, driver.RateLimiter)", probe)
+		t.Fatalf("drivertest: the store (%T) offers no primitive the suite knows (driver.Mutex, driver.Semaphore, driver.RWMutex, driver.RateLimiter, driver.Idempotency)", probe)
 	}
 	m := probe.Model()
 	s := newSuite(h, m)

@@ -80,17 +80,16 @@ func (w wrapped) Unwrap() driver.Store { return w.m }
 
 // TestSuitesFollowTheOfferedPrimitives: a store that implements
 // driver.Mutex gets the mutex suite, with the same cases as cases(), and
-// one that implements driver.Semaphore, driver.RWMutex or
-// driver.RateLimiter the semaphore, read-write lock or rate limiter suite
-// (memstore all four, a store with only one primitive's methods that one's
-// alone); a store that
+// one that implements driver.Semaphore, driver.RWMutex, driver.RateLimiter
+// or driver.Idempotency that primitive's suite (memstore all five, a store
+// with only one primitive's methods that one's alone); a store that
 // offers no primitive gets none (Run then fails it), also when it wraps a
 // Mutex, since a wrapper must implement a primitive itself.
 func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 	var m driver.Mutex = memstore.New(nil)
 	ps := offered(m)
-	if len(ps) != 4 || ps[0].name != "Mutex" || ps[1].name != "Semaphore" || ps[2].name != "RWMutex" || ps[3].name != "RateLimiter" {
-		t.Fatalf("memstore is offered %d suites, want the mutex, semaphore, read-write lock and rate limiter suites", len(ps))
+	if len(ps) != 5 || ps[0].name != "Mutex" || ps[1].name != "Semaphore" || ps[2].name != "RWMutex" || ps[3].name != "RateLimiter" || ps[4].name != "Idempotency" {
+		t.Fatalf("memstore is offered %d suites, want the mutex, semaphore, read-write lock, rate limiter and idempotency suites", len(ps))
 	}
 	if ps := offered(semOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "Semaphore" {
 		t.Fatalf("a driver.Semaphore alone is offered %d suites, want the semaphore suite", len(ps))
@@ -100,6 +99,9 @@ func TestSuitesFollowTheOfferedPrimitives(t *testing.T) {
 	}
 	if ps := offered(rateOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "RateLimiter" {
 		t.Fatalf("a driver.RateLimiter alone is offered %d suites, want the rate limiter suite", len(ps))
+	}
+	if ps := offered(idemOnly{memstore.New(nil)}); len(ps) != 1 || ps[0].name != "Idempotency" {
+		t.Fatalf("a driver.Idempotency alone is offered %d suites, want the idempotency suite", len(ps))
 	}
 	s := newSuite(Harness{}, driver.Model{})
 	got, want := ps[0].cases(s), s.cases()
@@ -126,6 +128,9 @@ type rwOnly struct{ driver.RWMutex }
 
 // rateOnly has the RateLimiter methods alone.
 type rateOnly struct{ driver.RateLimiter }
+
+// idemOnly is a store that offers driver.Idempotency alone.
+type idemOnly struct{ driver.Idempotency }
 
 // keeper is a Mutex that is a driver.SessionKeeper, counting its calls.
 type keeper struct {

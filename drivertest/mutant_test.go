@@ -21,7 +21,8 @@ import (
 // a refStore without a bug), "atomic" (refAtomic without a bug), "sem"
 // (semMutant without a bug: memstore's Semaphore alone), "rw" (rwMutant
 // without a bug: memstore's RWMutex alone), "rate"
-// (rateMutant without a bug: memstore's RateLimiter alone) or a
+// (rateMutant without a bug: memstore's RateLimiter alone), "idem"
+// (idemMutant without a bug: memstore's Idempotency alone) or a
 // mutation (session-based for the
 // session-* ones).
 const mutantEnv = "DRIVERTEST_MUTANT"
@@ -64,6 +65,12 @@ func TestMutantChild(t *testing.T) {
 			m = correct
 		}
 		s = newRateMutant(m)
+	case strings.HasPrefix(name, "idem"):
+		m := mutation(name)
+		if name == "idem" {
+			m = correct
+		}
+		s = newIdemMutant(m)
 	case strings.HasPrefix(name, "session"):
 		m := mutation(name)
 		if name == "session" {
@@ -110,10 +117,10 @@ func runChild(t *testing.T, store string, modelTime time.Duration) (string, erro
 	return string(out), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore|RWMutex|RateLimiter)/(\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestMutantChild/(Mutex|Semaphore|RWMutex|RateLimiter|Idempotency)/(\S+)`)
 
 // failed returns the cases that failed in a child's output: a mutex case by
-// its name, a semaphore, read-write lock or rate limiter case as
+// its name, a semaphore, read-write lock, rate limiter or idempotency case as
 // "<Primitive>/<name>".
 func failed(out string) []string {
 	var names []string
@@ -187,6 +194,11 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{ratePartialGrant, []string{"RateLimiter/ManyAllOrNothing"}, ""},
 		{rateNoExpiry, []string{"RateLimiter/IdleStateExpires"}, "entries left for a key idle"},
 		{rateCallerClock, []string{"RateLimiter/ClientsShareOneBudget", "RateLimiter/AdmitsTheBurstThenDenies"}, ""},
+		{idemNoFenceCheck, []string{"Idempotency/StaleExecutorCannotComplete"}, "the stale executor's CompleteRecord"},
+		{idemNoFingerprint, []string{"Idempotency/FingerprintMismatchChangesNothing"}, ""},
+		{idemFenceStuck, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence"}, "want TookOver and a greater fence"},
+		{idemNoExpiry, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence", "Idempotency/StaleExecutorCannotComplete", "Idempotency/RetentionForgetsTheRecord"}, "no takeover within"},
+		{idemNoExclusion, []string{"Idempotency/RaceExactlyOneExecution"}, "executions of one record by"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -220,7 +232,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 // its session-based clients, without a bug, pass the suite in the same
 // subprocess harness, and run (do not skip) the cases the mutants fail.
 func TestReferenceStoresPassTheSuite(t *testing.T) {
-	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem", "rw", "rate"} {
+	for _, store := range []string{"memstore", "reference", "session", "atomic", "sem", "rw", "rate", "idem"} {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
@@ -239,13 +251,15 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			case "memstore":
-				ran = slices.Concat(semCases, rwCases, rateCases)
+				ran = slices.Concat(semCases, rwCases, rateCases, idemCases)
 			case "sem":
 				ran = semCases
 			case "rw":
 				ran = rwCases
 			case "rate":
 				ran = rateCases
+			case "idem":
+				ran = idemCases
 			}
 			for _, c := range ran {
 				if !strings.Contains(c, "/") {
@@ -278,6 +292,12 @@ var rwCases = []string{"RWMutex/WaitingWriterKeepsNewReadersOut", "RWMutex/Write
 var rateCases = []string{"RateLimiter/DeniedChangesNothing", "RateLimiter/AdmitsTheBurstThenDenies",
 	"RateLimiter/ManyAllOrNothing", "RateLimiter/RaceAdmitsAtMostTheBudget", "RateLimiter/IdleStateExpires",
 	"RateLimiter/ClientsShareOneBudget"}
+
+// idemCases are the idempotency cases the mutants fail, which the controls
+// must run and pass.
+var idemCases = []string{"Idempotency/StaleExecutorCannotComplete", "Idempotency/FingerprintMismatchChangesNothing",
+	"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence", "Idempotency/RetentionForgetsTheRecord",
+	"Idempotency/RaceExactlyOneExecution"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

@@ -28,7 +28,9 @@
 // driver.RWInspector): read and write holdings each with its own expiry,
 // fences from the same counter, the writer-waiting mark kept for
 // driver.WriterWaitTTL on the process's clock. It is a driver.RateLimiter:
-// each key's TAT on the same clock, dropped once it has passed. It is not a
+// each key's TAT on the same clock, dropped once it has passed. It is a driver.Idempotency too:
+// records keyed by scope and key, fences from the same counter, a completed
+// record dropped after its retention (on the same clock). It is not a
 // driver.Queuer, BatchExtender, Lister, WaiterCounter or Doctor: the client
 // falls back as each of those documents.
 //
@@ -38,8 +40,9 @@
 // nothing, when ctx is already done (Apply refuses a step it cannot perform
 // first); otherwise it answers at once. The Mutex methods do not validate
 // keys, tokens and ttls (the dlock Client does that before any call); the
-// Semaphore, RWMutex and RateLimiter methods do (driver.ValidatePermits,
-// driver.ValidateRW, driver.ValidateRate), before looking at ctx.
+// Semaphore, RWMutex, RateLimiter and Idempotency methods do
+// (driver.ValidatePermits, driver.ValidateRW, driver.ValidateRate,
+// driver.ValidateRecord), before looking at ctx.
 // The store never fails for want of a server: its other errors are the
 // contract's answers (a *driver.ContendedError, driver.NotHeld, ErrInvalid
 // for a step it cannot perform), each documented on its method.
@@ -74,6 +77,7 @@ type Store struct {
 	sem     semState          // the Semaphore keys (semaphore.go)
 	rw      rwState           // the RWMutex keys (rwmutex.go)
 	rate    rateState         // the RateLimiter keys (ratelimit.go)
+	idem    idemState         // the idempotency records (idempotency.go)
 }
 
 type entry struct {
@@ -166,8 +170,9 @@ func (s *Store) sweep() {
 func (s *Store) Retention() time.Duration { return 0 }
 
 // KeyState returns how many entries the store keeps for key: its lock if
-// held, its subscriptions if any, and the same for the Semaphore, RWMutex
-// and RateLimiter keys of that name (drivertest.StateReporter). An expired
+// held, its subscriptions if any, the same for the Semaphore, RWMutex and
+// RateLimiter keys of that name, and its idempotency records in any scope
+// (drivertest.StateReporter). An expired
 // lock is dropped here, as on any access. Its only error is ctx's.
 func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	if err := ctx.Err(); err != nil {
@@ -175,7 +180,7 @@ func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.subs[key]) + s.semEntries(key) + s.rwEntries(key) + s.rateEntries(key)
+	n := len(s.subs[key]) + s.semEntries(key) + s.rwEntries(key) + s.rateEntries(key) + s.idemEntries(key)
 	if s.live(key) != nil {
 		n++
 	}

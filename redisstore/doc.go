@@ -1,7 +1,7 @@
 // Package redisstore is the driver.Mutex (and driver.Semaphore,
-// driver.RWMutex and driver.RateLimiter) for Redis: a single server, a
-// Sentinel-managed primary or a Cluster, through any go-redis
-// redis.UniversalClient.
+// driver.RWMutex, driver.RateLimiter and driver.Idempotency) for Redis: a
+// single server, a Sentinel-managed primary or a Cluster, through any
+// go-redis redis.UniversalClient.
 //
 // Each operation is one round trip: a Lua script run by EVALSHA (falling back
 // to EVAL when the server lacks it). Acquires and releases made by several
@@ -90,6 +90,13 @@
 // expiry (PX) at the TAT, so an idle key costs nothing. An admitted call
 // writes it in one script; a denied call writes nothing. Decisions made by
 // several goroutines at once share round trips, as acquisitions do.
+//
+// A Store is also a driver.Idempotency: the record of scope S and key K is
+// one hash PREFIX idem:{<S in hex>:<K>} (executor token, fence,
+// fingerprint, lease end in ms on the server's clock, retention; once
+// completed, the result), which expires its retention after the lease or
+// the completion. Takeover fences are max(last + 1, TIME in µs). Each call
+// is one single-key script.
 //
 // # URLs
 //

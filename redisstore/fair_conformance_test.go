@@ -70,5 +70,5 @@ type fairStateStore struct {
 
 func (s fairStateStore) KeyState(ctx context.Context, key string) (int, error) {
 	lock, _ := s.Keys(key)
-	return keyState(ctx, s.rdb, lock)
+	return keyState(ctx, s.rdb, globEscaper.Replace(lock)+"*")
 }

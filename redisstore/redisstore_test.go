@@ -81,7 +81,8 @@ func newShortStore(t *testing.T, rdb redis.UniversalClient) *redisstore.Store {
 }
 
 // stateStore reports a lock's Redis keys for drivertest.StateReporter:
-// every key under the lock's hash tag, on every primary.
+// every key under the lock's hash tag, and the idempotency records of the
+// key in any scope, on every primary.
 type stateStore struct {
 	*redisstore.Store
 	rdb redis.UniversalClient
@@ -89,16 +90,24 @@ type stateStore struct {
 
 func (s stateStore) KeyState(ctx context.Context, key string) (int, error) {
 	lock, _ := s.Keys(key)
-	return keyState(ctx, s.rdb, lock)
+	rec := s.RecordKey(driver.RecordID{Key: key}) // PREFIX idem:{<scope>:<key>}, any scope
+	i := strings.Index(rec, "{") + 1
+	return keyState(ctx, s.rdb, globEscaper.Replace(lock)+"*", globEscaper.Replace(rec[:i])+"*"+globEscaper.Replace(rec[i:]))
 }
 
-// keyState counts the Redis keys under lock's name (lock and every key
-// that starts with it), on every primary.
-func keyState(ctx context.Context, rdb redis.UniversalClient, lock string) (int, error) {
-	match := globEscaper.Replace(lock) + "*"
+// keyState counts the Redis keys that match any of the glob patterns, on
+// every primary.
+func keyState(ctx context.Context, rdb redis.UniversalClient, matches ...string) (int, error) {
 	count := func(ctx context.Context, c *redis.Client) (int, error) {
-		keys, err := c.Keys(ctx, match).Result()
-		return len(keys), err
+		n := 0
+		for _, match := range matches {
+			keys, err := c.Keys(ctx, match).Result()
+			if err != nil {
+				return 0, err
+			}
+			n += len(keys)
+		}
+		return n, nil
 	}
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
