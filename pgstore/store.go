@@ -35,13 +35,15 @@ type Options struct {
 }
 
 // Store is a driver.Mutex on a PostgreSQL lease table, with per-key leases
-// on the database clock. It is safe for concurrent use. It never closes the
+// on the database clock, and a driver.Semaphore on its permits table (each
+// holding of permits a lease of its own). It is safe for concurrent use. It never closes the
 // pool it was given; Close stops its background work (the listener
 // connection and the sweep).
 type Store struct {
 	db    backend
 	names names
 	sql   statements
+	psql  permitStatements
 	sweep time.Duration
 
 	lis *listener
@@ -94,8 +96,9 @@ func newStore(b backend, opts Options) (*Store, error) {
 	if sweep == 0 {
 		sweep = DefaultSweepInterval
 	}
-	s := &Store{db: b, names: n, sql: newStatements(n), sweep: sweep}
+	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), sweep: sweep}
 	s.lis = newListener(b, n.channel())
+	s.lis.permits = n.permits
 	return s, nil
 }
 
