@@ -53,6 +53,7 @@ type Store struct {
 	opts Options
 
 	acquireSQL, extendSQL, releaseSQL, transferSQL string
+	anchorSQL, readPermitsSQL                      string // the Semaphore's (semaphore.go)
 	mark                                           markCfg
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
 
@@ -122,6 +123,7 @@ func (s *Store) prepareSQL() {
 		" holds = IF(owner = ? AND expires_at >= " + now + ", holds - 1, holds)" +
 		" RETURNING owner, holds, fence, " + remaining
 	s.transferSQL = transferStmt(s.n)
+	s.anchorSQL, s.readPermitsSQL = anchorStmt(s.n), readPermitsStmt(s.n)
 }
 
 // Model implements driver.Mutex: per-key leases of at least MinTTL on the
