@@ -16,7 +16,7 @@ import (
 // and Schema.
 type Options struct {
 	// Table is the prefix of the schema's objects (<Table>_locks,
-	// <Table>_fence, <Table>_rows): letters, digits and underscores, at
+	// <Table>_fence, <Table>_rows, <Table>_permits, <Table>_semaphores): letters, digits and underscores, at
 	// most 48. Empty means DefaultTable ("dlock").
 	Table string
 	// Retention is how long a free row (released or expired) stays before

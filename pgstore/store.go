@@ -22,7 +22,8 @@ const DefaultSweepInterval = time.Minute
 type Options struct {
 	// Table is the prefix of the schema's names (DefaultTable when empty):
 	// the lease table <Table>_locks, the sequence <Table>_fence, the
-	// row-lock table <Table>_rows. A lower-case SQL identifier of at most
+	// row-lock table <Table>_rows, the permits table <Table>_permits and
+	// its function <Table>_permits_acquire. A lower-case SQL identifier of at most
 	// 40 bytes, resolved through the connection's search_path.
 	Table string
 	// SweepInterval is how often the store deletes expired rows (0:
