@@ -194,8 +194,9 @@ func (s *Store) queryOn(op string, run func() *sql.Row, dest []any) error {
 }
 
 // Close deallocates Acquire's prepared statement on the pool's connections;
-// Acquire then returns an error matching driver.ErrInvalid, while Extend,
-// Release and Transfer still work (holders can end their holdings). It
+// Acquire and AcquirePermits then return an error matching
+// driver.ErrInvalid, while Extend, Release, Transfer, ExtendPermits and
+// ReleasePermits still work (holders can end their holdings). It
 // never closes the pool. A Store that is dropped without Close leaves that
 // statement on the connections it ran on until they close.
 func (s *Store) Close() error { return s.acquirePrep.close() }

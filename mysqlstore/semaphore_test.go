@@ -180,3 +180,26 @@ func TestSemaphoreUserAPI(t *testing.T) {
 	}
 	testkit.Closed(t, got, 10*time.Second, "the paced waiter's acquisition after the release")
 }
+
+// TestPermitsAfterClose: after Close AcquirePermits fails with ErrInvalid
+// before any I/O, as Acquire does, while ExtendPermits and ReleasePermits
+// still work, so a holder can end its holding. Control: before Close
+// AcquirePermits works.
+func TestPermitsAfterClose(t *testing.T) {
+	s := permitStores(t, 1, func(*mysqlstore.Store) {})[0]
+	if _, err := s.AcquirePermits(ctxT(t), "k", "a", 1, 1, time.Minute); err != nil {
+		t.Fatalf("before Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquirePermits(ctxT(t), "k2", "b", 1, 1, time.Minute); !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("AcquirePermits after Close: %v, want ErrInvalid", err)
+	}
+	if _, err := s.ExtendPermits(ctxT(t), "k", "a", time.Minute); err != nil {
+		t.Fatalf("ExtendPermits after Close: %v", err)
+	}
+	if err := s.ReleasePermits(ctxT(t), "k", "a"); err != nil {
+		t.Fatalf("ReleasePermits after Close: %v", err)
+	}
+}

@@ -224,3 +224,29 @@ func TestSemaphoreUserAPI(t *testing.T) {
 	}
 	testkit.Closed(t, got, 10*time.Second, "the waiter woken by the release")
 }
+
+// TestPermitsAfterClose: after Close the Semaphore's calls fail with
+// ErrInvalid before any I/O, as the mutex's do, and the holding is left to
+// its lease (a second store still sees it). Control: before Close they work.
+func TestPermitsAfterClose(t *testing.T) {
+	pool := newPool(t)
+	table := uniqTable(t, pool)
+	s := newStore(t, pool, pgstore.Options{Table: table})
+	a := tok()
+	if _, err := s.AcquirePermits(ctx(t), "k", a, 1, 1, time.Minute); err != nil {
+		t.Fatalf("before Close: %v", err)
+	}
+	if err := s.Close(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquirePermits(ctx(t), "k2", tok(), 1, 1, time.Minute); !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("AcquirePermits after Close: %v, want ErrInvalid", err)
+	}
+	if err := s.ReleasePermits(ctx(t), "k", a); !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("ReleasePermits after Close: %v, want ErrInvalid", err)
+	}
+	other := newStore(t, pool, pgstore.Options{Table: table})
+	if _, err := other.AcquirePermits(ctx(t), "k", tok(), 1, 1, time.Minute); !errors.Is(err, driver.ErrNotAcquired) {
+		t.Fatalf("the closed store's holding: %v, want it still held (ErrNotAcquired)", err)
+	}
+}

@@ -121,8 +121,8 @@ func (s *Store) Retention() time.Duration {
 
 // Close stops the store's listener (its connection is closed; subscribers
 // get no more values) and its sweep. Later Acquire, Extend, Release,
-// Transfer and Subscribe fail with an error matching driver.ErrInvalid
-// before any I/O; Inspect, List, Sweep, Migrate and Doctor still work
+// Transfer and Subscribe, and the Semaphore's calls, fail with an error
+// matching driver.ErrInvalid before any I/O; Inspect, List, Sweep, Migrate and Doctor still work
 // through the pool. It leaves the rows of held keys, which expire with
 // their leases, and never closes the pool. It waits for the background
 // work to end or ctx, whichever comes first, and returns ctx's error if
