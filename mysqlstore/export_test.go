@@ -51,3 +51,14 @@ func WithPermitsRace(s *Store, anchor bool) {
 		s.anchorSQL = "SELECT ?"
 	}
 }
+
+// WithoutPrune makes s's AcquirePermits skip expired holdings in its count
+// without deleting them (its read reports none expired): the wrong design
+// that TestPermitsExtensionInFlightIsCounted's control must catch.
+func WithoutPrune(s *Store) {
+	live := "expires_at > " + now
+	s.readPermitsSQL = strings.Replace(readPermitsStmt(s.n), "COALESCE(SUM(NOT ("+live+")), 0)", "0", 1)
+	if s.readPermitsSQL == readPermitsStmt(s.n) {
+		panic("WithoutPrune: the read's expired column was not found")
+	}
+}

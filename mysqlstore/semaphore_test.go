@@ -19,8 +19,13 @@ import (
 
 // permitStores returns count stores on one fresh prefix, each on a pool of
 // its own (interpolateParams=true, as the URL opener sets), with edit
-// applied to each.
+// applied to each; permitStoresOn also returns the prefix's permits table.
 func permitStores(t *testing.T, count int, edit func(*mysqlstore.Store)) []*mysqlstore.Store {
+	stores, _ := permitStoresOn(t, count, edit)
+	return stores
+}
+
+func permitStoresOn(t *testing.T, count int, edit func(*mysqlstore.Store)) ([]*mysqlstore.Store, string) {
 	t.Helper()
 	_, opts := migrated(t, mysqlstore.Options{})
 	var stores []*mysqlstore.Store
@@ -32,7 +37,7 @@ func permitStores(t *testing.T, count int, edit func(*mysqlstore.Store)) []*mysq
 		edit(s)
 		stores = append(stores, s)
 	}
-	return stores
+	return stores, opts.Table + "_permits"
 }
 
 // TestPermitsAnchorSerializesAcquirers: 8 acquirers on 4 pools race for a
@@ -201,5 +206,84 @@ func TestPermitsAfterClose(t *testing.T) {
 	}
 	if err := s.ReleasePermits(ctxT(t), "k", "a"); err != nil {
 		t.Fatalf("ReleasePermits after Close: %v", err)
+	}
+}
+
+// TestPermitsExtensionInFlightIsCounted: a holding whose lease has just
+// ended on the server clock while an extension of it is in flight (an open
+// transaction that extended it before the expiry holds its row) is not
+// taken for expired: the acquisition's DELETE of the expired holdings it
+// read waits for the row, re-checks the expiry on the extended row and
+// keeps it, and the read after it counts the holding, so a newcomer to the
+// key's one permit is refused. Control (WithoutPrune): an acquisition that
+// skips expired rows in its count reads the old row without waiting,
+// admits the newcomer, and the extension then commits: two holdings of one
+// permit.
+func TestPermitsExtensionInFlightIsCounted(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		prune bool
+	}{{"DeleteExpired", true}, {"ControlSkipExpired", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			stores, table := permitStoresOn(t, 1, func(s *mysqlstore.Store) {
+				if !c.prune {
+					mysqlstore.WithoutPrune(s)
+				}
+			})
+			s := stores[0]
+			admin := openDB(t, shared(t).DSN())
+			if _, err := s.AcquirePermits(ctxT(t), "k", "holder", 1, 1, 200*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := admin.BeginTx(ctxT(t), nil) // the extension in flight
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.Exec("UPDATE " + table + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE WHERE name = 'k' AND expires_at > UTC_TIMESTAMP(6)"); err != nil {
+				t.Fatal(err)
+			}
+			testkit.WaitFor(t, 10*time.Second, "the holding's old expiry", func() bool {
+				var ok bool
+				return admin.QueryRow("SELECT UTC_TIMESTAMP(6) > (SELECT expires_at FROM "+table+" WHERE name = 'k')").Scan(&ok) == nil && ok
+			})
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.AcquirePermits(ctxT(t), "k", "newcomer", 1, 1, time.Minute)
+				done <- err
+			}()
+			var (
+				got      error
+				returned bool
+			)
+			testkit.WaitFor(t, 10*time.Second, "the acquisition returning or waiting for the row lock", func() bool {
+				select {
+				case got = <-done:
+					returned = true
+					return true
+				default:
+				}
+				// A statement of the acquisition on the permits table running
+				// for 50 ms: waiting for the row (INNODB_TRX does not show it
+				// as LOCK WAIT on 10.11).
+				var n int
+				err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'"+
+					" AND INFO LIKE '% "+table+" %' AND TIME_MS >= 50").Scan(&n)
+				return err == nil && n > 0
+			})
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if !returned {
+				got = <-done
+			}
+			switch {
+			case c.prune && !errors.Is(got, driver.ErrNotAcquired):
+				t.Fatalf("the newcomer: %v; want refused (ErrNotAcquired): the extended holding still has the permit", got)
+			case !c.prune && got != nil:
+				t.Fatalf("control: the newcomer: %v; want admitted (the over-admission the deletion prevents)", got)
+			}
+			t.Logf("the newcomer: %v", got)
+		})
 	}
 }

@@ -250,3 +250,93 @@ func TestPermitsAfterClose(t *testing.T) {
 		t.Fatalf("the closed store's holding: %v, want it still held (ErrNotAcquired)", err)
 	}
 }
+
+// TestPermitsExtensionInFlightIsCounted: a holding whose lease has just
+// ended on the server clock while an ExtendPermits of it is in flight (an
+// open transaction that extended it, with a now() before the expiry, holds
+// its row) is not taken for expired: the acquisition's DELETE of expired
+// holdings waits for the row, re-checks the expiry on the extended row and
+// keeps it, so a newcomer to the key's one permit is refused. Control: a
+// function that skips expired rows in its count instead of deleting them
+// reads the old row without waiting, admits the newcomer, and the
+// extension then commits: two holdings of one permit.
+func TestPermitsExtensionInFlightIsCounted(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		delete bool
+	}{{"DeleteExpired", true}, {"ControlSkipExpired", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			admin := newPool(t)
+			table := uniqTable(t, admin)
+			if !c.delete {
+				fn := permitsFunction(t, table, func(f string) string {
+					f = regexp.MustCompile(`(?m)^\s*DELETE FROM .*\n`).ReplaceAllString(f, "")
+					return strings.ReplaceAll(f, "WHERE p.name = p_name;", "WHERE p.name = p_name AND p.expires_at > now();")
+				})
+				if _, err := admin.Exec(ctx(t), fn); err != nil {
+					t.Fatalf("replace the function: %v", err)
+				}
+			}
+			s := newStore(t, newPool(t), pgstore.Options{Table: table})
+			if _, err := s.AcquirePermits(ctx(t), "k", tok(), 1, 1, 200*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := admin.Begin(ctx(t)) // the extension in flight
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(context.Background())
+			if _, err := tx.Exec(ctx(t), "UPDATE "+table+"_permits SET expires_at = now() + interval '1 minute' WHERE name = 'k' AND expires_at > now()"); err != nil {
+				t.Fatal(err)
+			}
+			waitServer(t, admin, "SELECT now() > (SELECT expires_at FROM "+table+"_permits WHERE name = 'k')", "the holding's old expiry")
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.AcquirePermits(ctx(t), "k", tok(), 1, 1, time.Minute)
+				done <- err
+			}()
+			var (
+				got      error
+				returned bool
+			)
+			blocked := func() bool {
+				select {
+				case got = <-done:
+					returned = true
+					return true
+				default:
+				}
+				var n int
+				err := admin.QueryRow(ctx(t), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%_permits_acquire(%'").Scan(&n)
+				return err == nil && n > 0
+			}
+			if !testkit.Eventually(10*time.Second, blocked) {
+				t.Fatal("the acquisition neither returned nor waited for the row lock within 10s")
+			}
+			if err := tx.Commit(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if !returned {
+				got = <-done
+			}
+			switch {
+			case c.delete && !errors.Is(got, driver.ErrNotAcquired):
+				t.Fatalf("the newcomer: %v; want refused (ErrNotAcquired): the extended holding still has the permit", got)
+			case !c.delete && got != nil:
+				t.Fatalf("control: the newcomer: %v; want admitted (the over-admission the deletion prevents)", got)
+			}
+			t.Logf("the newcomer: %v", got)
+		})
+	}
+}
+
+// waitServer polls the boolean query q until it is true, within 10 s.
+func waitServer(t *testing.T, pool *pgxpool.Pool, q, what string) {
+	t.Helper()
+	if !testkit.Eventually(10*time.Second, func() bool {
+		var ok bool
+		return pool.QueryRow(ctx(t), q).Scan(&ok) == nil && ok
+	}) {
+		t.Fatalf("%s: not true within 10s", what)
+	}
+}
