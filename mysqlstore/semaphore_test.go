@@ -267,8 +267,8 @@ func TestPermitsExtensionInFlightIsCounted(t *testing.T) {
 				// for 50 ms: waiting for the row (INNODB_TRX does not show it
 				// as LOCK WAIT on 10.11).
 				var n int
-				err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'"+
-					" AND INFO LIKE '% "+table+" %' AND TIME_MS >= 50").Scan(&n)
+				err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'" +
+					" AND INFO LIKE '% " + table + " %' AND TIME_MS >= 50").Scan(&n)
 				return err == nil && n > 0
 			})
 			if err := tx.Commit(); err != nil {
