@@ -264,8 +264,8 @@ func TestPermitsExtensionInFlightIsCounted(t *testing.T) {
 				default:
 				}
 				// A statement of the acquisition on the permits table running
-				// for 50 ms: waiting for the row (INNODB_TRX does not show it
-				// as LOCK WAIT on 10.11).
+				// for 50 ms: waiting for the row (INNODB_TRX counted no LOCK
+				// WAIT here, on 10.11).
 				var n int
 				err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'" +
 					" AND INFO LIKE '% " + table + " %' AND TIME_MS >= 50").Scan(&n)
