@@ -55,7 +55,8 @@ func TestConformanceLease(t *testing.T) {
 	}
 }
 
-// reporting counts a key's rows for drivertest.StateReporter. The sweep is
+// reporting counts a key's rows (lease table, permits and their anchors)
+// for drivertest.StateReporter. The sweep is
 // client-driven (Acquire and Release run it when due): KeyState sweeps
 // first, standing for a table that some client keeps using.
 type reporting struct {
@@ -71,7 +72,9 @@ func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 		return 0, err
 	}
 	var n int
-	err := r.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+r.opts.Table+"_locks WHERE name = ?", []byte(key)).Scan(&n)
+	t := r.opts.Table
+	err := r.admin.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM "+t+"_locks WHERE name = ?) + (SELECT COUNT(*) FROM "+t+
+		"_permits WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_semaphores WHERE name = ?)", []byte(key), []byte(key), []byte(key)).Scan(&n)
 	return n, err
 }
 

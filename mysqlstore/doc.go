@@ -15,6 +15,11 @@
 //     reserved for it until that poll (the waiter mark), so a process that keeps
 //     handing the key to its own goroutines no longer starves the others
 //     (docs/mysql.md, "Waiting").
+//     The same Store is a driver.Semaphore (dlock.NewSemaphores): holdings
+//     of permits are rows of <Table>_permits, each with its own expiry;
+//     an acquisition is one READ COMMITTED transaction that locks the key's
+//     anchor row in <Table>_semaphores; waiters pace (docs/mysql.md,
+//     "Semaphore").
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the

@@ -1,6 +1,9 @@
 package mysqlstore
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // ConnIDs returns the server ids of the connections the Session pins.
 func (s *Session) ConnIDs() []int64 {
@@ -35,4 +38,27 @@ func WithoutMark(s *Store) {
 func WithMarkTimes(s *Store, minHint, maxHint, slack time.Duration) {
 	s.mark = markCfg{minHint: minHint, maxHint: maxHint, slack: slack, div: 8}
 	s.acquireSQL = acquireStmt(s.n, s.mark)
+}
+
+// WithPermitsRace makes s's AcquirePermits pause 20 ms between its read of
+// the key's holdings and its insert (a SLEEP in the read), widening the
+// window two acquirers could both count in; without the anchor, it also
+// skips the lock on the key's anchor row: the wrong design that
+// TestPermitsAnchorSerializesAcquirers' control must catch.
+func WithPermitsRace(s *Store, anchor bool) {
+	s.readPermitsSQL = strings.Replace(readPermitsStmt(s.n), "SELECT ", "SELECT SLEEP(0.02) + ", 1)
+	if !anchor {
+		s.anchorSQL = "SELECT ?"
+	}
+}
+
+// WithoutPrune makes s's AcquirePermits skip expired holdings in its count
+// without deleting them (its read reports none expired): the wrong design
+// that TestPermitsExtensionInFlightIsCounted's control must catch.
+func WithoutPrune(s *Store) {
+	live := "expires_at > " + now
+	s.readPermitsSQL = strings.Replace(readPermitsStmt(s.n), "COALESCE(SUM(NOT ("+live+")), 0)", "0", 1)
+	if s.readPermitsSQL == readPermitsStmt(s.n) {
+		panic("WithoutPrune: the read's expired column was not found")
+	}
 }

@@ -42,7 +42,19 @@ func (s *Store) maybeSweep(ctx context.Context) {
 // one Acquire takes, so the sweep cannot deadlock with it. On error it
 // returns 0 with the error (ErrRefused for a missing schema, else the
 // driver's): rows may have been deleted if the DELETE's answer was lost.
+// It then deletes up to 500 expired holdings of permits and the
+// Semaphore's anchors left without holdings (sweepPermits).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
+	n, err := s.sweepLocks(ctx)
+	if err != nil {
+		return n, err
+	}
+	m, err := s.sweepPermits(ctx)
+	return n + m, err
+}
+
+// sweepLocks is Sweep's part on the lease table.
+func (s *Store) sweepLocks(ctx context.Context) (int, error) {
 	cutoff := s.opts.Retention.Microseconds()
 	rows, err := s.db.QueryContext(ctx, "SELECT name FROM "+s.n.locks+
 		" WHERE expires_at < "+now+" - INTERVAL ? MICROSECOND AND "+unreserved+" LIMIT ?", cutoff, sweepBatch)

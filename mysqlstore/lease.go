@@ -16,7 +16,7 @@ import (
 // and Schema.
 type Options struct {
 	// Table is the prefix of the schema's objects (<Table>_locks,
-	// <Table>_fence, <Table>_rows): letters, digits and underscores, at
+	// <Table>_fence, <Table>_rows, <Table>_permits, <Table>_semaphores): letters, digits and underscores, at
 	// most 48. Empty means DefaultTable ("dlock").
 	Table string
 	// Retention is how long a free row (released or expired) stays before
@@ -53,6 +53,7 @@ type Store struct {
 	opts Options
 
 	acquireSQL, extendSQL, releaseSQL, transferSQL string
+	anchorSQL, readPermitsSQL                      string // the Semaphore's (semaphore.go)
 	mark                                           markCfg
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
 
@@ -122,6 +123,7 @@ func (s *Store) prepareSQL() {
 		" holds = IF(owner = ? AND expires_at >= " + now + ", holds - 1, holds)" +
 		" RETURNING owner, holds, fence, " + remaining
 	s.transferSQL = transferStmt(s.n)
+	s.anchorSQL, s.readPermitsSQL = anchorStmt(s.n), readPermitsStmt(s.n)
 }
 
 // Model implements driver.Mutex: per-key leases of at least MinTTL on the
@@ -192,8 +194,9 @@ func (s *Store) queryOn(op string, run func() *sql.Row, dest []any) error {
 }
 
 // Close deallocates Acquire's prepared statement on the pool's connections;
-// Acquire then returns an error matching driver.ErrInvalid, while Extend,
-// Release and Transfer still work (holders can end their holdings). It
+// Acquire and AcquirePermits then return an error matching
+// driver.ErrInvalid, while Extend, Release, Transfer, ExtendPermits and
+// ReleasePermits still work (holders can end their holdings). It
 // never closes the pool. A Store that is dropped without Close leaves that
 // statement on the connections it ran on until they close.
 func (s *Store) Close() error { return s.acquirePrep.close() }

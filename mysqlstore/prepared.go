@@ -62,3 +62,10 @@ func (p *prepared) close() error {
 	p.stmt = nil
 	return err
 }
+
+// isClosed reports whether close has run.
+func (p *prepared) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}

@@ -23,6 +23,9 @@ var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,47}$`)
 // names are the schema objects of one prefix.
 type names struct {
 	locks, fence, rows string
+	// permits holds the Semaphore's holdings; semaphores one anchor row
+	// per key, locked by each acquisition.
+	permits, semaphores string
 }
 
 // tableNames validates prefix (letters, digits, underscores, at most 48,
@@ -34,7 +37,8 @@ func tableNames(prefix string) (names, error) {
 	if !tableRE.MatchString(prefix) {
 		return names{}, fmt.Errorf("%w: mysqlstore: table prefix %q: want letters, digits and _ (at most 48, not starting with a digit)", driver.ErrInvalid, prefix)
 	}
-	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows"}, nil
+	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
+		permits: prefix + "_permits", semaphores: prefix + "_semaphores"}, nil
 }
 
 // ddl returns the statements that create the schema, each idempotent.
@@ -56,6 +60,7 @@ func tableNames(prefix string) (names, error) {
 //     skip a cached block: fences then jump, never go back).
 //   - <p>_rows, the row-lock table: one row per key, created on first use,
 //     locked with SELECT ... FOR UPDATE by WithRowLock.
+//   - <p>_permits and <p>_semaphores, the Semaphore's (permitsDDL).
 func (n names) ddl() []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + n.locks + ` (
@@ -77,6 +82,7 @@ func (n names) ddl() []string {
   name VARBINARY(1024) NOT NULL,
   PRIMARY KEY (name)
 ) ENGINE=InnoDB`,
+		n.permitsDDL(), n.semaphoresDDL(),
 	}
 }
 

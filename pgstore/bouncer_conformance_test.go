@@ -11,13 +11,15 @@ import (
 	"example.com/dlock/pgstore"
 )
 
-// deafStore is a lease-table store without driver.Notifier, as the store is
-// behind PgBouncer in transaction or statement mode, where its Subscribe reports
-// notifications unsupported: the field Subscribe, shallower than the
-// embedded store's method, hides that method.
+// deafStore is a lease-table store without driver.Notifier and
+// driver.PermitNotifier, as the store is behind PgBouncer in transaction or
+// statement mode, where its Subscribe and SubscribePermits report
+// notifications unsupported: the fields, shallower than the embedded
+// store's methods, hide those methods.
 type deafStore struct {
 	reporting
-	Subscribe struct{}
+	Subscribe        struct{}
+	SubscribePermits struct{}
 }
 
 // TestConformanceBouncer is the conformance suite through PgBouncer, every

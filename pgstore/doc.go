@@ -68,13 +68,25 @@
 // of sleeping until the holder's lease would end (docs/postgres.md,
 // "Behind PgBouncer").
 //
+// # Semaphore
+//
+// The lease table's Store is also a driver.Semaphore (use it with
+// dlock.NewSemaphores): each holding of permits is a row of
+// <prefix>_permits with its own expiry on the database clock and a fence
+// from the lease table's sequence. AcquirePermits is one statement, a call
+// of a PL/pgSQL function that serializes the key's acquirers on a
+// transaction-scoped advisory lock (READ COMMITTED only); a release sends
+// NOTIFY, which SubscribePermits hears on the store's listener
+// (docs/postgres.md, "The Semaphore").
+//
 // # Schema
 //
 // Migrate (or MigrateDB) creates the schema if it is missing, and adds the
 // waited column to a lease table made by an earlier version. Schema returns
 // the same DDL, for a DBA to review or run: the lease table <prefix>_locks,
-// the sequence <prefix>_fence, and the row-lock table <prefix>_rows, which
-// the lease mode does not use. The prefix is Options.Table (default "dlock"),
+// the sequence <prefix>_fence, the row-lock table <prefix>_rows, which
+// the lease mode does not use, and the Semaphore's permits table
+// <prefix>_permits with its function <prefix>_permits_acquire. The prefix is Options.Table (default "dlock"),
 // resolved through the connection's search_path.
 //
 // # URL

@@ -78,7 +78,7 @@ func (s *Store) checkIsolation(ctx context.Context, add addFunc) {
 		return
 	}
 	if iso != "read committed" {
-		add("isolation", driver.Warn, "default_transaction_isolation is %q: under contention lock statements fail with serialization errors (40001), which count as unknown outcomes; set it to 'read committed' for the lock's connections (ALTER ROLE ... SET default_transaction_isolation = 'read committed')", iso)
+		add("isolation", driver.Warn, "default_transaction_isolation is %q: under contention lock statements fail with serialization errors (40001), which count as unknown outcomes, and the semaphore's acquisitions are refused; set it to 'read committed' for the lock's connections (ALTER ROLE ... SET default_transaction_isolation = 'read committed')", iso)
 		return
 	}
 	add("isolation", driver.OK, "read committed: lock statements never fail with serialization errors")

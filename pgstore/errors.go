@@ -35,7 +35,8 @@ func statementPooling(err error) bool {
 // again), a read-only server (a replica, or default_transaction_read_only),
 // missing privileges, failed authentication, a prepared statement that a
 // pooler in transaction or statement mode lost or shares (the Bind failed:
-// nothing ran).
+// nothing ran), a feature the call needs and the session lacks (the
+// Semaphore under REPEATABLE READ).
 // Anything else (network errors,
 // a cancelled context, a server shutting down) matches no sentinel: the
 // outcome is unknown.
@@ -51,6 +52,8 @@ func wrap(op string, err error) error {
 			hint = " (a table made by an older pgstore: run pgstore.Migrate again, or `dlock schema` for the DDL)"
 		case "25006":
 			hint = " (a read-only server: a replica? point the store at the primary)"
+		case "0A000":
+			hint = " (the store needs READ COMMITTED: check default_transaction_isolation)"
 		case "26000", "42P05":
 			hint = " (a pooler in transaction or statement mode, PgBouncer, ran the pool's prepared statement on another server connection: set default_query_exec_mode=exec in the pool's URL, see docs/postgres.md)"
 		}
@@ -98,6 +101,7 @@ func refused(code string) bool {
 		code == "42883",               // undefined_function
 		code == "26000",               // invalid_sql_statement_name: a prepared statement missing (a pooler)
 		code == "42P05",               // duplicate_prepared_statement: another client's (a pooler)
+		code == "0A000",               // feature_not_supported: permits under REPEATABLE READ
 		strings.HasPrefix(code, "28"), // invalid authorization
 		strings.HasPrefix(code, "3D"), // invalid catalog name (no such database)
 		strings.HasPrefix(code, "22"): // data exception (a value out of range)

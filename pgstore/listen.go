@@ -57,12 +57,14 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := conn.Exec(cctx, l.listenSQL()); err != nil {
-		release()
-		return nil, nil, err
+	for _, q := range l.listenSQL() {
+		if _, err := conn.Exec(cctx, q); err != nil {
+			release()
+			return nil, nil, err
+		}
 	}
 	if l.probeWait > 0 {
-		if _, err := probeNotify(cctx, conn, l.b, l.channel, l.probeWait, l.fanoutKey); err != nil {
+		if _, err := probeNotify(cctx, conn, l.b, l.channel, l.probeWait, l.dispatch); err != nil {
 			if errors.Is(err, errDeaf) {
 				unlisten(conn)
 			}
@@ -72,9 +74,6 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, func(), error) {
 	}
 	return conn, release, nil
 }
-
-// fanoutKey wakes the subscribers of key.
-func (l *listener) fanoutKey(key string) { l.fanout(key, false) }
 
 // listening marks the current attempt of r a success; after a reconnection
 // it wakes every subscriber, since releases sent while no connection
@@ -136,9 +135,7 @@ func (l *listener) serve(r *run, conn *pgx.Conn) {
 		cancel()
 		switch {
 		case err == nil:
-			if n.Channel == l.channel {
-				l.fanout(n.Payload, false)
-			}
+			l.dispatch(n.Channel, n.Payload)
 			continue
 		case r.ctx.Err() != nil || !timedOut || conn.IsClosed():
 			return

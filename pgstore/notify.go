@@ -42,6 +42,9 @@ func newAttempt() *attempt { return &attempt{ready: make(chan struct{}), failed:
 type listener struct {
 	b       backend
 	channel string
+	// permits, if set, is a second channel, of the Semaphore's releases:
+	// its payloads wake the subscriptions of permitsSub(key).
+	permits string
 
 	mu    sync.Mutex
 	subs  map[string]map[*sub]struct{}
@@ -268,5 +271,23 @@ func (l *listener) fanout(key string, all bool) {
 	wake(l.subs[key])
 }
 
-// listenSQL is the LISTEN statement for the channel.
-func (l *listener) listenSQL() string { return "LISTEN " + pgx.Identifier{l.channel}.Sanitize() }
+// listenSQL are the LISTEN statements for the channels: the permits
+// channel's first, so that the connection's last statement (what
+// pg_stat_activity shows) is the lease table's LISTEN.
+func (l *listener) listenSQL() []string {
+	q := []string{"LISTEN " + pgx.Identifier{l.channel}.Sanitize()}
+	if l.permits != "" {
+		q = append([]string{"LISTEN " + pgx.Identifier{l.permits}.Sanitize()}, q...)
+	}
+	return q
+}
+
+// dispatch wakes the subscribers a notification on channel is for.
+func (l *listener) dispatch(channel, payload string) {
+	switch {
+	case channel == l.channel:
+		l.fanout(payload, false)
+	case channel == l.permits && l.permits != "":
+		l.fanout(permitsSub(payload), false)
+	}
+}

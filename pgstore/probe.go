@@ -51,7 +51,7 @@ func unsupported(err error) error { return driver.Unsupported("pgstore: notifica
 // what others send: it sends pg_notify(channel, a random payload) through b
 // (the pool, as a release does) and waits up to wait, from the NOTIFY's
 // commit, for that payload on conn. Other notifications that arrive
-// meanwhile go to other (nil: dropped). It returns how long the
+// meanwhile go to other with their channel (nil: dropped). It returns how long the
 // round trip took, a deafError if the payload did not arrive while conn
 // stayed open, or the error of the NOTIFY or of conn.
 //
@@ -59,7 +59,7 @@ func unsupported(err error) error { return driver.Unsupported("pgstore: notifica
 // notifications before the statement's ReadyForQuery, which PgBouncer in
 // transaction mode still forwards to the sender, so a self-sent probe would
 // arrive through a pooler that forwards nothing else.
-func probeNotify(ctx context.Context, conn *pgx.Conn, b backend, channel string, wait time.Duration, other func(payload string)) (time.Duration, error) {
+func probeNotify(ctx context.Context, conn *pgx.Conn, b backend, channel string, wait time.Duration, other func(channel, payload string)) (time.Duration, error) {
 	payload := probePrefix + randHex(8)
 	start := time.Now()
 	if _, err := b.exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload); err != nil {
@@ -73,8 +73,8 @@ func probeNotify(ctx context.Context, conn *pgx.Conn, b backend, channel string,
 		case err == nil && n.Channel == channel && n.Payload == payload:
 			return time.Since(start), nil
 		case err == nil:
-			if other != nil && n.Channel == channel {
-				other(n.Payload)
+			if other != nil {
+				other(n.Channel, n.Payload)
 			}
 		case ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed():
 			return 0, deafError{wait}

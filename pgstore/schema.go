@@ -22,6 +22,9 @@ var tablePattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
 // names are the schema's object names for one prefix.
 type names struct {
 	locks, fence, rows string
+	// permits is the Semaphore holdings' table (also the NOTIFY channel
+	// of permit releases), acquirePermits its acquisition function.
+	permits, acquirePermits string
 }
 
 // namesFor validates prefix (empty: DefaultTable) and derives the names.
@@ -32,7 +35,8 @@ func namesFor(prefix string) (names, error) {
 	if !tablePattern.MatchString(prefix) {
 		return names{}, fmt.Errorf("%w: pgstore: table prefix %q: want a lower-case SQL identifier of at most 40 bytes ([a-z_][a-z0-9_]*)", driver.ErrInvalid, prefix)
 	}
-	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows"}, nil
+	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
+		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire"}, nil
 }
 
 // channel is the NOTIFY channel of releases: the lease table's name.
@@ -40,15 +44,23 @@ func (n names) channel() string { return n.locks }
 
 // Schema returns the DDL that Migrate runs for opts.Table, for a DBA to read
 // or run by hand: the lease table (<prefix>_locks), the fence sequence
-// (<prefix>_fence) and the row-lock table (<prefix>_rows), each created
-// only if missing. It returns the DDL for DefaultTable if opts.Table is not
+// (<prefix>_fence), the row-lock table (<prefix>_rows), each created only
+// if missing, and the Semaphore's permits table (<prefix>_permits, created
+// if missing) with its acquisition function (<prefix>_permits_acquire,
+// created or replaced). It returns the DDL for DefaultTable if opts.Table is not
 // a valid prefix (New and Migrate reject it).
 func Schema(opts Options) string {
 	n, err := namesFor(opts.Table)
 	if err != nil {
 		n, _ = namesFor(DefaultTable)
 	}
-	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows)
+	return ddl(n)
+}
+
+// ddl is the schema of n: the lease table, the sequence, the row-lock
+// table, the permits table and its function.
+func ddl(n names) string {
+	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits)
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.
@@ -92,7 +104,7 @@ const migrationLock = "SELECT pg_advisory_xact_lock(hashtext('dlock migrate ' ||
 // migration returns the whole migration as one simple-protocol message:
 // PostgreSQL runs it as one transaction, the advisory lock held to its end.
 func migration(n names) string {
-	return fmt.Sprintf(migrationLock, quoteLiteral(n.locks)) + fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows)
+	return fmt.Sprintf(migrationLock, quoteLiteral(n.locks)) + ddl(n)
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

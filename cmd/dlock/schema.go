@@ -24,10 +24,11 @@ func newSchemaCmd() *cobra.Command {
 		Use:   "schema",
 		Short: "Print the SQL a store needs (tables, sequence) for a DBA, or apply it with --apply",
 		Long: `schema prints the statements that create what the store keeps its locks in
-(for the SQL stores: the lease table, the fence sequence and the row-lock
-table, named after the URL's ?table= prefix, default dlock), exactly as the
-store would run them: idempotent (IF NOT EXISTS), so a DBA can review them
-and run them by hand. Printing makes no network call.
+(for the SQL stores: the lease table, the fence sequence, the row-lock
+table and the semaphore's permits table, named after the URL's ?table=
+prefix, default dlock), exactly as the store would run them: idempotent
+(IF NOT EXISTS; CREATE OR REPLACE for PostgreSQL's permits function), so a
+DBA can review them and run them by hand. Printing makes no network call.
 
 With --apply it runs them on the store's database (driver.Schemer's
 Migrate): on a database that already has them it changes nothing; if it
