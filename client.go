@@ -339,11 +339,19 @@ func notAcquired(err error) error {
 	return tidy(fmt.Errorf("%w: %w", ErrNotAcquired, err))
 }
 
-// waitError explains, in one line, why a wait ended: the caller's context
-// (the error matches ctx.Err()), the wait bound, or the wait context ending
-// otherwise; with last, the last attempt's answer (matchable too), so that
-// a wait on an unreachable store says why it was unreachable.
+// waitError explains, in one line, why a wait for key's lock ended (see
+// waitErrorOf).
 func waitError(ctx, wctx context.Context, key string, last error) error {
+	return waitErrorOf(ctx, wctx, "lock", key, "", last)
+}
+
+// waitErrorOf explains, in one line, why a wait for a noun's key (detail
+// appended to it) ended: the caller's context (the error matches ctx.Err()
+// and its cause), the wait bound, or the wait context ending otherwise;
+// with last, the last attempt's answer (matchable too), so that a wait on
+// an unreachable store says why it was unreachable. It matches
+// ErrNotAcquired.
+func waitErrorOf(ctx, wctx context.Context, noun, key, detail string, last error) error {
 	errs := []error{ErrNotAcquired}
 	var why string
 	switch err := ctx.Err(); {
@@ -361,7 +369,7 @@ func waitError(ctx, wctx context.Context, key string, last error) error {
 		errs = append(errs, wctx.Err())
 		why = wctx.Err().Error()
 	}
-	msg := fmt.Sprintf("%v: lock %q: %s", ErrNotAcquired, key, why)
+	msg := fmt.Sprintf("%v: %s %q%s: %s", ErrNotAcquired, noun, key, detail, why)
 	if last != nil {
 		msg += " (last attempt: " + trimSentinels(last.Error()) + ")"
 		errs = append(errs, last)

@@ -48,6 +48,8 @@ type Kind string
 const (
 	KindLock   Kind = "lock"   // a Client's lock (Lease)
 	KindPermit Kind = "permit" // a Semaphores' holding of permits (Permit)
+	KindRead   Kind = "read"   // an RWLocks' read holding (RWHolding), a downgraded one's too
+	KindWrite  Kind = "write"  // an RWLocks' write holding (RWHolding), until Downgrade
 )
 
 // EventType says what happened.
@@ -131,7 +133,7 @@ func waitOutcome(err error) Outcome {
 	switch {
 	case err == nil:
 		return OutcomeAcquired
-	case errors.Is(err, errClosed), errors.Is(err, errSemClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, errClosed), errors.Is(err, errSemClosed), errors.Is(err, errRWClosed), errors.Is(err, context.Canceled):
 		return OutcomeCancelled
 	case errors.Is(err, ErrRefused):
 		return OutcomeRefused
@@ -152,7 +154,8 @@ func waitOutcome(err error) Outcome {
 func contended(err error) bool {
 	var ce *ContendedError
 	var pt *driver.PermitsTakenError
-	return errors.As(err, &ce) || errors.As(err, &pt)
+	var rt *driver.RWTakenError
+	return errors.As(err, &ce) || errors.As(err, &pt) || errors.As(err, &rt)
 }
 
 // lossOutcome classifies the error of a lost holding.
@@ -188,13 +191,15 @@ func (l *Lease) observe(ctx context.Context, e Event) {
 	l.watch.emit(ctx, l.v.Now(), e)
 }
 
-// observe tells the Observer of the call that made p, if any, of e about p.
-func (p *Permit) observe(ctx context.Context, e Event) {
-	if p.watch == nil {
+// observe tells the Observer of the call that made m, if any, of e about
+// m.
+func (m *member) observe(ctx context.Context, e Event) {
+	if m.watch == nil {
 		return
 	}
-	e.Kind, e.Key, e.Fence, e.Count = KindPermit, p.key, p.fence, p.permits
-	p.watch.emit(ctx, p.v.Now(), e)
+	e.Kind, e.Key = m.self.eventKind(), m.key
+	e.Fence, e.Count = m.self.grant()
+	m.watch.emit(ctx, m.v.Now(), e)
 }
 
 // emit sets e's Held (for the events that end a holding) as of now, and
