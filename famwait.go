@@ -8,11 +8,11 @@ import (
 	"example.com/dlock/internal/lease"
 )
 
-// famWait is one blocking acquisition of a Semaphores or RWLocks, as the
-// wait loop (famAcquire) drives it: the primitive's side of each attempt.
+// famWait is the primitive's side of the attempts of one blocking
+// acquisition of a Semaphores or RWLocks, as the wait loop (famAcquire)
+// drives them. Only functions: the loop calls them and keeps none, so that
+// they stay on the caller's stack.
 type famWait[H comparable] struct {
-	key string
-	cfg config
 	// attempt makes one acquisition for token, bounded by ctx.
 	attempt func(ctx context.Context, token string) (H, error)
 	// refusal reports whether an attempt's err says the key is taken (so
@@ -23,17 +23,17 @@ type famWait[H comparable] struct {
 	waitError func(ctx, wctx context.Context, last error) error
 }
 
-// famAcquire makes attempts until one succeeds, an error is final, or the
-// wait ends: ctx, the wait bound (cfg.wait; 0 for one attempt), or Close.
+// famAcquire makes attempts for key until one succeeds, an error is final,
+// or the wait ends: ctx, the wait bound (cfg.wait; 0 for one attempt), or
+// Close.
 // A failed wait returns the zero H and an error matching ErrNotAcquired
 // (or ErrInvalid), first giving back in the background what an attempt
 // without an answer may have left.
-func famAcquire[H comparable](f *famCore, ctx context.Context, w famWait[H]) (H, error) {
+func famAcquire[H comparable](f *famCore, ctx context.Context, key string, cfg config, w famWait[H]) (H, error) {
 	var none H
 	if ctx.Err() != nil {
 		return none, w.waitError(ctx, ctx, nil)
 	}
-	cfg, key := w.cfg, w.key
 	wctx := ctx
 	if cfg.wait > 0 {
 		var cancel context.CancelFunc

@@ -43,7 +43,7 @@ func (l *RWLocks) Do(ctx context.Context, key string, fn func(context.Context) e
 	return l.do(ctx, key, driver.RWWrite, fn, opts)
 }
 
-func (l *RWLocks) do(ctx context.Context, key string, mode driver.RWMode, fn func(context.Context) error, opts []Option) (err error) {
+func (l *RWLocks) do(ctx context.Context, key string, mode driver.RWMode, fn func(context.Context) error, opts []Option) error {
 	if fn == nil {
 		return invalidf("nil function")
 	}
@@ -52,20 +52,5 @@ func (l *RWLocks) do(ctx context.Context, key string, mode driver.RWMode, fn fun
 		return err
 	}
 	outer, _ := ctx.Value(rwCtxKey{}).(*rwCtx)
-	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, rwCtxKey{}, &rwCtx{h, outer}))
-	stop := h.v.OnLost(cancel)
-	returned := false
-	defer func() { // deferred: a recovered panic must not leave the key held
-		stop()
-		cancel(nil)
-		rctx, rcancel := releaseContext(ctx, h.ttl)
-		rerr := h.Release(rctx)
-		rcancel()
-		if returned {
-			err = joinLine(err, rerr)
-		}
-	}()
-	err = fn(fctx)
-	returned = true
-	return err
+	return runHeld(ctx, context.WithValue(ctx, rwCtxKey{}, &rwCtx{h, outer}), h.ttl, h.v.OnLost, h.Release, fn)
 }

@@ -110,7 +110,7 @@ func (l *RWLocks) lock(ctx context.Context, key string, mode driver.RWMode, try 
 		cfg.wait = 0
 	}
 	return observedAcquire(ctx, cfg, rwKind(mode), key, func() (*RWHolding, error) {
-		return famAcquire(&l.famCore, ctx, famWait[*RWHolding]{key: key, cfg: cfg,
+		return famAcquire(&l.famCore, ctx, key, cfg, famWait[*RWHolding]{
 			attempt: func(wctx context.Context, token string) (*RWHolding, error) {
 				return l.attempt(wctx, key, token, mode, cfg)
 			},

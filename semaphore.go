@@ -81,7 +81,7 @@ func (s *Semaphores) TryAcquire(ctx context.Context, key string, limit, permits 
 // observedAcquire is acquire, with its wait's events if cfg has an Observer.
 func (s *Semaphores) observedAcquire(ctx context.Context, key string, limit, permits int, cfg config) (*Permit, error) {
 	return observedAcquire(ctx, cfg, KindPermit, key, func() (*Permit, error) {
-		return famAcquire(&s.famCore, ctx, famWait[*Permit]{key: key, cfg: cfg,
+		return famAcquire(&s.famCore, ctx, key, cfg, famWait[*Permit]{
 			attempt: func(wctx context.Context, token string) (*Permit, error) {
 				return s.attempt(wctx, key, token, limit, permits, cfg)
 			},
@@ -140,3 +140,12 @@ type permitNotifier struct{ n driver.PermitNotifier }
 func (p permitNotifier) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	return p.n.SubscribePermits(ctx, key)
 }
+
+// Close releases every permit still held (their Err then matches
+// ErrNotHeld), stops their renewal, ends the waits of Acquire (which then
+// return ErrNotAcquired and ErrInvalid) and waits for the background
+// give-backs, cancelling them if ctx ends first. Later calls return
+// ErrInvalid. It returns the first release error, or ctx's; what was not
+// confirmed expires at the end of its lease. It does not close the store.
+// Closing twice returns nil.
+func (s *Semaphores) Close(ctx context.Context) error { return s.close(ctx) }
