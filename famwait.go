@@ -11,7 +11,7 @@ import (
 // famWait is the primitive's side of the attempts of one blocking
 // acquisition of a Semaphores or RWLocks, as the wait loop (famAcquire)
 // drives them. Only functions: the loop calls them and keeps none, so that
-// they stay on the caller's stack.
+// they stay on the caller's stack (a string here would leak it all).
 type famWait[H comparable] struct {
 	// attempt makes one acquisition for token, bounded by ctx.
 	attempt func(ctx context.Context, token string) (H, error)
@@ -19,20 +19,42 @@ type famWait[H comparable] struct {
 	// the token holds nothing), and the longest pause before the next
 	// attempt (-1: the backoff's).
 	refusal func(err error) (taken bool, remaining time.Duration)
-	// waitError explains why the wait ended (see waitErrorOf).
-	waitError func(ctx, wctx context.Context, last error) error
 }
 
-// famAcquire makes attempts for key until one succeeds, an error is final,
+// famAcquire is famLoop, with its wait's events (of kind) if cfg has an
+// Observer.
+func famAcquire[H granted](f *famCore, ctx context.Context, key string, cfg config, kind Kind, w famWait[H]) (H, error) {
+	if cfg.obs == nil {
+		return famLoop(f, ctx, key, cfg, kind, w)
+	}
+	start := waitStart(ctx, cfg.obs, cfg.clock, kind, key)
+	h, err := famLoop(f, ctx, key, cfg, kind, w)
+	var fence uint64
+	var n int
+	var none H
+	if h != none {
+		fence, n = h.grant()
+	}
+	waitEnd(ctx, cfg.obs, cfg.clock, kind, key, start, fence, n, err)
+	return h, err
+}
+
+// granted is a holding as its wait's EventWaitEnd reports it.
+type granted interface {
+	comparable
+	grant() (fence uint64, count int)
+}
+
+// famLoop makes attempts for key until one succeeds, an error is final,
 // or the wait ends: ctx, the wait bound (cfg.wait; 0 for one attempt), or
 // Close.
 // A failed wait returns the zero H and an error matching ErrNotAcquired
 // (or ErrInvalid), first giving back in the background what an attempt
 // without an answer may have left.
-func famAcquire[H comparable](f *famCore, ctx context.Context, key string, cfg config, w famWait[H]) (H, error) {
+func famLoop[H comparable](f *famCore, ctx context.Context, key string, cfg config, kind Kind, w famWait[H]) (H, error) {
 	var none H
 	if ctx.Err() != nil {
-		return none, w.waitError(ctx, ctx, nil)
+		return none, waitErrorOf(ctx, ctx, f.noun, key, waitDetail(kind), nil)
 	}
 	wctx := ctx
 	if cfg.wait > 0 {
@@ -61,38 +83,23 @@ func famAcquire[H comparable](f *famCore, ctx context.Context, key string, cfg c
 		case errors.Is(err, ErrRefused) || (cfg.wait == 0 && wctx.Err() == nil):
 			return none, f.failed(key, token, unsure, cfg, notAcquired(err))
 		case wctx.Err() != nil:
-			return none, f.failed(key, token, unsure, cfg, w.waitError(ctx, wctx, last))
+			return none, f.failed(key, token, unsure, cfg, waitErrorOf(ctx, wctx, f.noun, key, waitDetail(kind), last))
 		}
 		last = err
 		if cfg.onRetry != nil {
 			cfg.onRetry(pace.Failures()+1, err)
 		}
 		if !pace.Pause(wctx, key, taken, remaining, 0) {
-			return none, f.failed(key, token, unsure, cfg, w.waitError(ctx, wctx, last))
+			return none, f.failed(key, token, unsure, cfg, waitErrorOf(ctx, wctx, f.noun, key, waitDetail(kind), last))
 		}
 	}
 }
 
-// granted is a holding as its wait's EventWaitEnd reports it.
-type granted interface {
-	comparable
-	grant() (fence uint64, count int)
-}
-
-// observedAcquire is acquire, with its wait's events (kind) if cfg has an
-// Observer.
-func observedAcquire[H granted](ctx context.Context, cfg config, kind Kind, key string, acquire func() (H, error)) (H, error) {
-	if cfg.obs == nil {
-		return acquire()
+// waitDetail is what a wait error of kind says after the key: a read-write
+// lock's mode.
+func waitDetail(kind Kind) string {
+	if kind == KindRead || kind == KindWrite {
+		return " (" + string(kind) + ")"
 	}
-	start := waitStart(ctx, cfg.obs, cfg.clock, kind, key)
-	h, err := acquire()
-	var fence uint64
-	var n int
-	var none H
-	if h != none {
-		fence, n = h.grant()
-	}
-	waitEnd(ctx, cfg.obs, cfg.clock, kind, key, start, fence, n, err)
-	return h, err
+	return ""
 }

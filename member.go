@@ -97,14 +97,7 @@ func (m *member) setExpiry(ctx context.Context, ttl time.Duration, call expiryCa
 // release is the holding's Release once its arguments were checked.
 func (m *member) release(ctx context.Context) error {
 	if err, first, back := m.v.Release(m.holder()); err != nil {
-		if first {
-			_ = m.c.release(ctx, m.key, m.token) // best effort: it expires anyway
-		} else if back != nil {
-			select { // the give-back that the loss started
-			case <-back:
-			case <-ctx.Done():
-			}
-		}
+		releaseEnded(ctx, first, back, m.releaseLost)
 		return err
 	}
 	m.c.renewer.Remove(m.renewable())
@@ -119,6 +112,25 @@ func (m *member) release(ctx context.Context) error {
 	}
 	m.c.giveBack(m.key, m.token, m.ttl, time.Time{}, nil)
 	return fmt.Errorf("%w (the release is retried in the background)", err)
+}
+
+// releaseLost is the best-effort release of a holding that was lost: it
+// expires anyway.
+func (m *member) releaseLost(ctx context.Context) { _ = m.c.release(ctx, m.key, m.token) }
+
+// releaseEnded is what Release does for a holding that had ended (lost)
+// before it: the first Release after the loss makes one release
+// (releaseLost); the others wait, within ctx, for the give-back that the
+// loss started if any (back).
+func releaseEnded(ctx context.Context, first bool, back <-chan struct{}, releaseLost func(context.Context)) {
+	if first {
+		releaseLost(ctx)
+	} else if back != nil {
+		select {
+		case <-back:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // lostError is the error the holding reports once lost.

@@ -109,21 +109,13 @@ func (l *RWLocks) lock(ctx context.Context, key string, mode driver.RWMode, try 
 	if try {
 		cfg.wait = 0
 	}
-	return observedAcquire(ctx, cfg, rwKind(mode), key, func() (*RWHolding, error) {
-		return famAcquire(&l.famCore, ctx, key, cfg, famWait[*RWHolding]{
-			attempt: func(wctx context.Context, token string) (*RWHolding, error) {
-				return l.attempt(wctx, key, token, mode, cfg)
-			},
-			refusal: func(err error) (bool, time.Duration) { return rwRefusal(mode, err) },
-			waitError: func(ctx, wctx context.Context, last error) error {
-				return waitErrorOf(ctx, wctx, "read-write lock", key, rwDetail[mode], last)
-			},
-		})
+	return famAcquire(&l.famCore, ctx, key, cfg, rwKind(mode), famWait[*RWHolding]{
+		attempt: func(wctx context.Context, token string) (*RWHolding, error) {
+			return l.attempt(wctx, key, token, mode, cfg)
+		},
+		refusal: func(err error) (bool, time.Duration) { return rwRefusal(mode, err) },
 	})
 }
-
-// rwDetail is what a wait error says of the mode after the key.
-var rwDetail = [...]string{driver.RWRead: " (read)", driver.RWWrite: " (write)"}
 
 // callConfig checks a call's arguments before any I/O and returns its
 // configuration.

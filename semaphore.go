@@ -78,18 +78,14 @@ func (s *Semaphores) TryAcquire(ctx context.Context, key string, limit, permits 
 	return s.observedAcquire(ctx, key, limit, permits, cfg)
 }
 
-// observedAcquire is acquire, with its wait's events if cfg has an Observer.
+// observedAcquire waits for permits as Acquire does, with its wait's events
+// if cfg has an Observer.
 func (s *Semaphores) observedAcquire(ctx context.Context, key string, limit, permits int, cfg config) (*Permit, error) {
-	return observedAcquire(ctx, cfg, KindPermit, key, func() (*Permit, error) {
-		return famAcquire(&s.famCore, ctx, key, cfg, famWait[*Permit]{
-			attempt: func(wctx context.Context, token string) (*Permit, error) {
-				return s.attempt(wctx, key, token, limit, permits, cfg)
-			},
-			refusal: permitsRefusal,
-			waitError: func(ctx, wctx context.Context, last error) error {
-				return waitErrorOf(ctx, wctx, "semaphore", key, "", last)
-			},
-		})
+	return famAcquire(&s.famCore, ctx, key, cfg, KindPermit, famWait[*Permit]{
+		attempt: func(wctx context.Context, token string) (*Permit, error) {
+			return s.attempt(wctx, key, token, limit, permits, cfg)
+		},
+		refusal: permitsRefusal,
 	})
 }
 
