@@ -8,8 +8,8 @@ import (
 	"example.com/dlock/driver"
 )
 
-// Observer is told of what a Client's locks and a Semaphores' permits go
-// through: waits, renewals, losses, releases and handoffs (EventType). Set
+// Observer is told of what a Client's locks, a Semaphores' permits and an
+// RWLocks' holdings go through: waits, renewals, losses, releases and handoffs (EventType). Set
 // it with WithObserver; SlogObserver logs the events.
 //
 // Event is called synchronously, on the goroutine where the event happens:
@@ -18,8 +18,8 @@ import (
 // caller's (Release, Err or Close noticing it). No lock of the Client is
 // held then. It must be safe for concurrent use and must not block: a slow
 // observer delays the call it observes, and on the renewal loop every lease
-// due in the same batch. It must not call the Client, Semaphores, Lease or
-// Permit that emitted the event: a renewal event runs while the renewal's
+// due in the same batch. It must not call the Client, Semaphores, RWLocks,
+// Lease, Permit or RWHolding that emitted the event: a renewal event runs while the renewal's
 // call is under way, and an Extend of that lease would wait for it.
 type Observer interface {
 	Event(ctx context.Context, e Event)
@@ -31,9 +31,9 @@ type ObserverFunc func(ctx context.Context, e Event)
 // Event implements Observer.
 func (f ObserverFunc) Event(ctx context.Context, e Event) { f(ctx, e) }
 
-// WithObserver makes o observe acquisitions and the leases (or permits)
-// they return: passed to New or NewSemaphores, every call; passed to a
-// call, that call and its lease. A nil o observes nothing, at no cost: no
+// WithObserver makes o observe acquisitions and the leases (or permits,
+// or read-write holdings) they return: passed to New, NewSemaphores or
+// NewRWLocks, every call; passed to a call, that call and its lease. A nil o observes nothing, at no cost: no
 // event is made and nothing is allocated. Default: none.
 func WithObserver(o Observer) Option {
 	return func(c *config) { c.obs = o }
@@ -58,7 +58,8 @@ type EventType string
 // The events, in a holding's life. A call that fails before any I/O (bad
 // arguments, a closed Client) emits none.
 const (
-	// EventWaitStart: Lock, TryLock, Do (or Acquire, TryAcquire) begins.
+	// EventWaitStart: Lock, TryLock, Do (or Acquire, TryAcquire; RLock,
+	// TryRLock, RDo) begins.
 	EventWaitStart EventType = "wait.start"
 	// EventWaitEnd: the call ends, Outcome saying how, after Waited. With
 	// OutcomeAcquired it is the acquisition: Fence and Count are the
@@ -109,7 +110,7 @@ type Event struct {
 	Kind    Kind
 	Key     string
 	Fence   uint64        // the holding's fencing token, once granted
-	Count   int           // hold count (lock) or permits (permit), once granted
+	Count   int           // hold count (lock), permits (permit) or 1 (read, write), once granted
 	Outcome Outcome       // EventWaitEnd, EventLost
 	Waited  time.Duration // EventWaitEnd: since EventWaitStart
 	Held    time.Duration // EventLost, EventReleased, EventHandedOff: since the grant
