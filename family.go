@@ -17,11 +17,10 @@ import (
 // give-backs of what the store did not confirm, and Close. Each primitive
 // embeds one and sets its words and its store's release.
 type famCore struct {
-	noun      string                                             // the primitive, in messages: "semaphore"
-	errClosed error                                              // what calls after Close fail with (ErrInvalid)
-	release   func(ctx context.Context, key, token string) error // the store's token-checked release
-	extendOne expiryCall                                         // the store's token-checked extend
-	model     driver.Model                                       // the store's time model, read once
+	noun      string   // the primitive, in messages: "semaphore"
+	errClosed error    // what calls after Close fail with (ErrInvalid)
+	fs        famStore // the store, as the shared machinery calls it
+	model     driver.Model
 	cfg       config
 	notifier  driver.Notifier // the store's notifier as the Pacer wants it; nil if none
 	renewer   *lease.Renewer[Timer]
@@ -35,23 +34,33 @@ type famCore struct {
 	bgStop  context.CancelFunc // cancels bgCtx
 }
 
-// init sets f up for a store of model with the default options opts. It
-// returns an error matching ErrInvalid, before any
-// I/O, if an option is out of range or does not apply.
-func (f *famCore) init(model driver.Model, opts []Option, notifier driver.Notifier) error {
+// famStore is a primitive's store as the shared machinery calls it: its
+// token-checked release and extend of one holding, and its notifier.
+type famStore interface {
+	Model() driver.Model
+	release(ctx context.Context, key, token string) error
+	extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error)
+	notifier() driver.Notifier // nil if the store does not notify
+}
+
+// init sets f up for the primitive noun on fs with the default options
+// opts; calls after Close fail with errClosed. It returns an error matching
+// ErrInvalid, before any I/O, if an option is out of range or does not
+// apply.
+func (f *famCore) init(noun string, errClosed error, fs famStore, opts []Option) error {
+	f.noun, f.errClosed, f.fs, f.model = noun, errClosed, fs, fs.Model()
 	cfg := defaultConfig()
-	cfg.ttl = defaultTTL(model)
+	cfg.ttl = defaultTTL(f.model)
 	for _, o := range opts {
 		o(&cfg)
 	}
-	f.model = model
 	if err := f.validate(&cfg); err != nil {
 		return err
 	}
-	f.cfg, f.notifier = cfg, notifier
+	f.cfg, f.notifier = cfg, fs.notifier()
 	f.held = make(map[*member]struct{})
 	f.closing = make(chan struct{})
-	f.renewer = lease.NewRenewer[Timer](cfg.clock, famExtender{f})
+	f.renewer = lease.NewRenewer[Timer](cfg.clock, famExtender{fs})
 	f.bgCtx, f.bgStop = context.WithCancel(context.Background())
 	return nil
 }
@@ -126,7 +135,7 @@ func (f *famCore) giveBack(key, token string, ttl time.Duration, notBefore time.
 			return
 		}
 		for fails := 1; ; fails++ {
-			err := classify(f.release(ctx, key, token))
+			err := classify(f.fs.release(ctx, key, token))
 			if err == nil || isNotHeld(err) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrRefused) {
 				return
 			}
@@ -213,16 +222,16 @@ func (b *bgState) drained() <-chan struct{} {
 	return b.idle
 }
 
-// famExtender is a famCore's side of renewal (lease.Extender): one
-// extendOne per holding due, all at once (fanOut).
-type famExtender struct{ f *famCore }
+// famExtender is a famCore's side of renewal (lease.Extender): one extend
+// per holding due, all at once (fanOut).
+type famExtender struct{ fs famStore }
 
 // ExtendMany implements lease.Extender.
 func (e famExtender) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	results := make([]driver.ExtendResult, len(reqs))
 	fanOut(len(reqs), func(i int) {
 		q := reqs[i]
-		results[i].Grant, results[i].Err = e.f.extendOne(ctx, q.Key, q.Token, q.TTL)
+		results[i].Grant, results[i].Err = e.fs.extend(ctx, q.Key, q.Token, q.TTL)
 	})
 	return results
 }

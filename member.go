@@ -47,7 +47,7 @@ func (f *famCore) adopt(ctx context.Context, m *member, self famHolding, key, to
 	if closed {
 		rctx, cancel := releaseContext(ctx, cfg.ttl)
 		defer cancel()
-		_ = f.release(rctx, key, token) // best effort: it expires anyway
+		_ = f.fs.release(rctx, key, token) // best effort: it expires anyway
 		return notAcquired(f.errClosed)
 	}
 	m.v.Init(cfg.clock, validUntil, cfg.ttl, m.holder())
@@ -69,7 +69,7 @@ func (m *member) extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return m.setExpiry(ctx, ttl, m.c.extendOne)
+	return m.setExpiry(ctx, ttl, m.c.fs.extend)
 }
 
 // expiryCall is a store call that sets token's expiry of key to at least
@@ -101,7 +101,7 @@ func (m *member) release(ctx context.Context) error {
 		return err
 	}
 	m.c.renewer.Remove(m.renewable())
-	err := classify(m.c.release(ctx, m.key, m.token))
+	err := classify(m.c.fs.release(ctx, m.key, m.token))
 	back := err != nil && !isNotHeld(err)
 	m.observe(ctx, endEvent(err, back))
 	switch {
@@ -116,7 +116,7 @@ func (m *member) release(ctx context.Context) error {
 
 // releaseLost is the best-effort release of a holding that was lost: it
 // expires anyway.
-func (m *member) releaseLost(ctx context.Context) { _ = m.c.release(ctx, m.key, m.token) }
+func (m *member) releaseLost(ctx context.Context) { _ = m.c.fs.release(ctx, m.key, m.token) }
 
 // releaseEnded is what Release does for a holding that had ended (lost)
 // before it: the first Release after the loss makes one release

@@ -46,16 +46,7 @@ func NewRWLocks(store driver.RWMutex, opts ...Option) (*RWLocks, error) {
 		return nil, invalidf("nil store")
 	}
 	l := &RWLocks{store: store}
-	l.noun, l.errClosed, l.release = "read-write lock", errRWClosed, store.ReleaseRW
-	l.extendOne = func(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-		g, err := store.ExtendRW(ctx, key, token, ttl)
-		return driver.Grant{Fence: g.Fence, Holds: 1, TTL: g.TTL}, err
-	}
-	var notifier driver.Notifier
-	if n, ok := driver.As[driver.RWNotifier](store); ok {
-		notifier = rwNotifier{n}
-	}
-	if err := l.init(store.Model(), opts, notifier); err != nil {
+	if err := l.init("read-write lock", errRWClosed, rwStore{store}, opts); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -187,6 +178,25 @@ func (l *RWLocks) attempt(ctx context.Context, key, token string, mode driver.RW
 		return nil, fmt.Errorf("%w: read-write lock %q granted after its validity", ErrUnavailable, key)
 	}
 	return l.newHolding(ctx, key, token, mode, g, cfg, validUntil)
+}
+
+// rwStore is an RWMutex as the shared machinery calls it (famStore).
+type rwStore struct{ driver.RWMutex }
+
+func (s rwStore) release(ctx context.Context, key, token string) error {
+	return s.ReleaseRW(ctx, key, token)
+}
+
+func (s rwStore) extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := s.ExtendRW(ctx, key, token, ttl)
+	return driver.Grant{Fence: g.Fence, Holds: 1, TTL: g.TTL}, err
+}
+
+func (s rwStore) notifier() driver.Notifier {
+	if n, ok := driver.As[driver.RWNotifier](s.RWMutex); ok {
+		return rwNotifier{n}
+	}
+	return nil
 }
 
 // rwNotifier is an RWNotifier as the lease engine's Pacer wants it

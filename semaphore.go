@@ -32,16 +32,7 @@ func NewSemaphores(store driver.Semaphore, opts ...Option) (*Semaphores, error) 
 		return nil, invalidf("nil store")
 	}
 	s := &Semaphores{store: store}
-	s.noun, s.errClosed, s.release = "semaphore", errSemClosed, store.ReleasePermits
-	s.extendOne = func(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
-		g, err := store.ExtendPermits(ctx, key, token, ttl)
-		return driver.Grant{Fence: g.Fence, Holds: g.Permits, TTL: g.TTL}, err
-	}
-	var notifier driver.Notifier
-	if pn, ok := driver.As[driver.PermitNotifier](store); ok {
-		notifier = permitNotifier{pn}
-	}
-	if err := s.init(store.Model(), opts, notifier); err != nil {
+	if err := s.init("semaphore", errSemClosed, semStore{store}, opts); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -126,6 +117,25 @@ func (s *Semaphores) attempt(ctx context.Context, key, token string, limit, k in
 		return nil, fmt.Errorf("%w: permits of %q granted after their validity", ErrUnavailable, key)
 	}
 	return s.newPermit(ctx, key, token, g, cfg, validUntil)
+}
+
+// semStore is a Semaphore as the shared machinery calls it (famStore).
+type semStore struct{ driver.Semaphore }
+
+func (s semStore) release(ctx context.Context, key, token string) error {
+	return s.ReleasePermits(ctx, key, token)
+}
+
+func (s semStore) extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := s.ExtendPermits(ctx, key, token, ttl)
+	return driver.Grant{Fence: g.Fence, Holds: g.Permits, TTL: g.TTL}, err
+}
+
+func (s semStore) notifier() driver.Notifier {
+	if pn, ok := driver.As[driver.PermitNotifier](s.Semaphore); ok {
+		return permitNotifier{pn}
+	}
+	return nil
 }
 
 // permitNotifier is a PermitNotifier as the lease engine's Pacer wants it

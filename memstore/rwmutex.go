@@ -18,12 +18,8 @@ var (
 	_ driver.RWInspector = (*Store)(nil)
 )
 
-// rwState is the store's RWMutex state. Its maps are made on first use.
-type rwState struct {
-	keys    map[string]*rwKey
-	subs    subscribers
-	sweepAt int // sweep expired keys when len(keys) reaches it
-}
+// rwState is the store's RWMutex state.
+type rwState = keyState[*rwKey]
 
 type rwKey struct {
 	mode     driver.RWMode // of every holding; 0 when there is none

@@ -19,12 +19,8 @@ var (
 	_ driver.PermitInspector = (*Store)(nil)
 )
 
-// semState is the store's Semaphore state. Its maps are made on first use.
-type semState struct {
-	keys    map[string]*semKey
-	subs    subscribers
-	sweepAt int // sweep expired keys when len(keys) reaches it
-}
+// semState is the store's Semaphore state.
+type semState = keyState[*semKey]
 
 type semKey struct {
 	limit, used int

@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// keyState is the store's state of the semaphore or read-write lock keys:
+// their entries (E) and subscribers. Its maps are made on first use.
+type keyState[E any] struct {
+	keys    map[string]E
+	subs    subscribers
+	sweepAt int // sweep expired keys when len(keys) reaches it
+}
+
 // subscribers are the channels that releases of a key wake, by key: one
 // set for locks, semaphores and read-write locks each. Guarded by the
 // store's mutex; the map is made on first use.
