@@ -221,3 +221,28 @@ func TestSlogObserverNeverLogsRWToken(t *testing.T) {
 		t.Fatalf("control: a leaking observer was caught leaking %d tokens, want 1:\n%s", len(found), out)
 	}
 }
+
+// RWLocks.Close releases the holdings it ends: each emits released.
+// Control: a holding released before Close emits nothing more at Close.
+func TestObserverRWCloseReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		l, err := dlock.NewRWLocks(newRWFault(), dlock.WithObserver(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := mustTry(t, l, "held", driver.RWWrite)
+		done := mustTry(t, l, "done", driver.RWRead)
+		if err := done.Release(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		rec.take()
+		time.Sleep(time.Second)
+		if err := l.Close(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		released := rwEvent(dlock.EventReleased, dlock.KindWrite, "held", held)
+		released.Held = time.Second
+		expect(t, rec.take(), want{e: released})
+	})
+}
