@@ -121,19 +121,28 @@ func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) er
 	return runLocked(ctx, l, fn)
 }
 
-// runLocked calls fn under l and releases l however fn ends. The release is
-// deferred because a recovered panic (net/http recovers handler panics)
-// would otherwise leave the lease renewed, and the key held, forever.
-func runLocked(ctx context.Context, l *Lease, fn func(context.Context) error) (err error) {
+// runLocked calls fn under l and releases l however fn ends (runHeld).
+func runLocked(ctx context.Context, l *Lease, fn func(context.Context) error) error {
 	// The lease itself is the context's owner value: no Owner to allocate.
-	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, ownerKey{}, l))
-	stop := l.onLost(cancel)
+	return runHeld(ctx, context.WithValue(ctx, ownerKey{}, l), l.ttl, l.onLost, l.Release, fn)
+}
+
+// runHeld calls fn with a context derived from fctx that is cancelled,
+// with the loss's cause, if the holding is lost (onLost), and releases the
+// holding (release, bounded by releaseTimeout(ttl) and detached from ctx's
+// cancellation) however fn ends. It returns fn's error joined with the
+// release's, or the panic goes on. The release is deferred because a
+// recovered panic (net/http recovers handler panics) would otherwise leave
+// the holding renewed, and the key held, forever.
+func runHeld(ctx, fctx context.Context, ttl time.Duration, onLost func(func(error)) func(), release func(context.Context) error, fn func(context.Context) error) (err error) {
+	fctx, cancel := context.WithCancelCause(fctx)
+	stop := onLost(cancel)
 	returned := false
 	defer func() {
 		stop()
 		cancel(nil)
-		rctx, rcancel := releaseContext(ctx, l.ttl)
-		rerr := l.Release(rctx)
+		rctx, rcancel := releaseContext(ctx, ttl)
+		rerr := release(rctx)
 		rcancel()
 		if returned {
 			err = joinLine(err, rerr)
@@ -339,11 +348,19 @@ func notAcquired(err error) error {
 	return tidy(fmt.Errorf("%w: %w", ErrNotAcquired, err))
 }
 
-// waitError explains, in one line, why a wait ended: the caller's context
-// (the error matches ctx.Err()), the wait bound, or the wait context ending
-// otherwise; with last, the last attempt's answer (matchable too), so that
-// a wait on an unreachable store says why it was unreachable.
+// waitError explains, in one line, why a wait for key's lock ended (see
+// waitErrorOf).
 func waitError(ctx, wctx context.Context, key string, last error) error {
+	return waitErrorOf(ctx, wctx, "lock", key, "", last)
+}
+
+// waitErrorOf explains, in one line, why a wait for a noun's key (detail
+// appended to it) ended: the caller's context (the error matches ctx.Err()
+// and its cause), the wait bound, or the wait context ending otherwise;
+// with last, the last attempt's answer (matchable too), so that a wait on
+// an unreachable store says why it was unreachable. It matches
+// ErrNotAcquired.
+func waitErrorOf(ctx, wctx context.Context, noun, key, detail string, last error) error {
 	errs := []error{ErrNotAcquired}
 	var why string
 	switch err := ctx.Err(); {
@@ -361,7 +378,7 @@ func waitError(ctx, wctx context.Context, key string, last error) error {
 		errs = append(errs, wctx.Err())
 		why = wctx.Err().Error()
 	}
-	msg := fmt.Sprintf("%v: lock %q: %s", ErrNotAcquired, key, why)
+	msg := fmt.Sprintf("%v: %s %q%s: %s", ErrNotAcquired, noun, key, detail, why)
 	if last != nil {
 		msg += " (last attempt: " + trimSentinels(last.Error()) + ")"
 		errs = append(errs, last)

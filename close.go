@@ -25,10 +25,9 @@ type life struct {
 	abandonCtx context.Context
 	abandon    context.CancelFunc
 
-	mu      sync.Mutex
-	leases  map[*Lease]struct{} // live leases handed to callers
-	pending int                 // background clean-ups running
-	idle    chan struct{}       // closed when pending drops to 0; nil if nobody waits
+	mu     sync.Mutex
+	leases map[*Lease]struct{} // live leases handed to callers
+	bg     bgState             // background clean-ups running
 }
 
 func (lf *life) init() {
@@ -110,7 +109,7 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	select {
-	case <-c.life.drained():
+	case <-c.life.bg.drained():
 	case <-ctx.Done():
 		c.life.abandon() // what is left expires with the keys' TTLs
 		errs = append(errs, ctx.Err())
@@ -124,16 +123,3 @@ var closedChan = func() chan struct{} {
 	close(c)
 	return c
 }()
-
-// drained returns a channel closed once no background clean-up runs.
-func (lf *life) drained() <-chan struct{} {
-	lf.mu.Lock()
-	defer lf.mu.Unlock()
-	if lf.pending == 0 {
-		return closedChan
-	}
-	if lf.idle == nil {
-		lf.idle = make(chan struct{})
-	}
-	return lf.idle
-}

@@ -199,7 +199,7 @@
 //
 // WithObserver sets an Observer told of every wait (with its outcome and
 // duration), renewal, loss (with its cause), release and handoff, for
-// locks and permits alike, never with the token; SlogObserver logs them
+// locks, permits and read-write holdings alike, never with the token; SlogObserver logs them
 // with log/slog, a loss at Warn. Without one, nothing is built or
 // allocated. docs/observability.md has the events and the contract.
 //

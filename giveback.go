@@ -92,29 +92,9 @@ func (c *Client) releaseN(ctx context.Context, key, token string, n int) {
 // bounded by d. Close waits for it, and cancels its context if Close's own
 // ends first.
 func (c *Client) backgroundFor(d time.Duration, f func(context.Context)) {
-	c.run(func() {
+	c.life.bg.goCounted(func() {
 		ctx, cancel := context.WithTimeout(c.life.abandonCtx, d)
 		defer cancel()
 		f(ctx)
 	})
-}
-
-// run runs f in its own goroutine, counted as a background clean-up that
-// Close waits for.
-func (c *Client) run(f func()) {
-	lf := &c.life
-	lf.mu.Lock()
-	lf.pending++
-	lf.mu.Unlock()
-	go func() {
-		defer func() {
-			lf.mu.Lock()
-			if lf.pending--; lf.pending == 0 && lf.idle != nil {
-				close(lf.idle)
-				lf.idle = nil
-			}
-			lf.mu.Unlock()
-		}()
-		f()
-	}()
 }

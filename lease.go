@@ -196,14 +196,7 @@ type write struct {
 // applying w with it if not nil.
 func (l *Lease) release(ctx context.Context, w *write) error {
 	if err, first, back := l.v.Release(l.holder()); err != nil {
-		if first {
-			l.releaseLost(ctx)
-		} else if back != nil {
-			select { // the give-back that the loss started
-			case <-back:
-			case <-ctx.Done():
-			}
-		}
+		releaseEnded(ctx, first, back, l.releaseLost)
 		return err
 	}
 	l.c.renewer.Remove(l.renewable())

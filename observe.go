@@ -8,8 +8,8 @@ import (
 	"example.com/dlock/driver"
 )
 
-// Observer is told of what a Client's locks and a Semaphores' permits go
-// through: waits, renewals, losses, releases and handoffs (EventType). Set
+// Observer is told of what a Client's locks, a Semaphores' permits and an
+// RWLocks' holdings go through: waits, renewals, losses, releases and handoffs (EventType). Set
 // it with WithObserver; SlogObserver logs the events.
 //
 // Event is called synchronously, on the goroutine where the event happens:
@@ -18,8 +18,8 @@ import (
 // caller's (Release, Err or Close noticing it). No lock of the Client is
 // held then. It must be safe for concurrent use and must not block: a slow
 // observer delays the call it observes, and on the renewal loop every lease
-// due in the same batch. It must not call the Client, Semaphores, Lease or
-// Permit that emitted the event: a renewal event runs while the renewal's
+// due in the same batch. It must not call the Client, Semaphores, RWLocks,
+// Lease, Permit or RWHolding that emitted the event: a renewal event runs while the renewal's
 // call is under way, and an Extend of that lease would wait for it.
 type Observer interface {
 	Event(ctx context.Context, e Event)
@@ -31,9 +31,9 @@ type ObserverFunc func(ctx context.Context, e Event)
 // Event implements Observer.
 func (f ObserverFunc) Event(ctx context.Context, e Event) { f(ctx, e) }
 
-// WithObserver makes o observe acquisitions and the leases (or permits)
-// they return: passed to New or NewSemaphores, every call; passed to a
-// call, that call and its lease. A nil o observes nothing, at no cost: no
+// WithObserver makes o observe acquisitions and the leases (or permits,
+// or read-write holdings) they return: passed to New, NewSemaphores or
+// NewRWLocks, every call; passed to a call, that call and its lease. A nil o observes nothing, at no cost: no
 // event is made and nothing is allocated. Default: none.
 func WithObserver(o Observer) Option {
 	return func(c *config) { c.obs = o }
@@ -48,6 +48,8 @@ type Kind string
 const (
 	KindLock   Kind = "lock"   // a Client's lock (Lease)
 	KindPermit Kind = "permit" // a Semaphores' holding of permits (Permit)
+	KindRead   Kind = "read"   // an RWLocks' read holding (RWHolding), a downgraded one's too
+	KindWrite  Kind = "write"  // an RWLocks' write holding (RWHolding), until Downgrade
 )
 
 // EventType says what happened.
@@ -56,7 +58,8 @@ type EventType string
 // The events, in a holding's life. A call that fails before any I/O (bad
 // arguments, a closed Client) emits none.
 const (
-	// EventWaitStart: Lock, TryLock, Do (or Acquire, TryAcquire) begins.
+	// EventWaitStart: Lock, TryLock, Do (or Acquire, TryAcquire; RLock,
+	// TryRLock, RDo) begins.
 	EventWaitStart EventType = "wait.start"
 	// EventWaitEnd: the call ends, Outcome saying how, after Waited. With
 	// OutcomeAcquired it is the acquisition: Fence and Count are the
@@ -107,7 +110,7 @@ type Event struct {
 	Kind    Kind
 	Key     string
 	Fence   uint64        // the holding's fencing token, once granted
-	Count   int           // hold count (lock) or permits (permit), once granted
+	Count   int           // hold count (lock), permits (permit) or 1 (read, write), once granted
 	Outcome Outcome       // EventWaitEnd, EventLost
 	Waited  time.Duration // EventWaitEnd: since EventWaitStart
 	Held    time.Duration // EventLost, EventReleased, EventHandedOff: since the grant
@@ -131,7 +134,7 @@ func waitOutcome(err error) Outcome {
 	switch {
 	case err == nil:
 		return OutcomeAcquired
-	case errors.Is(err, errClosed), errors.Is(err, errSemClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, errClosed), errors.Is(err, errSemClosed), errors.Is(err, errRWClosed), errors.Is(err, context.Canceled):
 		return OutcomeCancelled
 	case errors.Is(err, ErrRefused):
 		return OutcomeRefused
@@ -152,7 +155,8 @@ func waitOutcome(err error) Outcome {
 func contended(err error) bool {
 	var ce *ContendedError
 	var pt *driver.PermitsTakenError
-	return errors.As(err, &ce) || errors.As(err, &pt)
+	var rt *driver.RWTakenError
+	return errors.As(err, &ce) || errors.As(err, &pt) || errors.As(err, &rt)
 }
 
 // lossOutcome classifies the error of a lost holding.
@@ -188,13 +192,15 @@ func (l *Lease) observe(ctx context.Context, e Event) {
 	l.watch.emit(ctx, l.v.Now(), e)
 }
 
-// observe tells the Observer of the call that made p, if any, of e about p.
-func (p *Permit) observe(ctx context.Context, e Event) {
-	if p.watch == nil {
+// observe tells the Observer of the call that made m, if any, of e about
+// m.
+func (m *member) observe(ctx context.Context, e Event) {
+	if m.watch == nil {
 		return
 	}
-	e.Kind, e.Key, e.Fence, e.Count = KindPermit, p.key, p.fence, p.permits
-	p.watch.emit(ctx, p.v.Now(), e)
+	e.Kind, e.Key = m.self.eventKind(), m.key
+	e.Fence, e.Count = m.self.grant()
+	m.watch.emit(ctx, m.v.Now(), e)
 }
 
 // emit sets e's Held (for the events that end a holding) as of now, and

@@ -3,7 +3,6 @@ package dlock
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -28,16 +27,10 @@ func (e extender) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) [
 		return b.ExtendBatch(ctx, reqs)
 	}
 	results := make([]driver.ExtendResult, len(reqs))
-	extend := func(i int) {
+	fanOut(len(reqs), func(i int) {
 		q := reqs[i]
 		results[i].Grant, results[i].Err = c.store.Extend(ctx, q.Key, q.Token, q.TTL)
-	}
-	var wg sync.WaitGroup
-	for i := 1; i < len(reqs); i++ {
-		wg.Go(func() { extend(i) })
-	}
-	extend(0)
-	wg.Wait()
+	})
 	return results
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
-	"example.com/dlock/internal/lease"
 )
 
 // RWHolding is a read or write holding of a read-write lock key: a lease of
@@ -20,13 +19,9 @@ import (
 // clock drift; Done is closed a margin before ValidUntil if the holding was
 // not extended in time, and Err says why it ended.
 type RWHolding struct {
-	l          *RWLocks
-	key, token string
-	fence      uint64
-	mode       atomic.Int32  // a driver.RWMode
-	ttl        time.Duration // as acquired: bounds give-backs
-	v          lease.Validity[Timer]
-	renewal    lease.Slot // guarded by the renewer's mutex
+	member
+	l    *RWLocks
+	mode atomic.Int32 // a driver.RWMode
 }
 
 // newHolding makes the RWHolding of a grant, tracks it for Close and queues
@@ -34,26 +29,28 @@ type RWHolding struct {
 // it), it releases the grant instead, bounded by the lease, and returns
 // ErrNotAcquired and ErrInvalid.
 func (l *RWLocks) newHolding(ctx context.Context, key, token string, mode driver.RWMode, g driver.RWGrant, cfg config, validUntil time.Time) (*RWHolding, error) {
-	h := &RWHolding{l: l, key: key, token: token, fence: g.Fence, ttl: cfg.ttl, renewal: lease.NewSlot()}
+	h := &RWHolding{l: l}
 	h.mode.Store(int32(mode))
-	l.mu.Lock()
-	closed := l.closed.Load() // Close sets it before it lists l.held
-	if !closed {
-		l.held[h] = struct{}{}
-	}
-	l.mu.Unlock()
-	if closed {
-		rctx, cancel := releaseContext(ctx, cfg.ttl)
-		defer cancel()
-		_ = l.store.ReleaseRW(rctx, key, token) // best effort: it expires anyway
-		return nil, notAcquired(errRWClosed)
-	}
-	h.v.Init(cfg.clock, validUntil, cfg.ttl, h.holder())
-	if cfg.renew {
-		l.renewer.Add(h.renewable(), cfg.ttl)
+	if err := l.adopt(ctx, &h.member, h, key, token, g.Fence, cfg, validUntil); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
+
+// eventKind implements famHolding: the holding's mode, read once
+// Downgrade was called.
+func (h *RWHolding) eventKind() Kind { return rwKind(h.Mode()) }
+
+// rwKind is the Kind of the events of a holding of mode.
+func rwKind(mode driver.RWMode) Kind {
+	if mode == driver.RWWrite {
+		return KindWrite
+	}
+	return KindRead
+}
+
+// grant implements famHolding and granted: a holding counts one.
+func (h *RWHolding) grant() (uint64, int) { return h.fence, 1 }
 
 // Key returns the read-write lock's key.
 func (h *RWHolding) Key() string { return h.key }
@@ -75,7 +72,7 @@ func (h *RWHolding) Done() <-chan struct{} { return h.v.Done() }
 // once it was released (by Release or RWLocks.Close), and one matching
 // ErrLost and its cause (ErrExpired, with the failed renewal's error if any)
 // once it was lost.
-func (h *RWHolding) Err() error { return h.v.Err(h.holder()) }
+func (h *RWHolding) Err() error { return h.err() }
 
 // ValidUntil returns the local monotonic time up to which the key is held.
 func (h *RWHolding) ValidUntil() time.Time { return h.v.ValidUntil() }
@@ -91,14 +88,7 @@ func (h *RWHolding) Remaining() time.Duration { return h.v.Remaining() }
 // kept, cut to ttl if shorter); ErrInvalid for a bad ttl or nil ctx and
 // Err's error on an ended holding, both without I/O.
 func (h *RWHolding) Extend(ctx context.Context, ttl time.Duration) error {
-	if ctx == nil {
-		return invalidf("nil context")
-	}
-	cfg := config{ttl: ttl, wait: -1, backoff: h.l.cfg.backoff, clock: h.l.cfg.clock}
-	if err := rwValidate(h.l.model, &cfg); err != nil {
-		return err
-	}
-	return h.setExpiry(ctx, cfg.ttl, h.l.store.ExtendRW)
+	return h.extend(ctx, ttl)
 }
 
 // Downgrade turns a write holding into a read holding in place, keeping its
@@ -119,36 +109,18 @@ func (h *RWHolding) Downgrade(ctx context.Context) error {
 // downgrade asks the store for token's read holding of key. A refusal, or
 // a grant with another fence (a new holding: the store had ended this one),
 // means the holding is gone: the new holding, if any, is given back.
-func (h *RWHolding) downgrade(ctx context.Context, key, token string, ttl time.Duration) (driver.RWGrant, error) {
+func (h *RWHolding) downgrade(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	h.mode.Store(int32(driver.RWRead))
 	g, err := h.l.store.AcquireRead(ctx, key, token, ttl)
 	var taken *driver.RWTakenError
 	switch {
 	case errors.As(err, &taken):
-		return g, driver.NotHeld(taken.Held != 0)
+		return driver.Grant{TTL: g.TTL}, driver.NotHeld(taken.Held != 0)
 	case err == nil && g.Fence != h.fence:
 		h.l.giveBack(key, token, ttl, time.Time{}, nil)
-		return driver.RWGrant{}, driver.NotHeld(false)
+		return driver.Grant{}, driver.NotHeld(false)
 	}
-	return g, err
-}
-
-// setExpiry makes one call that sets the holding's expiry to at least ttl
-// from now, serialised with renewal, and settles the validity with its
-// outcome.
-func (h *RWHolding) setExpiry(ctx context.Context, ttl time.Duration, call func(context.Context, string, string, time.Duration) (driver.RWGrant, error)) error {
-	if err := h.Err(); err != nil {
-		return err
-	}
-	if err := h.v.BeginCall(ctx); err != nil {
-		return fmt.Errorf("%w: read-write lock %q: %w", ErrUnavailable, h.key, err)
-	}
-	start := h.v.Now()
-	g, err := call(ctx, h.key, h.token, ttl)
-	if err = h.v.Settle(h.holder(), start, ttl, g.TTL, classify(err)); err == nil {
-		h.l.renewer.Retune(h.renewable(), ttl)
-	}
-	return err
+	return driver.Grant{Fence: g.Fence, Holds: 1, TTL: g.TTL}, err
 }
 
 // Release ends the holding and stops renewal first. It returns nil once the
@@ -165,89 +137,5 @@ func (h *RWHolding) Release(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("nil context")
 	}
-	if err, first, back := h.v.Release(h.holder()); err != nil {
-		if first {
-			_ = h.l.store.ReleaseRW(ctx, h.key, h.token) // best effort: it expires anyway
-		} else if back != nil {
-			select { // the give-back that the loss started
-			case <-back:
-			case <-ctx.Done():
-			}
-		}
-		return err
-	}
-	h.l.renewer.Remove(h.renewable())
-	err := classify(h.l.store.ReleaseRW(ctx, h.key, h.token))
-	switch {
-	case err == nil:
-		return nil
-	case isNotHeld(err):
-		return rwLostError(h.key, err)
-	}
-	h.l.giveBack(h.key, h.token, h.ttl, time.Time{}, nil)
-	return fmt.Errorf("%w (the release is retried in the background)", err)
+	return h.release(ctx)
 }
-
-// rwLostError is the error a holding reports once lost.
-func rwLostError(key string, cause error) error {
-	return tidy(fmt.Errorf("%w: read-write lock %q: %w", ErrLost, key, cause))
-}
-
-// rwHolder is an RWHolding as the lease engine sees its end (lease.Holder).
-type rwHolder RWHolding
-
-func (h *RWHolding) holder() *rwHolder { return (*rwHolder)(h) }
-
-// LostError implements lease.Holder.
-func (r *rwHolder) LostError(cause error) error { return rwLostError(r.key, cause) }
-
-// Ended implements lease.Holder: Close has nothing left to release.
-func (r *rwHolder) Ended() {
-	r.l.mu.Lock()
-	delete(r.l.held, (*RWHolding)(r))
-	r.l.mu.Unlock()
-}
-
-// Lost implements lease.Holder: renewal stops, and a holding the store may
-// still have is given back in the background once its validity is over,
-// token-checked. Nothing is given back when the store said the token holds
-// nothing, nor after Close.
-func (r *rwHolder) Lost() {
-	h := (*RWHolding)(r)
-	h.l.renewer.Remove(h.renewable())
-	cause := h.v.Err(r)
-	if isNotHeld(cause) || h.l.closed.Load() {
-		return
-	}
-	if back := h.v.ClaimGiveBack(); back != nil {
-		h.l.giveBack(h.key, h.token, h.ttl, h.ValidUntil(), func() { close(back) })
-	}
-}
-
-// Expire implements lease.Holder.
-func (r *rwHolder) Expire() { r.v.Expire(r) }
-
-// rwRenewable is an RWHolding as the renewal loop sees it
-// (lease.Renewable).
-type rwRenewable RWHolding
-
-func (h *RWHolding) renewable() *rwRenewable { return (*rwRenewable)(h) }
-
-// Slot implements lease.Renewable.
-func (r *rwRenewable) Slot() *lease.Slot { return &r.renewal }
-
-// BeginRenewal implements lease.Renewable: a renewal asks for the TTL the
-// holding's expiry was set to last.
-func (r *rwRenewable) BeginRenewal() (driver.ExtendRequest, time.Time, bool) {
-	ttl, until, ok := r.v.TryBeginCall()
-	return driver.ExtendRequest{Key: r.key, Token: r.token, TTL: ttl}, until, ok
-}
-
-// SettleRenewal implements lease.Renewable.
-func (r *rwRenewable) SettleRenewal(start time.Time, req driver.ExtendRequest, res driver.ExtendResult) bool {
-	h := (*RWHolding)(r)
-	return h.v.Settle(h.holder(), start, req.TTL, res.Grant.TTL, classify(res.Err)) != nil
-}
-
-// Current implements lease.Renewable.
-func (r *rwRenewable) Current() (time.Duration, bool) { return r.v.Current() }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"example.com/dlock/driver"
@@ -21,19 +19,8 @@ import (
 // not the store's connection. Stores that implement driver.RWMutex today:
 // memstore and redisstore.
 type RWLocks struct {
-	store    driver.RWMutex
-	model    driver.Model // the store's time model, read once
-	cfg      config
-	notifier driver.Notifier // the store's RWNotifier as the Pacer wants it; nil if none
-	renewer  *lease.Renewer[Timer]
-
-	mu      sync.Mutex
-	held    map[*RWHolding]struct{} // live holdings, released by Close
-	closed  atomic.Bool
-	closing chan struct{}      // closed by Close: ends waits' sleeps
-	bg      bgState            // background give-backs
-	bgCtx   context.Context    // their context, cancelled if Close's ends first
-	bgStop  context.CancelFunc // cancels bgCtx
+	store driver.RWMutex
+	famCore
 }
 
 // ErrUpgrade is what Lock, TryLock and Do return, at once and without I/O,
@@ -50,42 +37,19 @@ var ErrUpgrade = driver.ErrUpgrade
 var writerRetry = driver.WriterWaitTTL / 2
 
 // NewRWLocks returns an RWLocks for store with the given default options:
-// WithTTL, WithAutoRenew, WithWait, WithBackoff, WithOnRetry and WithClock
-// apply as they do to a Client (default: a DefaultLease lease, renewed);
-// WithRead does not apply. It returns an error matching ErrInvalid, before
-// any I/O, if store is nil or an option is out of range.
+// WithTTL, WithAutoRenew, WithWait, WithBackoff, WithOnRetry, WithClock and
+// WithObserver apply as they do to a Client (default: a DefaultLease lease,
+// renewed); WithRead does not apply. It returns an error matching
+// ErrInvalid, before any I/O, if store is nil or an option is out of range.
 func NewRWLocks(store driver.RWMutex, opts ...Option) (*RWLocks, error) {
 	if store == nil {
 		return nil, invalidf("nil store")
 	}
-	model := store.Model()
-	cfg := defaultConfig()
-	cfg.ttl = defaultTTL(model)
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := rwValidate(model, &cfg); err != nil {
+	l := &RWLocks{store: store}
+	if err := l.init("read-write lock", errRWClosed, rwStore{store}, opts); err != nil {
 		return nil, err
 	}
-	l := &RWLocks{store: store, model: model, cfg: cfg, held: make(map[*RWHolding]struct{}), closing: make(chan struct{})}
-	if n, ok := driver.As[driver.RWNotifier](store); ok {
-		l.notifier = rwNotifier{n}
-	}
-	l.renewer = lease.NewRenewer[Timer](cfg.clock, rwExtender{store})
-	l.bgCtx, l.bgStop = context.WithCancel(context.Background())
 	return l, nil
-}
-
-// rwValidate checks cfg as a Client's and refuses what does not apply to a
-// read-write lock (WithRead), fitting the TTL to the store's model.
-func rwValidate(model driver.Model, cfg *config) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	if cfg.read != nil {
-		return invalidf("WithRead does not apply to a read-write lock")
-	}
-	return fitModel(model, &cfg.ttl)
 }
 
 // Store returns the store the RWLocks was created with.
@@ -136,26 +100,20 @@ func (l *RWLocks) lock(ctx context.Context, key string, mode driver.RWMode, try 
 	if try {
 		cfg.wait = 0
 	}
-	return l.acquire(ctx, key, mode, cfg)
+	return famAcquire(&l.famCore, ctx, key, cfg, rwKind(mode), famWait[*RWHolding]{
+		attempt: func(wctx context.Context, token string) (*RWHolding, error) {
+			return l.attempt(wctx, key, token, mode, cfg)
+		},
+		refusal: func(err error) (bool, time.Duration) { return rwRefusal(mode, err) },
+	})
 }
 
 // callConfig checks a call's arguments before any I/O and returns its
 // configuration.
 func (l *RWLocks) callConfig(ctx context.Context, key string, mode driver.RWMode, opts []Option) (config, error) {
-	if ctx == nil {
-		return config{}, invalidf("nil context")
-	}
-	if l.closed.Load() {
-		return config{}, errRWClosed
-	}
-	cfg := l.cfg
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if len(opts) > 0 {
-		if err := rwValidate(l.model, &cfg); err != nil {
-			return cfg, err
-		}
+	cfg, err := l.famCore.callConfig(ctx, opts)
+	if err != nil {
+		return cfg, err
 	}
 	if err := driver.ValidateRW(key, cfg.ttl); err != nil {
 		return cfg, err
@@ -183,74 +141,21 @@ func (l *RWLocks) nested(ctx context.Context, key string, mode driver.RWMode) er
 // errRWClosed is what calls on a closed RWLocks fail with.
 var errRWClosed error = &textError{"dlock: read-write locks closed", []error{ErrInvalid}}
 
-// acquire makes attempts until one succeeds, an error is final, or the
-// wait ends (see RLock and Lock).
-func (l *RWLocks) acquire(ctx context.Context, key string, mode driver.RWMode, cfg config) (*RWHolding, error) {
-	if ctx.Err() != nil {
-		return nil, rwWaitError(ctx, ctx, key, mode, nil)
-	}
-	wctx := ctx
-	if cfg.wait > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
-		defer cancel()
-	}
-	token := newToken()
-	pace := lease.NewPacer[Timer](cfg.clock, cfg.backoff, l.notifier, l.closing)
-	defer pace.Stop()
-	var last error
-	unsure := false // an attempt got no answer: token may hold key
-	for {
-		if l.closed.Load() {
-			return nil, l.failed(key, token, unsure, cfg, notAcquired(errRWClosed))
-		}
-		h, err := l.attempt(wctx, key, token, mode, cfg)
-		if err == nil {
-			return h, nil
-		}
-		var taken *driver.RWTakenError
-		contended := errors.As(err, &taken)
-		unsure = unsure || (!contended && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrRefused))
-		switch {
-		case errors.Is(err, ErrInvalid):
-			return nil, l.failed(key, token, unsure, cfg, err)
-		case errors.Is(err, ErrRefused) || (cfg.wait == 0 && wctx.Err() == nil):
-			return nil, l.failed(key, token, unsure, cfg, notAcquired(err))
-		case wctx.Err() != nil:
-			return nil, l.failed(key, token, unsure, cfg, rwWaitError(ctx, wctx, key, mode, last))
-		}
-		last = err
-		if cfg.onRetry != nil {
-			cfg.onRetry(pace.Failures()+1, err)
-		}
-		if !pace.Pause(wctx, key, contended, rwPause(mode, taken), 0) {
-			return nil, l.failed(key, token, unsure, cfg, rwWaitError(ctx, wctx, key, mode, last))
-		}
-	}
-}
-
-// rwPause is the remaining time the Pacer sleeps for at most after a
-// refusal (taken, nil if the attempt failed otherwise): the store's
-// Remaining, and for a writer never more than writerRetry, so that its
-// next attempt renews its writer-waiting mark before the mark ends.
-func rwPause(mode driver.RWMode, taken *driver.RWTakenError) time.Duration {
+// rwRefusal says whether an attempt's err is a refusal (key held, or a
+// writer waiting), and for how long at most the wait pauses then: the
+// store's Remaining, and for a writer never more than writerRetry, so that
+// its next attempt renews its writer-waiting mark before the mark ends.
+func rwRefusal(mode driver.RWMode, err error) (bool, time.Duration) {
+	var taken *driver.RWTakenError
+	contended := errors.As(err, &taken)
 	remaining := time.Duration(-1)
-	if taken != nil {
+	if contended {
 		remaining = taken.Remaining
 	}
 	if mode == driver.RWWrite && (remaining < 0 || remaining > writerRetry) {
 		remaining = writerRetry
 	}
-	return remaining
-}
-
-// failed ends a wait with err, first giving back in the background what an
-// attempt without an answer may have left to token.
-func (l *RWLocks) failed(key, token string, unsure bool, cfg config, err error) error {
-	if unsure {
-		l.giveBack(key, token, cfg.ttl, time.Time{}, nil)
-	}
-	return err
+	return contended, remaining
 }
 
 // attempt makes one acquisition and turns a grant into an RWHolding, giving
@@ -275,31 +180,23 @@ func (l *RWLocks) attempt(ctx context.Context, key, token string, mode driver.RW
 	return l.newHolding(ctx, key, token, mode, g, cfg, validUntil)
 }
 
-// rwWaitError explains why a wait for a holding ended, as semWaitError
-// does for permits. It matches ErrNotAcquired.
-func rwWaitError(ctx, wctx context.Context, key string, mode driver.RWMode, last error) error {
-	errs := []error{ErrNotAcquired}
-	var why string
-	switch err := ctx.Err(); {
-	case err != nil:
-		errs = append(errs, err)
-		why = err.Error()
-		if cause := context.Cause(ctx); cause != err {
-			errs = append(errs, cause)
-			why += " (" + trimSentinels(cause.Error()) + ")"
-		}
-	case errors.Is(context.Cause(wctx), errWaitElapsed):
-		why = errWaitElapsed.Error()
-	default:
-		errs = append(errs, wctx.Err())
-		why = wctx.Err().Error()
+// rwStore is an RWMutex as the shared machinery calls it (famStore).
+type rwStore struct{ driver.RWMutex }
+
+func (s rwStore) release(ctx context.Context, key, token string) error {
+	return s.ReleaseRW(ctx, key, token)
+}
+
+func (s rwStore) extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := s.ExtendRW(ctx, key, token, ttl)
+	return driver.Grant{Fence: g.Fence, Holds: 1, TTL: g.TTL}, err
+}
+
+func (s rwStore) notifier() driver.Notifier {
+	if n, ok := driver.As[driver.RWNotifier](s.RWMutex); ok {
+		return rwNotifier{n}
 	}
-	msg := fmt.Sprintf("%v: read-write lock %q (%v): %s", ErrNotAcquired, key, mode, why)
-	if last != nil {
-		msg += " (last attempt: " + trimSentinels(last.Error()) + ")"
-		errs = append(errs, last)
-	}
-	return &textError{msg, errs}
+	return nil
 }
 
 // rwNotifier is an RWNotifier as the lease engine's Pacer wants it

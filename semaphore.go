@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"example.com/dlock/driver"
@@ -20,19 +18,8 @@ import (
 // connection. Stores that implement driver.Semaphore today: memstore and
 // redisstore.
 type Semaphores struct {
-	store    driver.Semaphore
-	model    driver.Model // the store's time model, read once
-	cfg      config
-	notifier driver.Notifier // the store's PermitNotifier as the Pacer wants it; nil if none
-	renewer  *lease.Renewer[Timer]
-
-	mu      sync.Mutex
-	held    map[*Permit]struct{} // live permits, released by Close
-	closed  atomic.Bool
-	closing chan struct{}      // closed by Close: ends waits' sleeps
-	bg      bgState            // background give-backs
-	bgCtx   context.Context    // their context, cancelled if Close's ends first
-	bgStop  context.CancelFunc // cancels bgCtx
+	store driver.Semaphore
+	famCore
 }
 
 // NewSemaphores returns a Semaphores for store with the given default
@@ -44,34 +31,11 @@ func NewSemaphores(store driver.Semaphore, opts ...Option) (*Semaphores, error) 
 	if store == nil {
 		return nil, invalidf("nil store")
 	}
-	model := store.Model()
-	cfg := defaultConfig()
-	cfg.ttl = defaultTTL(model)
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := semValidate(model, &cfg); err != nil {
+	s := &Semaphores{store: store}
+	if err := s.init("semaphore", errSemClosed, semStore{store}, opts); err != nil {
 		return nil, err
 	}
-	s := &Semaphores{store: store, model: model, cfg: cfg, held: make(map[*Permit]struct{}), closing: make(chan struct{})}
-	if pn, ok := driver.As[driver.PermitNotifier](store); ok {
-		s.notifier = permitNotifier{pn}
-	}
-	s.renewer = lease.NewRenewer[Timer](cfg.clock, permitExtender{store})
-	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
 	return s, nil
-}
-
-// semValidate checks cfg as a Client's and refuses what does not apply to
-// a semaphore (WithRead), fitting the TTL to the store's model.
-func semValidate(model driver.Model, cfg *config) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	if cfg.read != nil {
-		return invalidf("WithRead does not apply to a semaphore")
-	}
-	return fitModel(model, &cfg.ttl)
 }
 
 // Store returns the store the Semaphores was created with.
@@ -105,39 +69,23 @@ func (s *Semaphores) TryAcquire(ctx context.Context, key string, limit, permits 
 	return s.observedAcquire(ctx, key, limit, permits, cfg)
 }
 
-// observedAcquire is acquire, with its wait's events if cfg has an Observer.
+// observedAcquire waits for permits as Acquire does, with its wait's events
+// if cfg has an Observer.
 func (s *Semaphores) observedAcquire(ctx context.Context, key string, limit, permits int, cfg config) (*Permit, error) {
-	if cfg.obs == nil {
-		return s.acquire(ctx, key, limit, permits, cfg)
-	}
-	start := waitStart(ctx, cfg.obs, cfg.clock, KindPermit, key)
-	p, err := s.acquire(ctx, key, limit, permits, cfg)
-	var fence uint64
-	var n int
-	if p != nil {
-		fence, n = p.fence, p.permits
-	}
-	waitEnd(ctx, cfg.obs, cfg.clock, KindPermit, key, start, fence, n, err)
-	return p, err
+	return famAcquire(&s.famCore, ctx, key, cfg, KindPermit, famWait[*Permit]{
+		attempt: func(wctx context.Context, token string) (*Permit, error) {
+			return s.attempt(wctx, key, token, limit, permits, cfg)
+		},
+		refusal: permitsRefusal,
+	})
 }
 
 // callConfig checks a call's arguments before any I/O and returns its
 // configuration.
 func (s *Semaphores) callConfig(ctx context.Context, key string, limit, permits int, opts []Option) (config, error) {
-	if ctx == nil {
-		return config{}, invalidf("nil context")
-	}
-	if s.closed.Load() {
-		return config{}, errSemClosed
-	}
-	cfg := s.cfg
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if len(opts) > 0 {
-		if err := semValidate(s.model, &cfg); err != nil {
-			return cfg, err
-		}
+	cfg, err := s.famCore.callConfig(ctx, opts)
+	if err != nil {
+		return cfg, err
 	}
 	return cfg, driver.ValidatePermits(key, limit, permits, cfg.ttl)
 }
@@ -145,63 +93,14 @@ func (s *Semaphores) callConfig(ctx context.Context, key string, limit, permits 
 // errSemClosed is what calls on a closed Semaphores fail with.
 var errSemClosed error = &textError{"dlock: semaphores closed", []error{ErrInvalid}}
 
-// acquire makes attempts until one succeeds, an error is final, or the
-// wait ends (see Acquire).
-func (s *Semaphores) acquire(ctx context.Context, key string, limit, k int, cfg config) (*Permit, error) {
-	if ctx.Err() != nil {
-		return nil, semWaitError(ctx, ctx, key, nil)
+// permitsRefusal says whether an attempt's err is a full semaphore, and
+// for how long at most the wait pauses then: the store's Remaining.
+func permitsRefusal(err error) (bool, time.Duration) {
+	var pt *driver.PermitsTakenError
+	if errors.As(err, &pt) {
+		return true, pt.Remaining
 	}
-	wctx := ctx
-	if cfg.wait > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
-		defer cancel()
-	}
-	token := newToken()
-	pace := lease.NewPacer[Timer](cfg.clock, cfg.backoff, s.notifier, s.closing)
-	defer pace.Stop()
-	var last error
-	unsure := false // an attempt got no answer: token may hold permits
-	for {
-		if s.closed.Load() {
-			return nil, s.failed(key, token, unsure, cfg, notAcquired(errSemClosed))
-		}
-		p, err := s.attempt(wctx, key, token, limit, k, cfg)
-		if err == nil {
-			return p, nil
-		}
-		var pt *driver.PermitsTakenError
-		contended := errors.As(err, &pt)
-		unsure = unsure || (!contended && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrRefused))
-		switch {
-		case errors.Is(err, ErrInvalid):
-			return nil, s.failed(key, token, unsure, cfg, err)
-		case errors.Is(err, ErrRefused) || (cfg.wait == 0 && wctx.Err() == nil):
-			return nil, s.failed(key, token, unsure, cfg, notAcquired(err))
-		case wctx.Err() != nil:
-			return nil, s.failed(key, token, unsure, cfg, semWaitError(ctx, wctx, key, last))
-		}
-		last = err
-		if cfg.onRetry != nil {
-			cfg.onRetry(pace.Failures()+1, err)
-		}
-		remaining := time.Duration(-1)
-		if contended {
-			remaining = pt.Remaining
-		}
-		if !pace.Pause(wctx, key, contended, remaining, 0) {
-			return nil, s.failed(key, token, unsure, cfg, semWaitError(ctx, wctx, key, last))
-		}
-	}
-}
-
-// failed ends a wait with err, first giving back in the background what an
-// attempt without an answer may have left to token.
-func (s *Semaphores) failed(key, token string, unsure bool, cfg config, err error) error {
-	if unsure {
-		s.giveBack(key, token, cfg.ttl, time.Time{})
-	}
-	return err
+	return false, -1
 }
 
 // attempt makes one acquisition and turns a grant into a Permit, giving
@@ -214,40 +113,29 @@ func (s *Semaphores) attempt(ctx context.Context, key, token string, limit, k in
 	}
 	validUntil := lease.ValidUntil(start, g.TTL, cfg.ttl)
 	if !cfg.clock.Now().Before(validUntil) {
-		s.giveBack(key, token, cfg.ttl, time.Time{})
+		s.giveBack(key, token, cfg.ttl, time.Time{}, nil)
 		return nil, fmt.Errorf("%w: permits of %q granted after their validity", ErrUnavailable, key)
 	}
 	return s.newPermit(ctx, key, token, g, cfg, validUntil)
 }
 
-// semWaitError explains why a wait for permits ended: the caller's context
-// (the error matches ctx.Err() and its cause), the wait bound, or the wait
-// context ending otherwise, with the last attempt's answer. It matches
-// ErrNotAcquired.
-func semWaitError(ctx, wctx context.Context, key string, last error) error {
-	errs := []error{ErrNotAcquired}
-	var why string
-	switch err := ctx.Err(); {
-	case err != nil:
-		errs = append(errs, err)
-		why = err.Error()
-		if cause := context.Cause(ctx); cause != err {
-			errs = append(errs, cause)
-			why += " (" + trimSentinels(cause.Error()) + ")"
-		}
-	case errors.Is(context.Cause(wctx), errWaitElapsed):
-		why = errWaitElapsed.Error()
-		errs = append(errs, errWaitElapsed)
-	default:
-		errs = append(errs, wctx.Err())
-		why = wctx.Err().Error()
+// semStore is a Semaphore as the shared machinery calls it (famStore).
+type semStore struct{ driver.Semaphore }
+
+func (s semStore) release(ctx context.Context, key, token string) error {
+	return s.ReleasePermits(ctx, key, token)
+}
+
+func (s semStore) extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	g, err := s.ExtendPermits(ctx, key, token, ttl)
+	return driver.Grant{Fence: g.Fence, Holds: g.Permits, TTL: g.TTL}, err
+}
+
+func (s semStore) notifier() driver.Notifier {
+	if pn, ok := driver.As[driver.PermitNotifier](s.Semaphore); ok {
+		return permitNotifier{pn}
 	}
-	msg := fmt.Sprintf("%v: semaphore %q: %s", ErrNotAcquired, key, why)
-	if last != nil {
-		msg += " (last attempt: " + trimSentinels(last.Error()) + ")"
-		errs = append(errs, last)
-	}
-	return &textError{msg, errs}
+	return nil
 }
 
 // permitNotifier is a PermitNotifier as the lease engine's Pacer wants it
@@ -258,3 +146,12 @@ type permitNotifier struct{ n driver.PermitNotifier }
 func (p permitNotifier) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	return p.n.SubscribePermits(ctx, key)
 }
+
+// Close releases every permit still held (their Err then matches
+// ErrNotHeld), stops their renewal, ends the waits of Acquire (which then
+// return ErrNotAcquired and ErrInvalid) and waits for the background
+// give-backs, cancelling them if ctx ends first. Later calls return
+// ErrInvalid. It returns the first release error, or ctx's; what was not
+// confirmed expires at the end of its lease. It does not close the store.
+// Closing twice returns nil.
+func (s *Semaphores) Close(ctx context.Context) error { return s.close(ctx) }

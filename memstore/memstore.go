@@ -72,7 +72,7 @@ type Store struct {
 	locks   map[string]*entry
 	fence   uint64 // the last fence issued, for any key
 	sweepAt int    // sweep expired entries when len(locks) reaches it
-	subs    map[string]map[chan struct{}]struct{}
+	subs    subscribers
 	data    map[string]string // resources for WithRead and Lease.Commit
 	sem     semState          // the Semaphore keys (semaphore.go)
 	rw      rwState           // the RWMutex keys (rwmutex.go)
@@ -101,7 +101,6 @@ func New(now func() time.Time) *Store {
 	return &Store{
 		now:   now,
 		locks: make(map[string]*entry),
-		subs:  make(map[string]map[chan struct{}]struct{}),
 		data:  make(map[string]string),
 	}
 }
@@ -228,12 +227,7 @@ func (s *Store) release(key, token string) error {
 		return nil
 	}
 	delete(s.locks, key)
-	for ch := range s.subs[key] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	s.subs.notify(key)
 	return nil
 }
 
@@ -256,24 +250,8 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	if s.subs[key] == nil {
-		s.subs[key] = make(map[chan struct{}]struct{})
-	}
-	s.subs[key][ch] = struct{}{}
-	s.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			delete(s.subs[key], ch)
-			if len(s.subs[key]) == 0 {
-				delete(s.subs, key)
-			}
-		})
-	}, nil
+	ch, cancel := s.subscribe(&s.subs, key)
+	return ch, cancel, nil
 }
 
 // Inspect implements driver.Inspector: the holder's token, hold count,

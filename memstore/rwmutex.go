@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -19,12 +18,8 @@ var (
 	_ driver.RWInspector = (*Store)(nil)
 )
 
-// rwState is the store's RWMutex state. Its maps are made on first use.
-type rwState struct {
-	keys    map[string]*rwKey
-	subs    map[string]map[chan struct{}]struct{}
-	sweepAt int // sweep expired keys when len(keys) reaches it
-}
+// rwState is the store's RWMutex state.
+type rwState = keyState[*rwKey]
 
 type rwKey struct {
 	mode     driver.RWMode // of every holding; 0 when there is none
@@ -37,6 +32,8 @@ type rwHolding struct {
 	fence   uint64
 	expires time.Time
 }
+
+func (h *rwHolding) expiry() time.Time { return h.expires }
 
 // rwLive returns key's entry with its expired holdings and mark dropped,
 // or nil (dropping the entry) when nothing is left. Called with s.mu held.
@@ -71,12 +68,7 @@ func (s *Store) rwEntry(key string) *rwKey {
 	if e := s.rwLive(key); e != nil {
 		return e
 	}
-	if len(s.rw.keys) >= s.rw.sweepAt {
-		for k := range s.rw.keys {
-			s.rwLive(k)
-		}
-		s.rw.sweepAt = max(64, 2*len(s.rw.keys))
-	}
+	sweepKeys(s.rw.keys, &s.rw.sweepAt, func(k string) { s.rwLive(k) })
 	if s.rw.keys == nil {
 		s.rw.keys = make(map[string]*rwKey)
 	}
@@ -104,12 +96,7 @@ func (e *rwKey) taken(now time.Time, markOnly bool) *driver.RWTakenError {
 	}
 	first := e.waitedTo
 	if !markOnly {
-		first = time.Time{}
-		for _, h := range e.holders {
-			if first.IsZero() || h.expires.Before(first) {
-				first = h.expires
-			}
-		}
+		first = earliest(e.holders)
 	}
 	err.Remaining = first.Sub(now)
 	return err
@@ -117,10 +104,7 @@ func (e *rwKey) taken(now time.Time, markOnly bool) *driver.RWTakenError {
 
 // rwStart validates a call and checks ctx, before taking the lock.
 func rwStart(ctx context.Context, key string, ttl time.Duration) error {
-	if err := driver.ValidateRW(key, ttl); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return start(ctx, driver.ValidateRW(key, ttl))
 }
 
 // AcquireRead implements driver.RWMutex: token gets a read holding of key
@@ -140,7 +124,7 @@ func (s *Store) AcquireRead(ctx context.Context, key, token string, ttl time.Dur
 	if h := e.holders[token]; h != nil {
 		if e.mode == driver.RWWrite {
 			e.mode = driver.RWRead
-			s.rwNotify(key)
+			s.rw.subs.notify(key)
 		}
 		h.expires = later(h.expires, now.Add(ttl))
 		return e.grant(h, ttl), nil
@@ -235,18 +219,8 @@ func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 	}
 	delete(e.holders, token)
 	s.rwLive(key)
-	s.rwNotify(key)
+	s.rw.subs.notify(key)
 	return nil
-}
-
-// rwNotify wakes key's subscribers. Called with s.mu held.
-func (s *Store) rwNotify(key string) {
-	for ch := range s.rw.subs[key] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // SubscribeRW implements driver.RWNotifier: every later ReleaseRW of key,
@@ -257,26 +231,8 @@ func (s *Store) SubscribeRW(ctx context.Context, key string) (<-chan struct{}, f
 	if err := rwStart(ctx, key, time.Millisecond); err != nil {
 		return nil, nil, err
 	}
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	if s.rw.subs == nil {
-		s.rw.subs = make(map[string]map[chan struct{}]struct{})
-	}
-	if s.rw.subs[key] == nil {
-		s.rw.subs[key] = make(map[chan struct{}]struct{})
-	}
-	s.rw.subs[key][ch] = struct{}{}
-	s.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if delete(s.rw.subs[key], ch); len(s.rw.subs[key]) == 0 {
-				delete(s.rw.subs, key)
-			}
-		})
-	}, nil
+	ch, cancel := s.subscribe(&s.rw.subs, key)
+	return ch, cancel, nil
 }
 
 // InspectRW implements driver.RWInspector. Its only errors are a bad key's

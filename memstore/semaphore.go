@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -20,12 +19,8 @@ var (
 	_ driver.PermitInspector = (*Store)(nil)
 )
 
-// semState is the store's Semaphore state. Its maps are made on first use.
-type semState struct {
-	keys    map[string]*semKey
-	subs    map[string]map[chan struct{}]struct{}
-	sweepAt int // sweep expired keys when len(keys) reaches it
-}
+// semState is the store's Semaphore state.
+type semState = keyState[*semKey]
 
 type semKey struct {
 	limit, used int
@@ -60,16 +55,9 @@ func (s *Store) semLive(key string) *semKey {
 }
 
 // semSweep drops keys whose holdings have all expired once the map has
-// doubled since the last sweep, as sweep does for locks. Called with s.mu
-// held.
+// doubled since the last sweep (sweepKeys). Called with s.mu held.
 func (s *Store) semSweep() {
-	if len(s.sem.keys) < s.sem.sweepAt {
-		return
-	}
-	for k := range s.sem.keys {
-		s.semLive(k)
-	}
-	s.sem.sweepAt = max(64, 2*len(s.sem.keys))
+	sweepKeys(s.sem.keys, &s.sem.sweepAt, func(k string) { s.semLive(k) })
 }
 
 // AcquirePermits implements driver.Semaphore: token gets k of key's permits
@@ -81,10 +69,7 @@ func (s *Store) semSweep() {
 // driver.ErrInvalid for bad arguments or a re-acquisition with another k,
 // ctx's error when it is done.
 func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int, ttl time.Duration) (driver.PermitGrant, error) {
-	if err := driver.ValidatePermits(key, n, k, ttl); err != nil {
-		return driver.PermitGrant{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, driver.ValidatePermits(key, n, k, ttl)); err != nil {
 		return driver.PermitGrant{}, err
 	}
 	s.mu.Lock()
@@ -112,7 +97,7 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 		return driver.PermitGrant{Fence: h.fence, Permits: k, Used: e.used, TTL: ttl}, nil
 	}
 	if e.used+k > e.limit {
-		return driver.PermitGrant{}, &driver.PermitsTakenError{Used: e.used, Limit: e.limit, Remaining: e.earliest().Sub(s.now())}
+		return driver.PermitGrant{}, &driver.PermitsTakenError{Used: e.used, Limit: e.limit, Remaining: earliest(e.holders).Sub(s.now())}
 	}
 	s.fence++
 	e.holders[token] = &permits{k: k, fence: s.fence, expires: until}
@@ -120,16 +105,7 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 	return driver.PermitGrant{Fence: s.fence, Permits: k, Used: e.used, TTL: ttl}, nil
 }
 
-// earliest is the expiry of e's first holding to end.
-func (e *semKey) earliest() time.Time {
-	var t time.Time
-	for _, h := range e.holders {
-		if t.IsZero() || h.expires.Before(t) {
-			t = h.expires
-		}
-	}
-	return t
-}
+func (h *permits) expiry() time.Time { return h.expires }
 
 // heldPermits returns key's entry and token's holding in it, or
 // driver.NotHeld(false). Called with s.mu held.
@@ -146,10 +122,7 @@ func (s *Store) heldPermits(key, token string) (*semKey, *permits, error) {
 // (ErrExpired). Bad keys and ttls match driver.ErrInvalid; a done ctx
 // returns its error.
 func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.Duration) (driver.PermitGrant, error) {
-	if err := driver.ValidatePermits(key, 1, 1, ttl); err != nil {
-		return driver.PermitGrant{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, driver.ValidatePermits(key, 1, 1, ttl)); err != nil {
 		return driver.PermitGrant{}, err
 	}
 	s.mu.Lock()
@@ -167,10 +140,7 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 // nothing and returns driver.NotHeld (ErrExpired). Bad keys match
 // driver.ErrInvalid; a done ctx returns its error.
 func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
-	if err := driver.ValidateKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, driver.ValidateKey(key)); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -183,12 +153,7 @@ func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 	if e.used -= h.k; len(e.holders) == 0 {
 		delete(s.sem.keys, key)
 	}
-	for ch := range s.sem.subs[key] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	s.sem.subs.notify(key)
 	return nil
 }
 
@@ -197,41 +162,17 @@ func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 // an expiry sends nothing. Its only errors are a bad key's and ctx's;
 // cancel may be called more than once.
 func (s *Store) SubscribePermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	if err := driver.ValidateKey(key); err != nil {
+	if err := start(ctx, driver.ValidateKey(key)); err != nil {
 		return nil, nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	if s.sem.subs == nil {
-		s.sem.subs = make(map[string]map[chan struct{}]struct{})
-	}
-	if s.sem.subs[key] == nil {
-		s.sem.subs[key] = make(map[chan struct{}]struct{})
-	}
-	s.sem.subs[key][ch] = struct{}{}
-	s.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if delete(s.sem.subs[key], ch); len(s.sem.subs[key]) == 0 {
-				delete(s.sem.subs, key)
-			}
-		})
-	}, nil
+	ch, cancel := s.subscribe(&s.sem.subs, key)
+	return ch, cancel, nil
 }
 
 // InspectPermits implements driver.PermitInspector. Its only errors are a
 // bad key's and ctx's.
 func (s *Store) InspectPermits(ctx context.Context, key string) (driver.PermitInfo, error) {
-	if err := driver.ValidateKey(key); err != nil {
-		return driver.PermitInfo{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, driver.ValidateKey(key)); err != nil {
 		return driver.PermitInfo{}, err
 	}
 	s.mu.Lock()

@@ -54,13 +54,7 @@ func (s *Store) RWKeys(key string) (hash, expiries string) {
 
 // checkRW validates a read-write lock call before any I/O.
 func checkRW(ctx context.Context, key string, ttl time.Duration) error {
-	if err := driver.ValidateRW(key, ttl); err != nil {
-		return err
-	}
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return checkCall(ctx, key, driver.ValidateRW(key, ttl))
 }
 
 // AcquireRead implements driver.RWMutex in one script call: expired
@@ -111,16 +105,11 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 		return driver.RWGrant{}, err
 	}
 	h, z := s.RWKeys(key)
-	v, err := rwExtendScript.Run(ctx, s.client, []string{h, z}, token, ms(ttl), s.keep).Int64Slice()
-	switch {
-	case err != nil:
-		return driver.RWGrant{}, classify(err, key)
-	case len(v) == 4 && v[0] == 1:
-		return driver.RWGrant{Mode: driver.RWMode(v[3]), Fence: uint64(v[1]), Readers: int(v[2]), TTL: ttl}, nil
-	case len(v) == 1 && v[0] == 0:
-		return driver.RWGrant{}, driver.NotHeld(false)
+	v, err := s.extendHolding(ctx, rwExtendScript, "read-write lock", key, h, z, token, ttl)
+	if err != nil {
+		return driver.RWGrant{}, err
 	}
-	return driver.RWGrant{}, fmt.Errorf("redisstore: unexpected read-write lock extend reply %v", v)
+	return driver.RWGrant{Mode: driver.RWMode(v[3]), Fence: uint64(v[1]), Readers: int(v[2]), TTL: ttl}, nil
 }
 
 // ReleaseRW implements driver.RWMutex in one script call, which publishes
@@ -132,26 +121,15 @@ func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 		return err
 	}
 	h, z := s.RWKeys(key)
-	keys := []string{h, z, h + ":rel:" + token}
-	n, err := rwReleaseScript.Run(ctx, s.client, keys, token, callID(), s.keep, h+":released").Int64()
-	switch {
-	case err != nil:
-		return classify(err, key)
-	case n >= 0:
-		return nil
-	}
-	return driver.NotHeld(false)
+	return s.releaseHolding(ctx, rwReleaseScript, key, h, z, token)
 }
 
 // SubscribeRW implements driver.RWNotifier on the lock's channel, through
 // the store's one subscription connection, as Subscribe does for locks
 // (same errors).
 func (s *Store) SubscribeRW(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	if err := checkKey(key); err != nil {
-		return nil, nil, err
-	}
 	h, _ := s.RWKeys(key)
-	return s.subs.subscribe(ctx, h+":released")
+	return s.subscribeReleased(ctx, key, h)
 }
 
 // InspectRW implements driver.RWInspector with one read-only script call;
@@ -161,12 +139,9 @@ func (s *Store) InspectRW(ctx context.Context, key string) (driver.RWInfo, error
 		return driver.RWInfo{}, err
 	}
 	h, z := s.RWKeys(key)
-	v, err := rwInspectScript.Run(ctx, s.client, []string{h, z}).Slice()
+	v, err := s.inspectHoldings(ctx, rwInspectScript, "read-write lock", key, h, z, 3)
 	if err != nil {
-		return driver.RWInfo{}, classify(err, key)
-	}
-	if len(v) < 2 || len(v)%3 != 2 {
-		return driver.RWInfo{}, fmt.Errorf("redisstore: unexpected read-write lock inspect reply %v", v)
+		return driver.RWInfo{}, err
 	}
 	mode, _ := v[0].(int64)
 	mark, _ := v[1].(int64)

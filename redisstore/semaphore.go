@@ -54,13 +54,7 @@ func (s *Store) SemaphoreKeys(key string) (hash, expiries string) {
 
 // checkSem validates a semaphore call before any I/O.
 func checkSem(ctx context.Context, key string, n, k int, ttl time.Duration) error {
-	if err := driver.ValidatePermits(key, n, k, ttl); err != nil {
-		return err
-	}
-	if err := checkKey(key); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return checkCall(ctx, key, driver.ValidatePermits(key, n, k, ttl))
 }
 
 // AcquirePermits implements driver.Semaphore in one script call: expired
@@ -100,16 +94,11 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 		return driver.PermitGrant{}, err
 	}
 	h, z := s.SemaphoreKeys(key)
-	v, err := semExtendScript.Run(ctx, s.client, []string{h, z}, token, ms(ttl), s.keep).Int64Slice()
-	switch {
-	case err != nil:
-		return driver.PermitGrant{}, classify(err, key)
-	case len(v) == 4 && v[0] == 1:
-		return driver.PermitGrant{Fence: uint64(v[1]), Permits: int(v[2]), Used: int(v[3]), TTL: ttl}, nil
-	case len(v) == 1 && v[0] == 0:
-		return driver.PermitGrant{}, driver.NotHeld(false)
+	v, err := s.extendHolding(ctx, semExtendScript, "semaphore", key, h, z, token, ttl)
+	if err != nil {
+		return driver.PermitGrant{}, err
 	}
-	return driver.PermitGrant{}, fmt.Errorf("redisstore: unexpected semaphore extend reply %v", v)
+	return driver.PermitGrant{Fence: uint64(v[1]), Permits: int(v[2]), Used: int(v[3]), TTL: ttl}, nil
 }
 
 // ReleasePermits implements driver.Semaphore in one script call, which
@@ -121,26 +110,15 @@ func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 		return err
 	}
 	h, z := s.SemaphoreKeys(key)
-	keys := []string{h, z, h + ":rel:" + token}
-	n, err := semReleaseScript.Run(ctx, s.client, keys, token, callID(), s.keep, h+":released").Int64()
-	switch {
-	case err != nil:
-		return classify(err, key)
-	case n >= 0:
-		return nil
-	}
-	return driver.NotHeld(false)
+	return s.releaseHolding(ctx, semReleaseScript, key, h, z, token)
 }
 
 // SubscribePermits implements driver.PermitNotifier on the semaphore's
 // channel, through the store's one subscription connection, as Subscribe
 // does for locks (same errors).
 func (s *Store) SubscribePermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	if err := checkKey(key); err != nil {
-		return nil, nil, err
-	}
 	h, _ := s.SemaphoreKeys(key)
-	return s.subs.subscribe(ctx, h+":released")
+	return s.subscribeReleased(ctx, key, h)
 }
 
 // InspectPermits implements driver.PermitInspector with one read-only
@@ -150,12 +128,9 @@ func (s *Store) InspectPermits(ctx context.Context, key string) (driver.PermitIn
 		return driver.PermitInfo{}, err
 	}
 	h, z := s.SemaphoreKeys(key)
-	v, err := semInspectScript.Run(ctx, s.client, []string{h, z}).Slice()
+	v, err := s.inspectHoldings(ctx, semInspectScript, "semaphore", key, h, z, 4)
 	if err != nil {
-		return driver.PermitInfo{}, classify(err, key)
-	}
-	if len(v) < 2 || len(v)%4 != 2 {
-		return driver.PermitInfo{}, fmt.Errorf("redisstore: unexpected semaphore inspect reply %v", v)
+		return driver.PermitInfo{}, err
 	}
 	limit, _ := v[0].(int64)
 	used, _ := v[1].(int64)
