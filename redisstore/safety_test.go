@@ -149,7 +149,11 @@ func TestServerKilledFiresLostBeforeValidityEnds(t *testing.T) {
 	case <-time.After(2 * lease):
 		t.Fatal("no lost signal after the server died")
 	}
-	if late := time.Since(validUntil); late > 25*time.Millisecond {
+	// The signal is due at ValidUntil on the local clock; the slack is for
+	// the goroutine's scheduling on a loaded machine (seen: 25 ms on two
+	// cores shared with other test binaries). A lock that waits for its
+	// next renewal instead is late by a third of the lease or more.
+	if late := time.Since(validUntil); late > 80*time.Millisecond {
 		t.Fatalf("lost signal %v after the validity ended", late)
 	}
 	if err := l.Err(); !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrUnavailable) {
