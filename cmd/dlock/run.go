@@ -27,6 +27,7 @@ type runFlags struct {
 	grace   time.Duration
 	verbose bool
 	flockFlags
+	familyFlags
 	runJSON
 }
 
@@ -143,6 +144,9 @@ func newRunCmd() *cobra.Command {
 				return exitWith(ExitUsage, fmt.Errorf("run: --ttl is no longer accepted: it set a renewed lease, which is now --lease %v "+
 					"(the library's WithTTL is a fixed lease without renewal; run always renews)", f.ttl))
 			}
+			if err := f.validateFamily(cmd); err != nil {
+				return err
+			}
 			if err := f.validate(); err != nil {
 				return err
 			}
@@ -162,6 +166,7 @@ func newRunCmd() *cobra.Command {
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, or once an interrupted command exited, time between SIGTERM and SIGKILL of its process group")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report on stderr whom run waits for (at once, then when the lock changes hands), acquisition and release")
 	f.registerFlock(cmd)
+	f.registerFamily(cmd)
 	f.registerJSON(cmd)
 	f.store.register(cmd)
 	return cmd
@@ -210,17 +215,18 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		}
 	}
 	defer closeWithin(st, life.releaseBound())
-	client, err := dlock.New(st.Store)
+	lk, err := f.lockerFor(st)
 	if err != nil {
-		return exitFor(err)
+		return err
 	}
-	lease, err := acquire(ctx, client, f, deadline, rep, sigs)
+	defer lk.close()
+	lease, err := acquire(ctx, lk, f, deadline, rep, sigs)
 	f.out.acquired(lease)
 	if err != nil {
 		return err
 	}
 	if f.verbose {
-		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %q (fence %d) on %s\n", f.key, lease.Fence(), st.Desc)
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %s (fence %d) on %s\n", f.what(), lease.Fence(), st.Desc)
 	}
 	res := supervise(cmd, f, lease, args, sigs)
 	return finish(ctx, cmd, f, lease, life, res)
@@ -228,7 +234,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 
 // acquire waits for the lock, giving up when --wait elapses (at deadline)
 // or a forwarded signal arrives, and telling rep of every failed attempt.
-func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline time.Time, rep *unreachableReporter, sigs <-chan os.Signal) (*dlock.Lease, error) {
+func acquire(ctx context.Context, lk *locker, f *runFlags, deadline time.Time, rep *unreachableReporter, sigs <-chan os.Signal) (holding, error) {
 	opts := []dlock.Option{dlock.WithAutoRenew(f.lease), dlock.WithOnRetry(rep.retry)}
 	if f.waitSet {
 		// --wait 0 stays a single try; a positive wait keeps what the
@@ -249,9 +255,9 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 	}()
 	stopReport := func() {}
 	if f.verbose && (!f.waitSet || f.wait > 0) { // --wait 0 does not wait
-		stopReport = reportWait(wctx, rep.w, client.Store(), f.key, f.waitHint())
+		stopReport = lk.report(wctx, rep.w, f.key, f.waitHint())
 	}
-	lease, err := client.Lock(wctx, f.key, opts...)
+	lease, err := lk.lock(wctx, f.key, opts)
 	stopReport()
 	close(stopped)
 	s := <-got // the watcher has exited; a signal it took is in s
@@ -267,9 +273,9 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 		return lease, nil
 	case s != nil:
 		f.out.set(outcomeInterrupted)
-		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
+		return nil, exitWith(ExitNotAcquired, fmt.Errorf("%s not acquired: %w", f.what(), context.Cause(wctx)))
 	case errors.Is(err, dlock.ErrRefused):
-		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q not acquired: the store refused, and retrying cannot fix it: %w", f.key, refusal(err, f.key)))
+		return nil, exitWith(ExitRefused, fmt.Errorf("%s not acquired: the store refused, and retrying cannot fix it: %w", f.what(), refusal(err, f.key)))
 	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
 		f.out.set(outcomeNotAcquired)
 		return nil, exitWith(f.conflictExit(), notAcquiredError(f, err))

@@ -25,6 +25,11 @@ type lockStatus struct {
 	TTLms      *int64 `json:"ttl_ms,omitempty"` // when held; -1 when the store does not know
 	Fence      uint64 `json:"fence"`
 	Waiters    *int   `json:"waiters,omitempty"` // nil when the store cannot tell
+
+	// The read-write lock and the semaphore of the same name (status only;
+	// nil when the store cannot inspect them): see status_family.go.
+	RW  *rwStatus  `json:"rwlock,omitempty"`
+	Sem *semStatus `json:"semaphore,omitempty"`
 }
 
 // Holder kinds of lockStatus.HolderKind.
@@ -144,7 +149,7 @@ func inspect(ctx context.Context, store driver.Mutex, key string) (lockStatus, e
 			s.Waiters = &n
 		}
 	}
-	return s, nil
+	return s, inspectFamily(ctx, store, &s)
 }
 
 // lockStatusOf is the displayed state of a key: for a held key the token
@@ -186,4 +191,5 @@ func printStatus(w io.Writer, s lockStatus) {
 	} else {
 		fmt.Fprintf(w, "waiters:  unknown\n")
 	}
+	printFamily(w, s)
 }
