@@ -140,7 +140,14 @@ func (f *runFlags) lockerFor(st *openedStore) (*locker, error) {
 		}
 		return &locker{
 			lock: func(ctx context.Context, key string, opts []dlock.Option) (holding, error) {
-				return nilIfFailed(s.Acquire(ctx, key, f.limit, 1, opts...))
+				h, err := nilIfFailed(s.Acquire(ctx, key, f.limit, 1, opts...))
+				var lm *driver.LimitMismatchError
+				if errors.As(err, &lm) {
+					err = exitWith(ExitUsage, &textError{err: err, msg: fmt.Sprintf(
+						"run --permits %d: semaphore %q has %d permits while any is out (its first user stored N); use --permits %d",
+						f.limit, key, lm.Stored, lm.Stored)})
+				}
+				return h, err
 			},
 			close:  func() { closeBounded(s.Close) },
 			report: permitReporter(sem),
@@ -223,7 +230,7 @@ func takenWhy(err error) string {
 		return ""
 	}
 	if remaining >= 0 {
-		why += fmt.Sprintf(" (the first of it ends in %v unless renewed)", roundDur(remaining))
+		why += fmt.Sprintf(" (the earliest lease ends in %v unless renewed)", roundDur(remaining))
 	}
 	return why
 }
