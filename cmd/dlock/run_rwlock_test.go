@@ -84,7 +84,9 @@ func (h *familyHolder) stop(t *testing.T) {
 	}
 }
 
-func (h *familyHolder) others(t *testing.T) int { return atoi(t, readFile(t, filepath.Join(h.dir, "others"))) }
+func (h *familyHolder) others(t *testing.T) int {
+	return atoi(t, readFile(t, filepath.Join(h.dir, "others")))
+}
 
 func (h *familyHolder) fence(t *testing.T) uint64 {
 	t.Helper()
