@@ -75,18 +75,32 @@ attempt fails after a second or more of failures, then at most every 10 s),
 as it does whenever the store becomes unreachable while it waits.
 
 --json prints one JSON object when run ends, whatever the outcome: key,
+mode (mutex, shared, exclusive, permits), permits (with --permits),
 outcome (exited, lost, not_acquired, interrupted, unavailable, refused,
 usage, not_found, not_executable), exit_code, acquired, fence, waited_ms,
 held_ms, released, command_status, error (docs/cli.md, "JSON output"). It
 goes to stderr, as its last line, or to --json-fd N: never to stdout, which
 is the command's.
 
+--shared (-s) and --exclusive (-x) hold the read-write lock KEY instead, as
+flock -s and -x: many --shared runs at once, or one --exclusive run alone; a
+waiting --exclusive run keeps later --shared runs out. --permits N holds one
+of the N permits of the semaphore KEY: at most N runs at once (N is stored
+with KEY while permits are out; another N is a usage error). At most one of
+the three. The lock, the read-write lock and the semaphore of one KEY are
+separate: a plain run does not exclude --shared or --exclusive runs of the
+same KEY. Renewal, loss (76), --wait, -n, -E, -v and --json work the same
+(--json adds mode and permits); the command gets DLOCK_KEY and DLOCK_FENCE,
+not DLOCK_TOKEN. They need a store that has them (today Redis: redis://,
+rediss://, redis+cluster://, redis+sentinel://); elsewhere they exit 64.
+
 flock(1) habits: -n fails at once if the lock is held (--wait 0); -w
 takes --wait in seconds as well (-w 10 is --wait 10s); and -E N
 (--conflict-exit-code) replaces 75 when the lock is held by another owner
 (single try, or --wait elapsed).
 
-Exit status: the command's own (128+N if killed by signal N); 64 bad usage;
+Exit status: the command's own (128+N if killed by signal N); 64 bad usage
+(including --shared/--exclusive/--permits on a store without them);
 69 store unreachable; 75 lock not acquired (--wait elapsed, or interrupted
 while waiting; -E N instead when the lock was held); 76 lock lost while the
 command ran; 77 refused by the store (authentication failed, a permission
@@ -115,6 +129,13 @@ func newRunCmd() *cobra.Command {
 
   # Record the outcome in a file of its own (fence, waited_ms, held_ms, outcome, exit_code)
   dlock run --json --json-fd 3 --key deploy -- make deploy 3>deploy.json
+
+  # Many readers at once; a writer alone, ahead of readers that come after it
+  dlock run --shared reports -- ./render.sh
+  dlock run --exclusive reports -- ./rebuild.sh
+
+  # At most 4 dumps at once across the fleet
+  dlock run --permits 4 db-dumps -- ./dump.sh
 
   # Short lease (renewed every 2 s): a crash frees the lock within 6 s
   DLOCK_STORE=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --lease 6s -- ./migrate up`,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"example.com/dlock/internal/redisserver"
 )
 
 // --shared, --exclusive and --permits exclude each other, and --permits
@@ -87,6 +89,34 @@ func TestRunFamilyJSONAndEnvironment(t *testing.T) {
 		if code != 0 || o.Mode != c.mode || o.Permits != c.permits || seen["permits"] != (c.permits > 0) || !o.Acquired ||
 			strings.TrimSpace(out) != strings.TrimSpace(wantOut) {
 			t.Errorf("%v: exit %d, stdout %q, JSON %s; want mode %s, permits %d, stdout %q", c.flags, code, out, line, c.mode, c.permits, wantOut)
+		}
+	}
+}
+
+// On Redlock, which has the mutex only, --shared exits 64 with the stores
+// that have a read-write lock, nothing run; the control: a plain run on the
+// same Redlock runs the command.
+func TestRunSharedOnRedlockIsUsageError(t *testing.T) {
+	srv := redisserver.Start(t)
+	url := "redlock://" + strings.TrimPrefix(srv.URL(), "redis://")
+	r := runDlock(t, nil, "run", "--store", url, "--shared", "k", "--", "sh", "-c", "echo ran")
+	if r.code != ExitUsage || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "has no read-write lock") || !strings.Contains(r.stderr, "redis+sentinel://") {
+		t.Fatalf("--shared on Redlock: want %d naming the stores that have it: %s", ExitUsage, r)
+	}
+	if r := runDlock(t, nil, "run", "--store", url, "k", "--", "sh", "-c", "echo ran"); r.code != 0 || r.stdout != "ran\n" { // control
+		t.Fatalf("a plain run on Redlock: %s", r)
+	}
+}
+
+// run --help and status --help describe the read-write lock and the
+// semaphore, and say that the mutex's namespace is separate.
+func TestHelpDescribesFamily(t *testing.T) {
+	for _, c := range []struct{ cmd, want string }{
+		{"run", "--shared"}, {"run", "--exclusive"}, {"run", "--permits"}, {"run", "a plain run does not exclude --shared"},
+		{"run", "mode (mutex, shared, exclusive, permits)"}, {"status", "writer_waiting"}, {"status", "semaphore (limit, used, holders)"},
+	} {
+		if _, out, _ := runCLI(t, c.cmd, "--help"); !strings.Contains(out, c.want) {
+			t.Errorf("%s --help lacks %q", c.cmd, c.want)
 		}
 	}
 }

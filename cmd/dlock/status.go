@@ -73,9 +73,17 @@ another process is shown without its token), the hold count (re-entrant holds), 
 time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
 
+Where the store has them (today Redis), status also shows the read-write lock
+and the semaphore of the same name (separate from the lock): the readers or
+the writer, whether a writer is queued, the permits used of N, each holding
+with its holder, fence and remaining lease; the text only while in use.
+
 --json prints one object: key, held, holder (the token's first characters,
-without "…"), holder_kind (dlock or foreign), holds, ttl_ms, fence, waiters;
-a free key has no holder, holder_kind or ttl_ms (docs/cli.md, "JSON output").
+without "…"), holder_kind (dlock or foreign), holds, ttl_ms, fence, waiters,
+rwlock (mode, readers, writer, writer_waiting, writer_waiting_ms) and
+semaphore (limit, used, holders), the last two where the store can inspect
+them; a free key has no holder, holder_kind or ttl_ms (docs/cli.md, "JSON
+output").
 
 It works on every store that can inspect keys (driver.Inspector); the waiter
 count needs driver.WaiterCounter and is "unknown" without it.
