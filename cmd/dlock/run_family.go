@@ -220,8 +220,8 @@ func takenWhy(err error) string {
 		default:
 			why = "free"
 		}
-		if rt.WriterWaiting {
-			why += ", a writer waiting"
+		if rt.WriterWaiting && rt.Held != driver.RWWrite {
+			why += ", a writer queued" // for --exclusive, maybe this very run's mark
 		}
 	case errors.As(err, &pt):
 		remaining = pt.Remaining

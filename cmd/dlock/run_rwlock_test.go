@@ -159,7 +159,7 @@ func TestRunQueuedExclusiveKeepsLaterSharedOut(t *testing.T) {
 		t.Fatalf("status while a writer waits: exit %d %s; want one reader and writer_waiting", code, out)
 	}
 	if r := runDlock(t, nil, "run", "--store", srv.URL(), "--shared", "-n", "q", "--", "true"); r.code != ExitNotAcquired ||
-		!strings.Contains(r.stderr, "a writer waiting") {
+		!strings.Contains(r.stderr, "a writer queued") {
 		t.Fatalf("--shared -n behind a queued writer: want %d naming the writer: %s", ExitNotAcquired, r)
 	}
 	r2 := startFamily(t, srv.URL(), root, "r2", "q", "--shared", "-v")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
@@ -172,25 +171,4 @@ func ttlText(ms int64) string {
 		return "unknown"
 	}
 	return roundDur(msDur(ms)).String()
-}
-
-// familySummary is a list row's read-write lock and semaphore in a few
-// words, "" when neither is in use.
-func familySummary(s lockStatus) string {
-	var parts []string
-	if s.RW.busy() {
-		switch {
-		case s.RW.Writer != nil:
-			parts = append(parts, fmt.Sprintf("writer %s fence %d", s.RW.Writer.holderText(), s.RW.Writer.Fence))
-		case len(s.RW.Readers) > 0:
-			parts = append(parts, fmt.Sprintf("%d reader%s", len(s.RW.Readers), plural(len(s.RW.Readers))))
-		}
-		if s.RW.WriterWaiting {
-			parts = append(parts, "writer queued")
-		}
-	}
-	if s.Sem != nil && s.Sem.Used > 0 {
-		parts = append(parts, fmt.Sprintf("permits %d/%d", s.Sem.Used, s.Sem.Limit))
-	}
-	return strings.Join(parts, ", ")
 }
