@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"example.com/dlock/internal/redisserver"
 )
@@ -117,6 +118,42 @@ func TestHelpDescribesFamily(t *testing.T) {
 	} {
 		if _, out, _ := runCLI(t, c.cmd, "--help"); !strings.Contains(out, c.want) {
 			t.Errorf("%s --help lacks %q", c.cmd, c.want)
+		}
+	}
+}
+
+// -n with -E N, and --wait, work for --shared and --permits as for the
+// lock: a writer holding the key (or the one permit out) makes -n -E 9
+// exit 9 with outcome not_acquired, and --wait 300ms exit 75 after at
+// least 300ms. The control: -n on a free key runs the command.
+func TestRunFamilyConflictExitAndWait(t *testing.T) {
+	l, s := memFamily(t)
+	w, err := l.Lock(t.Context(), "fam:busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release(t.Context())
+	p, err := s.Acquire(t.Context(), "fam:busy", 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release(t.Context())
+	for _, flags := range [][]string{{"--shared"}, {"--permits", "1"}} {
+		args := append(append([]string{"run", "--json", "--store", "mem://full"}, flags...), "-n", "-E", "9", "fam:busy", "--", "true")
+		code, _, stderr := runCLI(t, args...)
+		var o runOutcome
+		_ = json.Unmarshal([]byte(lastLine(stderr)), &o)
+		if code != 9 || o.Outcome != outcomeNotAcquired || o.ExitCode != 9 {
+			t.Errorf("%v -n -E 9 on a busy key: exit %d %s", flags, code, stderr)
+		}
+		args = append(append([]string{"run", "--store", "mem://full"}, flags...), "--wait", "300ms", "fam:busy", "--", "true")
+		start := time.Now()
+		if code, _, stderr := runCLI(t, args...); code != ExitNotAcquired || time.Since(start) < 300*time.Millisecond || !strings.Contains(stderr, "within --wait 300ms") {
+			t.Errorf("%v --wait 300ms on a busy key: exit %d after %v: %s", flags, code, time.Since(start), stderr)
+		}
+		args = append(append([]string{"run", "--store", "mem://full"}, flags...), "-n", "fam:free", "--", "true")
+		if code, _, stderr := runCLI(t, args...); code != 0 { // control
+			t.Errorf("%v -n on a free key: exit %d %s", flags, code, stderr)
 		}
 	}
 }

@@ -219,3 +219,56 @@ func TestRunMutexAndRWLockAreSeparate(t *testing.T) {
 	m.stop(t)
 	w.stop(t)
 }
+
+// --exclusive, --shared and --permits renew their holding while the
+// command runs, as the lock does: with --lease 900ms the holding is still
+// there, with the fence its command got, after three leases, and status
+// saw its remaining lease go back up (a renewal). Checked by hand: with
+// run's WithAutoRenew replaced by a fixed WithTTL, every case fails within
+// one lease ("the holding is gone after 880ms").
+func TestRunFamilyRenewsLease(t *testing.T) {
+	srv := redisserver.Start(t)
+	const lease = 900 * time.Millisecond
+	for _, flags := range [][]string{{"--exclusive"}, {"--shared"}, {"--permits", "2"}} {
+		t.Run(flags[0], func(t *testing.T) {
+			root := t.TempDir()
+			key := "renew" + flags[0]
+			h := startFamily(t, srv.URL(), root, "h", key, append(flags, "--lease", lease.String())...)
+			h.ready(t)
+			start, fence := time.Now(), h.fence(t)
+			prev, renewed := int64(-1), false
+			testkit.WaitFor(t, 20*time.Second, "three leases with the holding renewed", func() bool {
+				ttl, f, ok := familyTTL(t, srv.URL(), key)
+				if !ok || f != fence {
+					t.Fatalf("the holding (fence %d) is gone after %v: %v %d", fence, time.Since(start), ok, f)
+				}
+				renewed = renewed || prev >= 0 && ttl > prev
+				prev = ttl
+				return renewed && time.Since(start) > 3*lease
+			})
+			h.stop(t)
+		})
+	}
+}
+
+// familyTTL is the remaining lease and fence of key's only holding, read
+// or write lock or semaphore, as status --json shows it.
+func familyTTL(t *testing.T, url, key string) (ttl int64, fence uint64, ok bool) {
+	t.Helper()
+	code, out, stderr := runCLI(t, "status", "--json", "--store", url, key)
+	var st lockStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+		t.Fatalf("status: exit %d %s %s", code, out, stderr)
+	}
+	var hs []holderStatus
+	if st.RW != nil {
+		hs = st.RW.holders()
+	}
+	if st.Sem != nil && len(hs) == 0 {
+		hs = st.Sem.Holders
+	}
+	if len(hs) != 1 {
+		return 0, 0, false
+	}
+	return hs[0].TTLms, hs[0].Fence, true
+}
