@@ -106,33 +106,35 @@ func compareFence(a, b uint64) int {
 
 // inspectFamily adds to s the read-write lock and the semaphore of the same
 // key, where the store can inspect them (driver.RWInspector,
-// driver.PermitInspector); s keeps nil for what it cannot. Errors are as
-// for inspect.
+// driver.PermitInspector); s keeps nil for what it cannot, and for what it
+// cannot inspect right now (errors.ErrUnsupported), so that the lock's
+// state is still shown. Other errors are as for inspect.
 func inspectFamily(ctx context.Context, store driver.Mutex, s *lockStatus) error {
 	if in, ok := driver.As[driver.RWInspector](store); ok {
 		info, err := in.InspectRW(ctx, s.Key)
-		if err != nil {
+		switch {
+		case err == nil:
+			s.RW = rwStatusOf(info)
+		case !errors.Is(err, errors.ErrUnsupported):
 			return inspectError(s.Key, "read-write lock", err)
 		}
-		s.RW = rwStatusOf(info)
 	}
 	if in, ok := driver.As[driver.PermitInspector](store); ok {
 		info, err := in.InspectPermits(ctx, s.Key)
-		if err != nil {
+		switch {
+		case err == nil:
+			s.Sem = semStatusOf(info)
+		case !errors.Is(err, errors.ErrUnsupported):
 			return inspectError(s.Key, "semaphore", err)
 		}
-		s.Sem = semStatusOf(info)
 	}
 	return nil
 }
 
-// inspectError is an inspection's failure as an exit status: a store that
-// cannot inspect now 69, a refusal 77, else as exitFor.
+// inspectError is an inspection's failure as an exit status: a refusal
+// 77, else as exitFor.
 func inspectError(key, what string, err error) error {
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		return exitWith(ExitUnavailable, fmt.Errorf("%s %q: the store cannot inspect it now: %w", what, key, plain(err)))
-	case errors.Is(err, dlock.ErrRefused):
+	if errors.Is(err, dlock.ErrRefused) {
 		return exitWith(ExitRefused, fmt.Errorf("%s %q: the store refused to read it: %w", what, key, refusal(err, key)))
 	}
 	return exitFor(err)
