@@ -142,7 +142,7 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease holding,
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed; the store frees it at most %v after its last renewal (%s): %v\n",
 			f.key, life.ttl, life.what(), strings.TrimSuffix(unprefixed(rerr), " (the release is retried in the background)")) // run exits: nothing retries
 	case f.verbose:
-		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %s\n", f.releasedWhat())
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %s\n", f.shown())
 	}
 	if res.code != 0 {
 		return &exitError{code: res.code} // the command's status, with no message of ours

@@ -247,7 +247,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		return err
 	}
 	if f.verbose {
-		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %s (fence %d) on %s\n", f.what(), lease.Fence(), st.Desc)
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %s (fence %d) on %s\n", f.shown(), lease.Fence(), st.Desc)
 	}
 	res := supervise(cmd, f, lease, args, sigs)
 	return finish(ctx, cmd, f, lease, life, res)

@@ -255,9 +255,9 @@ func (f *runFlags) noun() string {
 	return "lock"
 }
 
-// releasedWhat is what -v's release line names: the key alone for the
+// shown is what -v's acquired and released lines name: the key alone for the
 // mutex, as it always did.
-func (f *runFlags) releasedWhat() string {
+func (f *runFlags) shown() string {
 	if f.mode() == modeMutex {
 		return fmt.Sprintf("%q", f.key)
 	}

@@ -106,38 +106,35 @@ func compareFence(a, b uint64) int {
 
 // inspectFamily adds to s the read-write lock and the semaphore of the same
 // key, where the store can inspect them (driver.RWInspector,
-// driver.PermitInspector); s keeps nil for what it cannot, and for what it
-// cannot inspect right now (errors.ErrUnsupported), so that the lock's
-// state is still shown. Other errors are as for inspect.
+// driver.PermitInspector). s keeps nil for what it cannot inspect, and for
+// what it cannot inspect right now (errors.ErrUnsupported) or refuses to
+// (dlock.ErrRefused: a Redis user whose ACL allows the lock's scripts
+// only), so that the lock's state is still shown. Other errors are as for
+// inspect.
 func inspectFamily(ctx context.Context, store driver.Mutex, s *lockStatus) error {
 	if in, ok := driver.As[driver.RWInspector](store); ok {
 		info, err := in.InspectRW(ctx, s.Key)
-		switch {
-		case err == nil:
+		if err == nil {
 			s.RW = rwStatusOf(info)
-		case !errors.Is(err, errors.ErrUnsupported):
-			return inspectError(s.Key, "read-write lock", err)
+		} else if !leaveOut(err) {
+			return exitFor(err)
 		}
 	}
 	if in, ok := driver.As[driver.PermitInspector](store); ok {
 		info, err := in.InspectPermits(ctx, s.Key)
-		switch {
-		case err == nil:
+		if err == nil {
 			s.Sem = semStatusOf(info)
-		case !errors.Is(err, errors.ErrUnsupported):
-			return inspectError(s.Key, "semaphore", err)
+		} else if !leaveOut(err) {
+			return exitFor(err)
 		}
 	}
 	return nil
 }
 
-// inspectError is an inspection's failure as an exit status: a refusal
-// 77, else as exitFor.
-func inspectError(key, what string, err error) error {
-	if errors.Is(err, dlock.ErrRefused) {
-		return exitWith(ExitRefused, fmt.Errorf("%s %q: the store refused to read it: %w", what, key, refusal(err, key)))
-	}
-	return exitFor(err)
+// leaveOut reports whether a failed inspection of the read-write lock or
+// the semaphore leaves its part out of status rather than failing it.
+func leaveOut(err error) bool {
+	return errors.Is(err, errors.ErrUnsupported) || errors.Is(err, dlock.ErrRefused)
 }
 
 // printFamily prints the read-write lock and the semaphore of s's key
