@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,13 +27,10 @@ type childResult struct {
 // supervise starts the command in its own process group and waits for it,
 // forwarding signals, and stopping the group (SIGTERM, then SIGKILL after
 // --grace) if the lease ends before the command does.
-func supervise(cmd *cobra.Command, f *runFlags, lease *dlock.Lease, args []string, sigs <-chan os.Signal) childResult {
+func supervise(cmd *cobra.Command, f *runFlags, lease holding, args []string, sigs <-chan os.Signal) childResult {
 	c := exec.Command(args[0], args[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-	c.Env = append(os.Environ(),
-		"DLOCK_KEY="+lease.Key(),
-		"DLOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
-		"DLOCK_TOKEN="+lease.Token())
+	c.Env = append(os.Environ(), childEnv(f, lease)...)
 	attr, restoreTTY := childSysProcAttr(c.Stdin)
 	c.SysProcAttr = attr
 	defer restoreTTY()
@@ -124,7 +120,7 @@ func exitStatus(ps *os.ProcessState) int {
 
 // finish releases the lock after the command ended and turns the outcome into
 // run's exit status.
-func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.Lease, life storeLife, res childResult) error {
+func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease holding, life storeLife, res childResult) error {
 	rctx, cancel := context.WithTimeout(ctx, life.releaseBound())
 	defer cancel()
 	rerr := lease.Release(rctx)
@@ -137,16 +133,16 @@ func finish(ctx context.Context, cmd *cobra.Command, f *runFlags, lease *dlock.L
 		}
 		return exitWith(code, fmt.Errorf("run: %w", res.startEr))
 	case res.lost != nil:
-		return exitWith(ExitLost, fmt.Errorf("run: the command was stopped because the lock was lost: %w", res.lost))
+		return exitWith(ExitLost, fmt.Errorf("run: the command was stopped because the %s was lost: %w", f.noun(), res.lost))
 	case errors.Is(rerr, dlock.ErrLost):
 		// The command finished, but the lock was gone before it did: its
 		// work may not have been protected.
-		return exitWith(ExitLost, fmt.Errorf("run: the command finished (status %d) but the lock was lost before: %w", res.code, plain(rerr)))
+		return exitWith(ExitLost, fmt.Errorf("run: the command finished (status %d) but the %s was lost before: %w", res.code, f.noun(), plain(rerr)))
 	case rerr != nil:
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: warning: release of %q failed; the store frees it at most %v after its last renewal (%s): %v\n",
 			f.key, life.ttl, life.what(), strings.TrimSuffix(unprefixed(rerr), " (the release is retried in the background)")) // run exits: nothing retries
 	case f.verbose:
-		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %q\n", f.key)
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: released %s\n", f.shown())
 	}
 	if res.code != 0 {
 		return &exitError{code: res.code} // the command's status, with no message of ours

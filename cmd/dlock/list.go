@@ -21,6 +21,7 @@ func newListCmd() *cobra.Command {
 	var (
 		sf     storeFlags
 		asJSON bool
+		kind   string
 	)
 	cmd := &cobra.Command{
 		Use:   "list [PATTERN]",
@@ -35,6 +36,15 @@ node, each lock shown as a majority of the nodes sees it, like status). Keys
 whose value is not a lock are skipped. A lock that is released during the
 listing may be missing from the output.
 
+--kind rwlock lists the read-write locks in use instead (one line per
+holding: mode, holder, TTL, fence, and whether a writer is queued), --kind
+semaphore the semaphores with permits out (used of N, one line per holding),
+on stores that can list them (driver.RWLister, driver.PermitLister; today
+Redis). They are separate from the locks of the same names (dlock run
+--help). --json prints an array of objects: key, held, holder, holder_kind,
+holds, ttl_ms, fence for the locks; key and rwlock, or key and semaphore, as
+status --json gives them, for the others (docs/cli.md, "JSON output").
+
 Exit status: 0; 64 bad usage, or a store that cannot list keys; 69 store
 unreachable, or it cannot list right now; 77 refused by the store (a
 missing permission).
@@ -43,6 +53,8 @@ missing permission).
 		Example: `  dlock list
   dlock list 'orders:*'
   dlock list --json | jq -r '.[].key'
+  dlock list --kind rwlock 'reports*'
+  dlock list --kind semaphore --json | jq '.[] | {key, used: .semaphore.used}'
   dlock list --store redis+cluster://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -58,11 +70,25 @@ missing permission).
 			if err := checkGlob(pattern); err != nil {
 				return exitWith(ExitUsage, fmt.Errorf("list: bad PATTERN %q: %w", pattern, err))
 			}
+			if err := checkKind(kind); err != nil {
+				return err
+			}
 			st, err := sf.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			if kind != kindMutex {
+				rows, err := listFamily(cmd.Context(), st.Store, kind, pattern)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), rows)
+				}
+				printFamilyList(cmd.OutOrStdout(), kind, rows)
+				return nil
+			}
 			rows, err := listLocks(cmd.Context(), st.Store, pattern)
 			if err != nil {
 				return err
@@ -75,6 +101,7 @@ missing permission).
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (an array)")
+	cmd.Flags().StringVar(&kind, "kind", kindMutex, "what to list: mutex (the locks), rwlock (read-write locks) or semaphore")
 	sf.register(cmd)
 	return cmd
 }

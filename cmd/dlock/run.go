@@ -27,6 +27,7 @@ type runFlags struct {
 	grace   time.Duration
 	verbose bool
 	flockFlags
+	familyFlags
 	runJSON
 }
 
@@ -74,18 +75,32 @@ attempt fails after a second or more of failures, then at most every 10 s),
 as it does whenever the store becomes unreachable while it waits.
 
 --json prints one JSON object when run ends, whatever the outcome: key,
+mode (mutex, shared, exclusive, permits), permits (with --permits),
 outcome (exited, lost, not_acquired, interrupted, unavailable, refused,
 usage, not_found, not_executable), exit_code, acquired, fence, waited_ms,
 held_ms, released, command_status, error (docs/cli.md, "JSON output"). It
 goes to stderr, as its last line, or to --json-fd N: never to stdout, which
 is the command's.
 
+--shared (-s) and --exclusive (-x) hold the read-write lock KEY instead, as
+flock -s and -x: many --shared runs at once, or one --exclusive run alone; a
+waiting --exclusive run keeps later --shared runs out. --permits N holds one
+of the N permits of the semaphore KEY: at most N runs at once (N is stored
+with KEY while permits are out; another N is a usage error). At most one of
+the three. The lock, the read-write lock and the semaphore of one KEY are
+separate: a plain run does not exclude --shared or --exclusive runs of the
+same KEY. Renewal, loss (76), --wait, -n, -E, -v and --json work the same
+(--json adds mode and permits); the command gets DLOCK_KEY and DLOCK_FENCE,
+not DLOCK_TOKEN. They need a store that has them (today Redis: redis://,
+rediss://, redis+cluster://, redis+sentinel://); elsewhere they exit 64.
+
 flock(1) habits: -n fails at once if the lock is held (--wait 0); -w
 takes --wait in seconds as well (-w 10 is --wait 10s); and -E N
 (--conflict-exit-code) replaces 75 when the lock is held by another owner
 (single try, or --wait elapsed).
 
-Exit status: the command's own (128+N if killed by signal N); 64 bad usage;
+Exit status: the command's own (128+N if killed by signal N); 64 bad usage
+(including --shared/--exclusive/--permits on a store without them);
 69 store unreachable; 75 lock not acquired (--wait elapsed, or interrupted
 while waiting; -E N instead when the lock was held); 76 lock lost while the
 command ran; 77 refused by the store (authentication failed, a permission
@@ -115,6 +130,13 @@ func newRunCmd() *cobra.Command {
   # Record the outcome in a file of its own (fence, waited_ms, held_ms, outcome, exit_code)
   dlock run --json --json-fd 3 --key deploy -- make deploy 3>deploy.json
 
+  # Many readers at once; a writer alone, ahead of readers that come after it
+  dlock run --shared reports -- ./render.sh
+  dlock run --exclusive reports -- ./rebuild.sh
+
+  # At most 4 dumps at once across the fleet
+  dlock run --permits 4 db-dumps -- ./dump.sh
+
   # Short lease (renewed every 2 s): a crash frees the lock within 6 s
   DLOCK_STORE=rediss://app:secret@redis.internal:6380 dlock run --key db-migrate --lease 6s -- ./migrate up`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -143,6 +165,9 @@ func newRunCmd() *cobra.Command {
 				return exitWith(ExitUsage, fmt.Errorf("run: --ttl is no longer accepted: it set a renewed lease, which is now --lease %v "+
 					"(the library's WithTTL is a fixed lease without renewal; run always renews)", f.ttl))
 			}
+			if err := f.validateFamily(cmd); err != nil {
+				return err
+			}
 			if err := f.validate(); err != nil {
 				return err
 			}
@@ -162,6 +187,7 @@ func newRunCmd() *cobra.Command {
 	fl.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, or once an interrupted command exited, time between SIGTERM and SIGKILL of its process group")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report on stderr whom run waits for (at once, then when the lock changes hands), acquisition and release")
 	f.registerFlock(cmd)
+	f.registerFamily(cmd)
 	f.registerJSON(cmd)
 	f.store.register(cmd)
 	return cmd
@@ -210,17 +236,18 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		}
 	}
 	defer closeWithin(st, life.releaseBound())
-	client, err := dlock.New(st.Store)
+	lk, err := f.lockerFor(st)
 	if err != nil {
-		return exitFor(err)
+		return err
 	}
-	lease, err := acquire(ctx, client, f, deadline, rep, sigs)
+	defer lk.close()
+	lease, err := acquire(ctx, lk, f, deadline, rep, sigs)
 	f.out.acquired(lease)
 	if err != nil {
 		return err
 	}
 	if f.verbose {
-		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %q (fence %d) on %s\n", f.key, lease.Fence(), st.Desc)
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlock: acquired %s (fence %d) on %s\n", f.shown(), lease.Fence(), st.Desc)
 	}
 	res := supervise(cmd, f, lease, args, sigs)
 	return finish(ctx, cmd, f, lease, life, res)
@@ -228,7 +255,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 
 // acquire waits for the lock, giving up when --wait elapses (at deadline)
 // or a forwarded signal arrives, and telling rep of every failed attempt.
-func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline time.Time, rep *unreachableReporter, sigs <-chan os.Signal) (*dlock.Lease, error) {
+func acquire(ctx context.Context, lk *locker, f *runFlags, deadline time.Time, rep *unreachableReporter, sigs <-chan os.Signal) (holding, error) {
 	opts := []dlock.Option{dlock.WithAutoRenew(f.lease), dlock.WithOnRetry(rep.retry)}
 	if f.waitSet {
 		// --wait 0 stays a single try; a positive wait keeps what the
@@ -249,9 +276,9 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 	}()
 	stopReport := func() {}
 	if f.verbose && (!f.waitSet || f.wait > 0) { // --wait 0 does not wait
-		stopReport = reportWait(wctx, rep.w, client.Store(), f.key, f.waitHint())
+		stopReport = lk.report(wctx, rep.w, f.key, f.waitHint())
 	}
-	lease, err := client.Lock(wctx, f.key, opts...)
+	lease, err := lk.lock(wctx, f.key, opts)
 	stopReport()
 	close(stopped)
 	s := <-got // the watcher has exited; a signal it took is in s
@@ -267,9 +294,9 @@ func acquire(ctx context.Context, client *dlock.Client, f *runFlags, deadline ti
 		return lease, nil
 	case s != nil:
 		f.out.set(outcomeInterrupted)
-		return nil, exitWith(ExitNotAcquired, fmt.Errorf("lock %q not acquired: %w", f.key, context.Cause(wctx)))
+		return nil, exitWith(ExitNotAcquired, fmt.Errorf("%s not acquired: %w", f.what(), context.Cause(wctx)))
 	case errors.Is(err, dlock.ErrRefused):
-		return nil, exitWith(ExitRefused, fmt.Errorf("lock %q not acquired: the store refused, and retrying cannot fix it: %w", f.key, refusal(err, f.key)))
+		return nil, exitWith(ExitRefused, fmt.Errorf("%s not acquired: the store refused, and retrying cannot fix it: %w", f.what(), refusal(err, f.key)))
 	case errors.Is(err, dlock.ErrNotAcquired) && !errors.Is(err, dlock.ErrUnavailable):
 		f.out.set(outcomeNotAcquired)
 		return nil, exitWith(f.conflictExit(), notAcquiredError(f, err))

@@ -43,6 +43,8 @@ const (
 // output").
 type runOutcome struct {
 	Key           string `json:"key"`
+	Mode          string `json:"mode"`              // mutex, shared, exclusive or permits
+	Permits       int    `json:"permits,omitempty"` // --permits N: the semaphore's N
 	Outcome       string `json:"outcome"`
 	ExitCode      int    `json:"exit_code"` // run's own exit status
 	Acquired      bool   `json:"acquired"`
@@ -96,7 +98,7 @@ func (o *runOutcome) set(outcome string) {
 }
 
 // acquired records the end of the wait, and the lease if it was granted.
-func (o *runOutcome) acquired(l *dlock.Lease) {
+func (o *runOutcome) acquired(l holding) {
 	if o == nil {
 		return
 	}
@@ -138,7 +140,7 @@ func (f *runFlags) emitJSON(cmd *cobra.Command, err error) error {
 		return err
 	}
 	o := f.out
-	o.Key = f.key
+	o.Key, o.Mode, o.Permits = f.key, f.mode(), f.limit
 	if o.got.IsZero() { // it ended before the wait did (connecting, or bad usage)
 		o.WaitedMs = time.Since(o.start).Milliseconds()
 	}

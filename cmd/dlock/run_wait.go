@@ -154,15 +154,18 @@ func (e *contendedMessage) Unwrap() error { return e.err }
 // holder's remaining lease (rounded) when the store reported it. It still
 // matches everything err matches.
 func notAcquiredError(f *runFlags, err error) error {
-	var ce *driver.ContendedError
-	if !errors.As(err, &ce) {
-		return plain(err)
-	}
 	within := " (--wait 0: a single try)"
 	switch {
 	case !f.waitSet:
 	case f.wait > 0:
 		within = fmt.Sprintf(" within --wait %v", f.wait)
+	}
+	if why := takenWhy(err); why != "" { // a read-write lock or a semaphore
+		return &contendedMessage{msg: fmt.Sprintf("%s not acquired%s: %s", f.what(), within, why), err: err}
+	}
+	var ce *driver.ContendedError
+	if !errors.As(err, &ce) {
+		return plain(err)
 	}
 	why := "held by another owner"
 	if ce.Remaining >= 0 {

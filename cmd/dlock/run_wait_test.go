@@ -100,7 +100,7 @@ func TestL6AcquireRefusedExitsRefused(t *testing.T) {
 	f := &runFlags{key: "k", lease: dlock.DefaultLease} // no --wait: wait forever
 	rep := &unreachableReporter{w: &stderr, key: f.key, until: f.waitHint()}
 	done := make(chan error, 1)
-	go func() { _, err := acquire(context.Background(), c, f, time.Now(), rep, nil); done <- err }()
+	go func() { _, err := acquire(context.Background(), mutexLocker(c), f, time.Now(), rep, nil); done <- err }()
 	select {
 	case err = <-done:
 	case <-time.After(10 * time.Second):

@@ -25,6 +25,11 @@ type lockStatus struct {
 	TTLms      *int64 `json:"ttl_ms,omitempty"` // when held; -1 when the store does not know
 	Fence      uint64 `json:"fence"`
 	Waiters    *int   `json:"waiters,omitempty"` // nil when the store cannot tell
+
+	// The read-write lock and the semaphore of the same name (status only;
+	// nil when the store cannot inspect them): see status_family.go.
+	RW  *rwStatus  `json:"rwlock,omitempty"`
+	Sem *semStatus `json:"semaphore,omitempty"`
 }
 
 // Holder kinds of lockStatus.HolderKind.
@@ -68,9 +73,17 @@ another process is shown without its token), the hold count (re-entrant holds), 
 time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
 
+Where the store has them (today Redis), status also shows the read-write lock
+and the semaphore of the same name (separate from the lock): the readers or
+the writer, whether a writer is queued, the permits used of N, each holding
+with its holder, fence and remaining lease; the text only while in use.
+
 --json prints one object: key, held, holder (the token's first characters,
-without "…"), holder_kind (dlock or foreign), holds, ttl_ms, fence, waiters;
-a free key has no holder, holder_kind or ttl_ms (docs/cli.md, "JSON output").
+without "…"), holder_kind (dlock or foreign), holds, ttl_ms, fence, waiters,
+rwlock (mode, readers, writer, writer_waiting, writer_waiting_ms) and
+semaphore (limit, used, holders), the last two where the store can inspect
+them; a free key has no holder, holder_kind or ttl_ms (docs/cli.md, "JSON
+output").
 
 It works on every store that can inspect keys (driver.Inspector); the waiter
 count needs driver.WaiterCounter and is "unknown" without it.
@@ -144,7 +157,7 @@ func inspect(ctx context.Context, store driver.Mutex, key string) (lockStatus, e
 			s.Waiters = &n
 		}
 	}
-	return s, nil
+	return s, inspectFamily(ctx, store, &s)
 }
 
 // lockStatusOf is the displayed state of a key: for a held key the token
@@ -186,4 +199,5 @@ func printStatus(w io.Writer, s lockStatus) {
 	} else {
 		fmt.Fprintf(w, "waiters:  unknown\n")
 	}
+	printFamily(w, s)
 }
