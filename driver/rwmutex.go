@@ -207,7 +207,8 @@ type RWNotifier interface {
 
 // RWHolder is one holding of an RWMutex key, as RWInspector reports it.
 type RWHolder struct {
-	// Token is the holder's token (a secret: never log it).
+	// Token is the holder's token (a secret: never log it), or "" where
+	// the store keeps only a digest of tokens (etcdstore).
 	Token string
 	Mode  RWMode
 	Fence uint64

@@ -53,6 +53,9 @@ type Store struct {
 	// negative control: the per-holding names of before).
 	fresh    bool
 	freshSeq int
+	// unguarded drops the revision guard of the lock family's admissions
+	// (a test's negative control: two acquirers may then both get in).
+	unguarded bool
 	// waiting are the handles (ownKey) of the AcquireQueued calls under way.
 	waiting map[string]bool
 	closed  bool
