@@ -23,3 +23,13 @@ func SetUnguarded(s *Store, on bool) {
 	s.unguarded = on
 	s.mu.Unlock()
 }
+
+// SessionID returns the lease of s's session (0 if it has none).
+func SessionID(s *Store) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == nil {
+		return 0
+	}
+	return int64(s.sess.id)
+}

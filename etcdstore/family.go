@@ -58,15 +58,15 @@ func (s *Store) admitGuard(rng, own string, rev int64) clientv3.Cmp {
 	return unchangedSince(rng, rev)
 }
 
-// putIf puts k=v on sess's lease if guard holds; either way it reads the
+// putIf puts k=v on sess's lease (and runs more) if every guard holds; either way it reads the
 // keys under rng in the same transaction (after the put). It returns
 // whether it put, the transaction's revision and the keys read. If the
 // server no longer has the session's lease, it marks the session dead and
 // returns errSessionGone: nothing was put.
-func (s *Store) putIf(ctx context.Context, sess *session, guard clientv3.Cmp, k, v, rng string, more ...clientv3.Op) (bool, int64, []*mvccpb.KeyValue, error) {
+func (s *Store) putIf(ctx context.Context, sess *session, guards []clientv3.Cmp, k, v, rng string, more ...clientv3.Op) (bool, int64, []*mvccpb.KeyValue, error) {
 	get := clientv3.OpGet(rng, clientv3.WithPrefix())
 	then := append([]clientv3.Op{clientv3.OpPut(k, v, clientv3.WithLease(sess.id))}, more...)
-	resp, err := s.cli.Txn(ctx).If(guard).Then(append(then, get)...).Else(get).Commit()
+	resp, err := s.cli.Txn(ctx).If(guards...).Then(append(then, get)...).Else(get).Commit()
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		s.mu.Lock()
 		s.markDeadLocked(sess)

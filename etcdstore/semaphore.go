@@ -101,7 +101,7 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 		if err != nil {
 			return driver.PermitGrant{}, authRefused(err)
 		}
-		put, rev, kvs, err := s.putIf(ctx, sess, guard, own, semValue(n, k), hpfx)
+		put, rev, kvs, err := s.putIf(ctx, sess, []clientv3.Cmp{guard}, own, semValue(n, k), hpfx)
 		if errors.Is(err, errSessionGone) {
 			continue
 		}
