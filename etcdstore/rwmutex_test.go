@@ -219,7 +219,6 @@ func recipeRevokedWaiterOverlaps(t *testing.T, ca, cb, cc, admin *clientv3.Clien
 	}
 }
 
-
 // TestFamilyKeysAreNotMutexKeys: the keys of a semaphore and of a
 // read-write lock live outside every Mutex key's prefix: List shows none
 // of them, and the Mutex of the same name is free. Control: a held Mutex
