@@ -61,4 +61,3 @@ func TestSemaphoresWaitOnEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
