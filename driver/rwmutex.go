@@ -93,7 +93,8 @@ type RWMutex interface {
 // WriterWaitTTL is how long a writer-waiting mark lasts after the waiting
 // writer's last AcquireWrite: a waiting writer retries more often than this
 // to keep new readers out, and one that gives up holds them up at most this
-// long.
+// long, plus the interval at which the store ends expired leases (etcd:
+// 500 ms), which the store documents.
 const WriterWaitTTL = 2 * time.Second
 
 // RWMode is a holding's mode.
