@@ -1,10 +1,8 @@
 package etcdstore_test
 
 import (
+	"context"
 	"errors"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,95 +12,6 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	recipe "go.etcd.io/etcd/client/v3/experimental/recipes"
 )
-
-// rwRace runs goroutines racers on each store, each taking key rounds
-// times (a write one time in three, else a read), and counts the entries
-// that broke the rule: a writer with anyone inside, or a reader with a
-// writer inside.
-func rwRace(t *testing.T, stores []*etcdstore.Store, key string, goroutines, rounds int, seed uint64) (overlaps, sections int) {
-	t.Helper()
-	var readers, writers, over, done atomic.Int32
-	var wg sync.WaitGroup
-	ctx := ctxT(t, 60*time.Second)
-	for c, s := range stores {
-		for g := range goroutines {
-			rng := rand.New(rand.NewPCG(seed, uint64(c*100+g)))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for got, tries := 0, 0; got < rounds && tries < 3000; tries++ {
-					tk, write := tok(), rng.IntN(3) == 0
-					var err error
-					if write {
-						_, err = s.AcquireWrite(ctx, key, tk, time.Minute)
-					} else {
-						_, err = s.AcquireRead(ctx, key, tk, time.Minute)
-					}
-					if err != nil {
-						if !errors.Is(err, driver.ErrNotAcquired) {
-							_ = s.ReleaseRW(ctx, key, tk) // outcome unknown: give back
-						}
-						time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond) // load, not synchronisation
-						continue
-					}
-					if write {
-						if writers.Add(1) > 1 || readers.Load() > 0 {
-							over.Add(1)
-						}
-					} else if readers.Add(1); writers.Load() > 0 {
-						over.Add(1)
-					}
-					time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond) // the work: widens a window
-					if write {
-						writers.Add(-1)
-					} else {
-						readers.Add(-1)
-					}
-					if err := s.ReleaseRW(ctx, key, tk); err != nil {
-						t.Errorf("ReleaseRW: %v", err)
-					}
-					done.Add(1)
-					got++
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	return int(over.Load()), int(done.Load())
-}
-
-// TestRWAdmissionIsGuarded: readers and writers on three clients never
-// overlap a writer, because each admission is one transaction whose guards
-// are the other mode's keys. Negative control: readers admitted without the
-// writer guards overlap writers in the same race.
-func TestRWAdmissionIsGuarded(t *testing.T) {
-	c := node(t)
-	pfx := uniq(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	run := func(unguarded bool) (int, int) {
-		var stores []*etcdstore.Store
-		for range 3 {
-			s, _ := newStore(t, c, pfx, 5*time.Second)
-			etcdstore.SetUnguarded(s, unguarded)
-			stores = append(stores, s)
-		}
-		return rwRace(t, stores, "rw-"+tok()[:6], 4, 6, seed)
-	}
-	over, n := run(false)
-	t.Logf("guarded: %d overlaps in %d holdings", over, n)
-	if over > 0 || n != 3*4*6 {
-		t.Fatalf("%d overlaps in %d of %d holdings (seed %d): want none, all completed", over, n, 3*4*6, seed)
-	}
-	for i := range 3 { // the control: overlaps are likely, not certain, in one run
-		over, n = run(true)
-		t.Logf("control run %d, readers ignoring writers: %d overlaps in %d holdings", i, over, n)
-		if over > 0 {
-			return
-		}
-	}
-	t.Fatalf("the unguarded control never overlapped in 3 runs: the race does not test the guards (seed %d)", seed)
-}
 
 // TestRWRevokedWaiterNeverHolds is etcd #16221 on dlock's read-write lock:
 // a writer waits for the lock (refused, then woken by the holder's
@@ -219,39 +128,45 @@ func recipeRevokedWaiterOverlaps(t *testing.T, ca, cb, cc, admin *clientv3.Clien
 	}
 }
 
-// TestFamilyKeysAreNotMutexKeys: the keys of a semaphore and of a
-// read-write lock live outside every Mutex key's prefix: List shows none
-// of them, and the Mutex of the same name is free. Control: a held Mutex
-// key is listed.
-func TestFamilyKeysAreNotMutexKeys(t *testing.T) {
+// TestSemaphoreRevokedSessionTakesNothing: once the server has revoked a
+// store's session, its permits are back, and its next AcquirePermits puts
+// nothing on the dead lease: it gets a holding on a new, live session (or
+// fails), never one the server has already deleted.
+func TestSemaphoreRevokedSessionTakesNothing(t *testing.T) {
 	c := node(t)
-	s, _ := newStore(t, c, uniq(t), 5*time.Second)
-	ctx := ctxT(t, 20*time.Second)
-	for _, k := range []string{"a", "a/b"} {
-		if _, err := s.AcquirePermits(ctx, k, tok(), 2, 1, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.AcquireRead(ctx, k, tok(), time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.AcquireWrite(ctx, k, tok(), time.Minute); !errors.Is(err, driver.ErrNotAcquired) { // a mark
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Acquire(ctx, "m", tok(), time.Minute); err != nil {
+	pfx := uniq(t)
+	s, _ := newStore(t, c, pfx, 5*time.Second)
+	admin := c.Client(t)
+	ctx := ctxT(t, 30*time.Second)
+	a := tok()
+	if _, err := s.AcquirePermits(ctx, "k", a, 1, 1, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	var listed []string
-	if err := s.List(ctx, "", func(key string, _ driver.Info) bool { listed = append(listed, key); return true }); err != nil {
+	semPfx, _ := etcdstore.FamilyPrefixes(pfx, "k")
+	old := holdingLease(t, admin, semPfx)
+	if _, err := admin.Revoke(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	if len(listed) != 1 || listed[0] != "m" {
-		t.Fatalf("List = %q, want only the mutex key \"m\"", listed)
+	b := tok() // the store still believes its session alive: the put on the dead lease fails
+	if _, err := s.AcquirePermits(ctx, "k", b, 1, 1, time.Minute); err != nil {
+		t.Fatalf("AcquirePermits after the revocation: %v", err)
 	}
-	if _, err := s.Acquire(ctx, "a", tok(), time.Minute); err != nil {
-		t.Fatalf("the Mutex \"a\" beside a semaphore and a read-write lock \"a\" and \"a/b\": %v, want it free", err)
+	if _, err := s.ExtendPermits(ctx, "k", a, time.Minute); !errors.Is(err, driver.ErrExpired) {
+		t.Fatalf("ExtendPermits of the revoked holding: %v, want ErrExpired", err)
 	}
-	if info, err := s.InspectPermits(ctx, "a"); err != nil || info.Used != 1 || len(info.Holders) != 1 {
-		t.Fatalf("InspectPermits(\"a\") = %+v, %v: want its own holding only, not \"a/b\"'s", info, err)
+	lease := holdingLease(t, admin, semPfx)
+	ttl, err := admin.TimeToLive(ctx, lease)
+	if err != nil || ttl.TTL <= 0 || lease == old {
+		t.Fatalf("the new holding is on lease %x (old %x) with TTL %v, %v: want a live new lease", lease, old, ttl.TTL, err)
 	}
+}
+
+// holdingLease returns the lease of the only key under pfx.
+func holdingLease(t *testing.T, admin *clientv3.Client, pfx string) clientv3.LeaseID {
+	t.Helper()
+	resp, err := admin.Get(context.Background(), pfx, clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("keys under %q: %d, %v; want 1", pfx, len(resp.Kvs), err)
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease)
 }
