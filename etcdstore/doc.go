@@ -81,9 +81,10 @@
 //
 // Semaphore key K lives under Options.Prefix+"\xffsem/"+K+"\xff" and
 // read-write lock K under Options.Prefix+"\xffrw/"+K+"\xff" (0xff is in no
-// valid key, so no Mutex prefix covers them): one key per holding, named
-// after the token's digest, on the session lease, its CreateRevision the
-// fence; a writer-waiting mark is a key on a lease of its own of
+// valid key, so no Mutex prefix covers them): one key per holding, on the
+// session lease, its CreateRevision the fence (a semaphore holding's name
+// is reused as a Mutex key's is; a read-write lock's is the token's
+// digest); a writer-waiting mark is a key on a lease of its own of
 // driver.WriterWaitTTL. Holdings live with the session, as Mutex holdings
 // do (ttl is ignored). Every admission is one transaction whose guards
 // decide it (for a semaphore, that no holding was created since the read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -49,11 +50,11 @@ func unchangedSince(rng string, rev int64) clientv3.Cmp {
 }
 
 // admitGuard is the guard of a try after a read at rev of the keys under
-// rng, for the token's key own: unchangedSince, or, for a test's negative
-// control (unguarded), only that own is absent.
-func (s *Store) admitGuard(rng, own string, rev int64) clientv3.Cmp {
+// rng: unchangedSince, or, for a test's negative control (unguarded), one
+// that always holds.
+func (s *Store) admitGuard(rng string, rev int64) clientv3.Cmp {
 	if s.unguarded {
-		return clientv3.Compare(clientv3.CreateRevision(own), "=", 0)
+		return unchangedSince(rng, math.MaxInt64-1)
 	}
 	return unchangedSince(rng, rev)
 }

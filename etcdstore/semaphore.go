@@ -14,10 +14,12 @@ import (
 )
 
 // A semaphore key K is the holdings under famPfx(semTag, K) + "h/", one
-// key per token, named after its digest, valued "dlock/sem1 <n> <k>": the
-// limit it was taken under and its permits. The limit is not kept apart:
-// it is the n of the live holdings (all the same, checked at admission),
-// so it goes with the last of them, even with a crashed holder's session.
+// key per holding, named <lease hex>_<n> as the Mutex's keys are (newName:
+// names are reused, so etcd's index does not grow with every holding),
+// valued "dlock/sem1 <n> <k> <token digest>": the limit it was taken under,
+// its permits and whose it is. The limit is not kept apart: it is the n of
+// the live holdings (all the same, checked at admission), so it goes with
+// the last of them, even with a crashed holder's session.
 
 const semValuePrefix = "dlock/sem1 "
 
@@ -31,13 +33,23 @@ var (
 type semHolding struct {
 	kv   *mvccpb.KeyValue
 	n, k int
+	dig  string
 }
 
-func semValue(n, k int) string { return semValuePrefix + strconv.Itoa(n) + " " + strconv.Itoa(k) }
+// permitKey is one of the store's own semaphore holdings: its etcd key and
+// CreateRevision.
+type permitKey struct {
+	k      string
+	create int64
+}
+
+func semValue(n, k int, dig string) string {
+	return semValuePrefix + strconv.Itoa(n) + " " + strconv.Itoa(k) + " " + dig
+}
 
 func parseSem(kv *mvccpb.KeyValue) (semHolding, error) {
 	f := strings.Fields(strings.TrimPrefix(string(kv.Value), semValuePrefix))
-	if !strings.HasPrefix(string(kv.Value), semValuePrefix) || len(f) != 2 {
+	if !strings.HasPrefix(string(kv.Value), semValuePrefix) || len(f) != 3 {
 		return semHolding{}, fmt.Errorf("%w: etcdstore: key %q holds %q, not a semaphore holding", driver.ErrRefused, kv.Key, kv.Value)
 	}
 	n, err1 := strconv.Atoi(f[0])
@@ -45,7 +57,7 @@ func parseSem(kv *mvccpb.KeyValue) (semHolding, error) {
 	if err1 != nil || err2 != nil || n < 1 || k < 1 || k > n {
 		return semHolding{}, fmt.Errorf("%w: etcdstore: key %q holds %q, not a semaphore holding", driver.ErrRefused, kv.Key, kv.Value)
 	}
-	return semHolding{kv: kv, n: n, k: k}, nil
+	return semHolding{kv: kv, n: n, k: k, dig: f[2]}, nil
 }
 
 // semState is a semaphore key as one read saw it.
@@ -55,7 +67,9 @@ type semState struct {
 	all         []semHolding
 }
 
-func readSem(kvs []*mvccpb.KeyValue, own string) (semState, error) {
+// readSem parses the holdings kvs; own is the one of the token with digest
+// dig ("": none).
+func readSem(kvs []*mvccpb.KeyValue, dig string) (semState, error) {
 	var st semState
 	for _, kv := range kvs {
 		h, err := parseSem(kv)
@@ -65,17 +79,33 @@ func readSem(kvs []*mvccpb.KeyValue, own string) (semState, error) {
 		st.all = append(st.all, h)
 		st.used += h.k
 		st.limit = h.n // equal for all (admission checks it)
-		if string(kv.Key) == own {
+		if dig != "" && h.dig == dig {
 			st.own = &st.all[len(st.all)-1]
 		}
 	}
 	return st, nil
 }
 
-// semKeys returns the prefix of key's holdings and the token's key.
-func (s *Store) semKeys(key, token string) (hpfx, own string) {
-	hpfx = s.famPfx(semTag, key) + "h/"
-	return hpfx, hpfx + digest(token)
+// semPfx returns the prefix of key's holdings.
+func (s *Store) semPfx(key string) string { return s.famPfx(semTag, key) + "h/" }
+
+// rememberPermit files the store's holding at k (created at rev) under
+// the handle h (holdings prefix + token digest); forgetPermit drops it.
+func (s *Store) rememberPermit(h, k string, rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.permits == nil {
+		s.permits = map[string]permitKey{}
+	}
+	s.permits[h] = permitKey{k: k, create: rev}
+}
+
+func (s *Store) forgetPermit(h string) (permitKey, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pk, ok := s.permits[h]
+	delete(s.permits, h)
+	return pk, ok
 }
 
 // AcquirePermits implements driver.Semaphore: one transaction that puts the
@@ -94,25 +124,30 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 		return driver.PermitGrant{}, err
 	}
 	start := time.Now()
-	hpfx, own := s.semKeys(key, token)
+	hpfx, dig := s.semPfx(key), digest(token)
 	guard := fresh(hpfx)
 	for range famAttempts {
 		sess, err := s.session(ctx)
 		if err != nil {
 			return driver.PermitGrant{}, authRefused(err)
 		}
-		put, rev, kvs, err := s.putIf(ctx, sess, []clientv3.Cmp{guard}, own, semValue(n, k), hpfx)
+		name := s.newName(sess, hpfx)
+		put, rev, kvs, err := s.putIf(ctx, sess, []clientv3.Cmp{guard}, name, semValue(n, k, dig), hpfx)
+		if !put && err == nil || errors.Is(err, errSessionGone) {
+			s.freeName(name) // not put (an unknown outcome keeps it reserved)
+		}
 		if errors.Is(err, errSessionGone) {
 			continue
 		}
 		if err != nil {
 			return driver.PermitGrant{}, fmt.Errorf("etcdstore: acquire permits of %q: %w", key, err)
 		}
-		st, err := readSem(kvs, own)
+		st, err := readSem(kvs, dig)
 		if err != nil {
 			return driver.PermitGrant{}, err
 		}
 		if put {
+			s.rememberPermit(hpfx+dig, name, rev)
 			return driver.PermitGrant{Fence: uint64(rev), Permits: k, Used: st.used, TTL: s.certainTTL(sess, start)}, nil
 		}
 		switch {
@@ -128,7 +163,7 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 		case st.used+k > n:
 			return driver.PermitGrant{}, &driver.PermitsTakenError{Used: st.used, Limit: n, Remaining: -1}
 		}
-		guard = s.admitGuard(hpfx, own, rev)
+		guard = s.admitGuard(hpfx, rev)
 	}
 	return driver.PermitGrant{}, fmt.Errorf("etcdstore: acquire permits of %q: the holdings kept changing under %d attempts (nothing taken)", key, famAttempts)
 }
@@ -164,12 +199,11 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 	if err != nil {
 		return driver.PermitGrant{}, err
 	}
-	hpfx, own := s.semKeys(key, token)
-	resp, err := s.cli.Get(ctx, hpfx, clientv3.WithPrefix())
+	resp, err := s.cli.Get(ctx, s.semPfx(key), clientv3.WithPrefix())
 	if err != nil {
 		return driver.PermitGrant{}, fmt.Errorf("etcdstore: extend permits of %q: %w", key, err)
 	}
-	st, err := readSem(resp.Kvs, own)
+	st, err := readSem(resp.Kvs, digest(token))
 	if err != nil {
 		return driver.PermitGrant{}, err
 	}
@@ -186,11 +220,13 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 	return driver.PermitGrant{Fence: uint64(st.own.kv.CreateRevision), Permits: st.own.k, Used: st.used, TTL: left}, nil
 }
 
-// ReleasePermits implements driver.Semaphore: one transaction deleting the
-// token's holding if it exists (from any Store: the key is named after the
-// token). If there is none it returns driver.NotHeld(false). A ctx that has
-// already ended returns its error at once, sending nothing: the holding
-// lives on with the session, as a Mutex holding does.
+// ReleasePermits implements driver.Semaphore: one transaction deleting
+// the token's holding, guarded by its CreateRevision, for a holding this
+// Store took; a read of the key's holdings first for one it did not (any
+// Store can release by token). If there is none it returns
+// driver.NotHeld(false). A ctx that has already ended returns its error at
+// once, sending nothing: the holding lives on with the session, as a Mutex
+// holding does.
 func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 	if err := driver.ValidateKey(key); err != nil {
 		return err
@@ -198,15 +234,34 @@ func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("etcdstore: release permits of %q: nothing sent, the permits are still held: %w", key, err)
 	}
-	_, own := s.semKeys(key, token)
-	ok, err := s.deleteIfPresent(ctx, own)
-	if err != nil {
-		return fmt.Errorf("etcdstore: release permits of %q: %w", key, err)
+	hpfx, dig := s.semPfx(key), digest(token)
+	pk, known := s.forgetPermit(hpfx + dig)
+	for range maxAttempts {
+		if !known {
+			resp, err := s.cli.Get(ctx, hpfx, clientv3.WithPrefix())
+			if err != nil {
+				return fmt.Errorf("etcdstore: release permits of %q: %w", key, err)
+			}
+			st, err := readSem(resp.Kvs, dig)
+			if err != nil {
+				return err
+			}
+			if st.own == nil {
+				return driver.NotHeld(false)
+			}
+			pk = permitKey{k: string(st.own.kv.Key), create: st.own.kv.CreateRevision}
+		}
+		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(pk.k), "=", pk.create)).Then(clientv3.OpDelete(pk.k)).Commit()
+		if err != nil {
+			return fmt.Errorf("etcdstore: release permits of %q: %w", key, err)
+		}
+		if resp.Succeeded {
+			s.freeName(pk.k)
+			return nil
+		}
+		known = false // gone or not ours any more: read again
 	}
-	if !ok {
-		return driver.NotHeld(false)
-	}
-	return nil
+	return fmt.Errorf("etcdstore: release permits of %q: the holdings kept changing", key)
 }
 
 // SubscribePermits implements driver.PermitNotifier with a watch of key's
@@ -216,8 +271,7 @@ func (s *Store) SubscribePermits(ctx context.Context, key string) (<-chan struct
 	if err := driver.ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
-	hpfx, _ := s.semKeys(key, "")
-	return s.subscribe(ctx, hpfx, func(e *clientv3.Event) bool { return e.Type == mvccpb.DELETE })
+	return s.subscribe(ctx, s.semPfx(key), func(e *clientv3.Event) bool { return e.Type == mvccpb.DELETE })
 }
 
 // InspectPermits implements driver.PermitInspector: one read of key's
@@ -227,8 +281,7 @@ func (s *Store) InspectPermits(ctx context.Context, key string) (driver.PermitIn
 	if err := driver.ValidateKey(key); err != nil {
 		return driver.PermitInfo{}, err
 	}
-	hpfx, _ := s.semKeys(key, "")
-	resp, err := s.cli.Get(ctx, hpfx, clientv3.WithPrefix())
+	resp, err := s.cli.Get(ctx, s.semPfx(key), clientv3.WithPrefix())
 	if err != nil {
 		return driver.PermitInfo{}, fmt.Errorf("etcdstore: inspect permits of %q: %w", key, err)
 	}
