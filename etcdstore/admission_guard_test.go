@@ -55,9 +55,9 @@ func admissionRace(t *testing.T, stores []*etcdstore.Store, key string, limit, g
 
 // TestSemaphoreAdmissionIsGuarded: acquirers on three clients never hold
 // more than the limit together, because each admission is a transaction
-// guarded by the revision of the read it decided on. Negative control: with
-// the guard reduced to "the token has no holding yet", the same race
-// over-admits.
+// guarded by the revision of the read it decided on. Negative control: a
+// store whose retry after that read is not guarded over-admits in the same
+// race.
 func TestSemaphoreAdmissionIsGuarded(t *testing.T) {
 	c := node(t)
 	pfx := uniq(t)
