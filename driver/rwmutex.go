@@ -93,7 +93,8 @@ type RWMutex interface {
 // WriterWaitTTL is how long a writer-waiting mark lasts after the waiting
 // writer's last AcquireWrite: a waiting writer retries more often than this
 // to keep new readers out, and one that gives up holds them up at most this
-// long.
+// long, plus the interval at which the store ends expired leases (etcd:
+// 500 ms), which the store documents.
 const WriterWaitTTL = 2 * time.Second
 
 // RWMode is a holding's mode.
@@ -207,7 +208,8 @@ type RWNotifier interface {
 
 // RWHolder is one holding of an RWMutex key, as RWInspector reports it.
 type RWHolder struct {
-	// Token is the holder's token (a secret: never log it).
+	// Token is the holder's token (a secret: never log it), or "" where
+	// the store keeps only a digest of tokens (etcdstore).
 	Token string
 	Mode  RWMode
 	Fence uint64

@@ -168,7 +168,8 @@ type PermitNotifier interface {
 // PermitHolder is one holding of a Semaphore key, as PermitInspector reports
 // it.
 type PermitHolder struct {
-	// Token is the holder's token (a secret: never log it).
+	// Token is the holder's token (a secret: never log it), or "" where
+	// the store keeps only a digest of tokens (etcdstore).
 	Token string
 	// Permits and Fence are the holding's k and fence.
 	Permits int

@@ -33,6 +33,7 @@ func (s *suite) rwSuite() []primitiveCase {
 		{"WriterMarkLastsWhileRetriedThenEnds", s.testRWMarkEnds},
 		{"EachReaderExpiresOnItsOwn", s.testRWOwnExpiry},
 		{"WriteHoldingExpires", s.testRWWriteExpires},
+		{"KilledSessionFreesItsHoldings", s.testRWKilledSession},
 		{"UpgradeIsRefusedAtOnce", s.testRWUpgrade},
 		{"DowngradeKeepsWritersOut", s.testRWDowngrade},
 		{"ReacquireBySameTokenIsTheSameHolding", s.testRWReacquire},

@@ -63,6 +63,40 @@ func (s *suite) testRWWriteExpires(t *testing.T, m driver.RWMutex) {
 	wantNotHeld(t, err, driver.ErrExpired)
 }
 
+// testRWKilledSession: on a session-based store, the holdings of a client
+// that is killed (no release, no renewal) end within its session's TTL:
+// its write holding lets readers in, and its read holding stops keeping a
+// writer out once the renewed reader beside it leaves.
+func (s *suite) testRWKilledSession(t *testing.T, m driver.RWMutex) {
+	s.sessionOnly(t)
+	read, write, kept := Key(t), Key(t), Token()
+	other := s.rwClient(t)
+	s.mustRW(t, m, read, Token(), driver.RWRead)
+	s.mustRW(t, other, read, kept, driver.RWRead)
+	s.mustRW(t, m, write, Token(), driver.RWWrite)
+	start := time.Now()
+	s.kill(t, m)
+	s.wantRWTaken(t, other, write, driver.RWRead, driver.RWWrite)
+	var g driver.RWGrant
+	if !eventually(s.model.SessionTTL+s.slack, func() bool {
+		g = mustExtendRW(t, other, read, kept, s.long)
+		return g.Readers == 1
+	}) {
+		t.Fatalf("the killed client's reader still counted %v after (session TTL %v): %d readers", time.Since(start), s.model.SessionTTL, g.Readers)
+	}
+	mustReleaseRW(t, other, read, kept)
+	s.mustRW(t, other, read, Token(), driver.RWWrite)
+	tok := Token()
+	var err error
+	if !eventually(s.model.SessionTTL+s.slack-time.Since(start), func() bool {
+		_, err = other.AcquireRead(ctx(t), write, tok, s.long)
+		return err == nil
+	}) {
+		t.Fatalf("the killed client's write holding still kept readers out %v after (session TTL %v): %v", time.Since(start), s.model.SessionTTL, err)
+	}
+	t.Logf("the killed client's holdings ended within %v", time.Since(start))
+}
+
 // testRWBoundedState: a released key, one whose holding expired and one
 // left with only a writer-waiting mark keep no state once the store's
 // retention (and the mark's WriterWaitTTL) has passed.

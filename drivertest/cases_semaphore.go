@@ -33,6 +33,7 @@ func (s *suite) semaphoreSuite() []primitiveCase {
 		{"EachHoldingExpiresOnItsOwn", s.testSemOwnExpiry},
 		{"ExtendKeepsOnlyThatHolding", s.testSemExtendOnlyOwn},
 		{"ExtendShorterShortensTheHolding", s.testSemExtendShorter},
+		{"KilledSessionFreesItsPermits", s.testSemKilledSession},
 		{"NoStateLeftAfterRetention", s.testSemBoundedState},
 		{"NotifiesOnReleaseOnly", s.testSemNotify},
 		{"InspectMatchesTheState", s.testSemInspect},

@@ -20,6 +20,41 @@ func (s *suite) perKeyOnly(t *testing.T) {
 	}
 }
 
+// sessionOnly skips a case about sessions on a store whose holdings have
+// leases of their own, and one whose harness cannot end a session.
+func (s *suite) sessionOnly(t *testing.T) {
+	if !s.model.Session {
+		t.Skip("per-key store: each holding's own expiry is checked instead")
+	}
+	if s.h.Kill == nil {
+		t.Skip("Harness.Kill not set: cannot end a session")
+	}
+}
+
+// testSemKilledSession: on a session-based store, the permits of a client
+// that is killed (no release, no renewal) come back within its session's
+// TTL while another holder keeps renewing its own, which still counts.
+func (s *suite) testSemKilledSession(t *testing.T, m driver.Semaphore) {
+	s.sessionOnly(t)
+	key := Key(t)
+	other := s.semClient(t)
+	mustPermits(t, m, key, Token(), 3, 2, s)
+	kept := Token()
+	mustPermits(t, other, key, kept, 3, 1, s)
+	start := time.Now()
+	s.kill(t, m)
+	s.wantTaken(t, other, key, 3, 1, 3)
+	tok := s.permitsFreedWithin(t, s.semClient(t), key, 3, s.model.SessionTTL+s.slack, func() {
+		mustExtendPermits(t, other, key, kept, s.long)
+	})
+	if tok == "" {
+		t.Fatalf("the permits of a killed client still counted %v after (session TTL %v)", time.Since(start), s.model.SessionTTL)
+	}
+	t.Logf("the killed client's permits came back after %v", time.Since(start))
+	mustPermits(t, other, key, Token(), 3, 1, s) // 2 came back
+	s.wantTaken(t, other, key, 3, 1, 3)          // the renewed holding still counts
+}
+
 // permitsFreedWithin polls until a fresh token takes one of key's permits
 // (limit n) or d elapses, running between tries, and returns the token (""
 // if it never did).

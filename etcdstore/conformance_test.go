@@ -72,7 +72,8 @@ func TestConformance(t *testing.T) {
 }
 
 // reporting lets the suite count what the store keeps for a key: the keys
-// under its prefix. etcd keeps nothing once they are deleted.
+// under its prefixes (as a Mutex, a Semaphore and an RWMutex). etcd keeps
+// nothing once they are deleted.
 type reporting struct {
 	*etcdstore.Store
 	admin *clientv3.Client
@@ -82,9 +83,14 @@ type reporting struct {
 func (r reporting) Retention() time.Duration { return 0 }
 
 func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
-	resp, err := r.admin.Get(ctx, r.pfx+key+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return 0, err
+	sem, rw := etcdstore.FamilyPrefixes(r.pfx, key)
+	n := 0
+	for _, p := range []string{r.pfx + key + "/", sem, rw} {
+		resp, err := r.admin.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return 0, err
+		}
+		n += int(resp.Count)
 	}
-	return int(resp.Count), nil
+	return n, nil
 }

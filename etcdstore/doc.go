@@ -1,6 +1,7 @@
 // Package etcdstore is a dlock store on etcd (driver.Mutex on the session
-// model), with the key layout of etcd's concurrency.Mutex, so that dlock
-// clients and `etcdctl lock` exclude each other and wait in one queue.
+// model, and driver.Semaphore and driver.RWMutex), with the key layout of
+// etcd's concurrency.Mutex, so that dlock clients and `etcdctl lock`
+// exclude each other and wait in one queue.
 //
 // # Model
 //
@@ -76,9 +77,26 @@
 // WithRead Lock still waits in etcd's queue. A resource inside the lock
 // prefix is refused with driver.ErrInvalid.
 //
+// # Semaphore and read-write lock
+//
+// Semaphore key K lives under Options.Prefix+"\xffsem/"+K+"\xff" and
+// read-write lock K under Options.Prefix+"\xffrw/"+K+"\xff" (0xff is in no
+// valid key, so no Mutex prefix covers them): one key per holding, on the
+// session lease, its CreateRevision the fence (a semaphore holding's name
+// is reused as a Mutex key's is; a read-write lock's is the token's
+// digest); a writer-waiting mark is a key on a lease of its own of
+// driver.WriterWaitTTL. Holdings live with the session, as Mutex holdings
+// do (ttl is ignored). Every admission is one transaction whose guards
+// decide it (for a semaphore, that no holding was created since the read
+// that counted the permits), and every holding is a put on a live lease:
+// no waiter owns after waiting without looking (etcd's recipe RWMutex does:
+// etcd #16221). Waiters are woken by a watch of the key's holdings
+// (driver.PermitNotifier, driver.RWNotifier). Inspection reports no token
+// (etcd keeps a digest only), and refusals report Remaining -1.
+//
 // # What it cannot do
 //
-// There is no Notifier (waiting is the Queuer's FIFO, or the client's
+// There is no Notifier for the Mutex (waiting is the Queuer's FIFO, or the client's
 // backoff). A contended
 // Acquire reports the holder's remaining time as unknown (-1); Inspect asks
 // the server for it. The session TTL is whole seconds and at least 2 s, so

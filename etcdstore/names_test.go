@@ -134,3 +134,60 @@ func createdKeys(t *testing.T, ctx context.Context, cli *clientv3.Client, pfx st
 	}
 	return len(keys)
 }
+
+// TestPermitKeyNamesReused: a busy semaphore does not leave a new etcd key
+// behind per holding either: 30 cycles of one holding and 10 rounds of two
+// holdings at once create at most two key names. (A holding released
+// through another Store, which reads it first, as the last one here is,
+// leaves its name reserved in the Store that took it until its session
+// ends.) Negative control: a store that names every key anew creates one
+// per holding.
+func TestPermitKeyNamesReused(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		prefix := uniq(t)
+		s, cli := newStore(t, node(t), prefix, 0)
+		other, _ := newStore(t, node(t), prefix, 0)
+		etcdstore.SetFreshNames(s, fresh)
+		ctx := ctxT(t, 60*time.Second)
+		start, err := cli.Get(ctx, "revision-probe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		take := func(tk string) {
+			if _, err := s.AcquirePermits(ctx, "busy", tk, 2, 1, time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 30 {
+			a := tok()
+			take(a)
+			if err := s.ReleasePermits(ctx, "busy", a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 10 {
+			a, b := tok(), tok()
+			take(a)
+			take(b)
+			for _, tk := range []string{b, a} {
+				if err := s.ReleasePermits(ctx, "busy", tk); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		last := tok()
+		take(last)
+		if err := other.ReleasePermits(ctx, "busy", last); err != nil {
+			t.Fatalf("ReleasePermits through another Store: %v", err)
+		}
+		sem, _ := etcdstore.FamilyPrefixes(prefix, "busy")
+		n := createdKeys(t, ctx, cli, sem, start.Header.Revision)
+		t.Logf("fresh names %v: %d distinct etcd keys created", fresh, n)
+		switch {
+		case !fresh && n > 2:
+			t.Errorf("%d distinct etcd keys for one semaphore; want at most 2 (reused)", n)
+		case fresh && n < 50:
+			t.Errorf("negative control: fresh names made only %d keys; the test cannot see the growth", n)
+		}
+	}
+}

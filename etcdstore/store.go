@@ -44,6 +44,9 @@ type Store struct {
 	granting chan struct{} // closed when the grant under way ends; nil if none
 	ka       *keepalive    // the keepalive under way, shared; nil if none
 	held     map[string]holding
+	// permits are the store's own semaphore holdings, filed under their
+	// holdings prefix + token digest, for ReleasePermits' one round trip.
+	permits map[string]permitKey
 	// names are the etcd keys this store created in session namesOf and
 	// has not seen deleted. A new holding or waiter takes the first free
 	// name of its lock (see newName).
@@ -53,6 +56,9 @@ type Store struct {
 	// negative control: the per-holding names of before).
 	fresh    bool
 	freshSeq int
+	// unguarded drops the revision guard of the lock family's admissions
+	// (a test's negative control: two acquirers may then both get in).
+	unguarded bool
 	// waiting are the handles (ownKey) of the AcquireQueued calls under way.
 	waiting map[string]bool
 	closed  bool
@@ -144,6 +150,7 @@ func (s *Store) Close(ctx context.Context) error {
 	sess := s.sess
 	s.closed, s.sess = true, nil
 	clear(s.held)
+	clear(s.permits)
 	s.mu.Unlock()
 	if sess == nil || sess.dead || s.cli.Ctx().Err() != nil { // nothing to revoke, or the client is closed
 		return nil
@@ -248,6 +255,7 @@ func (s *Store) grant(ctx context.Context, old *session) error {
 	}
 	s.sess = sess
 	clear(s.held)
+	clear(s.permits)
 	s.mu.Unlock()
 	return nil
 }
@@ -323,6 +331,7 @@ func (s *Store) markDeadLocked(sess *session) {
 			delete(s.held, k)
 		}
 	}
+	clear(s.permits) // a cache: ReleasePermits reads what it lacks
 }
 
 // certainTTL is how long sess is certain to last counted from start, at
