@@ -27,8 +27,8 @@ const (
 // for the usage error on a store without them. Keep them in step with
 // docs/rwlock.md and docs/semaphore.md ("Stores").
 const (
-	rwStores  = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://)"
-	semStores = rwStores
+	rwStores  = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://), etcd (etcd://, etcds://)"
+	semStores = rwStores + ", PostgreSQL and MariaDB in lease mode (postgres://, mysql://)"
 )
 
 // familyFlags choose the primitive of `dlock run`: the mutex by default,
