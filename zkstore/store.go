@@ -18,6 +18,11 @@ import (
 // empty.
 const DefaultRoot = "/dlock"
 
+// DefaultRWRoot is the path under which read-write lock names live when
+// Options.RWRoot is empty: apart from the mutexes', so that the two are
+// namespaces of their own.
+const DefaultRWRoot = "/dlock-rw"
+
 // DefaultSessionTimeout is the session timeout Dial asks for when
 // Options.SessionTimeout is zero.
 const DefaultSessionTimeout = 10 * time.Second
@@ -28,6 +33,10 @@ type Options struct {
 	// Root/N (DefaultRoot if empty). A Curator InterProcessMutex on
 	// Root/N takes the same lock.
 	Root string
+	// RWRoot is the absolute ZooKeeper path under which read-write lock
+	// name N lives, at RWRoot/N (DefaultRWRoot if empty). A Curator
+	// InterProcessReadWriteLock on RWRoot/N takes the same lock.
+	RWRoot string
 	// Prefix is put in front of every lock name (lock N lives at
 	// Root/Prefix+N), as the CLI's --prefix does.
 	Prefix string
@@ -82,6 +91,7 @@ type Store struct {
 	owned   bool     // Dial made conn: Close closes it
 	acl     []zk.ACL // of every node the store creates
 	root    string
+	rwRoot  string
 	timeout time.Duration // the session timeout the Model declares
 	asked   time.Duration
 	neg     *Negotiated
@@ -95,6 +105,7 @@ type Store struct {
 	closed bool
 	ext    map[string]*flight         // Extends under way, by node path
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
+	rw     map[rwKey]*rwHolding       // read-write lock nodes of this store, by name and token
 
 	createFirst bool         // tests only: Acquire creates without listing first (the variant measured against)
 	unprotected bool         // tests only: retry a create that lost its connection without looking (naive)
@@ -131,6 +142,8 @@ var (
 	_ driver.Lister        = (*Store)(nil)
 	_ driver.WaiterCounter = (*Store)(nil)
 	_ driver.Doctor        = (*Store)(nil)
+	_ driver.RWMutex       = (*Store)(nil)
+	_ driver.RWNotifier    = (*Store)(nil)
 )
 
 // New returns a Store using conn, which it never closes. It returns an
@@ -152,6 +165,12 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	rwRoot := DefaultRWRoot
+	if opts.RWRoot != "" {
+		if rwRoot, err = cleanRoot(opts.RWRoot); err != nil {
+			return nil, err
+		}
+	}
 	timeout := opts.SessionTimeout
 	if opts.Negotiated != nil {
 		if got, _ := opts.Negotiated.Timeout(); got > 0 {
@@ -168,7 +187,7 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if margin < 0 || margin >= timeout/2 {
 		return nil, fmt.Errorf("%w: zkstore: margin %v must be in [0, %v)", driver.ErrInvalid, margin, timeout/2)
 	}
-	return &Store{conn: conn, acl: acl, root: root, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
+	return &Store{conn: conn, acl: acl, root: root, rwRoot: rwRoot, rw: map[rwKey]*rwHolding{}, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
 		margin: margin, servers: opts.Servers, prefix: opts.Prefix, held: map[string]*holding{}, ext: map[string]*flight{}, orphan: map[string]map[string]bool{}}, nil
 }
 
@@ -198,8 +217,10 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Store, error) {
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
-	if _, err := cleanRoot(opts.Root); err != nil {
-		return nil, err
+	for _, r := range []string{opts.Root, opts.RWRoot} {
+		if _, err := cleanRoot(r); err != nil {
+			return nil, err
+		}
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: zkstore: no servers", driver.ErrInvalid)
@@ -266,6 +287,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	clear(s.held)
+	clear(s.rw)
 	s.mu.Unlock()
 	if s.owned {
 		s.conn.Close()
@@ -278,6 +300,9 @@ func (s *Store) Conn() *zk.Conn { return s.conn }
 
 // Root returns the store's root path.
 func (s *Store) Root() string { return s.root }
+
+// RWRoot returns the root path of the store's read-write locks.
+func (s *Store) RWRoot() string { return s.rwRoot }
 
 // SessionTimeout returns the session timeout the store counts with.
 func (s *Store) SessionTimeout() time.Duration { return s.timeout }
