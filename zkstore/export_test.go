@@ -39,3 +39,8 @@ type Quiet = quiet
 // and refuse no name (the rule before nested names were made independent):
 // the control of TestNestedNamesAreIndependent.
 func SetLooseNames(s *Store, on bool) { s.looseNames = on }
+
+// SetSequentialDowngrade makes s's downgrade create its reader's node with
+// a new sequence, after every writer queued meanwhile, as Curator 5.4 does
+// (CURATOR-621): the control of TestDowngradeKeepsQueuedWriterOut.
+func SetSequentialDowngrade(s *Store, on bool) { s.seqDowngrade = on }

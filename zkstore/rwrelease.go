@@ -22,7 +22,11 @@ import (
 func (s *Store) downgrade(ctx context.Context, key, token, lp string, h *rwHolding, ttl time.Duration, start time.Time) (driver.RWGrant, error) {
 	seq := rwSortKey(h.name)
 	name := func(uuid string) string { return protectedPrefix + uuid + "-" + rwReadMarker + seq }
-	c, err := s.createNode(ctx, key, lp, name, zk.FlagEphemeral, rwData(digest(token), strconv.FormatInt(h.fence, 10)))
+	flags := int32(zk.FlagEphemeral)
+	if s.seqDowngrade {
+		name, flags = rwNodeName(rwReadMarker), zk.FlagEphemeralSequential
+	}
+	c, err := s.createNode(ctx, key, lp, name, flags, rwData(digest(token), strconv.FormatInt(h.fence, 10)))
 	if err != nil {
 		return driver.RWGrant{}, err
 	}

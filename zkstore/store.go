@@ -107,13 +107,14 @@ type Store struct {
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
 	rw     map[rwKey]*rwHolding       // read-write lock nodes of this store, by name and token
 
-	createFirst bool         // tests only: Acquire creates without listing first (the variant measured against)
-	unprotected bool         // tests only: retry a create that lost its connection without looking (naive)
-	statCreate  bool         // tests only: stat every node after its create (the request the store no longer sends)
-	existsWatch bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
-	looseNames  bool         // tests only: every child with "lock-" is a participant and no name is refused (the old rule)
-	syncs       atomic.Int64 // syncs sent (tests count them)
-	reqs        atomic.Int64 // requests sent (tests count them)
+	createFirst  bool         // tests only: Acquire creates without listing first (the variant measured against)
+	unprotected  bool         // tests only: retry a create that lost its connection without looking (naive)
+	statCreate   bool         // tests only: stat every node after its create (the request the store no longer sends)
+	existsWatch  bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
+	looseNames   bool         // tests only: every child with "lock-" is a participant and no name is refused (the old rule)
+	seqDowngrade bool         // tests only: a downgrade's reader's node gets a new sequence (Curator 5.4's CURATOR-621)
+	syncs        atomic.Int64 // syncs sent (tests count them)
+	reqs         atomic.Int64 // requests sent (tests count them)
 }
 
 // session is the ZooKeeper session the store last saw confirmed.
