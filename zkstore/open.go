@@ -19,7 +19,8 @@ const defaultDialTimeout = 10 * time.Second
 // Open opens a Store from a URL zk://[user:password@]host:port[,host:port...][/root]
 // with the query parameters session-timeout (a Go duration, default 10s),
 // dial-timeout (how long to wait for a session, default 10s), prefix (put
-// in front of every lock name, as the CLI's --prefix does) and acl. User
+// in front of every lock name, as the CLI's --prefix does), rw-root
+// (Options.RWRoot, default /dlock-rw) and acl. User
 // information authenticates the session with ZooKeeper's digest scheme
 // (Options.Auth); acl=creator (which needs it) creates every node with the
 // ACL "auth" (only that user can read or delete it: Options.ACL), acl=open
@@ -50,6 +51,7 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 // urlParams are Open's URL parameters (driver.DecodeQuery).
 type urlParams struct {
 	Prefix         string        `param:"prefix"`
+	RWRoot         string        `param:"rw-root"`
 	ACL            string        `param:"acl,oneof=open|creator"`
 	SessionTimeout time.Duration `param:"session-timeout,positive"`
 	DialTimeout    time.Duration `param:"dial-timeout,positive"`
@@ -96,6 +98,12 @@ func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 			return bad("acl=creator needs credentials (zk://user:password@...)")
 		}
 		opts.ACL = zk.AuthACL(zk.PermAll)
+	}
+	if p.RWRoot != "" {
+		if _, err := cleanRoot(p.RWRoot); err != nil {
+			return nil, Options{}, 0, &driver.ParamError{Scheme: "zk", Param: "rw-root", Reason: fmt.Sprintf("rw-root %q is not an absolute ZooKeeper path", p.RWRoot)}
+		}
+		opts.RWRoot = p.RWRoot
 	}
 	opts.Prefix, opts.SessionTimeout = p.Prefix, p.SessionTimeout
 	dial := p.DialTimeout
