@@ -193,8 +193,8 @@ func (s *Store) AcquireWrite(ctx context.Context, key, token string, ttl time.Du
 	if l.nodes[0] == h.name {
 		return s.rwGrant(ctx, key, token, h, 0, ttl, start)
 	}
-	s.rwRemember(key, token, h)
 	s.rwArm(key, token, lp, h)
+	s.rwRemember(key, token, h)
 	return driver.RWGrant{}, s.rwTaken(ctx, key, lp, slices.DeleteFunc(l.nodes, func(n string) bool { return n == h.name }))
 }
 

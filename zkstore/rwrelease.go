@@ -95,7 +95,10 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 	start := time.Now()
 	lp := s.rwPath(key)
 	h, ok := s.rwLookup(key, token)
-	if !ok || !h.granted {
+	if ok && !h.granted {
+		return driver.RWGrant{}, driver.NotHeld(false) // a queued writer's mark
+	}
+	if !ok {
 		f, err := s.rwForeign(ctx, key, token, lp)
 		switch {
 		case err != nil:
