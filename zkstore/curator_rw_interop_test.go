@@ -28,7 +28,14 @@ type jvmRW struct {
 // READY. It is killed when the test ends.
 func startCuratorRW(t *testing.T, java, cp string) *jvmRW {
 	t.Helper()
-	cmd := exec.Command(java, "-cp", cp, "CuratorRW", strings.Join(server(t).Addrs(), ","))
+	return startJava(t, java, cp, "CuratorRW", strings.Join(server(t).Addrs(), ","))
+}
+
+// startJava starts the Java program class with args and waits for its
+// READY. It is killed when the test ends.
+func startJava(t *testing.T, java, cp, class string, args ...string) *jvmRW {
+	t.Helper()
+	cmd := exec.Command(java, append([]string{"-cp", cp, class}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
