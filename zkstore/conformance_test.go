@@ -92,11 +92,11 @@ type reporting struct {
 
 func (r reporting) Retention() time.Duration { return 2 * zkserver.ContainerCheckInterval }
 
-// KeyState counts the lock paths of key as a mutex and as a read-write
-// lock, and their children.
+// KeyState counts the paths of key as a mutex, a read-write lock and a
+// semaphore, and their children.
 func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 	n := 0
-	for _, root := range []string{r.Root(), r.RWRoot()} {
+	for _, root := range []string{r.Root(), r.RWRoot(), r.SemRoot()} {
 		ok, st, err := r.adm.Exists(root + "/" + encodeForTest(key))
 		if err != nil {
 			return 0, err

@@ -23,6 +23,10 @@ const DefaultRoot = "/dlock"
 // namespaces of their own.
 const DefaultRWRoot = "/dlock-rw"
 
+// DefaultSemRoot is the path under which semaphore names live when
+// Options.SemRoot is empty.
+const DefaultSemRoot = "/dlock-sem"
+
 // DefaultSessionTimeout is the session timeout Dial asks for when
 // Options.SessionTimeout is zero.
 const DefaultSessionTimeout = 10 * time.Second
@@ -37,6 +41,10 @@ type Options struct {
 	// name N lives, at RWRoot/N (DefaultRWRoot if empty). A Curator
 	// InterProcessReadWriteLock on RWRoot/N takes the same lock.
 	RWRoot string
+	// SemRoot is the absolute ZooKeeper path under which semaphore name N
+	// lives, at SemRoot/N (DefaultSemRoot if empty). A Curator
+	// InterProcessSemaphoreV2 on SemRoot/N shares its leases.
+	SemRoot string
 	// Prefix is put in front of every lock name (lock N lives at
 	// Root/Prefix+N), as the CLI's --prefix does.
 	Prefix string
@@ -92,6 +100,7 @@ type Store struct {
 	acl     []zk.ACL // of every node the store creates
 	root    string
 	rwRoot  string
+	semRoot string
 	timeout time.Duration // the session timeout the Model declares
 	asked   time.Duration
 	neg     *Negotiated
@@ -106,6 +115,7 @@ type Store struct {
 	ext    map[string]*flight         // Extends under way, by node path
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
 	rw     map[rwKey]*rwHolding       // read-write lock nodes of this store, by name and token
+	sem    map[rwKey]*semHolding      // semaphore leases of this store, by name and token
 
 	createFirst  bool         // tests only: Acquire creates without listing first (the variant measured against)
 	unprotected  bool         // tests only: retry a create that lost its connection without looking (naive)
@@ -145,6 +155,7 @@ var (
 	_ driver.Doctor        = (*Store)(nil)
 	_ driver.RWMutex       = (*Store)(nil)
 	_ driver.RWNotifier    = (*Store)(nil)
+	_ driver.Semaphore     = (*Store)(nil)
 )
 
 // New returns a Store using conn, which it never closes. It returns an
@@ -166,9 +177,14 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	rwRoot := DefaultRWRoot
+	rwRoot, semRoot := DefaultRWRoot, DefaultSemRoot
 	if opts.RWRoot != "" {
 		if rwRoot, err = cleanRoot(opts.RWRoot); err != nil {
+			return nil, err
+		}
+	}
+	if opts.SemRoot != "" {
+		if semRoot, err = cleanRoot(opts.SemRoot); err != nil {
 			return nil, err
 		}
 	}
@@ -188,7 +204,7 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if margin < 0 || margin >= timeout/2 {
 		return nil, fmt.Errorf("%w: zkstore: margin %v must be in [0, %v)", driver.ErrInvalid, margin, timeout/2)
 	}
-	return &Store{conn: conn, acl: acl, root: root, rwRoot: rwRoot, rw: map[rwKey]*rwHolding{}, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
+	return &Store{conn: conn, acl: acl, root: root, rwRoot: rwRoot, rw: map[rwKey]*rwHolding{}, semRoot: semRoot, sem: map[rwKey]*semHolding{}, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
 		margin: margin, servers: opts.Servers, prefix: opts.Prefix, held: map[string]*holding{}, ext: map[string]*flight{}, orphan: map[string]map[string]bool{}}, nil
 }
 
@@ -218,7 +234,7 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Store, error) {
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
-	for _, r := range []string{opts.Root, opts.RWRoot} {
+	for _, r := range []string{opts.Root, opts.RWRoot, opts.SemRoot} {
 		if _, err := cleanRoot(r); err != nil {
 			return nil, err
 		}
@@ -289,6 +305,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	clear(s.held)
 	clear(s.rw)
+	clear(s.sem)
 	s.mu.Unlock()
 	if s.owned {
 		s.conn.Close()
@@ -304,6 +321,9 @@ func (s *Store) Root() string { return s.root }
 
 // RWRoot returns the root path of the store's read-write locks.
 func (s *Store) RWRoot() string { return s.rwRoot }
+
+// SemRoot returns the root path of the store's semaphores.
+func (s *Store) SemRoot() string { return s.semRoot }
 
 // SessionTimeout returns the session timeout the store counts with.
 func (s *Store) SessionTimeout() time.Duration { return s.timeout }

@@ -1,0 +1,247 @@
+package zkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+	"github.com/go-zookeeper/zk"
+)
+
+// The semaphore (driver.Semaphore) in Curator's InterProcessSemaphoreV2
+// layout: an acquisition takes the semaphore's mutex (P/locks), counts the
+// lease nodes (P/leases), and if k more fit under the limit creates k
+// EPHEMERAL_SEQUENTIAL lease nodes of the store's session in one multi,
+// which also writes the limit on the leases directory; then it releases
+// the mutex. Curator's acquirers count and create under the same mutex,
+// one lease node per permit, so the two share the permits. Holdings last
+// as long as the session; ttl is ignored.
+
+// semHolding is a token's lease nodes of a semaphore key in this store.
+type semHolding struct {
+	paths []string
+	sid   int64
+	n, k  int
+	fence int64
+}
+
+func (s *Store) semLookup(key, token string) (*semHolding, bool) {
+	sid := s.conn.SessionID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.sem[rwKey{key, token}]
+	if ok && h.sid != sid {
+		delete(s.sem, rwKey{key, token})
+		return nil, false
+	}
+	return h, ok
+}
+
+func (s *Store) semSet(key, token string, h *semHolding) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h == nil {
+		delete(s.sem, rwKey{key, token})
+	} else if !s.closed {
+		s.sem[rwKey{key, token}] = h
+	}
+}
+
+// AcquirePermits implements driver.Semaphore. It tries the semaphore's
+// mutex (create, list: refused at once if anyone holds or waits for it,
+// as a Curator acquirer waiting for a lease does, with a
+// *driver.PermitsTakenError), reads the leases and the stored limit
+// (LimitMismatchError if another is stored while permits are out), and
+// creates k lease nodes and stores n in one multi, whose zxid is the
+// fence; then deletes its mutex node: 5 round trips when free. A re-entry
+// by the holding token through this store is a sync and a listing. The
+// PermitsTakenError's Remaining is -1: leases last as long as their
+// session.
+func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int, ttl time.Duration) (driver.PermitGrant, error) {
+	if err := driver.ValidatePermits(key, n, k, ttl); err != nil {
+		return driver.PermitGrant{}, err
+	}
+	if err := s.checkSemKey(key); err != nil {
+		return driver.PermitGrant{}, err
+	}
+	start := time.Now()
+	sp := s.semPath(key)
+	if h, ok := s.semLookup(key, token); ok {
+		switch {
+		case h.k != k:
+			return driver.PermitGrant{}, fmt.Errorf("%w: zkstore: the token holds %d permits of %q, asked %d", driver.ErrInvalid, h.k, key, k)
+		case h.n != n:
+			return driver.PermitGrant{}, &driver.LimitMismatchError{Stored: h.n, Asked: n}
+		}
+		g, err := s.semConfirm(ctx, key, token, sp, h, ttl, start)
+		if !errors.Is(err, errGone) {
+			return g, err
+		}
+	}
+	lock, ok, err := s.semTryLock(ctx, key, token, sp)
+	if err != nil {
+		return driver.PermitGrant{}, err
+	}
+	if !ok {
+		leases, limit, err := s.semLeases(ctx, key, sp)
+		if err != nil {
+			return driver.PermitGrant{}, err
+		}
+		if limit == 0 {
+			limit = n
+		}
+		return driver.PermitGrant{}, &driver.PermitsTakenError{Used: len(leases), Limit: limit, Remaining: -1}
+	}
+	defer s.withdraw(ctx, sp+"/"+semLocks, lock)
+	leases, limit, err := s.semLeases(ctx, key, sp)
+	switch {
+	case err != nil:
+		return driver.PermitGrant{}, err
+	case len(leases) > 0 && limit > 0 && limit != n:
+		return driver.PermitGrant{}, &driver.LimitMismatchError{Stored: limit, Asked: n}
+	case len(leases)+k > n:
+		return driver.PermitGrant{}, &driver.PermitsTakenError{Used: len(leases), Limit: n, Remaining: -1}
+	}
+	h, err := s.semCreate(ctx, key, token, sp, n, k)
+	if err != nil {
+		return driver.PermitGrant{}, err
+	}
+	s.semSet(key, token, h)
+	return driver.PermitGrant{Fence: uint64(h.fence), Permits: k, Used: len(leases) + k, TTL: min(s.certainTTL(h.sid, start), ttl)}, nil
+}
+
+// semTryLock tries the semaphore's mutex: our lock node, kept if it is
+// first (ok), else deleted.
+func (s *Store) semTryLock(ctx context.Context, key, token, sp string) (created, bool, error) {
+	lp := sp + "/" + semLocks
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), ""))
+	if err != nil {
+		return created{}, false, err
+	}
+	var kids []string
+	err = s.read(ctx, func() error {
+		var e error
+		kids, _, e = s.conn.Children(lp)
+		return e
+	})
+	if err != nil {
+		s.withdraw(ctx, lp, c)
+		return created{}, false, wrapErr("list the mutex of", key, err)
+	}
+	nodes := lockNodes(s.sweep(ctx, lp, kids))
+	if wrapped(nodes) || len(nodes) == 0 || nodes[0] != c.name {
+		s.withdraw(ctx, lp, c)
+		if wrapped(nodes) {
+			return created{}, false, errWrapped(lp)
+		}
+		return created{}, false, nil
+	}
+	return c, true, nil
+}
+
+// semLeases lists the lease nodes of sp (without this store's orphans) and
+// reads the stored limit, both requests at once.
+func (s *Store) semLeases(ctx context.Context, key, sp string) ([]string, int, error) {
+	lp := sp + "/" + semLeases
+	var data []byte
+	var derr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		derr = s.read(ctx, func() error {
+			var e error
+			data, _, e = s.conn.Get(lp)
+			return e
+		})
+	}()
+	var kids []string
+	err := s.read(ctx, func() error {
+		var e error
+		kids, _, e = s.conn.Children(lp)
+		return e
+	})
+	<-done
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, 0, nil
+	}
+	if err == nil && !errors.Is(derr, zk.ErrNoNode) {
+		err = derr
+	}
+	if err != nil {
+		return nil, 0, wrapErr("list the leases of", key, err)
+	}
+	return slices.DeleteFunc(s.sweep(ctx, lp, kids), func(c string) bool { return !isLeaseNode(c) }), parseLimit(data), nil
+}
+
+// semCreate creates the token's k lease nodes and stores n as the limit,
+// in one multi (all or nothing), creating the directories first if they
+// are missing. The fence is the multi's zxid (the directory's new mzxid).
+// If the reply is lost the nodes' UUID is recorded as an orphan.
+func (s *Store) semCreate(ctx context.Context, key, token, sp string, n, k int) (*semHolding, error) {
+	lp := sp + "/" + semLeases
+	for range createAttempts {
+		uuid := newUUID()
+		ops := make([]any, 0, k+1)
+		for range k {
+			ops = append(ops, &zk.CreateRequest{Path: lp + "/" + leaseName(uuid), Data: semData(k, digest(token)), Acl: s.acl, Flags: zk.FlagEphemeralSequential})
+		}
+		ops = append(ops, &zk.SetDataRequest{Path: lp, Data: []byte(semLimitPrefix + fmt.Sprint(n)), Version: -1})
+		var res []zk.MultiResponse
+		var sid int64
+		err := s.write(ctx, func() error {
+			before := s.conn.SessionID()
+			var e error
+			res, e = s.conn.Multi(ops...)
+			if e == nil && s.conn.SessionID() == before {
+				sid = before
+			}
+			return e
+		})
+		switch {
+		case err == nil && sid != 0:
+			h := &semHolding{sid: sid, n: n, k: k, fence: res[k].Stat.Mzxid}
+			for _, r := range res[:k] {
+				h.paths = append(h.paths, r.String)
+			}
+			return h, nil
+		case err == nil:
+			for _, r := range res[:k] {
+				_ = s.deleteNode(ctx, r.String, -1) // the session changed around it: undo
+			}
+			return nil, wrapErr("create leases for", key, errors.New("the session changed during the create"))
+		case errors.Is(err, zk.ErrNoNode):
+			if err := s.createParents(ctx, key, lp); err != nil {
+				return nil, err
+			}
+		default:
+			if !replied(err) {
+				s.addOrphan(lp, uuid)
+			}
+			return nil, wrapErr("create leases for", key, err)
+		}
+	}
+	return nil, wrapErr("create leases for", key, errors.New("the leases directory kept vanishing"))
+}
+
+// semConfirm is a re-entry or an extension: a sync (which confirms the
+// session) and a listing of the leases; errGone if one of ours is missing.
+func (s *Store) semConfirm(ctx context.Context, key, token, sp string, h *semHolding, ttl time.Duration, start time.Time) (driver.PermitGrant, error) {
+	if err := s.sync(ctx, sp); err != nil {
+		return driver.PermitGrant{}, wrapErr("sync", key, err)
+	}
+	leases, _, err := s.semLeases(ctx, key, sp)
+	if err != nil {
+		return driver.PermitGrant{}, err
+	}
+	for _, p := range h.paths {
+		if !slices.Contains(leases, p[strings.LastIndexByte(p, '/')+1:]) {
+			s.semSet(key, token, nil)
+			return driver.PermitGrant{}, errGone
+		}
+	}
+	return driver.PermitGrant{Fence: uint64(h.fence), Permits: h.k, Used: len(leases), TTL: min(s.certainTTL(h.sid, start), ttl)}, nil
+}
