@@ -44,3 +44,7 @@ func SetLooseNames(s *Store, on bool) { s.looseNames = on }
 // a new sequence, after every writer queued meanwhile, as Curator 5.4 does
 // (CURATOR-621): the control of TestDowngradeKeepsQueuedWriterOut.
 func SetSequentialDowngrade(s *Store, on bool) { s.seqDowngrade = on }
+
+// SetSemOwnOnly makes s count only the leases it recognises as dlock's,
+// ignoring Curator's: the control of TestCuratorSemaphoreInterop.
+func SetSemOwnOnly(s *Store, on bool) { s.semOwnOnly = on }

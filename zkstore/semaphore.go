@@ -174,7 +174,11 @@ func (s *Store) semLeases(ctx context.Context, key, sp string) ([]string, int, e
 	if err != nil {
 		return nil, 0, wrapErr("list the leases of", key, err)
 	}
-	return slices.DeleteFunc(s.sweep(ctx, lp, kids), func(c string) bool { return !isLeaseNode(c) }), parseLimit(data), nil
+	leases := slices.DeleteFunc(s.sweep(ctx, lp, kids), func(c string) bool { return !isLeaseNode(c) })
+	if s.semOwnOnly {
+		leases = s.dlockLeases(ctx, lp, leases)
+	}
+	return leases, parseLimit(data), nil
 }
 
 // semCreate creates the token's k lease nodes and stores n as the limit,
@@ -244,4 +248,19 @@ func (s *Store) semConfirm(ctx context.Context, key, token, sp string, h *semHol
 		}
 	}
 	return driver.PermitGrant{Fence: uint64(h.fence), Permits: h.k, Used: len(leases), TTL: min(s.certainTTL(h.sid, start), ttl)}, nil
+}
+
+// dlockLeases keeps the leases with dlock's data: the tests' control that
+// ignores Curator's leases (SetSemOwnOnly).
+func (s *Store) dlockLeases(ctx context.Context, lp string, leases []string) []string {
+	return slices.DeleteFunc(leases, func(n string) bool {
+		var data []byte
+		_ = s.read(ctx, func() error {
+			var e error
+			data, _, e = s.conn.Get(lp + "/" + n)
+			return e
+		})
+		_, _, ok := parseSemData(data)
+		return !ok
+	})
 }

@@ -7,8 +7,10 @@
 //
 // Commands, one a line: "<id> read <path>", "<id> write <path>" (acquire,
 // blocking, on the thread of id with that id's InterProcessReadWriteLock on
-// path) and "<id> release" (release what id holds). Output, one line each:
-// "READY" once connected, "GOT <id> <read|write>" once acquired,
+// path), "<id> lease <path> <max>" (acquire one lease of an
+// InterProcessSemaphoreV2 on path with maxLeases max) and "<id> release"
+// (release what id holds). Output, one line each:
+// "READY" once connected, "GOT <id> <read|write|lease>" once acquired,
 // "REL <id>" once released, "ERR <id> <reason>" on failure. Each id has
 // its own thread (Curator's locks belong to the thread that took them).
 import java.io.BufferedReader;
@@ -22,6 +24,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorRW {
@@ -65,6 +69,7 @@ public class CuratorRW {
     static void work(CuratorFramework cf, String id, LinkedBlockingQueue<String[]> q) {
         InterProcessReadWriteLock rw = null;
         InterProcessMutex held = null;
+        Lease lease = null;
         while (true) {
             try {
                 String[] f = q.take();
@@ -78,9 +83,18 @@ public class CuratorRW {
                     held.acquire();
                     say("GOT " + id + " " + f[1]);
                     break;
+                case "lease":
+                    lease = new InterProcessSemaphoreV2(cf, f[2], Integer.parseInt(f[3])).acquire();
+                    say("GOT " + id + " lease");
+                    break;
                 case "release":
-                    held.release();
-                    held = null;
+                    if (lease != null) {
+                        lease.close();
+                        lease = null;
+                    } else {
+                        held.release();
+                        held = null;
+                    }
                     say("REL " + id);
                     break;
                 default:
