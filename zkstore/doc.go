@@ -2,7 +2,8 @@
 // model) with the node layout of Apache Curator's InterProcessMutex, so that
 // dlock clients and Curator services on the JVM exclude each other and wait
 // in one queue. It is also a read-write lock (driver.RWMutex) in the layout
-// of Curator's InterProcessReadWriteLock.
+// of Curator's InterProcessReadWriteLock, and a semaphore (driver.Semaphore)
+// in that of InterProcessSemaphoreV2.
 //
 // # Layout
 //
@@ -159,10 +160,22 @@
 // watches the lock path. A token's read-write holding is re-entered,
 // extended and retried through the Store that took it.
 //
+// # Semaphore
+//
+// Semaphore name N lives at Options.SemRoot + "/" + N (default
+// /dlock-sem): a mutex at N/locks and one EPHEMERAL_SEQUENTIAL lease node
+// _c_<UUID>-lease-<sequence> per permit at N/leases, as Curator's
+// InterProcessSemaphoreV2 lays them out. AcquirePermits tries the mutex,
+// counts the leases, and creates its k lease nodes with the limit (stored
+// on the leases node) in one multi, whose zxid is the fence. An
+// acquisition that finds the mutex taken is refused even if permits are
+// free (the caller retries); a name with a part after the first named
+// "locks" or "leases" is refused with driver.ErrInvalid.
+//
 // # What it cannot do
 //
 // No Notifier for the mutex (waiters queue instead), no Atomic step, no
-// RWInspector. A token that holds a
+// RWInspector, no PermitNotifier nor PermitInspector. A token that holds a
 // name through another Store (another session) cannot extend it here (an
 // error matching driver.ErrInvalid) nor re-enter it (Acquire reports
 // contention; AcquireQueued waits until that holding ends); Release works.

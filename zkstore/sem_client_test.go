@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"example.com/dlock"
+	"example.com/dlock/driver"
+	"example.com/dlock/zkstore"
 )
 
 // TestSemaphoresOnZooKeeper: the user API (dlock.Semaphores) on two
@@ -51,5 +53,42 @@ func TestSemaphoresOnZooKeeper(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("Acquire did not get a permit within 15 s of the release")
+	}
+}
+
+// TestFamilyNamesRefused: a semaphore name with a part after the first
+// named "locks" or "leases" (a directory of the semaphore before it) and a
+// read-write lock name with a part after the first named like a read-write
+// lock node are refused with ErrInvalid, with no request sent.
+func TestFamilyNamesRefused(t *testing.T) {
+	s := dial(t, uniq(t), sessionTimeout, server(t).Addrs()...)
+	ctx := ctxT(t, 10*time.Second)
+	before := zkstore.Requests(s)
+	for _, k := range []string{"a/locks", "a/leases", "a/b/leases/c"} {
+		if _, err := s.AcquirePermits(ctx, k, tok(), 2, 1, time.Minute); !errors.Is(err, driver.ErrInvalid) {
+			t.Errorf("AcquirePermits(%q) = %v, want ErrInvalid", k, err)
+		}
+		if err := s.ReleasePermits(ctx, k, tok()); !errors.Is(err, driver.ErrInvalid) {
+			t.Errorf("ReleasePermits(%q) = %v, want ErrInvalid", k, err)
+		}
+	}
+	for _, k := range []string{"a/_c_x-__READ__0000000001", "a/__WRIT__0000000007/b"} {
+		if _, err := s.AcquireRead(ctx, k, tok(), time.Minute); !errors.Is(err, driver.ErrInvalid) {
+			t.Errorf("AcquireRead(%q) = %v, want ErrInvalid", k, err)
+		}
+		if err := s.ReleaseRW(ctx, k, tok()); !errors.Is(err, driver.ErrInvalid) {
+			t.Errorf("ReleaseRW(%q) = %v, want ErrInvalid", k, err)
+		}
+	}
+	if n := zkstore.Requests(s) - before; n != 0 {
+		t.Errorf("%d requests sent for refused names", n)
+	}
+	// Control: the same names are fine as the other primitive's, and a
+	// plain nested name is fine for both.
+	if _, err := s.AcquireRead(ctx, "a/locks", tok(), time.Minute); err != nil {
+		t.Errorf("AcquireRead(a/locks): %v", err)
+	}
+	if _, err := s.AcquirePermits(ctx, "a/b", tok(), 2, 1, time.Minute); err != nil {
+		t.Errorf("AcquirePermits(a/b): %v", err)
 	}
 }
