@@ -168,8 +168,8 @@
 // InterProcessSemaphoreV2 lays them out. AcquirePermits tries the mutex,
 // counts the leases, and creates its k lease nodes with the limit (stored
 // on the leases node) in one multi, whose zxid is the fence. An
-// acquisition that finds the mutex taken is refused even if permits are
-// free (the caller retries); a name with a part after the first named
+// acquisition that finds the mutex taken is refused if its permits are not
+// free, and otherwise waits for the mutex (at most 5 s); a name with a part after the first named
 // "locks" or "leases" is refused with driver.ErrInvalid.
 //
 // # What it cannot do

@@ -8,6 +8,7 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/zkstore"
+	"github.com/go-zookeeper/zk"
 )
 
 // TestSemaphoresOnZooKeeper: the user API (dlock.Semaphores) on two
@@ -90,5 +91,53 @@ func TestFamilyNamesRefused(t *testing.T) {
 	}
 	if _, err := s.AcquirePermits(ctx, "a/b", tok(), 2, 1, time.Minute); err != nil {
 		t.Errorf("AcquirePermits(a/b): %v", err)
+	}
+}
+
+// TestSemaphoreWaitsForTheMutexOnlyWithRoom: while another acquirer holds
+// the semaphore's mutex (a lock node made by hand), an acquisition whose
+// permits are free waits for it and then gets them; one whose permits are
+// all out is refused at once.
+func TestSemaphoreWaitsForTheMutexOnlyWithRoom(t *testing.T) {
+	s := dial(t, uniq(t), sessionTimeout, server(t).Addrs()...)
+	ctx := ctxT(t, 30*time.Second)
+	adm := admin(t)
+	holder := tok()
+	if _, err := s.AcquirePermits(ctx, "m", holder, 2, 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	locks := s.SemRoot() + "/m/locks"
+	other, err := adm.Create(locks+"/_c_00000000-0000-4000-8000-000000000000-lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.AcquirePermits(ctx, "m", tok(), 2, 1, time.Minute)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("an acquisition with a permit free returned while another held the mutex: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := adm.Delete(other, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the acquisition once the mutex was free: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the acquisition did not finish within 10 s of the mutex's release")
+	}
+	if _, err := adm.Create(locks+"/_c_00000000-0000-4000-8000-000000000001-lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var pe *driver.PermitsTakenError
+	if _, err := s.AcquirePermits(ctx, "m", tok(), 2, 1, time.Minute); !errors.As(err, &pe) || pe.Used != 2 || time.Since(start) > 2*time.Second {
+		t.Fatalf("an acquisition with both permits out and the mutex taken: %v after %v, want refused at once with 2 out", err, time.Since(start))
 	}
 }

@@ -51,10 +51,10 @@ func (s *Store) semSet(key, token string, h *semHolding) {
 	}
 }
 
-// AcquirePermits implements driver.Semaphore. It tries the semaphore's
-// mutex (create, list: refused at once if anyone holds or waits for it,
-// as a Curator acquirer waiting for a lease does, with a
-// *driver.PermitsTakenError), reads the leases and the stored limit
+// AcquirePermits implements driver.Semaphore. It takes the semaphore's
+// mutex (create, list; see semLock for when another holds it: refused if
+// the permits are not free, as when a Curator acquirer waits for a lease
+// holding the mutex, else a short wait), reads the leases and the stored limit
 // (LimitMismatchError if another is stored while permits are out), and
 // creates k lease nodes and stores n in one multi, whose zxid is the
 // fence; then deletes its mutex node: 5 round trips when free. A re-entry
@@ -82,19 +82,9 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 			return g, err
 		}
 	}
-	lock, ok, err := s.semTryLock(ctx, key, token, sp)
+	lock, err := s.semLock(ctx, key, token, sp, n, k)
 	if err != nil {
 		return driver.PermitGrant{}, err
-	}
-	if !ok {
-		leases, limit, err := s.semLeases(ctx, key, sp)
-		if err != nil {
-			return driver.PermitGrant{}, err
-		}
-		if limit == 0 {
-			limit = n
-		}
-		return driver.PermitGrant{}, &driver.PermitsTakenError{Used: len(leases), Limit: limit, Remaining: -1}
 	}
 	defer s.withdraw(ctx, sp+"/"+semLocks, lock)
 	leases, limit, err := s.semLeases(ctx, key, sp)
@@ -114,33 +104,53 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 	return driver.PermitGrant{Fence: uint64(h.fence), Permits: k, Used: len(leases) + k, TTL: min(s.certainTTL(h.sid, start), ttl)}, nil
 }
 
-// semTryLock tries the semaphore's mutex: our lock node, kept if it is
-// first (ok), else deleted.
-func (s *Store) semTryLock(ctx context.Context, key, token, sp string) (created, bool, error) {
+// semLockWait bounds the wait for the semaphore's mutex while the permits
+// asked for are free (its holder is another acquirer, a few round trips
+// from leaving it).
+const semLockWait = 5 * time.Second
+
+// semLock takes the semaphore's mutex: our lock node, first in the queue.
+// While another node is before ours it reads the leases: if k more do not
+// fit under the limit (a Curator acquirer waiting for room holds the mutex
+// meanwhile) it deletes our node and returns a *driver.PermitsTakenError;
+// otherwise it waits for the node before ours to go (watching it only),
+// for at most semLockWait.
+func (s *Store) semLock(ctx context.Context, key, token, sp string, n, k int) (created, error) {
 	lp := sp + "/" + semLocks
 	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), ""))
 	if err != nil {
-		return created{}, false, err
+		return created{}, err
 	}
-	var kids []string
-	err = s.read(ctx, func() error {
-		var e error
-		kids, _, e = s.conn.Children(lp)
-		return e
-	})
+	wctx, cancel := context.WithTimeout(ctx, semLockWait)
+	defer cancel()
+	nodes, _, err := s.childrenZ(wctx, key, lp)
+	taken := &driver.PermitsTakenError{Limit: n, Remaining: -1}
+	for err == nil {
+		var pred string
+		if pred, err = s.predecessor(key, lp, c, nodes); err != nil || pred == "" {
+			break
+		}
+		var leases []string
+		if leases, taken.Limit, err = s.semLeases(wctx, key, sp); taken.Limit == 0 {
+			taken.Limit = n
+		}
+		if taken.Used = len(leases); err == nil && taken.Used+k > taken.Limit {
+			err = taken
+		}
+		if err == nil {
+			if err = s.awaitGone(wctx, key, lp+"/"+pred); err == nil {
+				nodes, _, err = s.childrenZ(wctx, key, lp)
+			}
+		}
+	}
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		err = taken // the mutex stayed taken for semLockWait
+	}
 	if err != nil {
 		s.withdraw(ctx, lp, c)
-		return created{}, false, wrapErr("list the mutex of", key, err)
+		return created{}, err
 	}
-	nodes := lockNodes(s.sweep(ctx, lp, kids))
-	if wrapped(nodes) || len(nodes) == 0 || nodes[0] != c.name {
-		s.withdraw(ctx, lp, c)
-		if wrapped(nodes) {
-			return created{}, false, errWrapped(lp)
-		}
-		return created{}, false, nil
-	}
-	return c, true, nil
+	return c, nil
 }
 
 // semLeases lists the lease nodes of sp (without this store's orphans) and
