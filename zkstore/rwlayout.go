@@ -53,7 +53,9 @@ func isRWNode(child string) bool {
 func rwIsWrite(child string) bool { return strings.Contains(child, rwWriteMarker) }
 
 // rwSorted returns the read-write lock nodes among children in Curator's
-// order (stable: equal keys keep the server's order). Other children are
+// order. Equal keys (a downgrade's reader's node and the writer's node it
+// replaces, while both exist) put the writer first, Curator the server's
+// order: either way a later node sees a writer before it. Other children are
 // not participants for this store (Curator counts them: it waits where
 // this store would not, more exclusion, never less).
 func rwSorted(children []string) []string {
@@ -63,7 +65,12 @@ func rwSorted(children []string) []string {
 			out = append(out, c)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b string) int { return strings.Compare(rwSortKey(a), rwSortKey(b)) })
+	slices.SortStableFunc(out, func(a, b string) int {
+		if c := strings.Compare(rwSortKey(a), rwSortKey(b)); c != 0 {
+			return c
+		}
+		return compareBool(rwIsWrite(b), rwIsWrite(a)) // a writer before a downgrade's reader of its sequence
+	})
 	return out
 }
 
@@ -152,4 +159,15 @@ func rwFenceOf(state string, mzxid int64) int64 {
 	}
 	n, _ := strconv.ParseInt(state, 10, 64)
 	return n
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

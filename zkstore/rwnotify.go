@@ -3,6 +3,8 @@ package zkstore
 import (
 	"context"
 	"errors"
+
+	"example.com/dlock/driver"
 	"slices"
 	"sync"
 	"time"
@@ -25,21 +27,27 @@ func (s *Store) SubscribeRW(ctx context.Context, key string) (<-chan struct{}, f
 	if err := s.checkRWKey(key); err != nil {
 		return nil, nil, err
 	}
-	lp := s.rwPath(key)
-	prev, ev, err := s.rwWatch(ctx, key, lp)
+	return s.subscribe(ctx, key, s.rwPath(key), rwSorted, released)
+}
+
+// subscribe watches lp's children (those keep returns, in order) and
+// sends on the channel when gone says a release happened between two
+// listings, until cancel.
+func (s *Store) subscribe(ctx context.Context, key, lp string, keep func([]string) []string, gone func(prev, cur rwList) bool) (<-chan struct{}, func(), error) {
+	prev, ev, err := s.rwWatch(ctx, key, lp, keep)
 	if err != nil {
 		return nil, nil, err
 	}
 	ch := make(chan struct{}, 1)
 	stop := make(chan struct{})
-	go s.rwWatchLoop(key, lp, prev, ev, ch, stop)
+	go s.rwWatchLoop(key, lp, keep, gone, prev, ev, ch, stop)
 	var once sync.Once
 	return ch, func() { once.Do(func() { close(stop) }) }, nil
 }
 
 // rwWatch lists lp with a watch: a children watch, or an exists watch if
 // lp does not exist.
-func (s *Store) rwWatch(ctx context.Context, key, lp string) (rwList, <-chan zk.Event, error) {
+func (s *Store) rwWatch(ctx context.Context, key, lp string, keep func([]string) []string) (rwList, <-chan zk.Event, error) {
 	for range maxAttempts {
 		var kids []string
 		var st *zk.Stat
@@ -50,7 +58,7 @@ func (s *Store) rwWatch(ctx context.Context, key, lp string) (rwList, <-chan zk.
 			return e
 		})
 		if err == nil {
-			return rwList{nodes: rwSorted(kids), cversion: st.Cversion, exists: true}, ev, nil
+			return rwList{nodes: keep(kids), cversion: st.Cversion, exists: true}, ev, nil
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			return rwList{}, nil, wrapErr("watch", key, err)
@@ -72,8 +80,8 @@ func (s *Store) rwWatch(ctx context.Context, key, lp string) (rwList, <-chan zk.
 }
 
 // rwWatchLoop waits for each watch event, lists again with a new watch and
-// sends on ch when released says so, until stop is closed.
-func (s *Store) rwWatchLoop(key, lp string, prev rwList, ev <-chan zk.Event, ch chan<- struct{}, stop <-chan struct{}) {
+// sends on ch when gone says so, until stop is closed.
+func (s *Store) rwWatchLoop(key, lp string, keep func([]string) []string, gone func(prev, cur rwList) bool, prev rwList, ev <-chan zk.Event, ch chan<- struct{}, stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -87,7 +95,7 @@ func (s *Store) rwWatchLoop(key, lp string, prev rwList, ev <-chan zk.Event, ch 
 		case <-stop:
 			return
 		}
-		cur, next, err := s.rwWatch(ctx, key, lp)
+		cur, next, err := s.rwWatch(ctx, key, lp, keep)
 		for err != nil {
 			select {
 			case <-stop:
@@ -95,10 +103,10 @@ func (s *Store) rwWatchLoop(key, lp string, prev rwList, ev <-chan zk.Event, ch 
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, time.Second)
-			cur, next, err = s.rwWatch(ctx, key, lp)
+			cur, next, err = s.rwWatch(ctx, key, lp, keep)
 		}
 		backoff = 50 * time.Millisecond
-		if released(prev, cur) {
+		if gone(prev, cur) {
 			select {
 			case ch <- struct{}{}:
 			default:
@@ -133,4 +141,48 @@ func released(prev, cur rwList) bool {
 		base = prev.cversion
 	}
 	return cur.cversion-base > int32(seen)
+}
+
+// leaseGone reports whether a lease node of prev is missing from cur, or
+// nodes came and went unseen between the two listings (an acquisition and
+// its release).
+func leaseGone(prev, cur rwList) bool {
+	seen := 0
+	for _, n := range prev.nodes {
+		if !slices.Contains(cur.nodes, n) {
+			return true
+		}
+	}
+	for _, n := range cur.nodes {
+		if !slices.Contains(prev.nodes, n) {
+			seen++
+		}
+	}
+	if !cur.exists {
+		return false
+	}
+	base := int32(0)
+	if prev.exists {
+		base = prev.cversion
+	}
+	return cur.cversion-base > int32(seen)
+}
+
+// SubscribePermits implements driver.PermitNotifier with a children watch
+// on the semaphore's leases (an exists watch while they do not exist), set
+// again after each event: a value is sent when a lease node is gone (a
+// release, a holder's session ending, a Curator lease closed), or nodes
+// came and went between two listings. Acquisitions send nothing. The
+// subscription lasts until cancel.
+func (s *Store) SubscribePermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := driver.ValidateKey(key); err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkSemKey(key); err != nil {
+		return nil, nil, err
+	}
+	leases := func(kids []string) []string {
+		return slices.DeleteFunc(slices.Clone(kids), func(c string) bool { return !isLeaseNode(c) })
+	}
+	return s.subscribe(ctx, key, s.semPath(key)+"/"+semLeases, leases, leaseGone)
 }

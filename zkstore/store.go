@@ -147,16 +147,17 @@ type holding struct {
 }
 
 var (
-	_ driver.Mutex         = (*Store)(nil)
-	_ driver.BatchExtender = (*Store)(nil)
-	_ driver.Queuer        = (*Store)(nil)
-	_ driver.Inspector     = (*Store)(nil)
-	_ driver.Lister        = (*Store)(nil)
-	_ driver.WaiterCounter = (*Store)(nil)
-	_ driver.Doctor        = (*Store)(nil)
-	_ driver.RWMutex       = (*Store)(nil)
-	_ driver.RWNotifier    = (*Store)(nil)
-	_ driver.Semaphore     = (*Store)(nil)
+	_ driver.Mutex          = (*Store)(nil)
+	_ driver.BatchExtender  = (*Store)(nil)
+	_ driver.Queuer         = (*Store)(nil)
+	_ driver.Inspector      = (*Store)(nil)
+	_ driver.Lister         = (*Store)(nil)
+	_ driver.WaiterCounter  = (*Store)(nil)
+	_ driver.Doctor         = (*Store)(nil)
+	_ driver.RWMutex        = (*Store)(nil)
+	_ driver.RWNotifier     = (*Store)(nil)
+	_ driver.Semaphore      = (*Store)(nil)
+	_ driver.PermitNotifier = (*Store)(nil)
 )
 
 // New returns a Store using conn, which it never closes. It returns an
