@@ -22,7 +22,9 @@ func TestRWOrderAndRelease(t *testing.T) {
 	if !rwHolds(got, 0) || rwHolds(got, 1) || rwHolds(got, 2) || rwHolds(got, 3) || rwReaders(got) != 1 {
 		t.Fatalf("holders of %v wrong", got)
 	}
-	l := func(nodes ...string) rwList { return rwList{nodes: rwSorted(nodes), exists: true, cversion: int32(len(nodes))} }
+	l := func(nodes ...string) rwList {
+		return rwList{nodes: rwSorted(nodes), exists: true, cversion: int32(len(nodes))}
+	}
 	during := l(d, w) // the server may list the downgrade first
 	after := rwList{nodes: []string{d}, exists: true, cversion: during.cversion + 1}
 	if !released(during, after) || !released(l(w), rwList{nodes: []string{d}, exists: true, cversion: 3}) {
