@@ -175,7 +175,7 @@
 // # What it cannot do
 //
 // No Notifier for the mutex (waiters queue instead), no Atomic step, no
-// RWInspector, no PermitNotifier nor PermitInspector. A token that holds a
+// RWInspector nor PermitInspector. A token that holds a
 // name through another Store (another session) cannot extend it here (an
 // error matching driver.ErrInvalid) nor re-enter it (Acquire reports
 // contention; AcquireQueued waits until that holding ends); Release works.
