@@ -48,3 +48,7 @@ func SetSequentialDowngrade(s *Store, on bool) { s.seqDowngrade = on }
 // SetSemOwnOnly makes s count only the leases it recognises as dlock's,
 // ignoring Curator's: the control of TestCuratorSemaphoreInterop.
 func SetSemOwnOnly(s *Store, on bool) { s.semOwnOnly = on }
+
+// SetRWHerd makes s's queued read-write waiters watch the lock path's
+// children instead of one node: the control of TestRWQueuedWaitersInOrder.
+func SetRWHerd(s *Store, on bool) { s.rwHerd = on }

@@ -122,6 +122,7 @@ type Store struct {
 	statCreate   bool         // tests only: stat every node after its create (the request the store no longer sends)
 	existsWatch  bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
 	looseNames   bool         // tests only: every child with "lock-" is a participant and no name is refused (the old rule)
+	rwHerd       bool         // tests only: read-write waiters watch the whole lock path (a herd)
 	semOwnOnly   bool         // tests only: count only dlock's leases (Curator's ignored)
 	seqDowngrade bool         // tests only: a downgrade's reader's node gets a new sequence (Curator 5.4's CURATOR-621)
 	syncs        atomic.Int64 // syncs sent (tests count them)
