@@ -36,8 +36,9 @@ func (s *suite) testRWWaitingWriter(t *testing.T, m driver.RWMutex) {
 	}
 	mustExtendRW(t, m, key, a, s.long)
 	mustReleaseRW(t, m, key, a)
-	s.mustRW(t, other, key, w, driver.RWWrite) // the reader ahead left: at once
-	mustReleaseRW(t, other, key, w)
+	wc := holderClient(s, m, other)         // the writer retries (through its own session on a session store)
+	s.mustRW(t, wc, key, w, driver.RWWrite) // the reader ahead left: at once
+	mustReleaseRW(t, wc, key, w)
 	mustReleaseRW(t, m, key, s.tookRW(t, m, key, driver.RWRead))
 }
 

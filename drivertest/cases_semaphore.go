@@ -205,7 +205,7 @@ func (s *suite) testSemFences(t *testing.T, m driver.Semaphore) {
 		}
 		last = g.Fence
 		held = append(held, tok)
-		if e, err := m.ExtendPermits(ctx(t), key, tok, s.long); err != nil || e.Fence != g.Fence {
+		if e, err := holderClient(s, clients[i%2], m).ExtendPermits(ctx(t), key, tok, s.long); err != nil || e.Fence != g.Fence {
 			t.Fatalf("ExtendPermits = %+v, %v; want fence %d kept", e, err, g.Fence)
 		}
 	}

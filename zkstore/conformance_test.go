@@ -92,13 +92,20 @@ type reporting struct {
 
 func (r reporting) Retention() time.Duration { return 2 * zkserver.ContainerCheckInterval }
 
+// KeyState counts the paths of key as a mutex, a read-write lock and a
+// semaphore, and their children.
 func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
-	p := r.Root() + "/" + encodeForTest(key)
-	ok, st, err := r.adm.Exists(p)
-	if err != nil || !ok {
-		return 0, err
+	n := 0
+	for _, root := range []string{r.Root(), r.RWRoot(), r.SemRoot()} {
+		ok, st, err := r.adm.Exists(root + "/" + encodeForTest(key))
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			n += 1 + int(st.NumChildren)
+		}
 	}
-	return 1 + int(st.NumChildren), nil
+	return n, nil
 }
 
 // encodeForTest is the store's path for the suite's keys, which have no

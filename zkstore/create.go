@@ -65,6 +65,13 @@ func (c created) version() int32 {
 // the create's reply came in between (session ids are never reused); if
 // not, created.sid is 0 and the caller stats the node.
 func (s *Store) create(ctx context.Context, key, lp string, data []byte) (created, error) {
+	return s.createNode(ctx, key, lp, nodePrefix, zk.FlagEphemeralSequential, data)
+}
+
+// createNode is create with the node's name (the UUID's, as name makes
+// it) and flags given: the read-write lock's nodes (rwNodeName) and the
+// plain ephemeral node of a downgrade use it.
+func (s *Store) createNode(ctx context.Context, key, lp string, name func(uuid string) string, flags int32, data []byte) (created, error) {
 	var last error
 	for range createAttempts {
 		uuid := newUUID()
@@ -73,7 +80,7 @@ func (s *Store) create(ctx context.Context, key, lp string, data []byte) (create
 		err := s.call(ctx, true, func() error {
 			before := s.conn.SessionID()
 			var e error
-			p, e = s.conn.Create(lp+"/"+nodePrefix(uuid), data, zk.FlagEphemeralSequential, s.acl)
+			p, e = s.conn.Create(lp+"/"+name(uuid), data, flags, s.acl)
 			if after := s.conn.SessionID(); e == nil && before == after {
 				sid = before // 0 (unknown) if there was no session
 			}

@@ -30,7 +30,7 @@ var curatorJars = []string{
 
 const javaDir = "/usr/share/java"
 
-// curatorProgram compiles testdata/curator/CuratorCounter.java with javac
+// curatorProgram compiles the Java programs of testdata/curator with javac
 // into a temporary directory and returns the classpath to run it with. It
 // skips the test when javac, java or a jar is missing, unless CI=true
 // (then it fails: scripts/test.sh installs them).
@@ -58,8 +58,11 @@ func curatorProgram(t *testing.T) (java, classpath string) {
 		t.Skip(msg)
 	}
 	classpath = strings.Join(cp, ":")
-	out, err := exec.Command(javac, "-nowarn", "-d", cp[0], "-cp", classpath,
-		filepath.Join("testdata", "curator", "CuratorCounter.java")).CombinedOutput()
+	srcs, err := filepath.Glob(filepath.Join("testdata", "curator", "*.java"))
+	if err != nil || len(srcs) == 0 {
+		t.Fatalf("no Java sources in testdata/curator: %v", err)
+	}
+	out, err := exec.Command(javac, append([]string{"-nowarn", "-d", cp[0], "-cp", classpath}, srcs...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}

@@ -1,7 +1,9 @@
 // Package zkstore is a dlock store on ZooKeeper (driver.Mutex on the session
 // model) with the node layout of Apache Curator's InterProcessMutex, so that
 // dlock clients and Curator services on the JVM exclude each other and wait
-// in one queue.
+// in one queue. It is also a read-write lock (driver.RWMutex) in the layout
+// of Curator's InterProcessReadWriteLock, and a semaphore (driver.Semaphore)
+// in that of InterProcessSemaphoreV2.
 //
 // # Layout
 //
@@ -139,9 +141,41 @@
 // session timeout), and a create that completes after its caller left is
 // deleted.
 //
+// # Read-write lock
+//
+// Read-write lock name N lives at Options.RWRoot + "/" + N (default
+// /dlock-rw), apart from the mutexes. Each reader and writer, holding or
+// queued, is an EPHEMERAL_SEQUENTIAL node _c_<UUID>-__READ__<sequence> or
+// _c_<UUID>-__WRIT__<sequence>, ordered by the text after the marker, as
+// Curator's InterProcessReadWriteLock names and orders them: a reader holds
+// when no writer's node is before its own, a writer when its node is first.
+// A holding is granted by a setData on its node, whose zxid is the fence.
+// The writer-waiting mark of driver.RWMutex is a refused writer's node left
+// in the queue (a queued Curator writer is one too), deleted
+// driver.WriterWaitTTL after the token's last AcquireWrite through this
+// Store. A downgrade creates a reader's node named with the writer's
+// sequence before deleting the writer's node, so writers queued meanwhile
+// stay out (Curator 5.4 lets one in: CURATOR-621). AcquireReadQueued and
+// AcquireWriteQueued wait in the queue watching one node each; SubscribeRW
+// watches the lock path. A token's read-write holding is re-entered,
+// extended and retried through the Store that took it.
+//
+// # Semaphore
+//
+// Semaphore name N lives at Options.SemRoot + "/" + N (default
+// /dlock-sem): a mutex at N/locks and one EPHEMERAL_SEQUENTIAL lease node
+// _c_<UUID>-lease-<sequence> per permit at N/leases, as Curator's
+// InterProcessSemaphoreV2 lays them out. AcquirePermits tries the mutex,
+// counts the leases, and creates its k lease nodes with the limit (stored
+// on the leases node) in one multi, whose zxid is the fence. An
+// acquisition that finds the mutex taken is refused if its permits are not
+// free, and otherwise waits for the mutex (at most 5 s); a name with a part after the first named
+// "locks" or "leases" is refused with driver.ErrInvalid.
+//
 // # What it cannot do
 //
-// No Notifier (waiters queue instead), no Atomic step. A token that holds a
+// No Notifier for the mutex (waiters queue instead), no Atomic step, no
+// RWInspector nor PermitInspector. A token that holds a
 // name through another Store (another session) cannot extend it here (an
 // error matching driver.ErrInvalid) nor re-enter it (Acquire reports
 // contention; AcquireQueued waits until that holding ends); Release works.

@@ -39,3 +39,16 @@ type Quiet = quiet
 // and refuse no name (the rule before nested names were made independent):
 // the control of TestNestedNamesAreIndependent.
 func SetLooseNames(s *Store, on bool) { s.looseNames = on }
+
+// SetSequentialDowngrade makes s's downgrade create its reader's node with
+// a new sequence, after every writer queued meanwhile, as Curator 5.4 does
+// (CURATOR-621): the control of TestDowngradeKeepsQueuedWriterOut.
+func SetSequentialDowngrade(s *Store, on bool) { s.seqDowngrade = on }
+
+// SetSemOwnOnly makes s count only the leases it recognises as dlock's,
+// ignoring Curator's: the control of TestCuratorSemaphoreInterop.
+func SetSemOwnOnly(s *Store, on bool) { s.semOwnOnly = on }
+
+// SetRWHerd makes s's queued read-write waiters watch the lock path's
+// children instead of one node: the control of TestRWQueuedWaitersInOrder.
+func SetRWHerd(s *Store, on bool) { s.rwHerd = on }

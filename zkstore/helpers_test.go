@@ -85,7 +85,7 @@ func tok() string {
 // the test ends.
 func dial(t testing.TB, root string, timeout time.Duration, addrs ...string) *zkstore.Store {
 	t.Helper()
-	s, err := zkstore.Dial(ctxT(t, 20*time.Second), addrs, zkstore.Options{Root: root, SessionTimeout: timeout})
+	s, err := zkstore.Dial(ctxT(t, 20*time.Second), addrs, zkstore.Options{Root: root, RWRoot: root + "-rw", SemRoot: root + "-sem", SessionTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}

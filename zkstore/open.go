@@ -19,7 +19,9 @@ const defaultDialTimeout = 10 * time.Second
 // Open opens a Store from a URL zk://[user:password@]host:port[,host:port...][/root]
 // with the query parameters session-timeout (a Go duration, default 10s),
 // dial-timeout (how long to wait for a session, default 10s), prefix (put
-// in front of every lock name, as the CLI's --prefix does) and acl. User
+// in front of every lock name, as the CLI's --prefix does), rw-root
+// (Options.RWRoot, default /dlock-rw), sem-root (Options.SemRoot, default
+// /dlock-sem) and acl. User
 // information authenticates the session with ZooKeeper's digest scheme
 // (Options.Auth); acl=creator (which needs it) creates every node with the
 // ACL "auth" (only that user can read or delete it: Options.ACL), acl=open
@@ -50,6 +52,8 @@ func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {
 // urlParams are Open's URL parameters (driver.DecodeQuery).
 type urlParams struct {
 	Prefix         string        `param:"prefix"`
+	RWRoot         string        `param:"rw-root"`
+	SemRoot        string        `param:"sem-root"`
 	ACL            string        `param:"acl,oneof=open|creator"`
 	SessionTimeout time.Duration `param:"session-timeout,positive"`
 	DialTimeout    time.Duration `param:"dial-timeout,positive"`
@@ -96,6 +100,18 @@ func parseURL(u *url.URL) ([]string, Options, time.Duration, error) {
 			return bad("acl=creator needs credentials (zk://user:password@...)")
 		}
 		opts.ACL = zk.AuthACL(zk.PermAll)
+	}
+	if p.RWRoot != "" {
+		if _, err := cleanRoot(p.RWRoot); err != nil {
+			return nil, Options{}, 0, &driver.ParamError{Scheme: "zk", Param: "rw-root", Reason: fmt.Sprintf("rw-root %q is not an absolute ZooKeeper path", p.RWRoot)}
+		}
+		opts.RWRoot = p.RWRoot
+	}
+	if p.SemRoot != "" {
+		if _, err := cleanRoot(p.SemRoot); err != nil {
+			return nil, Options{}, 0, &driver.ParamError{Scheme: "zk", Param: "sem-root", Reason: fmt.Sprintf("sem-root %q is not an absolute ZooKeeper path", p.SemRoot)}
+		}
+		opts.SemRoot = p.SemRoot
 	}
 	opts.Prefix, opts.SessionTimeout = p.Prefix, p.SessionTimeout
 	dial := p.DialTimeout

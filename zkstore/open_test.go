@@ -185,6 +185,8 @@ func TestDoctor(t *testing.T) {
 // TestOpenUnknownParameter: an unknown parameter and a repeated one are
 // refused before any connection, naming it (and the accepted ones).
 func TestOpenUnknownParameter(t *testing.T) {
-	urltest.Refuses(t, "zk://u:secret@127.0.0.1:1/root?sesion-timeout=4s", "sesion-timeout", "accepted: acl, dial-timeout, prefix, session-timeout")
+	urltest.Refuses(t, "zk://u:secret@127.0.0.1:1/root?sesion-timeout=4s", "sesion-timeout", "accepted: acl, dial-timeout, prefix, rw-root, sem-root, session-timeout")
+	urltest.Refuses(t, "zk://127.0.0.1:1/root?sem-root=a//b", "sem-root", "absolute")
+	urltest.Refuses(t, "zk://127.0.0.1:1/root?rw-root=relative", "rw-root", "absolute")
 	urltest.Refuses(t, "zk://127.0.0.1:1/root?prefix=a&prefix=b", "prefix", "given 2 times")
 }

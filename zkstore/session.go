@@ -141,6 +141,16 @@ func (s *Store) confirm(sid int64, sent time.Time) {
 				delete(s.held, k)
 			}
 		}
+		for k, h := range s.rw {
+			if h.sid != sid {
+				delete(s.rw, k)
+			}
+		}
+		for k, h := range s.sem {
+			if h.sid != sid {
+				delete(s.sem, k)
+			}
+		}
 		return
 	}
 	if c.After(s.sess.certain) {

@@ -18,6 +18,15 @@ import (
 // empty.
 const DefaultRoot = "/dlock"
 
+// DefaultRWRoot is the path under which read-write lock names live when
+// Options.RWRoot is empty: apart from the mutexes', so that the two are
+// namespaces of their own.
+const DefaultRWRoot = "/dlock-rw"
+
+// DefaultSemRoot is the path under which semaphore names live when
+// Options.SemRoot is empty.
+const DefaultSemRoot = "/dlock-sem"
+
 // DefaultSessionTimeout is the session timeout Dial asks for when
 // Options.SessionTimeout is zero.
 const DefaultSessionTimeout = 10 * time.Second
@@ -28,6 +37,14 @@ type Options struct {
 	// Root/N (DefaultRoot if empty). A Curator InterProcessMutex on
 	// Root/N takes the same lock.
 	Root string
+	// RWRoot is the absolute ZooKeeper path under which read-write lock
+	// name N lives, at RWRoot/N (DefaultRWRoot if empty). A Curator
+	// InterProcessReadWriteLock on RWRoot/N takes the same lock.
+	RWRoot string
+	// SemRoot is the absolute ZooKeeper path under which semaphore name N
+	// lives, at SemRoot/N (DefaultSemRoot if empty). A Curator
+	// InterProcessSemaphoreV2 on SemRoot/N shares its leases.
+	SemRoot string
 	// Prefix is put in front of every lock name (lock N lives at
 	// Root/Prefix+N), as the CLI's --prefix does.
 	Prefix string
@@ -82,6 +99,8 @@ type Store struct {
 	owned   bool     // Dial made conn: Close closes it
 	acl     []zk.ACL // of every node the store creates
 	root    string
+	rwRoot  string
+	semRoot string
 	timeout time.Duration // the session timeout the Model declares
 	asked   time.Duration
 	neg     *Negotiated
@@ -95,14 +114,19 @@ type Store struct {
 	closed bool
 	ext    map[string]*flight         // Extends under way, by node path
 	orphan map[string]map[string]bool // lock path → UUIDs of creates whose outcome is unknown
+	rw     map[rwKey]*rwHolding       // read-write lock nodes of this store, by name and token
+	sem    map[rwKey]*semHolding      // semaphore leases of this store, by name and token
 
-	createFirst bool         // tests only: Acquire creates without listing first (the variant measured against)
-	unprotected bool         // tests only: retry a create that lost its connection without looking (naive)
-	statCreate  bool         // tests only: stat every node after its create (the request the store no longer sends)
-	existsWatch bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
-	looseNames  bool         // tests only: every child with "lock-" is a participant and no name is refused (the old rule)
-	syncs       atomic.Int64 // syncs sent (tests count them)
-	reqs        atomic.Int64 // requests sent (tests count them)
+	createFirst  bool         // tests only: Acquire creates without listing first (the variant measured against)
+	unprotected  bool         // tests only: retry a create that lost its connection without looking (naive)
+	statCreate   bool         // tests only: stat every node after its create (the request the store no longer sends)
+	existsWatch  bool         // tests only: a waiter watches its predecessor with exists (which data changes fire too)
+	looseNames   bool         // tests only: every child with "lock-" is a participant and no name is refused (the old rule)
+	rwHerd       bool         // tests only: read-write waiters watch the whole lock path (a herd)
+	semOwnOnly   bool         // tests only: count only dlock's leases (Curator's ignored)
+	seqDowngrade bool         // tests only: a downgrade's reader's node gets a new sequence (Curator 5.4's CURATOR-621)
+	syncs        atomic.Int64 // syncs sent (tests count them)
+	reqs         atomic.Int64 // requests sent (tests count them)
 }
 
 // session is the ZooKeeper session the store last saw confirmed.
@@ -124,13 +148,17 @@ type holding struct {
 }
 
 var (
-	_ driver.Mutex         = (*Store)(nil)
-	_ driver.BatchExtender = (*Store)(nil)
-	_ driver.Queuer        = (*Store)(nil)
-	_ driver.Inspector     = (*Store)(nil)
-	_ driver.Lister        = (*Store)(nil)
-	_ driver.WaiterCounter = (*Store)(nil)
-	_ driver.Doctor        = (*Store)(nil)
+	_ driver.Mutex          = (*Store)(nil)
+	_ driver.BatchExtender  = (*Store)(nil)
+	_ driver.Queuer         = (*Store)(nil)
+	_ driver.Inspector      = (*Store)(nil)
+	_ driver.Lister         = (*Store)(nil)
+	_ driver.WaiterCounter  = (*Store)(nil)
+	_ driver.Doctor         = (*Store)(nil)
+	_ driver.RWMutex        = (*Store)(nil)
+	_ driver.RWNotifier     = (*Store)(nil)
+	_ driver.Semaphore      = (*Store)(nil)
+	_ driver.PermitNotifier = (*Store)(nil)
 )
 
 // New returns a Store using conn, which it never closes. It returns an
@@ -152,6 +180,17 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	rwRoot, semRoot := DefaultRWRoot, DefaultSemRoot
+	if opts.RWRoot != "" {
+		if rwRoot, err = cleanRoot(opts.RWRoot); err != nil {
+			return nil, err
+		}
+	}
+	if opts.SemRoot != "" {
+		if semRoot, err = cleanRoot(opts.SemRoot); err != nil {
+			return nil, err
+		}
+	}
 	timeout := opts.SessionTimeout
 	if opts.Negotiated != nil {
 		if got, _ := opts.Negotiated.Timeout(); got > 0 {
@@ -168,7 +207,7 @@ func New(conn *zk.Conn, opts Options) (*Store, error) {
 	if margin < 0 || margin >= timeout/2 {
 		return nil, fmt.Errorf("%w: zkstore: margin %v must be in [0, %v)", driver.ErrInvalid, margin, timeout/2)
 	}
-	return &Store{conn: conn, acl: acl, root: root, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
+	return &Store{conn: conn, acl: acl, root: root, rwRoot: rwRoot, rw: map[rwKey]*rwHolding{}, semRoot: semRoot, sem: map[rwKey]*semHolding{}, timeout: timeout, asked: opts.SessionTimeout, neg: opts.Negotiated,
 		margin: margin, servers: opts.Servers, prefix: opts.Prefix, held: map[string]*holding{}, ext: map[string]*flight{}, orphan: map[string]map[string]bool{}}, nil
 }
 
@@ -198,8 +237,10 @@ func Dial(ctx context.Context, servers []string, opts Options) (*Store, error) {
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
-	if _, err := cleanRoot(opts.Root); err != nil {
-		return nil, err
+	for _, r := range []string{opts.Root, opts.RWRoot, opts.SemRoot} {
+		if _, err := cleanRoot(r); err != nil {
+			return nil, err
+		}
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("%w: zkstore: no servers", driver.ErrInvalid)
@@ -266,6 +307,8 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	clear(s.held)
+	clear(s.rw)
+	clear(s.sem)
 	s.mu.Unlock()
 	if s.owned {
 		s.conn.Close()
@@ -278,6 +321,12 @@ func (s *Store) Conn() *zk.Conn { return s.conn }
 
 // Root returns the store's root path.
 func (s *Store) Root() string { return s.root }
+
+// RWRoot returns the root path of the store's read-write locks.
+func (s *Store) RWRoot() string { return s.rwRoot }
+
+// SemRoot returns the root path of the store's semaphores.
+func (s *Store) SemRoot() string { return s.semRoot }
 
 // SessionTimeout returns the session timeout the store counts with.
 func (s *Store) SessionTimeout() time.Duration { return s.timeout }
