@@ -28,9 +28,11 @@ type holding struct {
 
 // begin starts the holding that the acquiring wait.end e reports, at now.
 func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event) {
-	kv := append(o.list(e.Key, e.Kind, "", ""), AttrFence.Int64(int64(e.Fence)))
-	_, span := o.tracer.Start(ctx, "dlock.hold", trace.WithTimestamp(now),
-		trace.WithAttributes(kv...), trace.WithSpanKind(trace.SpanKindInternal))
+	_, span := o.tracer.Start(ctx, "dlock.hold", trace.WithTimestamp(now), internalSpan)
+	if span.IsRecording() {
+		span.SetAttributes(o.list(e.Key, e.Kind, "", "")...)
+		span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
+	}
 	id := holdID{e.Key, e.Fence}
 	o.mu.Lock()
 	o.live[id] = append(o.live[id], &holding{kind: e.Kind, start: now, span: span})
@@ -46,7 +48,7 @@ func (o *Observer) renewal(e dlock.Event, name string) {
 		span = hs[0].span
 	}
 	o.mu.Unlock()
-	if span != nil {
+	if span != nil && span.IsRecording() {
 		span.AddEvent(name, trace.WithAttributes(attribute.Float64("dlock.lag", e.Lag.Seconds())))
 	}
 }
@@ -65,7 +67,10 @@ func (o *Observer) end(ctx context.Context, now time.Time, e dlock.Event) {
 	if e.Type == dlock.EventLost {
 		o.inst.lost.Add(ctx, 1, o.attrs(e.Key, kind, "", e.Outcome))
 	}
-	if h == nil {
+	if h == nil || !h.span.IsRecording() {
+		if h != nil {
+			h.span.End()
+		}
 		return
 	}
 	end := "released"

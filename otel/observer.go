@@ -78,7 +78,8 @@ type Observer struct {
 	withKey bool
 	tracer  trace.Tracer
 	inst    instruments
-	sets    sync.Map // setKey -> attribute.Set, when withKey is off
+	setsMu  sync.RWMutex
+	sets    map[setKey]metric.MeasurementOption // when withKey is off
 
 	mu   sync.Mutex
 	live map[holdID][]*holding // the holdings granted and not yet ended
@@ -105,6 +106,7 @@ func NewObserver(opts ...Option) (*Observer, error) {
 		withKey: cfg.withKey,
 		tracer:  cfg.tp.Tracer(ScopeName),
 		inst:    inst,
+		sets:    map[setKey]metric.MeasurementOption{},
 		live:    map[holdID][]*holding{},
 	}, nil
 }
@@ -133,18 +135,24 @@ type setKey struct {
 }
 
 // attrs returns the metric attributes of an event about key of kind, with
-// outcome and cause where set: a cached set unless the key is recorded.
+// outcome and cause where set: made once per set unless the key is
+// recorded.
 func (o *Observer) attrs(key string, kind dlock.Kind, outcome dlock.Outcome, cause dlock.Outcome) metric.MeasurementOption {
 	if o.withKey {
 		return metric.WithAttributeSet(attribute.NewSet(o.list(key, kind, outcome, cause)...))
 	}
 	k := setKey{string(kind), string(outcome), string(cause)}
-	if s, ok := o.sets.Load(k); ok {
-		return metric.WithAttributeSet(s.(attribute.Set))
+	o.setsMu.RLock()
+	opt, ok := o.sets[k]
+	o.setsMu.RUnlock()
+	if ok {
+		return opt
 	}
-	s := attribute.NewSet(o.list(key, kind, outcome, cause)...)
-	o.sets.Store(k, s)
-	return metric.WithAttributeSet(s)
+	opt = metric.WithAttributeSet(attribute.NewSet(o.list(key, kind, outcome, cause)...))
+	o.setsMu.Lock()
+	o.sets[k] = opt
+	o.setsMu.Unlock()
+	return opt
 }
 
 // list returns the attributes of an event: kind, outcome and cause where
@@ -168,14 +176,15 @@ func (o *Observer) list(key string, kind dlock.Kind, outcome, cause dlock.Outcom
 // starts the holding.
 func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 	o.inst.waitDuration.Record(ctx, e.Waited.Seconds(), o.attrs(e.Key, e.Kind, e.Outcome, ""))
-	kv := o.list(e.Key, e.Kind, e.Outcome, "")
-	if e.Outcome == dlock.OutcomeAcquired {
-		kv = append(kv, AttrFence.Int64(int64(e.Fence)))
-	}
-	_, span := o.tracer.Start(ctx, "dlock.wait", trace.WithTimestamp(now.Add(-e.Waited)),
-		trace.WithAttributes(kv...), trace.WithSpanKind(trace.SpanKindInternal))
-	if waitFailed(e.Outcome) {
-		span.SetStatus(codes.Error, string(e.Outcome))
+	_, span := o.tracer.Start(ctx, "dlock.wait", trace.WithTimestamp(now.Add(-e.Waited)), internalSpan)
+	if span.IsRecording() {
+		span.SetAttributes(o.list(e.Key, e.Kind, e.Outcome, "")...)
+		if e.Outcome == dlock.OutcomeAcquired {
+			span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
+		}
+		if waitFailed(e.Outcome) {
+			span.SetStatus(codes.Error, string(e.Outcome))
+		}
 	}
 	span.End(trace.WithTimestamp(now))
 	if e.Outcome == dlock.OutcomeAcquired {
@@ -183,6 +192,9 @@ func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 		o.begin(ctx, now, e)
 	}
 }
+
+// internalSpan is the kind of every span.
+var internalSpan = trace.WithSpanKind(trace.SpanKindInternal)
 
 // waitFailed reports whether a wait that ended with outcome is an error
 // of its span: the store refused or did not answer, the request was
