@@ -23,15 +23,18 @@ type holdID struct {
 type holding struct {
 	kind  dlock.Kind // at the grant: a downgraded write holding stays "write"
 	start time.Time  // on the observer's clock
-	span  trace.Span
+	span  trace.Span // nil without spans
 }
 
 // begin starts the holding that the acquiring wait.end e reports, at now.
 func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event) {
-	_, span := o.tracer.Start(ctx, "dlock.hold", trace.WithTimestamp(now), internalSpan)
-	if span.IsRecording() {
-		span.SetAttributes(o.list(e.Key, e.Kind, "", "")...)
-		span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
+	var span trace.Span
+	if o.tracer != nil {
+		_, span = o.tracer.Start(ctx, "dlock.hold", trace.WithTimestamp(now), internalSpan)
+		if span.IsRecording() {
+			span.SetAttributes(o.list(e.Key, e.Kind, "", "")...)
+			span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
+		}
 	}
 	id := holdID{e.Key, e.Fence}
 	o.mu.Lock()
@@ -67,10 +70,11 @@ func (o *Observer) end(ctx context.Context, now time.Time, e dlock.Event) {
 	if e.Type == dlock.EventLost {
 		o.inst.lost.Add(ctx, 1, o.attrs(e.Key, kind, "", e.Outcome))
 	}
-	if h == nil || !h.span.IsRecording() {
-		if h != nil {
-			h.span.End()
-		}
+	if h == nil || h.span == nil {
+		return
+	}
+	if !h.span.IsRecording() {
+		h.span.End()
 		return
 	}
 	end := "released"

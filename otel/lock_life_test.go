@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"example.com/dlock"
 	"example.com/dlock/memstore"
@@ -161,5 +162,28 @@ func TestLockLifeSpans(t *testing.T) {
 	}
 	if ev := lost.Events(); len(ev) != 1 || ev[0].Name != "dlock.renew.failed" {
 		t.Errorf("lost hold span's events: %v, want one dlock.renew.failed", ev)
+	}
+}
+
+// With a no-op TracerProvider the Observer makes no span and its metrics
+// are the same: the holdings are still counted by kind.
+func TestMetricsWithoutSpans(t *testing.T) {
+	s := newSink()
+	lockLife(t, s, s.observer(t, dlockotel.WithTracerProvider(noop.NewTracerProvider())), nil)
+	for _, sp := range s.spans.Ended() {
+		if sp.Name() != "op" {
+			t.Errorf("a %s span with a no-op TracerProvider", sp.Name())
+		}
+	}
+	ms := s.metrics(t)
+	lock := dlockotel.AttrKind.String("lock")
+	if p := find(t, ms, dlockotel.MetricHeld, lock); p.value != 0 {
+		t.Errorf("dlock.held after both ended = %g, want 0", p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricHoldDuration, lock); p.count != 2 || !near(p.value, 350*time.Millisecond, time.Millisecond) {
+		t.Errorf("holds: %d summing %gs, want 2 summing 0.35s", p.count, p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricLost, lock, dlockotel.AttrCause.String("taken")); p.value != 1 {
+		t.Errorf("losses (taken): %g, want 1", p.value)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"example.com/dlock"
 )
@@ -58,7 +59,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithTracerProvider records the spans with tp. Default: the global
-// TracerProvider (otel.GetTracerProvider) at NewObserver's call.
+// TracerProvider (otel.GetTracerProvider) at NewObserver's call. With
+// noop.NewTracerProvider() the Observer makes no spans at all, at no cost.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }
@@ -76,7 +78,7 @@ func WithKeyAttribute() Option {
 // providers do when recording.
 type Observer struct {
 	withKey bool
-	tracer  trace.Tracer
+	tracer  trace.Tracer // nil: no spans
 	inst    instruments
 	setsMu  sync.RWMutex
 	sets    map[setKey]metric.MeasurementOption // when withKey is off
@@ -102,9 +104,13 @@ func NewObserver(opts ...Option) (*Observer, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tracer trace.Tracer
+	if _, off := cfg.tp.(noop.TracerProvider); !off {
+		tracer = cfg.tp.Tracer(ScopeName)
+	}
 	return &Observer{
 		withKey: cfg.withKey,
-		tracer:  cfg.tp.Tracer(ScopeName),
+		tracer:  tracer,
 		inst:    inst,
 		sets:    map[setKey]metric.MeasurementOption{},
 		live:    map[holdID][]*holding{},
@@ -176,6 +182,13 @@ func (o *Observer) list(key string, kind dlock.Kind, outcome, cause dlock.Outcom
 // starts the holding.
 func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 	o.inst.waitDuration.Record(ctx, e.Waited.Seconds(), o.attrs(e.Key, e.Kind, e.Outcome, ""))
+	if e.Outcome == dlock.OutcomeAcquired {
+		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", ""))
+		o.begin(ctx, now, e)
+	}
+	if o.tracer == nil {
+		return
+	}
 	_, span := o.tracer.Start(ctx, "dlock.wait", trace.WithTimestamp(now.Add(-e.Waited)), internalSpan)
 	if span.IsRecording() {
 		span.SetAttributes(o.list(e.Key, e.Kind, e.Outcome, "")...)
@@ -187,10 +200,6 @@ func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 		}
 	}
 	span.End(trace.WithTimestamp(now))
-	if e.Outcome == dlock.OutcomeAcquired {
-		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", ""))
-		o.begin(ctx, now, e)
-	}
 }
 
 // internalSpan is the kind of every span.
