@@ -57,20 +57,24 @@ func (o *Observer) renewal(e dlock.Event, name string) {
 }
 
 // end records the end of the holding e is about (released, handed off or
-// lost) at now: the held count, the hold time, the loss, and the span.
+// lost) at now: the held count, the hold time, the loss, and the span. A
+// holding whose grant was not seen (a lease handed off to a waiter that had
+// given up, which passes it on) counts only if lost.
 func (o *Observer) end(ctx context.Context, now time.Time, e dlock.Event) {
 	h := o.take(e, now)
-	kind := e.Kind
-	if h != nil {
-		kind = h.kind
+	if h == nil {
+		if e.Type == dlock.EventLost {
+			o.inst.lost.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", e.Outcome))
+		}
+		return
 	}
-	set := o.attrs(e.Key, kind, "", "")
+	set := o.attrs(e.Key, h.kind, "", "")
 	o.inst.held.Add(ctx, -1, set)
 	o.inst.holdDuration.Record(ctx, e.Held.Seconds(), set)
 	if e.Type == dlock.EventLost {
-		o.inst.lost.Add(ctx, 1, o.attrs(e.Key, kind, "", e.Outcome))
+		o.inst.lost.Add(ctx, 1, o.attrs(e.Key, h.kind, "", e.Outcome))
 	}
-	if h == nil || h.span == nil {
+	if h.span == nil {
 		return
 	}
 	if !h.span.IsRecording() {
