@@ -137,7 +137,7 @@ func (s *sink) strings(t *testing.T) (metricStrs, spanStrs []string) {
 	return metricStrs, spanStrs
 }
 
-// holding returns the one ended span named name whose attribute key is
+// span returns the one ended span named name whose attribute key is
 // val.
 func (s *sink) span(t *testing.T, name string, key attribute.Key, val string) sdktrace.ReadOnlySpan {
 	t.Helper()
