@@ -21,6 +21,8 @@ var forbidden = []string{
 	"github.com/go-zookeeper/zk",
 	"github.com/jackc/pgx",
 	"github.com/go-sql-driver/mysql",
+	"go.opentelemetry.io/", // the OTel adapter is a module of its own (otel/)
+	"github.com/prometheus/",
 }
 
 // storeModules are the repository's store modules the CLI's module
@@ -162,5 +164,19 @@ func TestGraphCheckSeesTheCLI(t *testing.T) {
 		if !strings.Contains(hits, want) {
 			t.Errorf("with the CLI's module required, the check found %q, not %s:\n%s", hits, want, graph)
 		}
+	}
+}
+
+// TestGraphCheckSeesOTel is the negative control of the OTel adapter's
+// module: the same user module requiring example.com/dlock/otel shows
+// go.opentelemetry.io, so the check above would see the root module
+// requiring it.
+func TestGraphCheckSeesOTel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module with the go command")
+	}
+	graph := moduleGraph(t, "example.com/dlock/otel", "otel")
+	if hits := strings.Join(found(graph), " "); !strings.Contains(hits, "go.opentelemetry.io/otel") {
+		t.Errorf("with the OTel module required, the check found %q, not go.opentelemetry.io/otel:\n%s", hits, graph)
 	}
 }

@@ -1,0 +1,189 @@
+package dlockotel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"example.com/dlock"
+	"example.com/dlock/memstore"
+	dlockotel "example.com/dlock/otel"
+)
+
+// life is what lockLife did: the tokens of its leases and the span its
+// calls ran under.
+type life struct {
+	tokens []string
+	parent trace.SpanContext
+}
+
+// lockLife runs a lock's life on memstore, observed by o, inside a
+// synctest bubble (so that durations are exact), under a span "op" of s:
+// Lock orders/42, a TryLock of it that is contended, 250 ms held (two
+// renewals), Release; Lock orders/43, taken from it in the store, lost at
+// its first renewal (100 ms). whileHeld, if set, runs while orders/42 is
+// held.
+func lockLife(t *testing.T, s *sink, o dlock.Observer, whileHeld func()) life {
+	var lf life
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New(nil)
+		c, err := dlock.New(store, dlock.WithObserver(o), dlock.WithAutoRenew(300*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		ctx, op := s.tp.Tracer("test").Start(context.Background(), "op")
+		defer op.End()
+		lf.parent = op.SpanContext()
+		a, err := c.Lock(ctx, "orders/42")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.TryLock(ctx, "orders/42"); err == nil {
+			t.Fatal("TryLock of a held key succeeded")
+		}
+		if whileHeld != nil {
+			whileHeld()
+		}
+		time.Sleep(250 * time.Millisecond) // renewals at 100 and 200 ms
+		synctest.Wait()
+		if err := a.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.Lock(ctx, "orders/43")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Release(ctx, b.Key(), b.Token()); err != nil {
+			t.Fatal(err)
+		}
+		<-b.Done()
+		synctest.Wait() // the loss's event follows Done
+		if !errors.Is(b.Err(), dlock.ErrLost) {
+			t.Fatalf("b.Err() = %v", b.Err())
+		}
+		lf.tokens = []string{a.Token(), b.Token()}
+	})
+	return lf
+}
+
+// A lock's life gives the wait histogram a point per wait by outcome, the
+// hold histogram the two holds (250 ms released, 100 ms lost), the held
+// counter 1 while held and 0 after, a loss with cause taken, a failed
+// renewal and two renewal lags.
+func TestLockLifeMetrics(t *testing.T) {
+	s := newSink()
+	lockLife(t, s, s.observer(t), func() {
+		ms := s.metrics(t)
+		if p := find(t, ms, dlockotel.MetricHeld, dlockotel.AttrKind.String("lock")); p.value != 1 {
+			t.Errorf("dlock.held while orders/42 is held = %g, want 1", p.value)
+		}
+	})
+	ms := s.metrics(t)
+	lock := dlockotel.AttrKind.String("lock")
+	if p := find(t, ms, dlockotel.MetricWaitDuration, lock, dlockotel.AttrOutcome.String("acquired")); p.count != 2 {
+		t.Errorf("acquired waits: %d, want 2", p.count)
+	}
+	if p := find(t, ms, dlockotel.MetricWaitDuration, lock, dlockotel.AttrOutcome.String("contended")); p.count != 1 {
+		t.Errorf("contended waits: %d, want 1", p.count)
+	}
+	if p := find(t, ms, dlockotel.MetricHeld, lock); p.value != 0 {
+		t.Errorf("dlock.held after both ended = %g, want 0", p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricHoldDuration, lock); p.count != 2 || !near(p.value, 350*time.Millisecond, time.Millisecond) {
+		t.Errorf("holds: %d summing %gs, want 2 summing 0.35s", p.count, p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricLost, lock, dlockotel.AttrCause.String("taken")); p.value != 1 {
+		t.Errorf("losses (taken): %g, want 1", p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricRenewFailures, lock); p.value != 1 {
+		t.Errorf("renewal failures: %g, want 1", p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricRenewLag, lock); p.count != 2 {
+		t.Errorf("renewal lags: %d, want 2", p.count)
+	}
+	if len(ms) != 6 {
+		t.Errorf("%d metrics, want 6:\n%s", len(ms), dumpMetrics(ms))
+	}
+}
+
+// A lock's life gives a dlock.wait span per wait and a dlock.hold span per
+// holding, children of the caller's span, with the renewals as events; a
+// lost holding's span ends in error with its cause.
+func TestLockLifeSpans(t *testing.T) {
+	s := newSink()
+	lf := lockLife(t, s, s.observer(t), nil)
+	var waits, holds int
+	for _, sp := range s.spans.Ended() {
+		switch sp.Name() {
+		case "dlock.wait":
+			waits++
+		case "dlock.hold":
+			holds++
+		default:
+			continue
+		}
+		if sp.Parent().SpanID() != lf.parent.SpanID() || sp.Parent().TraceID() != lf.parent.TraceID() {
+			t.Errorf("%s span's parent is %v, want the caller's span %v", sp.Name(), sp.Parent(), lf.parent)
+		}
+		if attr(sp, dlockotel.AttrKind) != "lock" {
+			t.Errorf("%s span's kind is %q", sp.Name(), attr(sp, dlockotel.AttrKind))
+		}
+	}
+	if waits != 3 || holds != 2 {
+		t.Fatalf("%d wait spans and %d hold spans, want 3 and 2", waits, holds)
+	}
+	contended := s.span(t, "dlock.wait", dlockotel.AttrOutcome, "contended")
+	if contended.Status().Code == codes.Error {
+		t.Errorf("a contended try's span is an error: %v", contended.Status())
+	}
+	released := s.span(t, "dlock.hold", dlockotel.AttrEnd, "released")
+	if d := released.EndTime().Sub(released.StartTime()); d != 250*time.Millisecond {
+		t.Errorf("released hold span lasted %v, want 250ms", d)
+	}
+	if ev := released.Events(); len(ev) != 2 || ev[0].Name != "dlock.renewed" || ev[1].Name != "dlock.renewed" {
+		t.Errorf("released hold span's events: %v, want two dlock.renewed", ev)
+	}
+	if attr(released, dlockotel.AttrFence) == "" {
+		t.Error("hold span without a fence")
+	}
+	lost := s.span(t, "dlock.hold", dlockotel.AttrEnd, "lost")
+	if d := lost.EndTime().Sub(lost.StartTime()); d != 100*time.Millisecond {
+		t.Errorf("lost hold span lasted %v, want 100ms", d)
+	}
+	if attr(lost, dlockotel.AttrCause) != "taken" || lost.Status().Code != codes.Error {
+		t.Errorf("lost hold span: cause %q, status %v; want taken, Error", attr(lost, dlockotel.AttrCause), lost.Status())
+	}
+	if ev := lost.Events(); len(ev) != 1 || ev[0].Name != "dlock.renew.failed" {
+		t.Errorf("lost hold span's events: %v, want one dlock.renew.failed", ev)
+	}
+}
+
+// With a no-op TracerProvider the Observer makes no span and its metrics
+// are the same: the holdings are still counted by kind.
+func TestMetricsWithoutSpans(t *testing.T) {
+	s := newSink()
+	lockLife(t, s, s.observer(t, dlockotel.WithTracerProvider(noop.NewTracerProvider())), nil)
+	for _, sp := range s.spans.Ended() {
+		if sp.Name() != "op" {
+			t.Errorf("a %s span with a no-op TracerProvider", sp.Name())
+		}
+	}
+	ms := s.metrics(t)
+	lock := dlockotel.AttrKind.String("lock")
+	if p := find(t, ms, dlockotel.MetricHeld, lock); p.value != 0 {
+		t.Errorf("dlock.held after both ended = %g, want 0", p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricHoldDuration, lock); p.count != 2 || !near(p.value, 350*time.Millisecond, time.Millisecond) {
+		t.Errorf("holds: %d summing %gs, want 2 summing 0.35s", p.count, p.value)
+	}
+	if p := find(t, ms, dlockotel.MetricLost, lock, dlockotel.AttrCause.String("taken")); p.value != 1 {
+		t.Errorf("losses (taken): %g, want 1", p.value)
+	}
+}

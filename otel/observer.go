@@ -1,0 +1,218 @@
+// Package dlockotel turns the events of dlock's Observer into
+// OpenTelemetry metrics and spans.
+//
+//	obs, err := dlockotel.NewObserver()
+//	c, err := dlock.New(store, dlock.WithObserver(obs))
+//
+// It is a module of its own (example.com/dlock/otel), so that a user of
+// dlock who does not want OpenTelemetry does not build it. The metrics and
+// spans, their attributes and their cost are described in the repository's
+// docs/observability.md.
+//
+// The attributes have a bounded cardinality by default: the primitive's
+// kind, a wait's outcome, a loss's cause. The key is recorded only with
+// WithKeyAttribute. The owner token is never recorded, nor any error's text
+// (which may name the key).
+package dlockotel
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"example.com/dlock"
+)
+
+// ScopeName is the instrumentation scope of the meter and the tracer.
+const ScopeName = "example.com/dlock/otel"
+
+// The attribute keys.
+const (
+	AttrKind    = attribute.Key("dlock.kind")    // the primitive: lock, permit, read, write, …
+	AttrOutcome = attribute.Key("dlock.outcome") // how a wait ended: acquired, contended, timed_out, …
+	AttrCause   = attribute.Key("dlock.cause")   // why a holding was lost: expired, taken, closed
+	AttrKey     = attribute.Key("dlock.key")     // the key, only with WithKeyAttribute
+	AttrFence   = attribute.Key("dlock.fence")   // spans only: the holding's fencing token
+	AttrEnd     = attribute.Key("dlock.end")     // hold spans only: released, lost or handoff
+)
+
+// Option configures NewObserver.
+type Option func(*config)
+
+type config struct {
+	mp      metric.MeterProvider
+	tp      trace.TracerProvider
+	withKey bool
+}
+
+// WithMeterProvider records the metrics with mp. Default: the global
+// MeterProvider (otel.GetMeterProvider) at NewObserver's call.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mp = mp }
+}
+
+// WithTracerProvider records the spans with tp. Default: the global
+// TracerProvider (otel.GetTracerProvider) at NewObserver's call. With
+// noop.NewTracerProvider() the Observer makes no spans at all, at no cost.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp = tp }
+}
+
+// WithKeyAttribute adds the key (attribute dlock.key) to every metric point
+// and span. Each key then has series of its own in every metric: as many
+// as keys × kinds × outcomes. Use it only when the keys are few and fixed.
+// Default: off.
+func WithKeyAttribute() Option {
+	return func(c *config) { c.withKey = true }
+}
+
+// Observer is a dlock.Observer that records OpenTelemetry metrics and
+// spans. It is safe for concurrent use and does not block beyond what its
+// providers do when recording.
+type Observer struct {
+	withKey bool
+	tracer  trace.Tracer // nil: no spans
+	inst    instruments
+	setsMu  sync.RWMutex
+	sets    map[setKey]metric.MeasurementOption // when withKey is off
+
+	mu   sync.Mutex
+	live map[holdID][]*holding // the holdings granted and not yet ended
+}
+
+// NewObserver returns an Observer recording to the providers of opts. It
+// fails only if the MeterProvider refuses to create an instrument.
+func NewObserver(opts ...Option) (*Observer, error) {
+	cfg := config{}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.mp == nil {
+		cfg.mp = otel.GetMeterProvider()
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	inst, err := newInstruments(cfg.mp.Meter(ScopeName))
+	if err != nil {
+		return nil, err
+	}
+	var tracer trace.Tracer
+	if _, off := cfg.tp.(noop.TracerProvider); !off {
+		tracer = cfg.tp.Tracer(ScopeName)
+	}
+	return &Observer{
+		withKey: cfg.withKey,
+		tracer:  tracer,
+		inst:    inst,
+		sets:    map[setKey]metric.MeasurementOption{},
+		live:    map[holdID][]*holding{},
+	}, nil
+}
+
+// Event implements dlock.Observer. Event types it does not know (those of
+// other primitives) are ignored.
+func (o *Observer) Event(ctx context.Context, e dlock.Event) {
+	now := time.Now()
+	switch e.Type {
+	case dlock.EventWaitEnd:
+		o.waitEnd(ctx, now, e)
+	case dlock.EventRenewed:
+		o.inst.renewLag.Record(ctx, e.Lag.Seconds(), o.attrs(e.Key, e.Kind, "", ""))
+		o.renewal(e, "dlock.renewed")
+	case dlock.EventRenewFailed:
+		o.inst.renewFailures.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", ""))
+		o.renewal(e, "dlock.renew.failed")
+	case dlock.EventReleased, dlock.EventHandedOff, dlock.EventLost:
+		o.end(ctx, now, e)
+	}
+}
+
+// setKey names a cached attribute set.
+type setKey struct {
+	kind, outcome, cause string
+}
+
+// attrs returns the metric attributes of an event about key of kind, with
+// outcome and cause where set: made once per set unless the key is
+// recorded.
+func (o *Observer) attrs(key string, kind dlock.Kind, outcome dlock.Outcome, cause dlock.Outcome) metric.MeasurementOption {
+	if o.withKey {
+		return metric.WithAttributeSet(attribute.NewSet(o.list(key, kind, outcome, cause)...))
+	}
+	k := setKey{string(kind), string(outcome), string(cause)}
+	o.setsMu.RLock()
+	opt, ok := o.sets[k]
+	o.setsMu.RUnlock()
+	if ok {
+		return opt
+	}
+	opt = metric.WithAttributeSet(attribute.NewSet(o.list(key, kind, outcome, cause)...))
+	o.setsMu.Lock()
+	o.sets[k] = opt
+	o.setsMu.Unlock()
+	return opt
+}
+
+// list returns the attributes of an event: kind, outcome and cause where
+// set, and the key if recorded.
+func (o *Observer) list(key string, kind dlock.Kind, outcome, cause dlock.Outcome) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 4)
+	kv = append(kv, AttrKind.String(string(kind)))
+	if outcome != "" {
+		kv = append(kv, AttrOutcome.String(string(outcome)))
+	}
+	if cause != "" {
+		kv = append(kv, AttrCause.String(string(cause)))
+	}
+	if o.withKey {
+		kv = append(kv, AttrKey.String(key))
+	}
+	return kv
+}
+
+// waitEnd records a wait (its duration, its span) and, when it acquired,
+// starts the holding.
+func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
+	o.inst.waitDuration.Record(ctx, e.Waited.Seconds(), o.attrs(e.Key, e.Kind, e.Outcome, ""))
+	if e.Outcome == dlock.OutcomeAcquired {
+		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", ""))
+		o.begin(ctx, now, e)
+	}
+	if o.tracer == nil {
+		return
+	}
+	_, span := o.tracer.Start(ctx, "dlock.wait", trace.WithTimestamp(now.Add(-e.Waited)), internalSpan)
+	if span.IsRecording() {
+		span.SetAttributes(o.list(e.Key, e.Kind, e.Outcome, "")...)
+		if e.Outcome == dlock.OutcomeAcquired {
+			span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
+		}
+		if waitFailed(e.Outcome) {
+			span.SetStatus(codes.Error, string(e.Outcome))
+		}
+	}
+	span.End(trace.WithTimestamp(now))
+}
+
+// internalSpan is the kind of every span.
+var internalSpan = trace.WithSpanKind(trace.SpanKindInternal)
+
+// waitFailed reports whether a wait that ended with outcome is an error
+// of its span: the store refused or did not answer, the request was
+// invalid, or the wait timed out. A contended try and a cancelled wait
+// are the caller's choice, not errors.
+func waitFailed(outcome dlock.Outcome) bool {
+	switch outcome {
+	case dlock.OutcomeAcquired, dlock.OutcomeContended, dlock.OutcomeCancelled:
+		return false
+	}
+	return true
+}
