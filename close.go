@@ -58,6 +58,7 @@ func (c *Client) track(ctx context.Context, l *Lease) (*Lease, error) {
 	if !closed {
 		return l, nil
 	}
+	l.silence() // the caller gets errClosed: the grant is not reported
 	rctx, cancel := releaseContext(ctx, l.ttl)
 	defer cancel()
 	_ = l.Release(rctx)

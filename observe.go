@@ -3,6 +3,7 @@ package dlock
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"example.com/dlock/driver"
@@ -126,7 +127,8 @@ type Event struct {
 // one nil pointer.
 type watch struct {
 	obs   Observer
-	since time.Time // the grant, on the holding's clock
+	since time.Time   // the grant, on the holding's clock
+	quiet atomic.Bool // set for a holding whose grant was never reported
 }
 
 // waitOutcome classifies the error an acquisition returned (nil: acquired).
@@ -183,6 +185,15 @@ func waitEnd(ctx context.Context, obs Observer, clk Clock, kind Kind, key string
 		Outcome: waitOutcome(err), Waited: clk.Now().Sub(start), Err: err})
 }
 
+// silence makes l emit nothing more: for a lease passed on or given back
+// before its caller got it (its grant was never reported), so that no
+// release or handoff is reported for a holding the Observer never saw.
+func (l *Lease) silence() {
+	if l.watch != nil {
+		l.watch.quiet.Store(true)
+	}
+}
+
 // observe tells the Observer of the call that made l, if any, of e about l.
 func (l *Lease) observe(ctx context.Context, e Event) {
 	if l.watch == nil {
@@ -206,6 +217,9 @@ func (m *member) observe(ctx context.Context, e Event) {
 // emit sets e's Held (for the events that end a holding) as of now, and
 // tells the Observer.
 func (w *watch) emit(ctx context.Context, now time.Time, e Event) {
+	if w.quiet.Load() {
+		return
+	}
 	switch e.Type {
 	case EventLost, EventReleased, EventHandedOff:
 		e.Held = now.Sub(w.since)

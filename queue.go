@@ -131,6 +131,7 @@ func (qs *queues) enter(ctx context.Context, key string, cfg config) (*keyQueue,
 	// take what it brings and pass it on.
 	<-w.ready
 	if w.lease != nil {
+		w.lease.silence() // its grant is not reported: neither is its end
 		rctx, cancel := releaseContext(ctx, w.lease.ttl)
 		_ = w.lease.Release(rctx)
 		cancel()

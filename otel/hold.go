@@ -58,8 +58,8 @@ func (o *Observer) renewal(e dlock.Event, name string) {
 
 // end records the end of the holding e is about (released, handed off or
 // lost) at now: the held count, the hold time, the loss, and the span. A
-// holding whose grant was not seen (a lease handed off to a waiter that had
-// given up, which passes it on) counts only if lost.
+// holding whose grant was not seen (the core reports none; a primitive of
+// its own might) counts only if lost.
 func (o *Observer) end(ctx context.Context, now time.Time, e dlock.Event) {
 	h := o.take(e, now)
 	if h == nil {
