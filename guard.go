@@ -61,7 +61,9 @@ func (e *InFlightError) Unwrap() error { return e.Cause }
 // the idempotency guard of the IETF Idempotency-Key draft, with fenced
 // takeover of an execution whose process died. It is safe for concurrent
 // use; create one per store and share it. It does not own the store.
-// Stores that implement driver.Idempotency today: memstore and redisstore.
+// Stores that implement driver.Idempotency today: memstore, redisstore,
+// pgstore and mysqlstore (whose DoTx completes the record in the
+// transaction of the business writes: see DoTx).
 type Guard struct {
 	store     driver.Idempotency
 	cfg       config
