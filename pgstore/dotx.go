@@ -48,7 +48,7 @@ func (s *Store) DoTx(ctx context.Context, g *dlock.Guard, key, fingerprint strin
 	}
 	b, ok := s.db.(pgxBackend)
 	if !ok {
-		return dlock.Result{}, fmt.Errorf("%w: pgstore: DoTx needs a store made by New (a pgx pool); with NewDB, call CompleteRecordTx in your transaction", driver.ErrInvalid)
+		return dlock.Result{}, fmt.Errorf("%w: pgstore: DoTx needs a store made by New (a pgx pool); with NewDB, call CompleteRecordSQLTx in your transaction within Guard.DoTx", driver.ErrInvalid)
 	}
 	return g.DoTx(ctx, key, fingerprint, func(fctx context.Context, e dlock.Execution) ([]byte, error) {
 		tx, err := b.pool.Begin(fctx)

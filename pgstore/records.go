@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -197,11 +198,31 @@ func (s *Store) ExtendRecord(ctx context.Context, id driver.RecordID, token stri
 // the caller must roll tx back. Bad arguments match driver.ErrInvalid
 // before any I/O. Under REPEATABLE READ or SERIALIZABLE a record changed
 // since tx's snapshot is a serialization failure (roll back; nothing is
-// completed). It runs on tx's connection: a store made by NewDB works too.
+// completed).
 func (s *Store) CompleteRecordTx(ctx context.Context, tx pgx.Tx, id driver.RecordID, fence uint64, result []byte) error {
 	if tx == nil {
 		return fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)
 	}
+	return s.completeIn(ctx, id, fence, result, func(args []any, n *int64) error {
+		return tx.QueryRow(ctx, s.rsql.completeTx, args...).Scan(n)
+	})
+}
+
+// CompleteRecordSQLTx is CompleteRecordTx for a database/sql transaction
+// (a store made by NewDB, any driver with $1 placeholders).
+func (s *Store) CompleteRecordSQLTx(ctx context.Context, tx *sql.Tx, id driver.RecordID, fence uint64, result []byte) error {
+	if tx == nil {
+		return fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)
+	}
+	return s.completeIn(ctx, id, fence, result, func(args []any, n *int64) error {
+		return tx.QueryRowContext(ctx, s.rsql.completeTx, args...).Scan(n)
+	})
+}
+
+// completeIn validates a completion's arguments before any I/O and runs
+// the in-transaction completion through query, which scans its answer into
+// n.
+func (s *Store) completeIn(ctx context.Context, id driver.RecordID, fence uint64, result []byte, query func(args []any, n *int64) error) error {
 	if err := driver.ValidateRecordCall(id, "t", 1); err != nil {
 		return err
 	}
@@ -212,6 +233,6 @@ func (s *Store) CompleteRecordTx(ctx context.Context, tx pgx.Tx, id driver.Recor
 		return err
 	}
 	var n int64
-	err := tx.QueryRow(ctx, s.rsql.completeTx, id.Scope, id.Key, int64(fence), result).Scan(&n)
+	err := query([]any{id.Scope, id.Key, int64(fence), result}, &n)
 	return ownerAnswer("complete record in the transaction", n, err)
 }
