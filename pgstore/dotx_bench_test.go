@@ -36,12 +36,13 @@ func BenchmarkDoTx(b *testing.B) {
 	})
 	b.Run("DoTx", func(b *testing.B) {
 		c := ctx(b)
+		run := tok() // keys of this run only: -count runs it again on the same table
 		for i := 0; b.Loop(); i++ {
-			key := fmt.Sprint("k-", i)
-			if _, err := s.DoTx(c, g, key, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
+			key := fmt.Sprint(run, "-", i)
+			if r, err := s.DoTx(c, g, key, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
 				return []byte("ok"), insertCharge(ctx, tx, table, key, e.Fence)
-			}); err != nil {
-				b.Fatal(err)
+			}); err != nil || r.Replayed {
+				b.Fatal(r, err)
 			}
 		}
 	})
