@@ -61,7 +61,9 @@ func (e *InFlightError) Unwrap() error { return e.Cause }
 // the idempotency guard of the IETF Idempotency-Key draft, with fenced
 // takeover of an execution whose process died. It is safe for concurrent
 // use; create one per store and share it. It does not own the store.
-// Stores that implement driver.Idempotency today: memstore and redisstore.
+// Stores that implement driver.Idempotency today: memstore, redisstore,
+// pgstore and mysqlstore (whose DoTx completes the record in the
+// transaction of the business writes: see DoTx).
 type Guard struct {
 	store     driver.Idempotency
 	cfg       config
@@ -193,6 +195,11 @@ type Result struct {
 // arguments (a nil ctx or fn, a key, scope or fingerprint
 // driver.ValidateRecord refuses) return ErrInvalid before any I/O.
 func (g *Guard) Do(ctx context.Context, key, fingerprint string, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
+	return g.do(ctx, key, fingerprint, false, fn)
+}
+
+// do is Do, or DoTx when inTx.
+func (g *Guard) do(ctx context.Context, key, fingerprint string, inTx bool, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
 	if ctx == nil || fn == nil {
 		return Result{}, invalidf("nil context or function")
 	}
@@ -208,8 +215,31 @@ func (g *Guard) Do(ctx context.Context, key, fingerprint string, fn func(context
 	case b.State == driver.RecordCompleted:
 		return Result{Value: b.Result, Replayed: true, Fence: b.Fence}, nil
 	}
-	return g.execute(ctx, id, token, b, start, fn)
+	return g.execute(ctx, id, token, b, start, inTx, fn)
 }
+
+// DoTx is Do for a function that completes the record itself, in the
+// database transaction of its own writes, so that the writes and the
+// record commit together or not at all: the SQL mode of the guard, which
+// pgstore's and mysqlstore's DoTx build on (use those). fn must, within
+// its transaction and before committing, complete the record of its
+// Execution's Fence (pgstore.Store.CompleteRecordTx,
+// mysqlstore.Store.CompleteRecordTx), and return the result it stored
+// only once committed. If fn returns an error, nothing more is stored:
+// the record is abandoned (refused, harmlessly, if fn's commit did land)
+// and Do returns the error, with ErrLost added when it matches
+// ErrStaleFence (the execution was taken over; fn must have rolled back).
+// If fn returns nil without completing the record, the record stays in
+// flight until its lease passes, then a retry runs fn again. The record's
+// lease is renewed while fn runs, as for Do; fn's ctx is cancelled if it
+// is lost. Replays, in-flight calls, waits, mismatches and invalid
+// arguments are as for Do.
+func (g *Guard) DoTx(ctx context.Context, key, fingerprint string, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
+	return g.do(ctx, key, fingerprint, true, fn)
+}
+
+// Store returns the store g keeps its records in.
+func (g *Guard) Store() driver.Idempotency { return g.store }
 
 // maxBeginResends is how many times begin resends a BeginRecord whose
 // outcome is unknown.

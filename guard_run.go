@@ -23,8 +23,9 @@ type guardRun struct {
 }
 
 // execute runs fn as the executor of id (b: its BeginRecord answer, sent
-// at start) and completes or abandons the record (see Do).
-func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b driver.RecordBegin, start time.Time, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
+// at start) and completes or abandons the record (see Do); when inTx, fn
+// completed the record itself (see DoTx).
+func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b driver.RecordBegin, start time.Time, inTx bool, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
 	r := &guardRun{g: g, id: id, token: token, fence: b.Fence, renewal: lease.NewSlot()}
 	r.v.Init(g.cfg.clock, lease.ValidUntil(start, b.Remaining, g.cfg.ttl), g.cfg.ttl, r.holder())
 	g.runs.byToken.Store(token, r)
@@ -47,7 +48,13 @@ func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b
 	r.end()
 	if err != nil {
 		r.abandon(ctx)
+		if inTx && errors.Is(err, ErrStaleFence) {
+			err = tidy(fmt.Errorf("%w: idempotency key %q: the execution was taken over and its transaction not committed: %w", ErrLost, id.Key, err))
+		}
 		return Result{}, err
+	}
+	if inTx {
+		return Result{Value: val, Fence: b.Fence}, nil
 	}
 	if err := driver.ValidateResult(val); err != nil {
 		r.abandon(ctx)

@@ -20,6 +20,11 @@
 //     an acquisition is one READ COMMITTED transaction that locks the key's
 //     anchor row in <Table>_semaphores; waiters pace (docs/mysql.md,
 //     "Semaphore").
+//     It is also a driver.Idempotency (dlock.NewGuard): records in
+//     <Table>_idempotency, each call a READ COMMITTED transaction under the
+//     record's row lock; Store.DoTx commits the function's writes and the
+//     record's completion in one transaction (docs/idempotency.md, "The
+//     SQL mode").
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the

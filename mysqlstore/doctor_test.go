@@ -39,12 +39,19 @@ func TestDoctor(t *testing.T) {
 }
 
 // TestDoctorWarnsWithoutPermitsTables: a schema migrated before the
-// semaphore (its permits table missing) gets a warning from the schema
-// check, naming Migrate: locks work, permits would be refused. Control:
-// TestDoctor, where the full schema passes.
+// semaphore (its permits table missing), or before the idempotency records
+// (their table missing), gets a warning from the schema check, naming
+// Migrate: locks work, the missing feature's calls would be refused.
+// Control: TestDoctor, where the full schema passes.
 func TestDoctorWarnsWithoutPermitsTables(t *testing.T) {
+	for _, table := range []string{"_permits", "_idempotency"} {
+		t.Run(table, func(t *testing.T) { doctorWarnsWithout(t, table) })
+	}
+}
+
+func doctorWarnsWithout(t *testing.T, table string) {
 	db, opts := migrated(t, mysqlstore.Options{})
-	if _, err := db.Exec("DROP TABLE " + opts.Table + "_permits"); err != nil {
+	if _, err := db.Exec("DROP TABLE " + opts.Table + table); err != nil {
 		t.Fatal(err)
 	}
 	s, err := mysqlstore.New(db, opts)
@@ -56,7 +63,7 @@ func TestDoctorWarnsWithoutPermitsTables(t *testing.T) {
 		if c.Name == "schema" {
 			found = true
 			if c.Status != driver.Warn || !strings.Contains(c.Detail, "Migrate") {
-				t.Errorf("schema check without the permits table: %v %s", c.Status, c.Detail)
+				t.Errorf("schema check without the %s table: %v %s", table, c.Status, c.Detail)
 			}
 		}
 	}

@@ -62,3 +62,7 @@ func WithoutPrune(s *Store) {
 		panic("WithoutPrune: the read's expired column was not found")
 	}
 }
+
+// WithoutFenceCheck makes s's CompleteRecordTx complete the record
+// whoever owns it, for the negative control of the stale-executor test.
+func WithoutFenceCheck(s *Store) { s.noFenceCheck = true }

@@ -43,13 +43,18 @@ func (s *Store) maybeSweep(ctx context.Context) {
 // returns 0 with the error (ErrRefused for a missing schema, else the
 // driver's): rows may have been deleted if the DELETE's answer was lost.
 // It then deletes up to 500 expired holdings of permits and the
-// Semaphore's anchors left without holdings (sweepPermits).
+// Semaphore's anchors left without holdings (sweepPermits), then up to
+// 500 forgotten idempotency records (sweepRecords).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n, err := s.sweepLocks(ctx)
 	if err != nil {
 		return n, err
 	}
 	m, err := s.sweepPermits(ctx)
+	if n += m; err != nil {
+		return n, err
+	}
+	m, err = s.sweepRecords(ctx)
 	return n + m, err
 }
 

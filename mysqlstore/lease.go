@@ -57,6 +57,8 @@ type Store struct {
 	mark                                           markCfg
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
 
+	noFenceCheck bool // tests' negative control only: CompleteRecordTx checks nothing
+
 	sweepMu   sync.Mutex
 	lastSweep time.Time
 	deadlocks atomic.Int64

@@ -79,6 +79,18 @@
 // NOTIFY, which SubscribePermits hears on the store's listener
 // (docs/postgres.md, "The Semaphore").
 //
+// # Idempotency records
+//
+// The Store is also a driver.Idempotency (use it with dlock.NewGuard): one
+// row per record in <prefix>_idempotency, a fence from the lease table's
+// sequence, leases and retention on the database clock; a begin is one
+// statement, a call of the PL/pgSQL function <prefix>_idempotency_begin.
+// Store.DoTx is the guard's SQL mode: the function's writes and the
+// record's completion (CompleteRecordTx, under the record's row lock, the
+// fence checked) commit in one transaction, so writes to this database
+// happen exactly once, even across crashes (docs/idempotency.md, "The SQL
+// mode").
+//
 // # Schema
 //
 // Migrate (or MigrateDB) creates the schema if it is missing, and adds the
@@ -86,7 +98,9 @@
 // the same DDL, for a DBA to review or run: the lease table <prefix>_locks,
 // the sequence <prefix>_fence, the row-lock table <prefix>_rows, which
 // the lease mode does not use, and the Semaphore's permits table
-// <prefix>_permits with its function <prefix>_permits_acquire. The prefix is Options.Table (default "dlock"),
+// <prefix>_permits with its function <prefix>_permits_acquire, and the
+// idempotency records <prefix>_idempotency with their function
+// <prefix>_idempotency_begin. The prefix is Options.Table (default "dlock"),
 // resolved through the connection's search_path.
 //
 // # URL

@@ -24,3 +24,10 @@ func WithNotifyAlways(s *Store) {
 // deaf-listener test: behind a pooler in transaction mode, Subscribe then
 // succeeds on a connection that hears nothing.
 func WithoutProbe(s *Store) { s.lis.probeWait = 0 }
+
+// WithoutFenceCheck makes s's CompleteRecordTx complete the record
+// whoever owns it (no fence or state check), for the negative control of
+// the stale-executor test.
+func WithoutFenceCheck(s *Store) {
+	s.rsql.completeTx = strings.Replace(s.rsql.completeTx, "AND i.fence = $3 AND NOT i.done", "AND $3::bigint > 0", 1)
+}

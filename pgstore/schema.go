@@ -25,6 +25,9 @@ type names struct {
 	// permits is the Semaphore holdings' table (also the NOTIFY channel
 	// of permit releases), acquirePermits its acquisition function.
 	permits, acquirePermits string
+	// idem is the idempotency records' table, beginRecord its begin
+	// function.
+	idem, beginRecord string
 }
 
 // namesFor validates prefix (empty: DefaultTable) and derives the names.
@@ -36,7 +39,8 @@ func namesFor(prefix string) (names, error) {
 		return names{}, fmt.Errorf("%w: pgstore: table prefix %q: want a lower-case SQL identifier of at most 40 bytes ([a-z_][a-z0-9_]*)", driver.ErrInvalid, prefix)
 	}
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
-		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire"}, nil
+		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire",
+		idem: prefix + "_idempotency", beginRecord: prefix + "_idempotency_begin"}, nil
 }
 
 // channel is the NOTIFY channel of releases: the lease table's name.
@@ -47,8 +51,11 @@ func (n names) channel() string { return n.locks }
 // (<prefix>_fence), the row-lock table (<prefix>_rows), each created only
 // if missing, and the Semaphore's permits table (<prefix>_permits, created
 // if missing) with its acquisition function (<prefix>_permits_acquire,
-// created or replaced). It returns the DDL for DefaultTable if opts.Table is not
-// a valid prefix (New and Migrate reject it).
+// created or replaced), and the idempotency records' table
+// (<prefix>_idempotency, created if missing) with its begin function
+// (<prefix>_idempotency_begin, created or replaced). It returns the DDL for
+// DefaultTable if opts.Table is not a valid prefix (New and Migrate reject
+// it).
 func Schema(opts Options) string {
 	n, err := namesFor(opts.Table)
 	if err != nil {
@@ -58,9 +65,11 @@ func Schema(opts Options) string {
 }
 
 // ddl is the schema of n: the lease table, the sequence, the row-lock
-// table, the permits table and its function.
+// table, the permits table and its function, the records table and its
+// function.
 func ddl(n names) string {
-	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits)
+	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits) +
+		fmt.Sprintf(recordsTemplate, n.idem, n.fence, n.beginRecord)
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.

@@ -23,8 +23,10 @@ type Options struct {
 	// Table is the prefix of the schema's names (DefaultTable when empty):
 	// the lease table <Table>_locks, the sequence <Table>_fence, the
 	// row-lock table <Table>_rows, the permits table <Table>_permits and
-	// its function <Table>_permits_acquire. A lower-case SQL identifier of at most
-	// 40 bytes, resolved through the connection's search_path.
+	// its function <Table>_permits_acquire, the idempotency records
+	// <Table>_idempotency and their function <Table>_idempotency_begin. A
+	// lower-case SQL identifier of at most 40 bytes, resolved through the
+	// connection's search_path.
 	Table string
 	// SweepInterval is how often the store deletes expired rows (0:
 	// DefaultSweepInterval; negative: never, for a deployment that sweeps
@@ -45,6 +47,7 @@ type Store struct {
 	names names
 	sql   statements
 	psql  permitStatements
+	rsql  recordStatements
 	sweep time.Duration
 
 	lis *listener
@@ -97,7 +100,7 @@ func newStore(b backend, opts Options) (*Store, error) {
 	if sweep == 0 {
 		sweep = DefaultSweepInterval
 	}
-	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), sweep: sweep}
+	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), rsql: newRecordStatements(n), sweep: sweep}
 	s.lis = newListener(b, n.channel())
 	s.lis.permits = n.permits
 	return s, nil

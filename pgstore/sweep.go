@@ -2,7 +2,10 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // sweepBatch bounds the rows one sweep statement deletes, so that a sweep
@@ -45,8 +48,8 @@ func (s *Store) sweepLoop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// Sweep deletes free rows (of keys released, or whose lease ended) and
-// expired holdings of permits, in batches of at most 100 rows, skipping rows other statements hold
+// Sweep deletes free rows (of keys released, or whose lease ended),
+// expired holdings of permits and forgotten idempotency records, in batches of at most 100 rows, skipping rows other statements hold
 // locked and keys an Acquire is inserting, and returns how many it deleted. The store calls it every
 // Options.SweepInterval; call it yourself when the store does not sweep
 // (a negative interval). Safe to run from many stores at once. An error
@@ -65,5 +68,30 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 		}
 	}
 	n, err := s.sweepPermits(ctx)
+	if total += n; err != nil {
+		return total, err
+	}
+	n, err = s.sweepRecords(ctx)
 	return total + n, err
+}
+
+// sweepRecords deletes forgotten idempotency records in batches, as Sweep
+// does for the lease table. A schema without the records table (made
+// before it, not migrated again) has nothing to sweep.
+func (s *Store) sweepRecords(ctx context.Context) (int64, error) {
+	var total int64
+	for range sweepRounds {
+		n, err := s.db.exec(ctx, s.rsql.sweep, sweepBatch)
+		total += n
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42P01" {
+			return total, nil
+		}
+		if err != nil {
+			return total, wrap("sweep records", err)
+		}
+		if n < sweepBatch {
+			break
+		}
+	}
+	return total, nil
 }

@@ -1,0 +1,71 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"example.com/dlock"
+	"example.com/dlock/driver"
+	"example.com/dlock/pgstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// TestCompleteRecordSQLTxCommitsWithTheWrites: on a store made by NewDB,
+// Guard.DoTx with a database/sql transaction that charges and completes
+// the record by CompleteRecordSQLTx: one row, the result replayed. A
+// completion with another fence (control: an execution that does not own
+// the record) is refused with ErrStaleFence, and its transaction's charge
+// rolled back. Store.DoTx refuses a NewDB store with ErrInvalid.
+func TestCompleteRecordSQLTxCommitsWithTheWrites(t *testing.T) {
+	admin := newPool(t)
+	table := uniqTable(t, admin)
+	chargesTable(t, admin, table)
+	db := stdlib.OpenDBFromPool(newPool(t))
+	t.Cleanup(func() { db.Close() })
+	s, err := pgstore.NewDB(db, pgstore.Options{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(s) })
+	g, err := dlock.NewGuard(s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charge := func(offset uint64) func(context.Context, dlock.Execution) ([]byte, error) {
+		return func(ctx context.Context, e dlock.Execution) ([]byte, error) {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+"_charges (key, fence) VALUES ($1, $2)", e.Key, int64(e.Fence)); err != nil {
+				return nil, err
+			}
+			if err := s.CompleteRecordSQLTx(ctx, tx, driver.RecordID{Scope: e.Scope, Key: e.Key}, e.Fence+offset, []byte("paid")); err != nil {
+				return nil, err
+			}
+			return []byte("paid"), tx.Commit()
+		}
+	}
+	if _, err := g.DoTx(ctx(t), "stale", "fp", charge(1)); !errors.Is(err, driver.ErrStaleFence) || !errors.Is(err, dlock.ErrLost) {
+		t.Fatalf("a completion with another fence: %v, want ErrStaleFence and ErrLost", err)
+	}
+	if n := charges(t, admin, table, "stale"); n != 0 {
+		t.Fatalf("control: %d business rows after a refused completion, want 0 (rolled back)", n)
+	}
+	for range 2 {
+		if r, err := g.DoTx(ctx(t), "ok", "fp", charge(0)); err != nil || string(r.Value) != "paid" {
+			t.Fatalf("DoTx = %+v, %v", r, err)
+		}
+	}
+	if n := charges(t, admin, table, "ok"); n != 1 {
+		t.Fatalf("%d business rows after a call and its replay, want 1", n)
+	}
+	_, err = s.DoTx(ctx(t), g, "k", "fp", func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error) { return nil, nil })
+	if !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("Store.DoTx on a NewDB store = %v, want ErrInvalid", err)
+	}
+}
