@@ -78,6 +78,7 @@ type Store struct {
 	rw      rwState           // the RWMutex keys (rwmutex.go)
 	rate    rateState         // the RateLimiter keys (ratelimit.go)
 	idem    idemState         // the idempotency records (idempotency.go)
+	broken  map[string]entry  // holdings ended by Break, until they would have expired (break.go)
 }
 
 type entry struct {
@@ -99,9 +100,10 @@ func New(now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{
-		now:   now,
-		locks: make(map[string]*entry),
-		data:  make(map[string]string),
+		now:    now,
+		locks:  make(map[string]*entry),
+		data:   make(map[string]string),
+		broken: make(map[string]entry),
 	}
 }
 
@@ -161,6 +163,7 @@ func (s *Store) sweep() {
 			delete(s.locks, k)
 		}
 	}
+	s.sweepBroken(now)
 	s.sweepAt = max(64, 2*len(s.locks))
 }
 
@@ -181,6 +184,9 @@ func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	defer s.mu.Unlock()
 	n := len(s.subs[key]) + s.semEntries(key) + s.rwEntries(key) + s.rateEntries(key) + s.idemEntries(key)
 	if s.live(key) != nil {
+		n++
+	}
+	if s.wasBroken(key, "") {
 		n++
 	}
 	return n, nil
@@ -234,6 +240,8 @@ func (s *Store) release(key, token string) error {
 func (s *Store) owned(key, token string) (*entry, error) {
 	e := s.live(key)
 	switch {
+	case e == nil && s.wasBroken(key, token):
+		return nil, driver.NotHeld(true)
 	case e == nil:
 		return nil, fmt.Errorf("%w: %w", driver.ErrNotHeld, driver.ErrExpired)
 	case e.token != token:
