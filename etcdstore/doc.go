@@ -76,6 +76,11 @@
 // WithRead Lock still waits in etcd's queue. A resource inside the lock
 // prefix is refused with driver.ErrInvalid.
 //
+// Break (driver.Breaker, dlock release --force) deletes the holder's key in
+// one compare-and-set and puts a mark, outside every lock's prefix, on the
+// holder's own etcd lease: the holder's Store then answers its Extend and
+// Release with "taken" while its session lives (see Store.Break).
+//
 // # What it cannot do
 //
 // There is no Notifier (waiting is the Queuer's FIFO, or the client's

@@ -9,8 +9,9 @@
 // It follows the driver.Mutex rules as the reference: a re-entry never
 // shortens a holding's expiry, Extend sets it to the latest ttl, and no
 // state is kept for a released or expired key (expired ones are swept as
-// the store is used), so its memory follows the locks held, not the keys
-// ever locked. Fences come from one counter for the whole store: strictly
+// the store is used; a holding ended by Break is remembered until it would
+// have expired), so its memory follows the locks held, not the keys ever
+// locked. Fences come from one counter for the whole store: strictly
 // increasing per key with no per-key state; a released key reports fence 0
 // in Inspect.
 //
@@ -20,8 +21,9 @@
 // process's clock (the now function given to New). Besides driver.Mutex a
 // Store is a driver.Notifier (a channel per subscriber), driver.Transferer,
 // driver.Atomic (string resources kept with Set and read with Get, for
-// WithRead and Lease.Commit) and driver.Inspector. It is also a
-// driver.Semaphore (with driver.PermitNotifier and driver.PermitInspector):
+// WithRead and Lease.Commit), driver.Inspector and driver.Breaker (the
+// broken holder is told "taken" until its holding would have expired).
+// It is also a driver.Semaphore (with driver.PermitNotifier and driver.PermitInspector):
 // each holding of permits expires on its own, fences come from the same
 // counter, and a key with no live holding keeps nothing, not even its
 // limit. And it is a driver.RWMutex (with driver.RWNotifier and

@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +113,42 @@ func TestReleaseForceOfFreeKey(t *testing.T) {
 	}
 	if r := runDlock(t, nil, "release", "--yes", "--store", srv.URL(), "free"); r.code != ExitUsage || !strings.Contains(r.stderr, "--force") {
 		t.Fatalf("release without --force: want exit 64 naming --force: %s", r)
+	}
+}
+
+// On a terminal, release --force shows the holder and asks: "n" changes
+// nothing (exit 64), "y" breaks the lock. script(1) provides the terminal.
+func TestReleaseForceAsksOnTerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("needs Linux and script(1) from util-linux")
+	}
+	srv := redisserver.Start(t)
+	h := startHolder(t, srv.URL(), "job", t.TempDir(), nil, "--lease", "900ms")
+	holder := statusJSON(t, srv.URL(), "job").holderText()
+	for _, answer := range []string{"n", "y"} {
+		inner := fmt.Sprintf("%s release --force --store %s job", dlockBinary(t), srv.URL())
+		c := exec.Command(scriptBin, "-qec", inner, "/dev/null")
+		c.Env = cleanEnv()
+		c.Stdin = strings.NewReader(answer + "\n")
+		out, err := c.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		if !strings.Contains(string(out), "held by "+holder) || !strings.Contains(string(out), "[y/N]") {
+			t.Fatalf("answer %s: the question does not show the holder %s:\n%s", answer, holder, out)
+		}
+		held := statusJSON(t, srv.URL(), "job").Held
+		switch {
+		case answer == "n" && (code != ExitUsage || !held):
+			t.Fatalf("answer n: want exit 64 and the key still held; exit %d, held %v:\n%s", code, held, out)
+		case answer == "y" && (code != 0 || !strings.Contains(string(out), "released: yes")):
+			t.Fatalf("answer y: want exit 0 and the lock released; exit %d:\n%s", code, out)
+		}
+	}
+	if r := h.wait(t, 10*time.Second); r.code != ExitLost {
+		t.Fatalf("run after the confirmed break: %s", r)
 	}
 }
