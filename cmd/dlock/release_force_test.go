@@ -152,3 +152,28 @@ func TestReleaseForceAsksOnTerminal(t *testing.T) {
 		t.Fatalf("run after the confirmed break: %s", r)
 	}
 }
+
+// release --json against docs/cli.md's table, for a held and a free key;
+// a store without driver.Breaker is a usage error (64) that names it.
+func TestReleaseJSONMatchesDocs(t *testing.T) {
+	docs := jsonDocs(t)
+	if len(docs["release"]) == 0 {
+		t.Fatal("docs/cli.md documents no fields of release --json")
+	}
+	l := holdMem(t, "json:break")
+	code, out, stderr := runCLI(t, "release", "--force", "--yes", "--json", "--store", "mem://full", "json:break")
+	seen := checkJSON(t, docs["release"], out)
+	var res releaseResult
+	_ = json.Unmarshal([]byte(out), &res)
+	if code != 0 || !res.Released || !seen["ended.fence"] || res.Ended.Fence != l.Fence() || res.Ended.Holder != abbrev(l.Token()) {
+		t.Fatalf("release --json of a held key: exit %d, want the ended holding of fence %d: %s %s", code, l.Fence(), out, stderr)
+	}
+	code, out, _ = runCLI(t, "release", "--force", "--yes", "--json", "--store", "mem://full", "json:break")
+	if seen := checkJSON(t, docs["release"], out); code != 0 || seen["ended"] || seen["not_a_lock"] {
+		t.Fatalf("release --json of a free key: exit %d %s", code, out)
+	}
+	code, _, stderr = runCLI(t, "release", "--force", "--yes", "--store", "mem://bare", "json:break")
+	if code != ExitUsage || !strings.Contains(stderr, "cannot break locks") {
+		t.Fatalf("release on a store without driver.Breaker: exit %d %s", code, stderr)
+	}
+}
