@@ -46,7 +46,8 @@ fence). The holder is not stopped: its next renewal finds the lock gone and
 reports it lost as taken by another owner (dlock run stops its command and
 exits 76); until then it may still act as the holder, so break only a holder
 you know to be stuck. Fences keep rising: the next holder's is greater than
-the broken one's, so fenced writes of the broken holder are refused.
+the broken one's, so a resource that checks fences refuses the broken
+holder's late writes.
 
 On a terminal it shows the holder and asks before breaking; --yes skips the
 question. Without a terminal, --yes is required. A free key is reported as
