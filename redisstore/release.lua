@@ -23,7 +23,7 @@ if holds == 0 or string.sub(v, c + 1) ~= ARGV[1] then
   local d = redis.call('GET', KEYS[2])
   if d and string.sub(d, 1, #ARGV[3] + 1) == ARGV[3] .. ':' then
     return 0 -- a replay of the final release
-  elseif holds == 0 and string.sub(v, c + 1) ~= ARGV[1] then
+  elseif holds == 0 and (not v or string.sub(v, c + 1) ~= ARGV[1]) then
     return -1
   end
   return -2 -- another owner holds it, or break.lua left its tombstone for ARGV[1]

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/dlock/internal/pgserver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/internal/testkit"
 )
@@ -71,6 +72,21 @@ func TestReleaseForceEndsRunOnEtcd(t *testing.T) {
 	h := startDlock(t, []string{"D=" + dir}, "run", "--store", url, "--key", "job", "--", "sh", "-c", holdScript)
 	testkit.WaitFor(t, 20*time.Second, "the child to start", func() bool { return readFile(t, filepath.Join(dir, "ready")) == "ready" })
 	checkBreaksRun(t, url, h, 2*time.Second+2*time.Second) // renewal within the session TTL, plus slack
+}
+
+func TestReleaseForceEndsRunOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary against a real PostgreSQL")
+	}
+	store := pgserver.Start(t).URL()
+	if r := runDlock(t, nil, "schema", "--apply", "--store", store); r.code != 0 {
+		t.Fatalf("schema --apply: %s", r)
+	}
+	const ttl = 900 * time.Millisecond
+	dir := t.TempDir()
+	h := startDlock(t, []string{"D=" + dir}, "run", "--store", store, "--key", "job", "--lease", ttl.String(), "--", "sh", "-c", holdScript)
+	testkit.WaitFor(t, 20*time.Second, "the child to start", func() bool { return readFile(t, filepath.Join(dir, "ready")) == "ready" })
+	checkBreaksRun(t, store, h, ttl+2*time.Second)
 }
 
 // Without --yes and without a terminal, release --force refuses with 64
