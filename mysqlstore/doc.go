@@ -20,6 +20,8 @@
 //     an acquisition is one READ COMMITTED transaction that locks the key's
 //     anchor row in <Table>_semaphores; waiters pace (docs/mysql.md,
 //     "Semaphore").
+//     Break (driver.Breaker, dlock release --force) frees a live row
+//     whoever holds it in one statement.
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the

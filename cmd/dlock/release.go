@@ -54,10 +54,11 @@ question. Without a terminal, --yes is required. A free key is reported as
 not held and nothing changes (exit 0). Without --force, release refuses: the
 CLI never holds another process's token, so a release is always a break.
 
-Stores (docs/stores.md): Redis (one server, Cluster, Sentinel) and etcd
-break locks; Redis also removes a value that is not a lock at the key, etcd
-one under the lock's prefix. An etcdctl lock holder is not told it lost
-the lock. Redlock, ZooKeeper, PostgreSQL and MariaDB/MySQL cannot (exit 64).
+Stores (docs/stores.md): Redis (one server, Cluster, Sentinel), etcd and the
+PostgreSQL and MariaDB lease tables (mode=lease) break locks; Redis also
+removes a value that is not a lock at the key, etcd one under the lock's
+prefix. An etcdctl lock holder is not told it lost the lock. Redlock,
+ZooKeeper and the SQL session locks (mode=session) cannot (exit 64).
 
 --json prints one object: key, released, not_a_lock, and ended (the holding
 ended, as status --json shows a key).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/internal/pgserver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/internal/testkit"
@@ -78,7 +79,20 @@ func TestReleaseForceEndsRunOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary against a real PostgreSQL")
 	}
-	store := pgserver.Start(t).URL()
+	checkBreaksSQLRun(t, pgserver.Start(t).URL())
+}
+
+func TestReleaseForceEndsRunOnMariaDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary against a real MariaDB")
+	}
+	checkBreaksSQLRun(t, mysqlserver.Start(t).URL())
+}
+
+// checkBreaksSQLRun is checkBreaksRun on an SQL store's lease table, after
+// applying its schema.
+func checkBreaksSQLRun(t *testing.T, store string) {
+	t.Helper()
 	if r := runDlock(t, nil, "schema", "--apply", "--store", store); r.code != 0 {
 		t.Fatalf("schema --apply: %s", r)
 	}
