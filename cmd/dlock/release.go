@@ -58,7 +58,8 @@ Stores (docs/stores.md): Redis (one server, Cluster, Sentinel), etcd and the
 PostgreSQL and MariaDB lease tables (mode=lease) break locks; Redis also
 removes a value that is not a lock at the key, etcd one under the lock's
 prefix. An etcdctl lock holder is not told it lost the lock. Redlock,
-ZooKeeper and the SQL session locks (mode=session) cannot (exit 64).
+the fair Redis store (fair=true), ZooKeeper and the SQL session locks
+(mode=session) cannot (exit 64).
 
 --json prints one object: key, released, not_a_lock, and ended (the holding
 ended, as status --json shows a key).
