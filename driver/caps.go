@@ -240,3 +240,37 @@ type WaiterCounter interface {
 	// moment (Unsupported).
 	Waiters(ctx context.Context, key string) (int, error)
 }
+
+// BrokenHolding is what Breaker.Break ended.
+type BrokenHolding struct {
+	// Info is the holding as Inspect would have described it just before
+	// the break: Held false means the key was free and nothing changed.
+	Info
+	// NotALock reports that the key held a value that is not a lock (the
+	// store's Inspect refuses such a key) and that Break removed it; Info
+	// is then Held with nothing else known.
+	NotALock bool
+}
+
+// Breaker frees a key whoever holds it: an operator's way out of a holder
+// that hung without dying (dlock release --force). It is not part of
+// locking: a holder that is still running loses its lock while it may be
+// writing, so only a person (or a tool a person runs) should call it.
+//
+// Absent: a key is freed only by its holder's Release or by its expiry;
+// dlock release --force reports that the store cannot break locks.
+type Breaker interface {
+	// Break ends the holding of key, all its holds at once, whoever holds
+	// it, waking waiters as a release would, and returns what it ended.
+	// Fences stay strictly increasing: the next holding of key gets a fence
+	// greater than the broken one's. The broken holder's Extend and Release
+	// change nothing and return NotHeld(taken): at once, and at least until
+	// the broken holding would have expired (a store documents where it
+	// cannot tell and answers NotHeld(false) instead). A free key is not
+	// an error: Held false, and nothing changes. A key that holds a value
+	// that is not a lock is removed (NotALock) where the store can tell it
+	// from a lock, or refused with an error matching ErrRefused, changing
+	// nothing; a store documents which. Other errors are the store's: one
+	// matching no sentinel means the break may or may not have happened.
+	Break(ctx context.Context, key string) (BrokenHolding, error)
+}

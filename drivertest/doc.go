@@ -73,7 +73,8 @@
 // Extend that re-creates a free key; for ReleaseWithEndedContextChangesNothing,
 // a Release that ignores its ended context and releases, and a session client
 // that forgets the holding on an ended Release so that a live one frees
-// nothing; for the model case, a Release that frees every hold, an Extend that
+// nothing; for BreakerFreesTheKeyAndFencesKeepRising, a Break that restarts
+// the fence counter; for the model case, a Release that frees every hold, an Extend that
 // sets half the expiry asked, a Release that frees nothing; for the semaphore,
 // no limit, another limit admitted, a partial grant, no expiry, a stuck fence,
 // one expiry shared by all holdings; for the read-write lock, a writer that

@@ -286,6 +286,7 @@ func (s *suite) cases() []testCase {
 		testCase{"NoSpuriousNotifications", s.testNoSpurious},
 		testCase{"ExtendBatchIsASeriesOfExtend", s.testExtendBatch},
 		testCase{"InspectMatchesTheState", s.testInspect},
+		testCase{"BreakerFreesTheKeyAndFencesKeepRising", s.testBreak},
 		testCase{"ListerListsHeldKeysOnly", s.testLister},
 		testCase{"WaiterCounterCountsWaiters", s.testWaiters},
 		testCase{"QueuerServesInOrder", s.testQueueFIFO},

@@ -175,6 +175,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{releaseNoop, []string{modelCase}, "invariant 2"},
 		{releaseIgnoresCtx, []string{releaseEndedCase}, "want an error matching context canceled"},
 		{sessionForgetsEnded, []string{releaseEndedCase}, "a live Release of key a after the ended ones"},
+		{breakResetsFence, []string{"BreakerFreesTheKeyAndFencesKeepRising"}, "want greater than the broken holding's"},
 		{semNoLimit, []string{"Semaphore/RaceNeverMoreThanTheLimit", "Semaphore/AcquireWithinTheLimit"}, "more than 3 permits out at once"},
 		{semMismatchAdmits, []string{"Semaphore/LimitMismatchChangesNothing"}, ""},
 		{semPartialGrant, []string{"Semaphore/ManyPermitsAllOrNothing"}, ""},
@@ -247,7 +248,7 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 				ran = []string{"RaceOneKeyNoOverlap", "NoSpuriousNotifications", "ExtendBatchIsASeriesOfExtend",
 					"ListerListsHeldKeysOnly", "WaiterCounterCountsWaiters", "QueuerServesInOrder",
 					"QueuerCancelledWaiterLeavesNothing", "QueuerWaiterGetsKeyWhenHolderEnds", "InspectMatchesTheState",
-					"UnavailableIsNoAnswer", releaseEndedCase}
+					"UnavailableIsNoAnswer", releaseEndedCase, "BreakerFreesTheKeyAndFencesKeepRising"}
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			case "memstore":

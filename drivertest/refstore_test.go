@@ -23,6 +23,7 @@ type refStore struct {
 	queues  map[string][]string // queued tokens per key, head first
 	changed chan struct{}       // closed (and replaced) when a queued waiter may go
 	foreign map[string]bool     // keys holding a value that is not a lock
+	broken  map[string]string   // the token whose holding Break ended last, per key
 
 	pmu     sync.Mutex
 	resumed chan struct{} // not nil while paused (Harness.Pause); closed on resume
@@ -56,12 +57,14 @@ const (
 	releaseNoop          mutation = "release-noop"           // Release answers success and frees nothing
 	releaseIgnoresCtx    mutation = "release-ignores-ctx"    // Release with an ended context releases anyway
 	sessionForgetsEnded  mutation = "session-forgets-ended"  // an ended Release forgets the holding in the client
+	breakResetsFence     mutation = "break-resets-fence"     // Break restarts the fence counter
 )
 
 func newRef(m mutation) *refStore {
 	return &refStore{
 		mut: m, locks: map[string]*refLock{}, subs: map[string]map[chan struct{}]struct{}{},
 		queues: map[string][]string{}, changed: make(chan struct{}), foreign: map[string]bool{},
+		broken: map[string]string{},
 	}
 }
 
@@ -124,6 +127,8 @@ func (r *refStore) acquire(key, token string, ttl time.Duration) (driver.Grant, 
 func (r *refStore) owned(key, token string) (*refLock, error) {
 	l := r.live(key)
 	switch {
+	case l == nil && r.broken[key] == token:
+		return nil, driver.NotHeld(true) // its holding was broken (refbreak_test.go)
 	case l == nil:
 		return nil, driver.NotHeld(false)
 	case l.token != token && r.mut != noOwnerCheck:

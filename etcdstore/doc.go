@@ -94,6 +94,11 @@
 // (driver.PermitNotifier, driver.RWNotifier). Inspection reports no token
 // (etcd keeps a digest only), and refusals report Remaining -1.
 //
+// Break (driver.Breaker, dlock release --force) deletes the holder's key in
+// one compare-and-set and puts a mark, outside every lock's prefix, on the
+// holder's own etcd lease: the holder's Store then answers its Extend and
+// Release with "taken" while its session lives (see Store.Break).
+//
 // # What it cannot do
 //
 // There is no Notifier for the Mutex (waiting is the Queuer's FIFO, or the client's

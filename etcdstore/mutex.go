@@ -211,6 +211,9 @@ func (s *Store) release(ctx context.Context, key, token string, w *driver.Write,
 			}
 			holds, ok := mine(first, dig)
 			if !ok {
+				if first == nil && s.wasBroken(ctx, k) {
+					return driver.Value{}, driver.NotHeld(true)
+				}
 				s.forget(k)
 				return driver.Value{}, driver.NotHeld(first != nil)
 			}
@@ -302,7 +305,8 @@ func (s *Store) extendOne(ctx context.Context, sess *session, first *mvccpb.KeyV
 	dig := digest(token)
 	holds, ok := mine(first, dig)
 	if !ok {
-		return driver.ExtendResult{Err: driver.NotHeld(first != nil)}
+		taken := first != nil || sess != nil && s.wasBroken(ctx, s.ownKey(sess, key, dig))
+		return driver.ExtendResult{Err: driver.NotHeld(taken)}
 	}
 	g := driver.Grant{Fence: uint64(fenceOf(first)), Holds: holds}
 	if sess != nil && clientv3.LeaseID(first.Lease) == sess.id {

@@ -9,8 +9,9 @@
 // It follows the driver.Mutex rules as the reference: a re-entry never
 // shortens a holding's expiry, Extend sets it to the latest ttl, and no
 // state is kept for a released or expired key (expired ones are swept as
-// the store is used), so its memory follows the locks held, not the keys
-// ever locked. Fences come from one counter for the whole store: strictly
+// the store is used; a holding ended by Break is remembered until it would
+// have expired), so its memory follows the locks held, not the keys ever
+// locked. Fences come from one counter for the whole store: strictly
 // increasing per key with no per-key state; a released key reports fence 0
 // in Inspect.
 //
@@ -20,8 +21,9 @@
 // process's clock (the now function given to New). Besides driver.Mutex a
 // Store is a driver.Notifier (a channel per subscriber), driver.Transferer,
 // driver.Atomic (string resources kept with Set and read with Get, for
-// WithRead and Lease.Commit) and driver.Inspector. It is also a
-// driver.Semaphore (with driver.PermitNotifier and driver.PermitInspector):
+// WithRead and Lease.Commit), driver.Inspector and driver.Breaker (the
+// broken holder is told "taken" until its holding would have expired).
+// It is also a driver.Semaphore (with driver.PermitNotifier and driver.PermitInspector):
 // each holding of permits expires on its own, fences come from the same
 // counter, and a key with no live holding keeps nothing, not even its
 // limit. And it is a driver.RWMutex (with driver.RWNotifier and
@@ -78,6 +80,7 @@ type Store struct {
 	rw      rwState           // the RWMutex keys (rwmutex.go)
 	rate    rateState         // the RateLimiter keys (ratelimit.go)
 	idem    idemState         // the idempotency records (idempotency.go)
+	broken  map[string]entry  // holdings ended by Break, until they would have expired (break.go)
 }
 
 type entry struct {
@@ -99,9 +102,10 @@ func New(now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{
-		now:   now,
-		locks: make(map[string]*entry),
-		data:  make(map[string]string),
+		now:    now,
+		locks:  make(map[string]*entry),
+		data:   make(map[string]string),
+		broken: make(map[string]entry),
 	}
 }
 
@@ -161,6 +165,7 @@ func (s *Store) sweep() {
 			delete(s.locks, k)
 		}
 	}
+	s.sweepBroken(now)
 	s.sweepAt = max(64, 2*len(s.locks))
 }
 
@@ -181,6 +186,9 @@ func (s *Store) KeyState(ctx context.Context, key string) (int, error) {
 	defer s.mu.Unlock()
 	n := len(s.subs[key]) + s.semEntries(key) + s.rwEntries(key) + s.rateEntries(key) + s.idemEntries(key)
 	if s.live(key) != nil {
+		n++
+	}
+	if s.wasBroken(key, "") {
 		n++
 	}
 	return n, nil
@@ -234,6 +242,8 @@ func (s *Store) release(key, token string) error {
 func (s *Store) owned(key, token string) (*entry, error) {
 	e := s.live(key)
 	switch {
+	case e == nil && s.wasBroken(key, token):
+		return nil, driver.NotHeld(true)
 	case e == nil:
 		return nil, fmt.Errorf("%w: %w", driver.ErrNotHeld, driver.ErrExpired)
 	case e.token != token:

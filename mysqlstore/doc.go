@@ -25,6 +25,8 @@
 //     record's row lock; Store.DoTx commits the function's writes and the
 //     record's completion in one transaction (docs/idempotency.md, "The
 //     SQL mode").
+//     Break (driver.Breaker, dlock release --force) frees a live row
+//     whoever holds it in one statement.
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the

@@ -144,8 +144,11 @@ type row struct {
 
 func (r row) mine(d []byte) bool { return bytes.Equal(r.owner, d) && r.remain > 0 }
 
-// taken reports whether another owner holds the row.
-func (r row) taken(d []byte) bool { return !bytes.Equal(r.owner, d) && r.holds > 0 && r.remain > 0 }
+// taken reports whether another owner holds the row, or Break ended the
+// holding of d (its hold count negated, see breakSQL).
+func (r row) taken(d []byte) bool {
+	return !bytes.Equal(r.owner, d) && r.holds > 0 && r.remain > 0 || bytes.Equal(r.owner, d) && r.holds < 0
+}
 
 // exec runs one of the statements and scans the row it returns, retrying a
 // deadlock victim (its statement was rolled back whole, so a retry is

@@ -29,6 +29,11 @@
 // once expires_at <= now(). Client clocks do not matter. A step of the
 // server's clock moves every lease with it.
 //
+// Break (driver.Breaker, dlock release --force) is one statement too: it
+// frees the key's live row whoever holds it, with the expiry -infinity
+// that Extend and Release read as the broken owner's mark (see
+// Store.Break).
+//
 // Fences come from one sequence (<prefix>_fence), so a fence is greater than
 // every fence issued before it for any key, including keys whose rows were
 // deleted. Acquire updates the key's row in place and draws the fence in

@@ -23,6 +23,7 @@ type statements struct {
 	acquire, insert, extend, release string
 	transfer, refused, taken, mark   string
 	inspect, list, sweep             string
+	breaks                           string
 }
 
 // ttl is the lease length parameter: microseconds as bigint.
@@ -90,15 +91,16 @@ ON CONFLICT (name) DO UPDATE SET `+acquireSet+`
 RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
 
 		// extend moves a live holding's expiry to ttl from now; it never
-		// re-creates a row. The second column tells a key held by another
-		// owner from a free one, for NotHeld(taken).
+		// re-creates a row. The third column tells a key held by another
+		// owner, or whose holding by $2 Break ended (see breaks), from a
+		// free one, for NotHeld(taken).
 		extend: fmt.Sprintf(`WITH u AS (
   UPDATE %[1]s SET expires_at = `+ttlExpr+`
   WHERE name = $1 AND owner = $2 AND expires_at > now()
   RETURNING fence, holds
 )
 SELECT coalesce(u.fence, 0), coalesce(u.holds, 0),
-  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())
+  EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND (owner <> $2 AND expires_at > now() OR owner = $2 AND expires_at = '-infinity'))
 FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
 
 		// release takes one hold off the owner's live row, or on the last
@@ -120,8 +122,9 @@ RETURNING l.expires_at = timestamptz 'epoch',
   CASE WHEN l.expires_at = timestamptz 'epoch' AND l.waited THEN (SELECT count(*) FROM (SELECT pg_notify($3, l.name)) AS n) ELSE 0 END`, n.locks),
 
 		// taken tells, after a refused release, a key held by another
-		// owner from a free one, for NotHeld(taken).
-		taken: fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND owner <> $2 AND expires_at > now())`, n.locks),
+		// owner (or whose holding by $2 Break ended) from a free one, for
+		// NotHeld(taken).
+		taken: fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND (owner <> $2 AND expires_at > now() OR owner = $2 AND expires_at = '-infinity'))`, n.locks),
 
 		// transfer gives a live single-hold holding of $2 to $3 with a new
 		// fence drawn under the row lock (cur locks the row before the
@@ -149,6 +152,19 @@ FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
 		// not a LIKE pattern, so % and _ in names mean themselves).
 		list: fmt.Sprintf(`SELECT name, owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE left(name, length($1)) = $1 AND expires_at > now()`, n.locks),
+
+		// breaks frees key's live row whoever holds it: its expiry set to
+		// -infinity, which is free as the epoch of a release is, and which
+		// extend and taken read as "Break ended this owner's holding"
+		// until a new holding or the sweep replaces the row. The fence
+		// sequence is not touched. It always sends NOTIFY (waiters wake)
+		// and returns the holding it ended, or no row for a free key.
+		breaks: fmt.Sprintf(`WITH o AS MATERIALIZED (
+  SELECT name, owner, holds, fence, expires_at FROM %[1]s WHERE name = $1 AND expires_at > now() FOR UPDATE
+)
+UPDATE %[1]s AS l SET expires_at = timestamptz '-infinity' FROM o WHERE l.name = o.name
+RETURNING o.holds, o.fence, (extract(epoch FROM o.expires_at - now()) * 1000000)::bigint,
+  (SELECT count(*) FROM (SELECT pg_notify($2, l.name)) AS n)`, n.locks),
 
 		// sweep deletes up to $1 free rows (released, or expired), skipping
 		// rows another statement has locked (a concurrent sweep, an acquire

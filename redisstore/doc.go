@@ -63,8 +63,10 @@
 // (one pipeline), driver.Transferer, driver.Atomic (a resource read or write
 // in the same script), driver.Inspector, driver.Lister (SCAN; on a Cluster,
 // every primary), driver.WaiterCounter (PUBSUB NUMSUB, summed over a
-// Cluster's nodes) and driver.Doctor (server, ACL, Cluster and,
-// when opened from a redis+sentinel:// URL, Sentinel checks).
+// Cluster's nodes), driver.Doctor (server, ACL, Cluster and,
+// when opened from a redis+sentinel:// URL, Sentinel checks) and
+// driver.Breaker (one script: the lock becomes a tombstone that keeps its
+// fence and names the broken owner, see Store.Break).
 //
 // A Store is also a driver.Semaphore (with driver.PermitNotifier and
 // driver.PermitInspector): semaphore K is a hash PREFIX{K}:sem (the limit,

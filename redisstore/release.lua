@@ -6,7 +6,8 @@
 -- the lock's channel so that waiters wake. With KEYS[3] (Lease.Commit),
 -- first SETs it to ARGV[5] (replacing whatever it held), only for the holder.
 -- Returns the holds left (>= 0), -1 if nobody holds the lock, -2 if another
--- owner does (writing and changing nothing). A replay of this very call
+-- owner does or ARGV[1]'s holding was broken (break.lua's tombstone names
+-- it), writing and changing nothing. A replay of this very call
 -- (go-redis retried after a lost reply) finds its call id in the lock or in
 -- done, returns what the first run did, and writes nothing again.
 local v = redis.call('GET', KEYS[1])
@@ -22,10 +23,10 @@ if holds == 0 or string.sub(v, c + 1) ~= ARGV[1] then
   local d = redis.call('GET', KEYS[2])
   if d and string.sub(d, 1, #ARGV[3] + 1) == ARGV[3] .. ':' then
     return 0 -- a replay of the final release
-  elseif holds == 0 then
+  elseif holds == 0 and (not v or string.sub(v, c + 1) ~= ARGV[1]) then
     return -1
   end
-  return -2
+  return -2 -- another owner holds it, or break.lua left its tombstone for ARGV[1]
 end
 if string.sub(v, b + 1, c - 1) == ARGV[3] then
   return holds -- a replay of a release that left holds
