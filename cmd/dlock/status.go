@@ -91,7 +91,8 @@ count needs driver.WaiterCounter and is "unknown" without it.
 Exit status: 0 whether or not the lock is held; 64 bad usage, or a store
 that cannot inspect keys; 69 store unreachable, or it cannot inspect keys
 right now; 77 refused by the store: the key holds a value that is not a lock
-(nobody can acquire it until it is removed), or a permission is missing.
+(nobody can acquire it until it is removed: dlock release --force KEY), or a
+permission is missing.
 
 ` + storeFlagsHelp,
 		Example: `  dlock status nightly-report
