@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -27,7 +28,9 @@ type instanceConfig struct {
 	lease     time.Duration // the guard's lease, renewed while a payment runs
 	provider  *Provider
 	// hang, when set, is called after each charge: the crash point. It
-	// returns when the request is abandoned (its context ends).
+	// returns when the request is abandoned (its context ends, as it does
+	// once the instance is killed: the handler reads the whole body, so
+	// that net/http notices the closed connection).
 	hang func(ctx context.Context, order string)
 }
 
@@ -99,8 +102,8 @@ const (
 func (in *instance) pay(cfg instanceConfig, keying int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		order := r.URL.Query().Get("order")
-		if order == "" {
-			http.Error(w, "order= missing", http.StatusBadRequest)
+		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, 1<<16)); err != nil || order == "" {
+			http.Error(w, "order= missing or body unreadable", http.StatusBadRequest)
 			return
 		}
 		key := ownKey()
