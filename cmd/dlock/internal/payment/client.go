@@ -44,8 +44,9 @@ type client struct {
 }
 
 // pay asks targets[0] to pay order, moving on to the next target when an
-// instance drops the request (it died), and asking again after a 409
-// until it gets the payment's answer. It reports whether it got one.
+// instance drops the request (it died) or answers 5xx, and asking again
+// after a 409 until it gets the payment's answer. It reports whether it
+// got one.
 func (c *client) pay(ctx context.Context, order string, targets []string) bool {
 	for asks := 0; asks < maxAsks && len(targets) > 0; asks++ {
 		status, replayed, err := c.ask(ctx, targets[0], order)
@@ -53,7 +54,7 @@ func (c *client) pay(ctx context.Context, order string, targets []string) bool {
 		case err != nil && ctx.Err() != nil:
 			c.t.add(func(t *tally) { t.errors++ })
 			return false
-		case err != nil: // the instance died under the request: retry on the next
+		case err != nil || status >= 500: // the instance died under the request, or failed: retry on the next
 			c.t.add(func(t *tally) { t.dropped++ })
 			targets = targets[1:]
 		case status == http.StatusOK:

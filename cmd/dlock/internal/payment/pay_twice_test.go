@@ -10,9 +10,10 @@ import (
 
 // The scenario end to end on the embedded server, by strategy, with the
 // provider's exact counts: without the guard a double click, or a retry
-// after the instance died, charges every order twice; with the guard once; with the executor killed after its charge,
-// still once (two attempts, one charge, a takeover per order); keyed by
-// the fence instead of the derived key (the negative control), twice.
+// after the instance died, charges every order twice; with the guard
+// once; with the executor killed after its charge, still once (two
+// attempts, one charge, a takeover per order); keyed by the fence instead
+// of the derived key (the negative control), twice.
 func TestPayTwiceChargesByStrategy(t *testing.T) {
 	srv, err := inventory.StartEmbedded()
 	if err != nil {

@@ -35,8 +35,9 @@ type Config struct {
 	RedisAddr string
 	// Orders per strategy; Instances of the service (at least 2).
 	Orders, Instances int
-	// Lease is the guard's lease: how soon after a crash the retry takes
-	// over. Latency is the provider's time per charge.
+	// Lease is the guard's lease in the strategies that crash: how soon
+	// the retry takes over (the others use steadyLease). Latency is the
+	// provider's time per charge.
 	Lease, Latency time.Duration
 }
 
@@ -46,6 +47,10 @@ const (
 	DefaultLease   = 300 * time.Millisecond
 	DefaultLatency = 20 * time.Millisecond
 )
+
+// steadyLease is the guard's lease where no executor dies: long enough
+// that a renewal delayed on a loaded machine loses nothing.
+const steadyLease = 10 * time.Second
 
 // Run runs each strategy on fresh instances and returns what the
 // provider charged. It returns an error, with the results so far, if an
@@ -79,9 +84,13 @@ func runStrategy(ctx context.Context, cfg Config, strategy, run string) (Result,
 			in.stop()
 		}
 	}()
+	lease := steadyLease
+	if crashes(strategy) {
+		lease = cfg.Lease
+	}
 	for i := range cfg.Instances {
 		ic := instanceConfig{name: fmt.Sprintf("instance-%d", i+1), redisAddr: cfg.RedisAddr,
-			prefix: "dlock-demo:pay:" + run + ":" + strategy + ":", lease: cfg.Lease, provider: p}
+			prefix: "dlock-demo:pay:" + run + ":" + strategy + ":", lease: lease, provider: p}
 		if i == 0 && crashes(strategy) {
 			ic.hang = func(ctx context.Context, order string) { charged <- order; <-ctx.Done() }
 		}
