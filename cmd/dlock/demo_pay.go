@@ -112,7 +112,7 @@ func printPay(w io.Writer, f *demoFlags, out payOutput) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	fmt.Fprintf(w, "scenario: %s, %d instances, %d orders per strategy, guard lease %dms\n\n",
+	fmt.Fprintf(w, "scenario: %s, %d instances, %d orders per strategy, lease %dms on the instance that dies\n\n",
 		out.Scenario, out.Instances, out.Results[0].Orders, out.LeaseMS)
 	return payment.WriteTable(w, out.Results)
 }

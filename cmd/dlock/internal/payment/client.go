@@ -18,7 +18,7 @@ import (
 type tally struct {
 	mu                                   sync.Mutex
 	requests, replays, conflicts, errors int
-	dropped                              int
+	dropped, failed                      int
 	sample                               string
 }
 
@@ -44,9 +44,9 @@ type client struct {
 }
 
 // pay asks targets[0] to pay order, moving on to the next target when an
-// instance drops the request (it died) or answers 5xx, and asking again
-// after a 409 until it gets the payment's answer. It reports whether it
-// got one.
+// instance drops the request (it died), and asking again after a 409 or
+// a 5xx (not stored) until it gets the payment's answer. It reports
+// whether it got one.
 func (c *client) pay(ctx context.Context, order string, targets []string) bool {
 	for asks := 0; asks < maxAsks && len(targets) > 0; asks++ {
 		status, replayed, err := c.ask(ctx, targets[0], order)
@@ -54,9 +54,14 @@ func (c *client) pay(ctx context.Context, order string, targets []string) bool {
 		case err != nil && ctx.Err() != nil:
 			c.t.add(func(t *tally) { t.errors++ })
 			return false
-		case err != nil || status >= 500: // the instance died under the request, or failed: retry on the next
+		case err != nil: // the instance died under the request: retry on the next
 			c.t.add(func(t *tally) { t.dropped++ })
 			targets = targets[1:]
+		case status >= 500: // not stored: ask again with the same key
+			c.t.add(func(t *tally) { t.failed++ })
+			if !pause(ctx, conflictPause) {
+				return false
+			}
 		case status == http.StatusOK:
 			c.t.add(func(t *tally) {
 				if replayed {

@@ -31,6 +31,7 @@ type Result struct {
 	Replays        int                `json:"replays"`
 	Conflicts      int                `json:"conflicts"`
 	Dropped        int                `json:"dropped"`
+	Retried5xx     int                `json:"answers_5xx"`
 	Takeovers      int                `json:"takeovers"`
 	Errors         int                `json:"errors"`
 	Wall           inventory.Duration `json:"wall_ms"`
@@ -55,8 +56,8 @@ func summarise(strategy string, orders []string, p *Provider, t *tally, wall tim
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r.Requests, r.Replays, r.Conflicts, r.Dropped, r.Errors, r.SampleError =
-		t.requests, t.replays, t.conflicts, t.dropped, t.errors, t.sample
+	r.Requests, r.Replays, r.Conflicts, r.Dropped, r.Retried5xx, r.Errors, r.SampleError =
+		t.requests, t.replays, t.conflicts, t.dropped, t.failed, t.errors, t.sample
 	return r
 }
 
@@ -84,10 +85,10 @@ func (r *Result) judge() {
 // WriteTable prints the results as a table, then each verdict.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\torders\trequests\tattempts\tcharges\tduplicates\treplays\t409s\tdropped\ttakeovers\terrors\ttime\t")
+	fmt.Fprintln(tw, "strategy\torders\trequests\tattempts\tcharges\tduplicates\treplays\t409s\t5xx\tdropped\ttakeovers\terrors\ttime\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t\n", r.Strategy, r.Orders, r.Requests,
-			r.ChargeAttempts, r.Charges, r.Duplicates, r.Replays, r.Conflicts, r.Dropped, r.Takeovers, r.Errors, r.Wall)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t\n", r.Strategy, r.Orders, r.Requests,
+			r.ChargeAttempts, r.Charges, r.Duplicates, r.Replays, r.Conflicts, r.Retried5xx, r.Dropped, r.Takeovers, r.Errors, r.Wall)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

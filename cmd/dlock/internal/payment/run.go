@@ -35,9 +35,9 @@ type Config struct {
 	RedisAddr string
 	// Orders per strategy; Instances of the service (at least 2).
 	Orders, Instances int
-	// Lease is the guard's lease in the strategies that crash: how soon
-	// the retry takes over (the others use steadyLease). Latency is the
-	// provider's time per charge.
+	// Lease is the guard's lease on the instance that dies: how soon the
+	// retry takes over (the other instances use steadyLease). Latency is
+	// the provider's time per charge.
 	Lease, Latency time.Duration
 }
 
@@ -48,8 +48,8 @@ const (
 	DefaultLatency = 20 * time.Millisecond
 )
 
-// steadyLease is the guard's lease where no executor dies: long enough
-// that a renewal delayed on a loaded machine loses nothing.
+// steadyLease is the guard's lease on the instances that do not die:
+// long enough that a renewal delayed on a loaded machine loses nothing.
 const steadyLease = 10 * time.Second
 
 // Run runs each strategy on fresh instances and returns what the
@@ -84,15 +84,18 @@ func runStrategy(ctx context.Context, cfg Config, strategy, run string) (Result,
 			in.stop()
 		}
 	}()
-	lease := steadyLease
-	if crashes(strategy) {
-		lease = cfg.Lease
-	}
 	for i := range cfg.Instances {
 		ic := instanceConfig{name: fmt.Sprintf("instance-%d", i+1), redisAddr: cfg.RedisAddr,
-			prefix: "dlock-demo:pay:" + run + ":" + strategy + ":", lease: lease, provider: p}
-		if i == 0 && crashes(strategy) {
-			ic.hang = func(ctx context.Context, order string) { charged <- order; <-ctx.Done() }
+			prefix: "dlock-demo:pay:" + run + ":" + strategy + ":", lease: steadyLease, provider: p}
+		if i == 0 && crashes(strategy) { // the instance that dies
+			ic.lease = cfg.Lease
+			ic.hang = func(ctx context.Context, order string) {
+				select { // an order charged again (its lease lapsed before the kill) is not counted twice
+				case charged <- order:
+				default:
+				}
+				<-ctx.Done()
+			}
 		}
 		in, err := startInstance(ic)
 		if err != nil {
