@@ -78,30 +78,14 @@ func Run(ctx context.Context, cfg Config, strategies []string) ([]Result, error)
 func runStrategy(ctx context.Context, cfg Config, strategy, run string) (Result, error) {
 	p := NewProvider(cfg.Latency)
 	charged := make(chan string, cfg.Orders)
-	var insts []*instance
+	insts, err := startInstances(cfg, strategy, run, p, charged)
 	defer func() {
 		for _, in := range insts {
 			in.stop()
 		}
 	}()
-	for i := range cfg.Instances {
-		ic := instanceConfig{name: fmt.Sprintf("instance-%d", i+1), redisAddr: cfg.RedisAddr,
-			prefix: "dlock-demo:pay:" + run + ":" + strategy + ":", lease: steadyLease, provider: p}
-		if i == 0 && crashes(strategy) { // the instance that dies
-			ic.lease = cfg.Lease
-			ic.hang = func(ctx context.Context, order string) {
-				select { // an order charged again (its lease lapsed before the kill) is not counted twice
-				case charged <- order:
-				default:
-				}
-				<-ctx.Done()
-			}
-		}
-		in, err := startInstance(ic)
-		if err != nil {
-			return Result{}, err
-		}
-		insts = append(insts, in)
+	if err != nil {
+		return Result{}, err
 	}
 	c := &client{http: &http.Client{Timeout: 30 * time.Second}, strategy: strategy, t: &tally{}}
 	defer c.http.CloseIdleConnections()
@@ -127,7 +111,6 @@ func runStrategy(ctx context.Context, cfg Config, strategy, run string) (Result,
 			clicks.Wait()
 		}()
 	}
-	var err error
 	if crashes(strategy) {
 		err = killAfterCharges(ctx, insts[0], charged, cfg.Orders)
 	}
@@ -138,6 +121,34 @@ func runStrategy(ctx context.Context, cfg Config, strategy, run string) (Result,
 	}
 	r.judge()
 	return r, err
+}
+
+// startInstances starts the strategy's instances on provider p; in the
+// strategies that crash, the first one is to die: short lease, and each
+// request hangs after its charge, said on charged. It returns those it
+// started, and the error that stopped it.
+func startInstances(cfg Config, strategy, run string, p *Provider, charged chan<- string) ([]*instance, error) {
+	var insts []*instance
+	for i := range cfg.Instances {
+		ic := instanceConfig{name: fmt.Sprintf("instance-%d", i+1), redisAddr: cfg.RedisAddr,
+			prefix: "dlock-demo:pay:" + run + ":" + strategy + ":", lease: steadyLease, provider: p}
+		if i == 0 && crashes(strategy) { // the instance that dies
+			ic.lease = cfg.Lease
+			ic.hang = func(ctx context.Context, order string) {
+				select { // an order charged again (its lease lapsed before the kill) is not counted twice
+				case charged <- order:
+				default:
+				}
+				<-ctx.Done()
+			}
+		}
+		in, err := startInstance(ic)
+		if err != nil {
+			return insts, err
+		}
+		insts = append(insts, in)
+	}
+	return insts, nil
 }
 
 // killAfterCharges waits (at most 30 s) until the doomed instance has
