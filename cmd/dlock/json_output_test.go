@@ -29,7 +29,7 @@ func jsonDocs(t *testing.T) map[string]map[string]docField {
 		t.Fatal("docs/cli.md has no JSON output section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	head := regexp.MustCompile("^### `(\\w+(?: --kind \\w+)?) --json`")
+	head := regexp.MustCompile("^### `(\\w+(?: --(?:kind|scenario) [\\w-]+)?) --json`")
 	row := regexp.MustCompile("^\\| `([^`]+)` \\| (\\w+) \\| (.*) \\|$")
 	docs := map[string]map[string]docField{}
 	var cmd string

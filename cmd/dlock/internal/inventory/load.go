@@ -49,7 +49,7 @@ func Scenarios(name string, requests int, work time.Duration) (Scenario, error) 
 		sc = Scenario{Name: "crash", Requests: 20, Interval: 50 * time.Millisecond, Crash: true,
 			Params: Params{Lease: 300 * time.Millisecond, Work: work}}
 	default:
-		return sc, fmt.Errorf("%w: %q (want contention, slow-holder or crash)", ErrUnknownScenario, name)
+		return sc, fmt.Errorf("%w: %q (want contention, slow-holder, crash or pay-twice)", ErrUnknownScenario, name)
 	}
 	if requests > 0 {
 		sc.Requests = requests
