@@ -25,6 +25,8 @@ type names struct {
 	// permits is the Semaphore holdings' table (also the NOTIFY channel
 	// of permit releases), acquirePermits its acquisition function.
 	permits, acquirePermits string
+	// rates is the RateLimiter's table, allowRate its decision function.
+	rates, allowRate string
 }
 
 // namesFor validates prefix (empty: DefaultTable) and derives the names.
@@ -36,7 +38,8 @@ func namesFor(prefix string) (names, error) {
 		return names{}, fmt.Errorf("%w: pgstore: table prefix %q: want a lower-case SQL identifier of at most 40 bytes ([a-z_][a-z0-9_]*)", driver.ErrInvalid, prefix)
 	}
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
-		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire"}, nil
+		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire",
+		rates: prefix + "_rates", allowRate: prefix + "_rates_allow"}, nil
 }
 
 // channel is the NOTIFY channel of releases: the lease table's name.
@@ -47,6 +50,8 @@ func (n names) channel() string { return n.locks }
 // (<prefix>_fence), the row-lock table (<prefix>_rows), each created only
 // if missing, and the Semaphore's permits table (<prefix>_permits, created
 // if missing) with its acquisition function (<prefix>_permits_acquire,
+// created or replaced), and the RateLimiter's rates table (<prefix>_rates,
+// created if missing) with its decision function (<prefix>_rates_allow,
 // created or replaced). It returns the DDL for DefaultTable if opts.Table is not
 // a valid prefix (New and Migrate reject it).
 func Schema(opts Options) string {
@@ -58,9 +63,11 @@ func Schema(opts Options) string {
 }
 
 // ddl is the schema of n: the lease table, the sequence, the row-lock
-// table, the permits table and its function.
+// table, the permits table and its function, the rates table and its
+// function.
 func ddl(n names) string {
-	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits)
+	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits) +
+		fmt.Sprintf(ratesTemplate, n.rates, n.allowRate)
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.

@@ -45,6 +45,7 @@ type Store struct {
 	names names
 	sql   statements
 	psql  permitStatements
+	rsql  rateStatements
 	sweep time.Duration
 
 	lis *listener
@@ -97,7 +98,7 @@ func newStore(b backend, opts Options) (*Store, error) {
 	if sweep == 0 {
 		sweep = DefaultSweepInterval
 	}
-	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), sweep: sweep}
+	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), rsql: newRateStatements(n), sweep: sweep}
 	s.lis = newListener(b, n.channel())
 	s.lis.permits = n.permits
 	return s, nil

@@ -45,8 +45,8 @@ func (s *Store) sweepLoop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// Sweep deletes free rows (of keys released, or whose lease ended) and
-// expired holdings of permits, in batches of at most 100 rows, skipping rows other statements hold
+// Sweep deletes free rows (of keys released, or whose lease ended),
+// expired holdings of permits and rate limiter keys whose TAT has passed, in batches of at most 100 rows, skipping rows other statements hold
 // locked and keys an Acquire is inserting, and returns how many it deleted. The store calls it every
 // Options.SweepInterval; call it yourself when the store does not sweep
 // (a negative interval). Safe to run from many stores at once. An error
@@ -65,5 +65,10 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 		}
 	}
 	n, err := s.sweepPermits(ctx)
+	total += n
+	if err != nil {
+		return total, err
+	}
+	n, err = s.sweepRates(ctx)
 	return total + n, err
 }
