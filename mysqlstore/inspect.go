@@ -43,13 +43,19 @@ func (s *Store) maybeSweep(ctx context.Context) {
 // returns 0 with the error (ErrRefused for a missing schema, else the
 // driver's): rows may have been deleted if the DELETE's answer was lost.
 // It then deletes up to 500 expired holdings of permits and the
-// Semaphore's anchors left without holdings (sweepPermits).
+// Semaphore's anchors left without holdings (sweepPermits), and up to 500
+// rate limiter keys whose TAT passed more than Retention ago (sweepRates).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n, err := s.sweepLocks(ctx)
 	if err != nil {
 		return n, err
 	}
 	m, err := s.sweepPermits(ctx)
+	n += m
+	if err != nil {
+		return n, err
+	}
+	m, err = s.sweepRates(ctx)
 	return n + m, err
 }
 

@@ -26,6 +26,8 @@ type names struct {
 	// permits holds the Semaphore's holdings; semaphores one anchor row
 	// per key, locked by each acquisition.
 	permits, semaphores string
+	// rates holds the RateLimiter's TATs.
+	rates string
 }
 
 // tableNames validates prefix (letters, digits, underscores, at most 48,
@@ -38,7 +40,7 @@ func tableNames(prefix string) (names, error) {
 		return names{}, fmt.Errorf("%w: mysqlstore: table prefix %q: want letters, digits and _ (at most 48, not starting with a digit)", driver.ErrInvalid, prefix)
 	}
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
-		permits: prefix + "_permits", semaphores: prefix + "_semaphores"}, nil
+		permits: prefix + "_permits", semaphores: prefix + "_semaphores", rates: prefix + "_rates"}, nil
 }
 
 // ddl returns the statements that create the schema, each idempotent.
@@ -61,6 +63,7 @@ func tableNames(prefix string) (names, error) {
 //   - <p>_rows, the row-lock table: one row per key, created on first use,
 //     locked with SELECT ... FOR UPDATE by WithRowLock.
 //   - <p>_permits and <p>_semaphores, the Semaphore's (permitsDDL).
+//   - <p>_rates, the RateLimiter's (ratesDDL).
 func (n names) ddl() []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + n.locks + ` (
@@ -82,7 +85,7 @@ func (n names) ddl() []string {
   name VARBINARY(1024) NOT NULL,
   PRIMARY KEY (name)
 ) ENGINE=InnoDB`,
-		n.permitsDDL(), n.semaphoresDDL(),
+		n.permitsDDL(), n.semaphoresDDL(), n.ratesDDL(),
 	}
 }
 
