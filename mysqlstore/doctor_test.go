@@ -39,28 +39,33 @@ func TestDoctor(t *testing.T) {
 }
 
 // TestDoctorWarnsWithoutPermitsTables: a schema migrated before the
-// semaphore (its permits table missing) gets a warning from the schema
-// check, naming Migrate: locks work, permits would be refused. Control:
+// semaphore (its permits table missing) or before the rate limiter (its
+// rates table missing) gets a warning from the schema check, naming
+// Migrate: locks work, permits or rates would be refused. Control:
 // TestDoctor, where the full schema passes.
 func TestDoctorWarnsWithoutPermitsTables(t *testing.T) {
-	db, opts := migrated(t, mysqlstore.Options{})
-	if _, err := db.Exec("DROP TABLE " + opts.Table + "_permits"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := mysqlstore.New(db, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, c := range s.Doctor(ctxT(t), time.Second) {
-		if c.Name == "schema" {
-			found = true
-			if c.Status != driver.Warn || !strings.Contains(c.Detail, "Migrate") {
-				t.Errorf("schema check without the permits table: %v %s", c.Status, c.Detail)
+	for _, table := range []string{"_permits", "_rates"} {
+		t.Run(table, func(t *testing.T) {
+			db, opts := migrated(t, mysqlstore.Options{})
+			if _, err := db.Exec("DROP TABLE " + opts.Table + table); err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	if !found {
-		t.Fatal("no schema check")
+			s, err := mysqlstore.New(db, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, c := range s.Doctor(ctxT(t), time.Second) {
+				if c.Name == "schema" {
+					found = true
+					if c.Status != driver.Warn || !strings.Contains(c.Detail, "Migrate") || !strings.Contains(c.Detail, table) {
+						t.Errorf("schema check without the %s table: %v %s", table, c.Status, c.Detail)
+					}
+				}
+			}
+			if !found {
+				t.Fatal("no schema check")
+			}
+		})
 	}
 }
