@@ -19,7 +19,10 @@
 //     of permits are rows of <Table>_permits, each with its own expiry;
 //     an acquisition is one READ COMMITTED transaction that locks the key's
 //     anchor row in <Table>_semaphores; waiters pace (docs/mysql.md,
-//     "Semaphore").
+//     "Semaphore"). It is also a driver.RateLimiter (dlock.NewLimiter):
+//     each key's TAT (GCRA) is a row of <Table>_rates on the database
+//     clock, and a decision is one INSERT ... ON DUPLICATE KEY UPDATE ...
+//     RETURNING (docs/mysql.md, "Rate limiter").
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the
 //     pool (bounded by SessionOptions.MaxConns: ErrConnLimit, never a silent
 //     pool exhaustion), lost when its connection dies, waiting in the

@@ -79,14 +79,25 @@
 // NOTIFY, which SubscribePermits hears on the store's listener
 // (docs/postgres.md, "The Semaphore").
 //
+// # Rate limiter
+//
+// The lease table's Store is also a driver.RateLimiter (use it with
+// dlock.NewLimiter): each key's TAT (GCRA) is a row of <prefix>_rates in
+// µs on the database clock. AllowN is one statement, a call of a PL/pgSQL
+// function whose INSERT ... ON CONFLICT DO UPDATE admits under the key's
+// row lock; a denial writes nothing. The sweep deletes keys whose TAT has
+// passed (docs/postgres.md, "The rate limiter").
+//
 // # Schema
 //
 // Migrate (or MigrateDB) creates the schema if it is missing, and adds the
 // waited column to a lease table made by an earlier version. Schema returns
 // the same DDL, for a DBA to review or run: the lease table <prefix>_locks,
 // the sequence <prefix>_fence, the row-lock table <prefix>_rows, which
-// the lease mode does not use, and the Semaphore's permits table
-// <prefix>_permits with its function <prefix>_permits_acquire. The prefix is Options.Table (default "dlock"),
+// the lease mode does not use, the Semaphore's permits table
+// <prefix>_permits with its function <prefix>_permits_acquire, and the
+// rate limiter's table <prefix>_rates with its function
+// <prefix>_rates_allow. The prefix is Options.Table (default "dlock"),
 // resolved through the connection's search_path.
 //
 // # URL

@@ -23,7 +23,8 @@ type Options struct {
 	// Table is the prefix of the schema's names (DefaultTable when empty):
 	// the lease table <Table>_locks, the sequence <Table>_fence, the
 	// row-lock table <Table>_rows, the permits table <Table>_permits and
-	// its function <Table>_permits_acquire. A lower-case SQL identifier of at most
+	// its function <Table>_permits_acquire, the rates table <Table>_rates
+	// and its function <Table>_rates_allow. A lower-case SQL identifier of at most
 	// 40 bytes, resolved through the connection's search_path.
 	Table string
 	// SweepInterval is how often the store deletes expired rows (0:
@@ -36,8 +37,9 @@ type Options struct {
 }
 
 // Store is a driver.Mutex on a PostgreSQL lease table, with per-key leases
-// on the database clock, and a driver.Semaphore on its permits table (each
-// holding of permits a lease of its own). It is safe for concurrent use. It never closes the
+// on the database clock, a driver.Semaphore on its permits table (each
+// holding of permits a lease of its own) and a driver.RateLimiter on its
+// rates table (GCRA on the database clock). It is safe for concurrent use. It never closes the
 // pool it was given; Close stops its background work (the listener
 // connection and the sweep).
 type Store struct {
@@ -122,7 +124,7 @@ func (s *Store) Retention() time.Duration {
 
 // Close stops the store's listener (its connection is closed; subscribers
 // get no more values) and its sweep. Later Acquire, Extend, Release,
-// Transfer and Subscribe, and the Semaphore's calls, fail with an error
+// Transfer and Subscribe, and the Semaphore's and the RateLimiter's calls, fail with an error
 // matching driver.ErrInvalid before any I/O; Inspect, List, Sweep, Migrate and Doctor still work
 // through the pool. It leaves the rows of held keys, which expire with
 // their leases, and never closes the pool. It waits for the background
