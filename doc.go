@@ -205,8 +205,8 @@
 //
 // # Rate limits
 //
-// NewLimiter, on a store that implements driver.RateLimiter (memstore and
-// redisstore today), admits requests under a limit of a rate per period
+// NewLimiter, on a store that implements driver.RateLimiter (memstore,
+// redisstore, and the pgstore and mysqlstore lease tables today), admits requests under a limit of a rate per period
 // with a burst (GCRA), counted on the store's clock for every process that
 // uses the store: Limiter.Allow and AllowN answer at once, Wait and WaitN
 // wait for the budget, as golang.org/x/time/rate's do in one process. A

@@ -23,7 +23,7 @@ type RateResult = driver.RateResult
 // that processes with skewed clocks get the same answers. It is safe for
 // concurrent use and holds no per-key state of its own; create one per
 // limit and share it. Stores that implement driver.RateLimiter today:
-// memstore and redisstore.
+// memstore, redisstore, and the lease tables of pgstore and mysqlstore.
 //
 // Who shares a budget is the choice of key: one key for everyone is one
 // budget overall (Redisson's OVERALL), a key per client (its address, its

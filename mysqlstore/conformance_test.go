@@ -56,7 +56,7 @@ func TestConformanceLease(t *testing.T) {
 }
 
 // reporting counts a key's rows (lease table, permits and their anchors,
-// idempotency records of the key in any scope)
+// idempotency records of the key in any scope, and rates)
 // for drivertest.StateReporter. The sweep is
 // client-driven (Acquire and Release run it when due): KeyState sweeps
 // first, standing for a table that some client keeps using.
@@ -75,8 +75,8 @@ func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 	var n int
 	t := r.opts.Table
 	err := r.admin.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM "+t+"_locks WHERE name = ?) + (SELECT COUNT(*) FROM "+t+
-		"_permits WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_semaphores WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_idempotency WHERE name = ?)",
-		[]byte(key), []byte(key), []byte(key), []byte(key)).Scan(&n)
+		"_permits WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_semaphores WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_idempotency WHERE name = ?) + (SELECT COUNT(*) FROM "+t+
+		"_rates WHERE name = ?)", []byte(key), []byte(key), []byte(key), []byte(key), []byte(key)).Scan(&n)
 	return n, err
 }
 

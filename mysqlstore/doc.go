@@ -20,6 +20,10 @@
 //     an acquisition is one READ COMMITTED transaction that locks the key's
 //     anchor row in <Table>_semaphores; waiters pace (docs/mysql.md,
 //     "Semaphore").
+//     It is also a driver.RateLimiter (dlock.NewLimiter):
+//     each key's TAT (GCRA) is a row of <Table>_rates on the database
+//     clock, and a decision is one INSERT ... ON DUPLICATE KEY UPDATE ...
+//     RETURNING (docs/mysql.md, "Rate limiter").
 //     It is also a driver.Idempotency (dlock.NewGuard): records in
 //     <Table>_idempotency, each call a READ COMMITTED transaction under the
 //     record's row lock; Store.DoTx commits the function's writes and the

@@ -39,12 +39,13 @@ func TestDoctor(t *testing.T) {
 }
 
 // TestDoctorWarnsWithoutPermitsTables: a schema migrated before the
-// semaphore (its permits table missing), or before the idempotency records
-// (their table missing), gets a warning from the schema check, naming
+// semaphore (its permits table missing), before the idempotency records
+// (their table missing) or before the rate limiter (its rates table
+// missing) gets a warning from the schema check, naming the table and
 // Migrate: locks work, the missing feature's calls would be refused.
 // Control: TestDoctor, where the full schema passes.
 func TestDoctorWarnsWithoutPermitsTables(t *testing.T) {
-	for _, table := range []string{"_permits", "_idempotency"} {
+	for _, table := range []string{"_permits", "_idempotency", "_rates"} {
 		t.Run(table, func(t *testing.T) { doctorWarnsWithout(t, table) })
 	}
 }
@@ -62,7 +63,7 @@ func doctorWarnsWithout(t *testing.T, table string) {
 	for _, c := range s.Doctor(ctxT(t), time.Second) {
 		if c.Name == "schema" {
 			found = true
-			if c.Status != driver.Warn || !strings.Contains(c.Detail, "Migrate") {
+			if c.Status != driver.Warn || !strings.Contains(c.Detail, "Migrate") || !strings.Contains(c.Detail, table) {
 				t.Errorf("schema check without the %s table: %v %s", table, c.Status, c.Detail)
 			}
 		}

@@ -1,8 +1,11 @@
 package mysqlstore
 
 import (
+	"context"
 	"strings"
 	"time"
+
+	"example.com/dlock/driver"
 )
 
 // ConnIDs returns the server ids of the connections the Session pins.
@@ -66,3 +69,23 @@ func WithoutPrune(s *Store) {
 // WithoutFenceCheck makes s's CompleteRecordTx complete the record
 // whoever owns it, for the negative control of the stale-executor test.
 func WithoutFenceCheck(s *Store) { s.noFenceCheck = true }
+
+// RacyAllowN is AllowN as two statements without a lock between them: a
+// read of the key's TAT, driver.GCRA in Go, then a write of the new TAT
+// (last writer wins). It is the wrong design that the exactness test's
+// control must catch.
+func (s *Store) RacyAllowN(ctx context.Context, key string, limit driver.RateLimit, n int) (driver.RateResult, error) {
+	iv := int64((limit.Interval() + time.Microsecond - 1) / time.Microsecond)
+	var tat, nowUS int64
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE((SELECT tat FROM "+s.n.rates+" WHERE name = ?), 0), "+nowMicros, []byte(key)).Scan(&tat, &nowUS)
+	if err != nil {
+		return driver.RateResult{}, err
+	}
+	lim := driver.RateLimit{Rate: 1, Period: time.Duration(iv) * time.Microsecond, Burst: limit.Burst}
+	r, next := driver.GCRA(time.UnixMicro(nowUS), time.UnixMicro(tat), lim, n)
+	if r.Allowed == 0 {
+		return r, nil
+	}
+	_, err = s.db.ExecContext(ctx, "INSERT INTO "+s.n.rates+" (name, tat, tag) VALUES (?, ?, 0) ON DUPLICATE KEY UPDATE tat = VALUES(tat)", []byte(key), next.UnixMicro())
+	return r, err
+}

@@ -43,8 +43,9 @@ func (s *Store) maybeSweep(ctx context.Context) {
 // returns 0 with the error (ErrRefused for a missing schema, else the
 // driver's): rows may have been deleted if the DELETE's answer was lost.
 // It then deletes up to 500 expired holdings of permits and the
-// Semaphore's anchors left without holdings (sweepPermits), then up to
-// 500 forgotten idempotency records (sweepRecords).
+// Semaphore's anchors left without holdings (sweepPermits), up to 500
+// forgotten idempotency records (sweepRecords), and up to 500 rate limiter
+// keys whose TAT passed more than Retention ago (sweepRates).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n, err := s.sweepLocks(ctx)
 	if err != nil {
@@ -55,6 +56,10 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		return n, err
 	}
 	m, err = s.sweepRecords(ctx)
+	if n += m; err != nil {
+		return n, err
+	}
+	m, err = s.sweepRates(ctx)
 	return n + m, err
 }
 

@@ -16,7 +16,8 @@ import (
 // and Schema.
 type Options struct {
 	// Table is the prefix of the schema's objects (<Table>_locks,
-	// <Table>_fence, <Table>_rows, <Table>_permits, <Table>_semaphores): letters, digits and underscores, at
+	// <Table>_fence, <Table>_rows, <Table>_permits, <Table>_semaphores,
+	// <Table>_rates): letters, digits and underscores, at
 	// most 48. Empty means DefaultTable ("dlock").
 	Table string
 	// Retention is how long a free row (released or expired) stays before
@@ -54,6 +55,7 @@ type Store struct {
 
 	acquireSQL, extendSQL, releaseSQL, transferSQL string
 	anchorSQL, readPermitsSQL                      string // the Semaphore's (semaphore.go)
+	allowSQL                                       string // the RateLimiter's (ratelimit.go)
 	mark                                           markCfg
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
 
@@ -126,6 +128,7 @@ func (s *Store) prepareSQL() {
 		" RETURNING owner, holds, fence, " + remaining
 	s.transferSQL = transferStmt(s.n)
 	s.anchorSQL, s.readPermitsSQL = anchorStmt(s.n), readPermitsStmt(s.n)
+	s.allowSQL = allowStmt(s.n)
 }
 
 // Model implements driver.Mutex: per-key leases of at least MinTTL on the
@@ -199,7 +202,7 @@ func (s *Store) queryOn(op string, run func() *sql.Row, dest []any) error {
 }
 
 // Close deallocates Acquire's prepared statement on the pool's connections;
-// Acquire and AcquirePermits then return an error matching
+// Acquire, AcquirePermits and AllowN then return an error matching
 // driver.ErrInvalid, while Extend, Release, Transfer, ExtendPermits and
 // ReleasePermits still work (holders can end their holdings). It
 // never closes the pool. A Store that is dropped without Close leaves that

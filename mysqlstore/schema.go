@@ -28,6 +28,8 @@ type names struct {
 	permits, semaphores string
 	// idem holds the idempotency records.
 	idem string
+	// rates holds the RateLimiter's TATs.
+	rates string
 }
 
 // tableNames validates prefix (letters, digits, underscores, at most 48,
@@ -40,7 +42,7 @@ func tableNames(prefix string) (names, error) {
 		return names{}, fmt.Errorf("%w: mysqlstore: table prefix %q: want letters, digits and _ (at most 48, not starting with a digit)", driver.ErrInvalid, prefix)
 	}
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
-		permits: prefix + "_permits", semaphores: prefix + "_semaphores", idem: prefix + "_idempotency"}, nil
+		permits: prefix + "_permits", semaphores: prefix + "_semaphores", idem: prefix + "_idempotency", rates: prefix + "_rates"}, nil
 }
 
 // ddl returns the statements that create the schema, each idempotent.
@@ -64,6 +66,7 @@ func tableNames(prefix string) (names, error) {
 //     locked with SELECT ... FOR UPDATE by WithRowLock.
 //   - <p>_permits and <p>_semaphores, the Semaphore's (permitsDDL).
 //   - <p>_idempotency, the idempotency records (recordsDDL).
+//   - <p>_rates, the RateLimiter's (ratesDDL).
 func (n names) ddl() []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + n.locks + ` (
@@ -85,7 +88,7 @@ func (n names) ddl() []string {
   name VARBINARY(1024) NOT NULL,
   PRIMARY KEY (name)
 ) ENGINE=InnoDB`,
-		n.permitsDDL(), n.semaphoresDDL(), n.recordsDDL(),
+		n.permitsDDL(), n.semaphoresDDL(), n.recordsDDL(), n.ratesDDL(),
 	}
 }
 

@@ -96,16 +96,26 @@
 // happen exactly once, even across crashes (docs/idempotency.md, "The SQL
 // mode").
 //
+// # Rate limiter
+//
+// The lease table's Store is also a driver.RateLimiter (use it with
+// dlock.NewLimiter): each key's TAT (GCRA) is a row of <prefix>_rates in
+// µs on the database clock. AllowN is one statement, a call of a PL/pgSQL
+// function whose INSERT ... ON CONFLICT DO UPDATE admits under the key's
+// row lock; a denial writes nothing. The sweep deletes keys whose TAT has
+// passed (docs/postgres.md, "The rate limiter").
+//
 // # Schema
 //
 // Migrate (or MigrateDB) creates the schema if it is missing, and adds the
 // waited column to a lease table made by an earlier version. Schema returns
 // the same DDL, for a DBA to review or run: the lease table <prefix>_locks,
 // the sequence <prefix>_fence, the row-lock table <prefix>_rows, which
-// the lease mode does not use, and the Semaphore's permits table
-// <prefix>_permits with its function <prefix>_permits_acquire, and the
+// the lease mode does not use, the Semaphore's permits table
+// <prefix>_permits with its function <prefix>_permits_acquire, the
 // idempotency records <prefix>_idempotency with their function
-// <prefix>_idempotency_begin. The prefix is Options.Table (default "dlock"),
+// <prefix>_idempotency_begin, and the rate limiter's table <prefix>_rates
+// with its function <prefix>_rates_allow. The prefix is Options.Table (default "dlock"),
 // resolved through the connection's search_path.
 //
 // # URL

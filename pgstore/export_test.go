@@ -1,6 +1,12 @@
 package pgstore
 
-import "strings"
+import (
+	"context"
+	"strings"
+	"time"
+
+	"example.com/dlock/driver"
+)
 
 // WithEarlyFence makes s's acquire draw its fence once, at the start of
 // the statement, before it holds the row lock (a statement that waits for
@@ -30,4 +36,24 @@ func WithoutProbe(s *Store) { s.lis.probeWait = 0 }
 // the stale-executor test.
 func WithoutFenceCheck(s *Store) {
 	s.rsql.completeTx = strings.Replace(s.rsql.completeTx, "AND i.fence = $3 AND NOT i.done", "AND $3::bigint > 0", 1)
+}
+
+// RacyAllowN is AllowN as two statements without a lock between them: a
+// read of the key's TAT, driver.GCRA in Go, then a write of the new TAT
+// (last writer wins). It is the wrong design that the exactness test's
+// control must catch.
+func (s *Store) RacyAllowN(ctx context.Context, key string, limit driver.RateLimit, n int) (driver.RateResult, error) {
+	iv := micros(limit.Interval())
+	var tat, now int64
+	err := s.db.queryRow(ctx, `SELECT coalesce((SELECT tat FROM `+s.names.rates+` WHERE name = $1), 0), `+nowMicros, []any{key}, &tat, &now)
+	if err != nil {
+		return driver.RateResult{}, err
+	}
+	lim := driver.RateLimit{Rate: 1, Period: time.Duration(iv) * time.Microsecond, Burst: limit.Burst}
+	r, next := driver.GCRA(time.UnixMicro(now), time.UnixMicro(tat), lim, n)
+	if r.Allowed == 0 {
+		return r, nil
+	}
+	_, err = s.db.exec(ctx, `INSERT INTO `+s.names.rates+` (name, tat) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET tat = $2`, key, next.UnixMicro())
+	return r, err
 }

@@ -28,6 +28,8 @@ type names struct {
 	// idem is the idempotency records' table, beginRecord its begin
 	// function.
 	idem, beginRecord string
+	// rates is the RateLimiter's table, allowRate its decision function.
+	rates, allowRate string
 }
 
 // namesFor validates prefix (empty: DefaultTable) and derives the names.
@@ -40,7 +42,8 @@ func namesFor(prefix string) (names, error) {
 	}
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
 		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire",
-		idem: prefix + "_idempotency", beginRecord: prefix + "_idempotency_begin"}, nil
+		idem: prefix + "_idempotency", beginRecord: prefix + "_idempotency_begin",
+		rates: prefix + "_rates", allowRate: prefix + "_rates_allow"}, nil
 }
 
 // channel is the NOTIFY channel of releases: the lease table's name.
@@ -51,11 +54,13 @@ func (n names) channel() string { return n.locks }
 // (<prefix>_fence), the row-lock table (<prefix>_rows), each created only
 // if missing, and the Semaphore's permits table (<prefix>_permits, created
 // if missing) with its acquisition function (<prefix>_permits_acquire,
-// created or replaced), and the idempotency records' table
+// created or replaced), the idempotency records' table
 // (<prefix>_idempotency, created if missing) with its begin function
-// (<prefix>_idempotency_begin, created or replaced). It returns the DDL for
-// DefaultTable if opts.Table is not a valid prefix (New and Migrate reject
-// it).
+// (<prefix>_idempotency_begin, created or replaced), and the RateLimiter's
+// rates table (<prefix>_rates, created if missing) with its decision
+// function (<prefix>_rates_allow, created or replaced). It returns the DDL
+// for DefaultTable if opts.Table is not a valid prefix (New and Migrate
+// reject it).
 func Schema(opts Options) string {
 	n, err := namesFor(opts.Table)
 	if err != nil {
@@ -66,10 +71,10 @@ func Schema(opts Options) string {
 
 // ddl is the schema of n: the lease table, the sequence, the row-lock
 // table, the permits table and its function, the records table and its
-// function.
+// function, the rates table and its function.
 func ddl(n names) string {
 	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits) +
-		fmt.Sprintf(recordsTemplate, n.idem, n.fence, n.beginRecord)
+		fmt.Sprintf(recordsTemplate, n.idem, n.fence, n.beginRecord) + fmt.Sprintf(ratesTemplate, n.rates, n.allowRate)
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"example.com/dlock/driver"
 	"example.com/dlock/pgstore"
@@ -57,7 +58,7 @@ func TestSchemaIsWhatMigrateRuns(t *testing.T) {
 	pool := newPool(t)
 	opts := pgstore.Options{Table: "ddl_" + tok()[:8]}
 	ddl := pgstore.Schema(opts)
-	for _, name := range []string{opts.Table + "_locks", opts.Table + "_fence", opts.Table + "_rows"} {
+	for _, name := range []string{opts.Table + "_locks", opts.Table + "_fence", opts.Table + "_rows", opts.Table + "_rates", opts.Table + "_rates_allow"} {
 		if !strings.Contains(ddl, name) {
 			t.Fatalf("Schema does not name %s:\n%s", name, ddl)
 		}
@@ -68,6 +69,13 @@ func TestSchemaIsWhatMigrateRuns(t *testing.T) {
 	s := newStore(t, pool, opts)
 	if _, err := s.Acquire(ctx(t), "k", tok(), 1e9); err != nil {
 		t.Fatalf("Acquire on the hand-made schema: %v", err)
+	}
+	lim := driver.RateLimit{Rate: 1, Period: time.Second, Burst: 1}
+	if r, err := s.AllowN(ctx(t), "k", lim, 1); err != nil || r.Allowed != 1 {
+		t.Fatalf("AllowN on the hand-made schema: %+v, %v", r, err)
+	}
+	if _, err := newStore(t, pool, pgstore.Options{Table: "nothere_" + tok()[:8]}).AllowN(ctx(t), "k", lim, 1); !errors.Is(err, driver.ErrRefused) {
+		t.Errorf("AllowN without the schema: %v, want ErrRefused", err)
 	}
 	if err := pgstore.Migrate(ctx(t), pool, opts); err != nil {
 		t.Fatalf("Migrate after the DDL: %v", err)

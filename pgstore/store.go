@@ -24,7 +24,8 @@ type Options struct {
 	// the lease table <Table>_locks, the sequence <Table>_fence, the
 	// row-lock table <Table>_rows, the permits table <Table>_permits and
 	// its function <Table>_permits_acquire, the idempotency records
-	// <Table>_idempotency and their function <Table>_idempotency_begin. A
+	// <Table>_idempotency and their function <Table>_idempotency_begin, the
+	// rates table <Table>_rates and its function <Table>_rates_allow. A
 	// lower-case SQL identifier of at most 40 bytes, resolved through the
 	// connection's search_path.
 	Table string
@@ -38,17 +39,19 @@ type Options struct {
 }
 
 // Store is a driver.Mutex on a PostgreSQL lease table, with per-key leases
-// on the database clock, and a driver.Semaphore on its permits table (each
-// holding of permits a lease of its own). It is safe for concurrent use. It never closes the
+// on the database clock, a driver.Semaphore on its permits table (each
+// holding of permits a lease of its own) and a driver.RateLimiter on its
+// rates table (GCRA on the database clock). It is safe for concurrent use. It never closes the
 // pool it was given; Close stops its background work (the listener
 // connection and the sweep).
 type Store struct {
-	db    backend
-	names names
-	sql   statements
-	psql  permitStatements
-	rsql  recordStatements
-	sweep time.Duration
+	db      backend
+	names   names
+	sql     statements
+	psql    permitStatements
+	rsql    recordStatements
+	ratesql rateStatements
+	sweep   time.Duration
 
 	lis *listener
 
@@ -100,7 +103,7 @@ func newStore(b backend, opts Options) (*Store, error) {
 	if sweep == 0 {
 		sweep = DefaultSweepInterval
 	}
-	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), rsql: newRecordStatements(n), sweep: sweep}
+	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), rsql: newRecordStatements(n), ratesql: newRateStatements(n), sweep: sweep}
 	s.lis = newListener(b, n.channel())
 	s.lis.permits = n.permits
 	return s, nil
@@ -124,7 +127,7 @@ func (s *Store) Retention() time.Duration {
 
 // Close stops the store's listener (its connection is closed; subscribers
 // get no more values) and its sweep. Later Acquire, Extend, Release,
-// Transfer and Subscribe, and the Semaphore's calls, fail with an error
+// Transfer and Subscribe, and the Semaphore's and the RateLimiter's calls, fail with an error
 // matching driver.ErrInvalid before any I/O; Inspect, List, Sweep, Migrate and Doctor still work
 // through the pool. It leaves the rows of held keys, which expire with
 // their leases, and never closes the pool. It waits for the background

@@ -25,10 +25,11 @@ func newSchemaCmd() *cobra.Command {
 		Short: "Print the SQL a store needs (tables, sequence) for a DBA, or apply it with --apply",
 		Long: `schema prints the statements that create what the store keeps its locks in
 (for the SQL stores: the lease table, the fence sequence, the row-lock
-table and the semaphore's permits table, named after the URL's ?table=
-prefix, default dlock), exactly as the store would run them: idempotent
-(IF NOT EXISTS; CREATE OR REPLACE for PostgreSQL's permits function), so a
-DBA can review them and run them by hand. Printing makes no network call.
+table, the semaphore's permits table and the rate limiter's rates table,
+named after the URL's ?table= prefix, default dlock), exactly as the store
+would run them: idempotent (IF NOT EXISTS; CREATE OR REPLACE for
+PostgreSQL's permits and rates functions), so a DBA can review them and
+run them by hand. Printing makes no network call.
 
 With --apply it runs them on the store's database (driver.Schemer's
 Migrate): on a database that already has them it changes nothing; if it

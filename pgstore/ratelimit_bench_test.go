@@ -1,0 +1,84 @@
+package pgstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/pgstore"
+)
+
+// benchLimits are the decisions the rate benchmarks time: one admitted
+// every call (a million a second, far above the calls' pace) and one
+// denied every call (one an hour, its burst of one used by the warm-up).
+var benchLimits = map[string]driver.RateLimit{
+	"Admitted": {Rate: 1_000_000, Period: time.Second, Burst: 1_000_000},
+	"Denied":   {Rate: 1, Period: time.Hour, Burst: 1},
+}
+
+// BenchmarkRateDecision times AllowN on one key of the shared server,
+// admitted and denied, direct (read the ratio to BenchmarkPermitsCycle's
+// Mutex, not the absolute time), then through a proxy that delays every
+// request by 25 ms, where it reports round trips per decision
+// (roundtrips/op).
+func BenchmarkRateDecision(b *testing.B) {
+	for _, delayed := range []bool{false, true} {
+		for _, name := range []string{"Admitted", "Denied"} {
+			sub := name
+			if delayed {
+				sub += "/rtt=25ms"
+			}
+			b.Run(sub, func(b *testing.B) {
+				var addr []string
+				if delayed {
+					p, err := faultproxy.New(server(b).Addr())
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { _ = p.Close() })
+					p.SetDelay(faultproxy.Upstream, benchDelay)
+					addr = append(addr, p.Addr())
+				}
+				s := newStore(b, newPool(b, addr...), pgstore.Options{})
+				ctx, lim := context.Background(), benchLimits[name]
+				if _, err := s.AllowN(ctx, "bench", lim, 1); err != nil { // prepares the statement
+					b.Fatal(err)
+				}
+				start := time.Now()
+				n := 0
+				for b.Loop() {
+					r, err := s.AllowN(ctx, "bench", lim, 1)
+					if err != nil || (r.Allowed == 1) != (name == "Admitted") {
+						b.Fatalf("%+v, %v", r, err)
+					}
+					n++
+				}
+				if delayed {
+					b.ReportMetric(float64(time.Since(start))/float64(n)/float64(benchDelay), "roundtrips/op")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRateDecisionParallel runs admitted decisions from 16
+// goroutines at once, each on a key of its own.
+func BenchmarkRateDecisionParallel(b *testing.B) {
+	s := newStore(b, newPool(b), pgstore.Options{})
+	ctx, lim := context.Background(), benchLimits["Admitted"]
+	var next atomic.Int64
+	b.SetParallelism(8) // 16 goroutines on the 2 cores of the test machine
+	b.RunParallel(func(pb *testing.PB) {
+		key := "bench" + strconv.FormatInt(next.Add(1), 10)
+		for pb.Next() {
+			if r, err := s.AllowN(ctx, key, lim, 1); err != nil || r.Allowed != 1 {
+				b.Errorf("%+v, %v", r, err)
+				return
+			}
+		}
+	})
+}
