@@ -31,14 +31,27 @@ func (s *suite) testRateRefill(t *testing.T, m driver.RateLimiter) {
 		t.Fatalf("right after the burst: %+v, want denied, retry after (0, %v]", r, iv)
 	}
 	var r driver.RateResult
-	if !eventually(iv+s.slack, func() bool { r = allowN(t, m, key, lim, 1); return r.Allowed == 1 }) {
+	var sent time.Duration // when the admitted request was sent, since the burst
+	if !eventually(iv+s.slack, func() bool {
+		sent = time.Since(start)
+		r = allowN(t, m, key, lim, 1)
+		return r.Allowed == 1
+	}) {
 		t.Fatalf("nothing admitted %v after the burst at one per %v", iv+s.slack, iv)
 	}
 	if at := time.Since(start); at < iv {
 		t.Fatalf("a request was admitted %v after the burst began, before one interval (%v)", at, iv)
 	}
-	if r.Remaining != 0 {
-		t.Fatalf("the request one interval on: %+v, want Remaining 0", r)
+	switch {
+	case r.Remaining == 0:
+	case r.Remaining == 1 && sent >= 2*iv:
+		// Sent two intervals on (a stall of a loaded machine): two came
+		// back, so one more is admitted before the denial below.
+		if r = allowN(t, m, key, lim, 1); r.Allowed != 1 || r.Remaining != 0 {
+			t.Fatalf("the second refilled request (%v after the burst): %+v, want admitted, Remaining 0", sent, r)
+		}
+	default:
+		t.Fatalf("the request %v after the burst (one per %v): %+v, want Remaining 0", sent, iv, r)
 	}
 	if d := allowN(t, m, key, lim, 1); d.Allowed != 0 || d.RetryAfter > iv {
 		t.Fatalf("after the refilled request: %+v, want denied within %v", d, iv)
