@@ -17,7 +17,7 @@ func at(id int, write bool, permits int, fence uint64, s, e int) check.Holding {
 func TestWriterOverlapsCountsAWriterWithAnyoneInside(t *testing.T) {
 	ok := []check.Holding{
 		at(1, false, 0, 1, 0, 10), at(2, false, 0, 2, 5, 15), // readers share
-		at(3, true, 0, 3, 15, 20),                          // writer after them
+		at(3, true, 0, 3, 15, 20),                             // writer after them
 		at(4, true, 0, 4, 20, 30), at(4, false, 0, 4, 30, 40), // downgraded
 		at(5, false, 0, 5, 31, 35), // reader joins after the downgrade
 	}
