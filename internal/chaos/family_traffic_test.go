@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 // famHolding is what the kit asks of an *dlock.RWHolding or *dlock.Permit.
 type famHolding interface {
 	ValidUntil() time.Time
+	Done() <-chan struct{}
 	Err() error
 	Fence() uint64
 	Extend(ctx context.Context, ttl time.Duration) error
@@ -77,22 +79,38 @@ type tracked struct {
 	h    famHolding
 	cur  check.Holding
 	dead bool
+
+	mu     sync.Mutex
+	doneAt time.Time // when Done was closed; zero before
 }
 
 // track starts recording h, acquired by a call made at invoke that
 // returned at start.
-func (r *famRec) track(client int, h famHolding, invoke, start time.Time, write bool, permits int) *tracked {
-	return &tracked{rec: r, h: h, cur: check.Holding{
-		ID: r.id(), Client: client, Write: write, Permits: permits, Fence: h.Fence(), Invoke: invoke, Start: start,
+func (r *famRec) track(client int, h famHolding, invoke, start time.Time, write bool, permits int, note string) *tracked {
+	t := &tracked{rec: r, h: h, cur: check.Holding{
+		ID: r.id(), Client: client, Write: write, Permits: permits, Fence: h.Fence(), Invoke: invoke, Start: start, Note: note,
 	}}
+	go func() {
+		<-h.Done() // closed by the release, the loss, or Close at the end of the traffic
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.doneAt = time.Now()
+	}()
+	return t
 }
 
-// end closes the current phase at at, or at ValidUntil if that came first.
-func (t *tracked) end(at time.Time) {
+// end closes the current phase at at, or at ValidUntil if that came first;
+// why says how, for the report.
+func (t *tracked) end(at time.Time, why string) {
 	if vu := t.h.ValidUntil(); vu.Before(at) {
-		at = vu
+		at, why = vu, why+"(at ValidUntil)"
 	}
-	t.cur.End = at
+	t.mu.Lock()
+	if done := t.doneAt; !done.IsZero() && done.Before(at) {
+		at, why = done, why+"(at Done)"
+	}
+	t.mu.Unlock()
+	t.cur.End, t.cur.Note = at, t.cur.Note+" "+why
 	t.rec.add(t.cur)
 }
 
@@ -106,7 +124,7 @@ func (t *tracked) alive() bool {
 	if t.h.Err() == nil && now.Before(t.h.ValidUntil()) {
 		return true
 	}
-	t.end(now)
+	t.end(now, fmt.Sprintf("ended(err=%v)", t.h.Err()))
 	t.dead = true
 	return false
 }
@@ -118,8 +136,10 @@ func (t *tracked) phase(write bool) bool {
 		return false
 	}
 	now := time.Now()
-	t.end(now)
-	t.cur.Start, t.cur.Write = now, write
+	note := t.cur.Note
+	t.end(now, "phase-end")
+	t.cur.Start, t.cur.Write, t.cur.Note = now, write, note+" downgraded:"
+
 	return true
 }
 
@@ -127,7 +147,7 @@ func (t *tracked) phase(write bool) bool {
 // it.
 func (t *tracked) release(ctx context.Context) {
 	if t.alive() {
-		t.end(time.Now())
+		t.end(time.Now(), "released")
 		t.dead = true
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -140,7 +160,7 @@ func (t *tracked) release(ctx context.Context) {
 // ValidUntil.
 func (t *tracked) kill() {
 	if t.alive() {
-		t.end(t.h.ValidUntil())
+		t.end(t.h.ValidUntil(), "killed")
 		t.dead = true
 	}
 	t.rec.count("killed")
@@ -160,9 +180,11 @@ func (t *tracked) work(ctx context.Context, rng *rand.Rand, between func(i int))
 		switch rng.IntN(5) {
 		case 0:
 			t.rec.count("extend-shorter")
+			t.cur.Note += " extend-shorter"
 			_ = t.h.Extend(ectx, time.Duration(60+rng.IntN(90))*time.Millisecond)
 		case 1:
 			t.rec.count("extend-longer")
+			t.cur.Note += " extend-longer"
 			_ = t.h.Extend(ectx, time.Duration(500+rng.IntN(400))*time.Millisecond)
 		default:
 			between(i)
@@ -186,6 +208,7 @@ func famClient(t *testing.T, addr string) (*redisstore.Store, *faultproxy.Proxy)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = store.Close() })
 	return store, proxy
 }
 

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write bool) {
 		return
 	}
 	w.rec.count(h.Mode().String())
-	w.hold(ctx, rng, w.rec.track(w.id, h, invoke, time.Now(), write, 0), h, fixed)
+	w.hold(ctx, rng, w.rec.track(w.id, h, invoke, time.Now(), write, 0, fmt.Sprintf("explicit(try=%v fixed=%v)", try, fixed)), h, fixed)
 }
 
 // hold works inside h (downgrading a write holding at random), then kills
@@ -106,7 +107,7 @@ func (w *rwWorker) do(ctx context.Context, rng *rand.Rand, write bool) {
 		time.Sleep(time.Duration(1+rng.IntN(30)) * time.Millisecond) // work inside the holding
 		end := time.Now()
 		if fctx.Err() == nil {
-			w.rec.add(check.Holding{ID: w.rec.id(), Client: w.id, Write: write, Invoke: start, Start: start, End: end})
+			w.rec.add(check.Holding{ID: w.rec.id(), Client: w.id, Write: write, Invoke: start, Start: start, End: end, Note: "do"})
 		}
 		return nil
 	}
@@ -137,7 +138,7 @@ func (w *rwWorker) reenter(ctx, fctx context.Context, rng *rand.Rand) {
 	}
 	if err == nil {
 		w.rec.count("reentry-granted")
-		w.rec.track(w.id, h, invoke, time.Now(), write, 0).release(ctx)
+		w.rec.track(w.id, h, invoke, time.Now(), write, 0, "reentry").release(ctx)
 		return
 	}
 	if errors.Is(err, dlock.ErrInvalid) || errors.Is(err, dlock.ErrUpgrade) {
@@ -163,7 +164,7 @@ func (w *rwWorker) cancelled(ctx context.Context, rng *rand.Rand) {
 		w.rec.count("cancelled")
 		return
 	}
-	w.hold(ctx, rng, w.rec.track(w.id, h, invoke, time.Now(), write, 0), h, false)
+	w.hold(ctx, rng, w.rec.track(w.id, h, invoke, time.Now(), write, 0, "cancelled-wait"), h, false)
 }
 
 // writersIgnoreReaders is the negative control: its AcquireWrite takes a
@@ -227,6 +228,9 @@ func TestRWTrafficZeroViolations(t *testing.T) {
 		hs, counts := runRWTraffic(t, s, d, func(st *redisstore.Store) driver.RWMutex { return st })
 		over, inv := check.WriterOverlaps(hs), check.FenceInversions(hs, true)
 		t.Logf("RESULT rw seed=%d phases=%d %v writer-overlaps=%d fence-inversions=%d reader-overlaps=%d", s, len(hs), counts, over, inv, readerOverlaps(hs))
+		for _, p := range check.WriterOverlapPairs(hs, 5) {
+			t.Logf("overlap: %s | %s", phaseString(hs, p[0]), phaseString(hs, p[1]))
+		}
 		if over != 0 || inv != 0 {
 			t.Fatalf("seed %d: %d writer overlaps, %d fence inversions", s, over, inv)
 		}
@@ -264,4 +268,16 @@ func readerOverlaps(hs []check.Holding) int {
 		}
 	}
 	return n
+}
+
+// phaseString describes h with times in ms from the first phase's start.
+func phaseString(hs []check.Holding, h check.Holding) string {
+	t0 := hs[0].Start
+	for _, x := range hs {
+		if x.Start.Before(t0) {
+			t0 = x.Start
+		}
+	}
+	ms := func(t time.Time) float64 { return float64(t.Sub(t0).Microseconds()) / 1000 }
+	return fmt.Sprintf("id=%d client=%d write=%v fence=%d %s invoke=%.1f start=%.1f end=%.1f", h.ID, h.Client, h.Write, h.Fence, h.Note, ms(h.Invoke), ms(h.Start), ms(h.End))
 }

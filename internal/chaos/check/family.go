@@ -20,6 +20,7 @@ type Holding struct {
 	Invoke  time.Time // when its acquisition was called
 	Start   time.Time
 	End     time.Time
+	Note    string // how it was taken, for the report
 }
 
 func overlap(a, b Holding) bool { return a.Start.Before(b.End) && b.Start.Before(a.End) }
@@ -37,6 +38,20 @@ func WriterOverlaps(hs []Holding) int {
 		}
 	}
 	return n
+}
+
+// WriterOverlapPairs returns the pairs WriterOverlaps counts, at most
+// max of them, for the report.
+func WriterOverlapPairs(hs []Holding, max int) [][2]Holding {
+	var out [][2]Holding
+	for i, a := range hs {
+		for _, b := range hs[i+1:] {
+			if len(out) < max && a.ID != b.ID && (a.Write || b.Write) && overlap(a, b) {
+				out = append(out, [2]Holding{a, b})
+			}
+		}
+	}
+	return out
 }
 
 // FenceInversions counts the pairs of holdings where one's acquisition
