@@ -180,12 +180,10 @@ func (t *tracked) work(ctx context.Context, rng *rand.Rand, between func(i int))
 		switch rng.IntN(5) {
 		case 0:
 			t.rec.count("extend-shorter")
-			t.cur.Note += " extend-shorter"
-			_ = t.h.Extend(ectx, time.Duration(60+rng.IntN(90))*time.Millisecond)
+			t.extend(ectx, time.Duration(60+rng.IntN(90))*time.Millisecond)
 		case 1:
 			t.rec.count("extend-longer")
-			t.cur.Note += " extend-longer"
-			_ = t.h.Extend(ectx, time.Duration(500+rng.IntN(400))*time.Millisecond)
+			t.extend(ectx, time.Duration(500+rng.IntN(400))*time.Millisecond)
 		default:
 			between(i)
 		}
@@ -193,6 +191,19 @@ func (t *tracked) work(ctx context.Context, rng *rand.Rand, between func(i int))
 	}
 	return t.alive()
 }
+
+// extend extends the holding and notes the call, its outcome and the
+// validity it left, in ms since famEpoch.
+func (t *tracked) extend(ctx context.Context, ttl time.Duration) {
+	s := time.Now()
+	err := t.h.Extend(ctx, ttl)
+	t.cur.Note += fmt.Sprintf(" extend(%v %s..%s err=%v vu=%s)", ttl, sinceEpoch(s), sinceEpoch(time.Now()), err, sinceEpoch(t.h.ValidUntil()))
+}
+
+// famEpoch is the origin of the times in notes and reports.
+var famEpoch = time.Now()
+
+func sinceEpoch(at time.Time) string { return fmt.Sprintf("%.1f", float64(at.Sub(famEpoch).Microseconds())/1000) }
 
 // famClient returns a store for a worker, on its own fault proxy to addr.
 func famClient(t *testing.T, addr string) (*redisstore.Store, *faultproxy.Proxy) {

@@ -229,7 +229,7 @@ func TestRWTrafficZeroViolations(t *testing.T) {
 		over, inv := check.WriterOverlaps(hs), check.FenceInversions(hs, true)
 		t.Logf("RESULT rw seed=%d phases=%d %v writer-overlaps=%d fence-inversions=%d reader-overlaps=%d", s, len(hs), counts, over, inv, readerOverlaps(hs))
 		for _, p := range check.WriterOverlapPairs(hs, 5) {
-			t.Logf("overlap: %s | %s", phaseString(hs, p[0]), phaseString(hs, p[1]))
+			t.Logf("overlap: %s | %s", phaseString(p[0]), phaseString(p[1]))
 		}
 		if over != 0 || inv != 0 {
 			t.Fatalf("seed %d: %d writer overlaps, %d fence inversions", s, over, inv)
@@ -270,14 +270,7 @@ func readerOverlaps(hs []check.Holding) int {
 	return n
 }
 
-// phaseString describes h with times in ms from the first phase's start.
-func phaseString(hs []check.Holding, h check.Holding) string {
-	t0 := hs[0].Start
-	for _, x := range hs {
-		if x.Start.Before(t0) {
-			t0 = x.Start
-		}
-	}
-	ms := func(t time.Time) float64 { return float64(t.Sub(t0).Microseconds()) / 1000 }
-	return fmt.Sprintf("id=%d client=%d write=%v fence=%d %s invoke=%.1f start=%.1f end=%.1f", h.ID, h.Client, h.Write, h.Fence, h.Note, ms(h.Invoke), ms(h.Start), ms(h.End))
+// phaseString describes h with times in ms since famEpoch.
+func phaseString(h check.Holding) string {
+	return fmt.Sprintf("id=%d client=%d write=%v fence=%d %s invoke=%s start=%s end=%s", h.ID, h.Client, h.Write, h.Fence, h.Note, sinceEpoch(h.Invoke), sinceEpoch(h.Start), sinceEpoch(h.End))
 }
