@@ -203,7 +203,9 @@ func (t *tracked) extend(ctx context.Context, ttl time.Duration) {
 // famEpoch is the origin of the times in notes and reports.
 var famEpoch = time.Now()
 
-func sinceEpoch(at time.Time) string { return fmt.Sprintf("%.1f", float64(at.Sub(famEpoch).Microseconds())/1000) }
+func sinceEpoch(at time.Time) string {
+	return fmt.Sprintf("%.1f", float64(at.Sub(famEpoch).Microseconds())/1000)
+}
 
 // famClient returns a store for a worker, on its own fault proxy to addr.
 func famClient(t *testing.T, addr string) (*redisstore.Store, *faultproxy.Proxy) {
