@@ -76,7 +76,7 @@ func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write bool) {
 }
 
 // hold works inside h (downgrading a write holding at random), then kills
-// a fixed-lease holding one time in five or releases it.
+// a fixed-lease holding one time in three or releases it.
 func (w *rwWorker) hold(ctx context.Context, rng *rand.Rand, t *tracked, h *dlock.RWHolding, fixed bool) {
 	t.work(ctx, rng, func(int) {
 		if h.Mode() == driver.RWWrite && rng.IntN(2) == 0 && t.phase(false) {
@@ -86,7 +86,7 @@ func (w *rwWorker) hold(ctx context.Context, rng *rand.Rand, t *tracked, h *dloc
 			_ = h.Downgrade(dctx)
 		}
 	})
-	if fixed && rng.IntN(5) == 0 {
+	if fixed && rng.IntN(3) == 0 {
 		t.kill()
 		return
 	}
