@@ -206,7 +206,7 @@ func runRWTraffic(t *testing.T, s uint64, d time.Duration, wrap func(*redisstore
 	return rec.result()
 }
 
-// R44. Invariant: read-write lock traffic on Redis under connection resets,
+// R37. Invariant: read-write lock traffic on Redis under connection resets,
 // held (lost) and dropped replies keeps many readers or one writer: no
 // write phase of a holding intersects another holding's phase while both
 // holders take them to be valid, and fences follow real-time order (a

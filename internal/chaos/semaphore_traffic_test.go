@@ -99,7 +99,7 @@ func runSemTraffic(t *testing.T, s uint64, d time.Duration, wrap func(*redisstor
 	return rec.result()
 }
 
-// R45. Invariant: semaphore traffic on Redis under connection resets, held
+// R38. Invariant: semaphore traffic on Redis under connection resets, held
 // (lost) and dropped replies never lets the permits of the holdings their
 // holders take to be valid exceed the limit N = 3 at any instant, and
 // fences follow real-time order. The traffic takes k ∈ {1, 2} permits with
