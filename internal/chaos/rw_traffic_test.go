@@ -20,9 +20,10 @@ const rwKey = "rw-chaos"
 
 // rwWorker is one RW-traffic client.
 type rwWorker struct {
-	id  int
-	l   *dlock.RWLocks
-	rec *famRec
+	id     int
+	l      *dlock.RWLocks
+	rec    *famRec
+	killed bool // it killed a holder already
 }
 
 // step makes one random operation: Lock, TryLock, RLock or TryRLock then
@@ -76,7 +77,7 @@ func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write bool) {
 }
 
 // hold works inside h (downgrading a write holding at random), then kills
-// a fixed-lease holding one time in three or releases it.
+// a fixed-lease holding (its first, then one in three) or releases it.
 func (w *rwWorker) hold(ctx context.Context, rng *rand.Rand, t *tracked, h *dlock.RWHolding, fixed bool) {
 	t.work(ctx, rng, func(int) {
 		if h.Mode() == driver.RWWrite && rng.IntN(2) == 0 && t.phase(false) {
@@ -86,7 +87,8 @@ func (w *rwWorker) hold(ctx context.Context, rng *rand.Rand, t *tracked, h *dloc
 			_ = h.Downgrade(dctx)
 		}
 	})
-	if fixed && rng.IntN(3) == 0 {
+	if fixed && (!w.killed || rng.IntN(3) == 0) {
+		w.killed = true
 		t.kill()
 		return
 	}
