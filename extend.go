@@ -40,6 +40,9 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	start := l.v.Now()
 	ask := l.ask(ttl)
+	// A shorter ttl may be applied as soon as it is sent: the validity
+	// follows it now, not when (or if) the reply comes.
+	l.v.Shorten(l.holder(), lease.ValidUntil(start, ttl, ttl))
 	g, err := l.c.store.Extend(ctx, l.key, l.token, ask)
 	if err = l.settle(start, ttl, ask, g, classify(err)); err == nil {
 		l.c.renewer.Retune(l.renewable(), ttl)

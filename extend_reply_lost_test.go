@@ -21,6 +21,12 @@ func (s lostExtends) ExtendPermits(ctx context.Context, key, token string, ttl t
 	return driver.PermitGrant{}, ctx.Err()
 }
 
+func (s lostExtends) Extend(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
+	_, _ = s.Store.Extend(ctx, key, token, ttl)
+	<-ctx.Done()
+	return driver.Grant{}, ctx.Err()
+}
+
 func (s lostExtends) ExtendRW(ctx context.Context, key, token string, ttl time.Duration) (driver.RWGrant, error) {
 	_, _ = s.Store.ExtendRW(ctx, key, token, ttl)
 	<-ctx.Done()
@@ -34,7 +40,7 @@ func (s lostExtends) ExtendRW(ctx context.Context, key, token string, ttl time.D
 // fix the validity stayed at the old, longer expiry until the reply's
 // timeout: a permit and a read holding held while another holder was
 // granted (found by TestSemaphoreTrafficZeroViolations and
-// TestRWTrafficZeroViolations under lost replies). Control: the other
+// TestRWTrafficZeroViolations under lost replies), and a Lease the same. Control: the other
 // holder does get in, so the store did apply the shorter expiry.
 func TestExtendShorterReplyLostEndsValidityWithTheStore(t *testing.T) {
 	const short = 50 * time.Millisecond
@@ -64,6 +70,17 @@ func TestExtendShorterReplyLostEndsValidityWithTheStore(t *testing.T) {
 			check(t, p, func() error { _, err := newSems(t, store).TryAcquire(context.Background(), "sem", 1, 1); return err })
 		})
 	})
+	t.Run("lease", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := lostExtends{memstore.New(nil)}
+			holder, other := newClientOnStore(t, store, dlock.WithTTL(10*time.Second)), newClientOnStore(t, store)
+			l, err := holder.TryLock(context.Background(), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, l, func() error { _, err := other.TryLock(context.Background(), "k"); return err })
+		})
+	})
 	t.Run("read-write", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			store := lostExtends{memstore.New(nil)}
@@ -84,4 +101,15 @@ func TestExtendShorterReplyLostEndsValidityWithTheStore(t *testing.T) {
 			_ = l.Close(context.Background())
 		})
 	})
+}
+
+// newClientOnStore returns a Client of store, closed when the test ends.
+func newClientOnStore(t *testing.T, store driver.Mutex, opts ...dlock.Option) *dlock.Client {
+	t.Helper()
+	c, err := dlock.New(store, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
 }
