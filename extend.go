@@ -11,7 +11,8 @@ import (
 )
 
 // Extend sets the key's expiry to ttl from now, shorter or longer, and moves
-// ValidUntil to match; renewal then follows ttl. It never shortens another
+// ValidUntil to match (a shorter ttl as the call is sent, since the store may
+// apply it whatever becomes of the reply); renewal then follows ttl. It never shortens another
 // live holding of the same owner. It returns ErrLost if the store no longer
 // holds the lock; ErrUnavailable if the store was unreachable or ctx ended
 // (validity kept, cut to ttl if shorter); ErrInvalid for a bad ttl or a nil
