@@ -11,7 +11,8 @@ import (
 )
 
 // Extend sets the key's expiry to ttl from now, shorter or longer, and moves
-// ValidUntil to match; renewal then follows ttl. It never shortens another
+// ValidUntil to match (a shorter ttl as the call is sent, since the store may
+// apply it whatever becomes of the reply); renewal then follows ttl. It never shortens another
 // live holding of the same owner. It returns ErrLost if the store no longer
 // holds the lock; ErrUnavailable if the store was unreachable or ctx ended
 // (validity kept, cut to ttl if shorter); ErrInvalid for a bad ttl or a nil
@@ -40,6 +41,9 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	start := l.v.Now()
 	ask := l.ask(ttl)
+	// A shorter ttl may be applied as soon as it is sent: the validity
+	// follows it now, not when (or if) the reply comes.
+	l.v.Shorten(l.holder(), lease.ValidUntil(start, ttl, ttl))
 	g, err := l.c.store.Extend(ctx, l.key, l.token, ask)
 	if err = l.settle(start, ttl, ask, g, classify(err)); err == nil {
 		l.c.renewer.Retune(l.renewable(), ttl)

@@ -87,6 +87,9 @@ func (m *member) setExpiry(ctx context.Context, ttl time.Duration, call expiryCa
 		return fmt.Errorf("%w: %s %q: %w", ErrUnavailable, m.c.noun, m.key, err)
 	}
 	start := m.v.Now()
+	// A shorter ttl may be applied as soon as it is sent: the validity
+	// follows it now, not when (or if) the reply comes.
+	m.v.Shorten(m.holder(), lease.ValidUntil(start, ttl, ttl))
 	g, err := call(ctx, m.key, m.token, ttl)
 	if err = m.v.Settle(m.holder(), start, ttl, g.TTL, classify(err)); err == nil {
 		m.c.renewer.Retune(m.renewable(), ttl)

@@ -67,7 +67,9 @@ func (p *Permit) ValidUntil() time.Time { return p.v.ValidUntil() }
 func (p *Permit) Remaining() time.Duration { return p.v.Remaining() }
 
 // Extend sets the holding's expiry to ttl from now, shorter or longer,
-// moves ValidUntil to match, and renewal then follows ttl. It returns
+// moves ValidUntil to match (a shorter ttl as the call is sent, since the
+// store may apply it whatever becomes of the reply), and renewal then
+// follows ttl. It returns
 // ErrLost if the store no longer has the holding; ErrUnavailable if the
 // store did not answer or ctx ended (validity kept, cut to ttl if shorter);
 // ErrInvalid for a bad ttl or nil ctx and Err's error on an ended permit,

@@ -82,8 +82,9 @@ func (h *RWHolding) ValidUntil() time.Time { return h.v.ValidUntil() }
 func (h *RWHolding) Remaining() time.Duration { return h.v.Remaining() }
 
 // Extend sets the holding's expiry to ttl from now, shorter or longer,
-// moves ValidUntil to match, and renewal then follows ttl; no other holding
-// of the key changes. It returns ErrLost if the store no longer has the
+// moves ValidUntil to match (a shorter ttl as the call is sent, since the
+// store may apply it whatever becomes of the reply), and renewal then
+// follows ttl; no other holding of the key changes. It returns ErrLost if the store no longer has the
 // holding; ErrUnavailable if the store did not answer or ctx ended (validity
 // kept, cut to ttl if shorter); ErrInvalid for a bad ttl or nil ctx and
 // Err's error on an ended holding, both without I/O.

@@ -15,6 +15,12 @@
 // DLOCK_CHAOS_COMPOSED=safe narrows them to what that version handled (see
 // composed_test.go).
 //
+// The read-write lock and semaphore traffic (rw_traffic_test.go,
+// semaphore_traffic_test.go, on the kit of family_traffic_test.go) mixes
+// their operations with the same kinds of composed operations and lost
+// replies, and is checked by check.WriterOverlaps, check.PermitsOver and
+// check.FenceInversions, each with a broken store that must fail.
+//
 // The fast scenarios run with go test ./...; the long random fault schedule
 // runs with:
 //

@@ -324,6 +324,19 @@ func (v *Validity[T]) TryBeginCall() (ttl time.Duration, until time.Time, ok boo
 	return v.ttl, v.until, true
 }
 
+// Shorten cuts the validity to until if that is earlier and the lease has
+// not ended. Call it before sending a call that may shorten the expiry:
+// the store may apply it at once, whatever becomes of its reply, so the
+// holder must not count on the longer validity while the call is out.
+func (v *Validity[T]) Shorten(h Holder, until time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.err == nil && until.Before(v.until) {
+		v.until = until
+		v.arm(h)
+	}
+}
+
 // Settle applies the outcome of a call begun with BeginCall or TryBeginCall,
 // which asked the store at start to set the expiry to ttl and got grantTTL
 // or err, ends the call, and returns the call's error, or the lease's if it
