@@ -85,8 +85,8 @@ type entry struct {
 }
 
 var (
-	_ driver.Mutex     = (*Store)(nil)
-	_ driver.Notifier  = (*Store)(nil)
+	_ driver.Mutex      = (*Store)(nil)
+	_ driver.Notifier   = (*Store)(nil)
 	_ driver.Inspector  = (*Store)(nil)
 	_ driver.MetaKeeper = (*Store)(nil)
 )
