@@ -121,6 +121,7 @@ type holding struct {
 	version int32
 	holds   int
 	token   string // for Inspect of our own holdings
+	meta    string // the holder metadata in the node's data, kept by every setData
 }
 
 var (
@@ -129,6 +130,7 @@ var (
 	_ driver.Queuer        = (*Store)(nil)
 	_ driver.Inspector     = (*Store)(nil)
 	_ driver.Lister        = (*Store)(nil)
+	_ driver.MetaKeeper    = (*Store)(nil)
 	_ driver.WaiterCounter = (*Store)(nil)
 	_ driver.Doctor        = (*Store)(nil)
 )
@@ -300,7 +302,7 @@ func (h *holding) data(holds int) []byte {
 	if h.fence != h.czxid {
 		f = strconv.FormatInt(h.fence, 10)
 	}
-	return nodeData(holds, digest(h.token), f)
+	return nodeData(holds, digest(h.token), f, h.meta)
 }
 
 func (s *Store) lookup(key, token string) (*holding, bool) {
