@@ -29,9 +29,9 @@ func children(kvs []*mvccpb.KeyValue, pfx string) []*mvccpb.KeyValue {
 // acquires it; re-entries, partial releases and transfers rewrite the value
 // with it. Inspect and List read it back for any holder, in any process.
 // A process running a version of this package from before holder metadata
-// refuses a holding with metadata as a value that is not a lock (an error
-// matching driver.ErrRefused, never a grant): upgrade the processes that
-// share a Prefix together before passing metadata.
+// still finds such a holding held (its Acquire is contended), but its
+// Inspect refuses the value as not a lock's (driver.ErrRefused): upgrade
+// the processes that share a Prefix before passing metadata.
 func (s *Store) KeepsMeta() bool { return true }
 
 // Inspect implements driver.Inspector. The holder is the oldest key under

@@ -63,8 +63,10 @@
 // (one pipeline), driver.Transferer, driver.Atomic (a resource read or write
 // in the same script), driver.Inspector, driver.Lister (SCAN; on a Cluster,
 // every primary), driver.WaiterCounter (PUBSUB NUMSUB, summed over a
-// Cluster's nodes) and driver.Doctor (server, ACL, Cluster and,
-// when opened from a redis+sentinel:// URL, Sentinel checks).
+// Cluster's nodes), driver.Doctor (server, ACL, Cluster and,
+// when opened from a redis+sentinel:// URL, Sentinel checks) and
+// driver.MetaKeeper (holder metadata in PREFIX{K}:meta, see
+// Store.KeepsMeta).
 //
 // A Store is also a driver.Semaphore (with driver.PermitNotifier and
 // driver.PermitInspector): semaphore K is a hash PREFIX{K}:sem (the limit,
