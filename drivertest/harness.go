@@ -284,6 +284,7 @@ func (s *suite) cases() []testCase {
 		testCase{"NoSpuriousNotifications", s.testNoSpurious},
 		testCase{"ExtendBatchIsASeriesOfExtend", s.testExtendBatch},
 		testCase{"InspectMatchesTheState", s.testInspect},
+		testCase{"MetaKeeperKeepsTheHoldingsMetadata", s.testMeta},
 		testCase{"ListerListsHeldKeysOnly", s.testLister},
 		testCase{"WaiterCounterCountsWaiters", s.testWaiters},
 		testCase{"QueuerServesInOrder", s.testQueueFIFO},

@@ -42,6 +42,8 @@ func TestMutantChild(t *testing.T) {
 	switch {
 	case name == "memstore":
 		s = memstore.New(nil)
+	case name == string(metaLastWins):
+		s = newMetaMutant()
 	case strings.HasPrefix(name, "rw"):
 		m := mutation(name)
 		if name == "rw" {
@@ -138,6 +140,9 @@ func tail(out []byte) string {
 // modelCase is the model-based case (issue 23).
 const modelCase = "ModelRandomHoldingsNeverOverlapAndFreeTheKey"
 
+// metaCase checks driver.MetaKeeper.
+const metaCase = "MetaKeeperKeepsTheHoldingsMetadata"
+
 // releaseEndedCase checks driver.Mutex.Release with an ended context.
 const releaseEndedCase = "ReleaseWithEndedContextChangesNothing"
 
@@ -187,6 +192,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{ratePartialGrant, []string{"RateLimiter/ManyAllOrNothing"}, ""},
 		{rateNoExpiry, []string{"RateLimiter/IdleStateExpires"}, "entries left for a key idle"},
 		{rateCallerClock, []string{"RateLimiter/ClientsShareOneBudget", "RateLimiter/AdmitsTheBurstThenDenies"}, ""},
+		{metaLastWins, []string{metaCase}, `Meta "other"`},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -239,7 +245,7 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			case "memstore":
-				ran = slices.Concat(semCases, rwCases, rateCases)
+				ran = slices.Concat(semCases, rwCases, rateCases, []string{metaCase})
 			case "sem":
 				ran = semCases
 			case "rw":
