@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
@@ -121,4 +122,19 @@ func TestMetaOutOfBoundsIsRefusedBeforeIO(t *testing.T) {
 	// The bound itself is accepted.
 	c, _ := newClient(t)
 	release(t, mustLock(t, c, testCtx(t), "k", dlock.WithMeta(strings.Repeat("x", driver.MaxMetaLen))))
+}
+
+// A transfer (the Client's local handoff) keeps the metadata on memstore.
+func TestMetaIsKeptByATransferOnMemstore(t *testing.T) {
+	s := memstore.New(nil)
+	ctx := testCtx(t)
+	if _, err := s.Acquire(driver.WithMeta(ctx, "m"), "t", "from", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transfer(ctx, "t", "from", "to", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := s.Inspect(ctx, "t"); info.Meta != "m" || info.Token != "to" {
+		t.Fatalf("after the transfer: Inspect = %+v", info)
+	}
 }

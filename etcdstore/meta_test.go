@@ -74,3 +74,19 @@ func TestMetaIsKeptInTheValueAndReadByAnyStore(t *testing.T) {
 	}
 	clienttest.Release(t, l4)
 }
+
+// A transfer (the Client's local handoff) keeps the metadata in the value.
+func TestMetaIsKeptByATransfer(t *testing.T) {
+	s, _ := newStore(t, node(t), uniq(t), 5*time.Second)
+	ctx := testkit.Ctx(t)
+	from, to := tok(), tok()
+	if _, err := s.Acquire(driver.WithMeta(ctx, "m"), "t", from, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transfer(ctx, "t", from, to, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Inspect(ctx, "t"); err != nil || info.Meta != "m" || info.Token != to {
+		t.Fatalf("after the transfer: Inspect = %+v, %v", info, err)
+	}
+}

@@ -99,3 +99,24 @@ func TestMetaSurvivesReentryAndReadsWithTheGrant(t *testing.T) {
 		t.Fatal("a holding without metadata wrote a meta key")
 	}
 }
+
+// A transfer (the Client's local handoff) starts a holding with a new
+// fence, which the meta key does not carry: the metadata is dropped, as
+// docs/api.md says.
+func TestMetaIsDroppedByATransfer(t *testing.T) {
+	_, rdb := newRedis(t)
+	s := newStore(t, rdb)
+	ctx := testCtx(t)
+	if _, err := s.Acquire(driver.WithMeta(ctx, "m"), "t", "tok-from-0123456789", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := s.Inspect(ctx, "t"); info.Meta != "m" {
+		t.Fatalf("before the transfer: Meta %q", info.Meta)
+	}
+	if _, err := s.Transfer(ctx, "t", "tok-from-0123456789", "tok-to-0123456789", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := s.Inspect(ctx, "t"); info.Meta != "" || !info.Held {
+		t.Fatalf("after the transfer: Inspect = %+v, want held without metadata", info)
+	}
+}

@@ -64,3 +64,19 @@ func TestMetaIsKeptInTheNodeDataAndReadByAnyStore(t *testing.T) {
 	}
 	clienttest.Release(t, l4)
 }
+
+// A transfer (the Client's local handoff) keeps the metadata in the data.
+func TestMetaIsKeptByATransfer(t *testing.T) {
+	s := dial(t, uniq(t), 10*time.Second, server(t).Addrs()...)
+	ctx := ctxT(t, 30*time.Second)
+	from, to := tok(), tok()
+	if _, err := s.Acquire(driver.WithMeta(ctx, "m"), "t", from, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transfer(ctx, "t", from, to, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Inspect(ctx, "t"); err != nil || info.Meta != "m" || info.Token != to {
+		t.Fatalf("after the transfer: Inspect = %+v, %v", info, err)
+	}
+}
