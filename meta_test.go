@@ -138,3 +138,20 @@ func TestMetaIsKeptByATransferOnMemstore(t *testing.T) {
 		t.Fatalf("after the transfer: Inspect = %+v", info)
 	}
 }
+
+// A store is never given metadata that ValidateMeta refuses, even when a
+// caller put it on the context with driver.WithMeta itself.
+func TestMetaFromRefusesWhatValidateMetaRefuses(t *testing.T) {
+	ctx := testCtx(t)
+	if got := driver.MetaFrom(driver.WithMeta(ctx, "ok")); got != "ok" {
+		t.Fatalf("MetaFrom = %q, want ok", got)
+	}
+	for _, bad := range []string{"a\nb", strings.Repeat("x", driver.MaxMetaLen+1), "\xff"} {
+		if got := driver.MetaFrom(driver.WithMeta(ctx, bad)); got != "" {
+			t.Fatalf("MetaFrom(%q) = %q, want none", bad, got)
+		}
+	}
+	if got := driver.MetaFrom(ctx); got != "" {
+		t.Fatalf("MetaFrom of a bare context = %q", got)
+	}
+}

@@ -28,9 +28,14 @@ func WithMeta(ctx context.Context, meta string) context.Context {
 	return context.WithValue(ctx, metaKey{}, meta)
 }
 
-// MetaFrom returns the holder metadata ctx carries (WithMeta), or "".
+// MetaFrom returns the holder metadata ctx carries (WithMeta), or "" if it
+// carries none or none that ValidateMeta accepts: a store may write what it
+// returns as it is.
 func MetaFrom(ctx context.Context) string {
 	m, _ := ctx.Value(metaKey{}).(string)
+	if m != "" && ValidateMeta(m) != nil {
+		return ""
+	}
 	return m
 }
 

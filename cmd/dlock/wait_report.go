@@ -74,10 +74,11 @@ func reportWait(ctx context.Context, w io.Writer, store driver.Mutex, key, until
 
 // describeHolder is a held key's holder for reportWait's lines.
 func describeHolder(key string, info driver.Info) string {
-	s := fmt.Sprintf("held by %s (fence %d)", strings.Trim(lockStatusOf(key, info).holderText(), "()"), info.Fence)
+	who := strings.Trim(lockStatusOf(key, info).holderText(), "()")
 	if info.Held && info.Meta != "" {
-		s = fmt.Sprintf("held by %s [%s] (fence %d)", strings.Trim(lockStatusOf(key, info).holderText(), "()"), info.Meta, info.Fence)
+		who += " [" + info.Meta + "]"
 	}
+	s := fmt.Sprintf("held by %s (fence %d)", who, info.Fence)
 	if info.Remaining >= 0 {
 		s += fmt.Sprintf(", whose lease runs %v more unless renewed", roundDur(info.Remaining))
 	}
