@@ -15,6 +15,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/pgserver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/internal/testkit"
 	"example.com/dlock/internal/zkserver"
@@ -134,17 +135,17 @@ func TestStatusAndListShowHolderMeta(t *testing.T) {
 	}
 }
 
-// On etcd, which keeps only a digest of tokens, status and list show the
-// metadata of a dlock run in another process.
-func TestEtcdStatusShowsRunMeta(t *testing.T) {
-	store, _ := etcdStore(t)
+// checkRunMetaOn: a dlock run holding key on store shows its metadata in
+// status --json and list; the run then ends normally.
+func checkRunMetaOn(t *testing.T, store, key string) {
+	t.Helper()
 	dir := t.TempDir()
 	ready, stop := filepath.Join(dir, "ready"), filepath.Join(dir, "stop")
 	script := `echo x > "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`
-	run := startDlock(t, nil, "run", "--store", store, "--key", "job", "--", "sh", "-c", script, "sh", ready, stop)
-	testkit.WaitFor(t, 20*time.Second, "the run's command to start", func() bool { return readFile(t, ready) != "" })
-	s := statusJSON(t, store, "job")
-	if s.Holder != "" || s.HolderKind != holderDlock {
+	run := startDlock(t, nil, "run", "--store", store, "--key", key, "--", "sh", "-c", script, "sh", ready, stop)
+	testkit.WaitFor(t, 30*time.Second, "the run's command to start", func() bool { return readFile(t, ready) != "" })
+	s := statusJSON(t, store, key)
+	if !s.Held || s.HolderKind != holderDlock {
 		t.Errorf("status: %+v", s)
 	}
 	checkRunMeta(t, s.Meta, run.cmd.Process.Pid, run.startedAt)
@@ -154,9 +155,25 @@ func TestEtcdStatusShowsRunMeta(t *testing.T) {
 	if err := writeFile(stop); err != nil {
 		t.Fatal(err)
 	}
-	if res := run.wait(t, 20*time.Second); res.code != 0 {
+	if res := run.wait(t, 30*time.Second); res.code != 0 {
 		t.Fatalf("run: %s", res)
 	}
+}
+
+// On etcd, which keeps only a digest of tokens, status and list show the
+// metadata of a dlock run in another process.
+func TestEtcdStatusShowsRunMeta(t *testing.T) {
+	store, _ := etcdStore(t)
+	checkRunMetaOn(t, store, "job")
+}
+
+// So does PostgreSQL's lease table, once `dlock schema --apply` made it.
+func TestPostgresStatusShowsRunMeta(t *testing.T) {
+	store := pgserver.Start(t).URL()
+	if r := runDlock(t, nil, "schema", "--store", store, "--apply"); r.code != 0 {
+		t.Fatalf("schema --apply: %s", r)
+	}
+	checkRunMetaOn(t, store, "job")
 }
 
 // On ZooKeeper a lock node written as Apache Curator writes it (its
@@ -188,16 +205,5 @@ func TestZooKeeperStatusShowsCuratorNodeData(t *testing.T) {
 		t.Errorf("status of a Curator holder:\n%s", r)
 	}
 
-	dir := t.TempDir()
-	ready, stop := filepath.Join(dir, "ready"), filepath.Join(dir, "stop")
-	script := `echo x > "$1"; while [ ! -e "$2" ]; do sleep 0.05; done`
-	run := startDlock(t, nil, "run", "--store", store, "--key", "job", "--", "sh", "-c", script, "sh", ready, stop)
-	testkit.WaitFor(t, 20*time.Second, "the run's command to start", func() bool { return readFile(t, ready) != "" })
-	checkRunMeta(t, statusJSON(t, store, "job").Meta, run.cmd.Process.Pid, run.startedAt)
-	if err := writeFile(stop); err != nil {
-		t.Fatal(err)
-	}
-	if res := run.wait(t, 20*time.Second); res.code != 0 {
-		t.Fatalf("run: %s", res)
-	}
+	checkRunMetaOn(t, store, "job")
 }
