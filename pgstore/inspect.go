@@ -75,4 +75,3 @@ func (s *Store) list(ctx context.Context, q, prefix string, fn func(key string, 
 		return fn(name, info(holds, fence, remaining, meta)), nil
 	})
 }
-
