@@ -49,7 +49,7 @@ const acquireSet = `owner = CASE WHEN l.expires_at <= now() THEN $2 ELSE l.owner
 
 // metaExpr is the holding's metadata: meta's text after "<fence>:" when it
 // starts with the row's fence (a later holding's row keeps an earlier
-// one's meta until it writes its own), else ”.
+// one's meta until it writes its own), else the empty string.
 const metaExpr = `CASE WHEN left(meta, length(fence::text) + 1) = fence::text || ':' THEN substr(meta, length(fence::text) + 2) ELSE '' END`
 
 // remaining is the row's remaining time in microseconds (negative once
