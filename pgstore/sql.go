@@ -159,7 +159,7 @@ FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
 		setMeta: fmt.Sprintf(`UPDATE %[1]s SET meta = $3 WHERE name = $1 AND fence = $2 AND expires_at > now()`, n.locks),
 		// inspectMeta and listMeta are inspect and list with the holding's
 		// metadata: meta's text after "<fence>:" if it starts with the
-		// row's fence, else ''.
+		// row's fence, else the empty string.
 		inspectMeta: fmt.Sprintf(`SELECT owner, holds, fence, `+remainingExpr+`, `+metaExpr+`
 FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
 		listMeta: fmt.Sprintf(`SELECT name, owner, holds, fence, `+remainingExpr+`, `+metaExpr+`
