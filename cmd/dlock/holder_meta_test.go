@@ -15,6 +15,7 @@ import (
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/mysqlserver"
 	"example.com/dlock/internal/pgserver"
 	"example.com/dlock/internal/redisserver"
 	"example.com/dlock/internal/testkit"
@@ -167,13 +168,16 @@ func TestEtcdStatusShowsRunMeta(t *testing.T) {
 	checkRunMetaOn(t, store, "job")
 }
 
-// So does PostgreSQL's lease table, once `dlock schema --apply` made it.
-func TestPostgresStatusShowsRunMeta(t *testing.T) {
-	store := pgserver.Start(t).URL()
-	if r := runDlock(t, nil, "schema", "--store", store, "--apply"); r.code != 0 {
-		t.Fatalf("schema --apply: %s", r)
+// So do the SQL lease tables, once `dlock schema --apply` made them.
+func TestSQLStatusShowsRunMeta(t *testing.T) {
+	for name, store := range map[string]string{"postgres": pgserver.Start(t).URL(), "mariadb": mysqlserver.Start(t).URL()} {
+		t.Run(name, func(t *testing.T) {
+			if r := runDlock(t, nil, "schema", "--store", store, "--apply"); r.code != 0 {
+				t.Fatalf("schema --apply: %s", r)
+			}
+			checkRunMetaOn(t, store, "job")
+		})
 	}
-	checkRunMetaOn(t, store, "job")
 }
 
 // On ZooKeeper a lock node written as Apache Curator writes it (its

@@ -64,7 +64,7 @@ with COMMAND's status. The lifetime is the lease, or on stores that keep
 locks in a session (etcd, ZooKeeper, SQL session mode) the session's TTL.
 
 On the stores that keep holder metadata (Redis, etcd, ZooKeeper, SQL lease
-table on PostgreSQL),
+tables),
 run records "host=H pid=P cmd=C since=T" with its holding: this host, run's
 own pid, COMMAND's name and the time run started; status and list show it.
 
