@@ -58,8 +58,10 @@ func ValidateMeta(meta string) error {
 // AcquireQueued, AcquireQueuedRead, Apply of an Acquire step) whose ctx
 // carries metadata (MetaFrom) records it with the holding it starts, and
 // Inspect and List return it as Info.Meta while that holding lasts. A
-// re-entry, an extension or a transfer keeps the metadata of the holding
-// as it was when it started. KeepsMeta does no I/O.
+// re-entry (whatever metadata its ctx carries), an extension and a partial
+// release keep the metadata the holding started with; a holding started
+// without metadata reports none. Whether a Transferer's transfer keeps it
+// is the store's to document. KeepsMeta does no I/O.
 //
 // Absent: the client passes no metadata, and Info.Meta is empty.
 type MetaKeeper interface {
