@@ -92,11 +92,12 @@ func TestStatusAndListShowHolderMeta(t *testing.T) {
 		t.Fatalf("list --json: %v: %s", err, r)
 	}
 	outs = append(outs, r.stdout, r.stderr)
-	r = runDlock(t, env, "run", "-v", "--wait", "300ms", "--key", "job", "--", "true")
-	if r.code != ExitNotAcquired || !strings.Contains(r.stderr, "["+st.Meta+"]") {
-		t.Errorf("run -v waiting: want the holder's metadata: %s", r)
+	w := startDlock(t, env, "run", "-v", "--key", "job", "--", "true")
+	testkit.WaitFor(t, 10*time.Second, "run -v to say it waits", func() bool { return strings.Contains(w.stderr.String(), "waiting for lock") })
+	if !strings.Contains(w.stderr.String(), "["+st.Meta+"]") {
+		t.Errorf("run -v waiting: want the holder's metadata:\n%s", w.stderr)
 	}
-	outs = append(outs, r.stdout, r.stderr)
+	outs = append(outs, w.stderr.String())
 	for _, out := range outs {
 		if strings.Contains(out, tok) {
 			t.Fatalf("a whole token was printed:\n%s", out)
