@@ -13,12 +13,13 @@
 -- With KEYS[2] (WithRead), a granted reply is {1, fence, holds, GET KEYS[2]}
 -- (nil if missing); it is read before any write, so a WRONGTYPE error
 -- changes nothing. A value that is not a lock is an error (NOTALOCK).
--- With ARGV[4] (holder metadata), the last key is the meta key: a new
--- holding sets it to "<fence>:<meta>" with the lock's expiry, a re-entry
--- that lengthens the lock lengthens it too (inspect.lua shows it only while
--- its fence is the lock's).
-local mkey = ARGV[4] and KEYS[#KEYS]
-local res = (#KEYS == 3 or (#KEYS == 2 and not mkey)) and KEYS[2]
+-- With ARGV[4] (holder metadata; exactly four ARGV: fair.lua, which runs
+-- this script as its tail, passes six and never metadata), the last key is
+-- the meta key: a new holding sets it to "<fence>:<meta>" with the lock's
+-- expiry, a re-entry that lengthens the lock lengthens it too (inspect.lua
+-- shows it only while its fence is the lock's).
+local mkey = #ARGV == 4 and KEYS[#KEYS]
+local res = KEYS[2] ~= mkey and KEYS[2]
 local val = false
 if res then
   val = redis.call('GET', res)
