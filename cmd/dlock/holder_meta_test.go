@@ -94,7 +94,7 @@ func TestStatusAndListShowHolderMeta(t *testing.T) {
 	outs = append(outs, r.stdout, r.stderr)
 	w := startDlock(t, env, "run", "-v", "--key", "job", "--", "true")
 	testkit.WaitFor(t, 10*time.Second, "run -v to say it waits", func() bool { return strings.Contains(w.stderr.String(), "waiting for lock") })
-	if !strings.Contains(w.stderr.String(), "["+st.Meta+"]") {
+	if !strings.Contains(w.stderr.String(), "; "+st.Meta+")") {
 		t.Errorf("run -v waiting: want the holder's metadata:\n%s", w.stderr)
 	}
 	outs = append(outs, w.stderr.String())
