@@ -13,6 +13,7 @@ type caps struct {
 	transfer driver.Transferer
 	atomic   driver.Atomic
 	qread    driver.QueueReader
+	meta     bool // a driver.MetaKeeper that keeps metadata
 }
 
 func findCaps(s driver.Mutex) caps {
@@ -23,5 +24,8 @@ func findCaps(s driver.Mutex) caps {
 	c.transfer, _ = driver.As[driver.Transferer](s)
 	c.atomic, _ = driver.As[driver.Atomic](s)
 	c.qread, _ = driver.As[driver.QueueReader](s)
+	if mk, ok := driver.As[driver.MetaKeeper](s); ok {
+		c.meta = mk.KeepsMeta()
+	}
 	return c
 }

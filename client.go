@@ -275,6 +275,9 @@ func (c *Client) attempt(ctx context.Context, key, token string, rec *record, cf
 		}
 		defer c.records.end(rec)
 	}
+	if cfg.meta != "" && c.caps.meta {
+		ctx = driver.WithMeta(ctx, cfg.meta)
+	}
 	start := cfg.clock.Now()
 	var g driver.Grant
 	var rd *grantRead

@@ -32,6 +32,7 @@ type faultStore struct {
 	released  atomic.Int64
 	mu        sync.Mutex
 	lastToken string
+	lastMeta  string // the holder metadata the last Acquire's ctx carried
 }
 
 var errDown = errors.New("connection refused")
@@ -39,7 +40,7 @@ var errDown = errors.New("connection refused")
 func (f *faultStore) Acquire(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
-	f.lastToken = token
+	f.lastToken, f.lastMeta = token, driver.MetaFrom(ctx)
 	f.mu.Unlock()
 	g, err := f.Mutex.Acquire(ctx, key, token, ttl)
 	if d := f.acqDelay.Load(); d > 0 {

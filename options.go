@@ -45,6 +45,8 @@ type config struct {
 	// obs, if set, is told of the call's events and its holding's
 	// (WithObserver, observe.go).
 	obs Observer
+	// meta is the holder metadata recorded with each holding (WithMeta).
+	meta string
 }
 
 func defaultConfig() config {
@@ -123,6 +125,19 @@ func WithRead(resource string) Option {
 	return func(c *config) { c.read = &resource }
 }
 
+// WithMeta records meta with each holding the call starts, on a store that
+// keeps holder metadata (driver.MetaKeeper): dlock status and list, and
+// driver.Inspector's Info.Meta, show it while the holding lasts, as
+// bsm/redislock's Metadata does. Say who holds the key (host, process,
+// purpose); never put secrets in it. A re-entry keeps the metadata the
+// holding started with. On other stores it changes nothing. A meta over
+// driver.MaxMetaLen (256) bytes, not UTF-8 or with control characters makes
+// New, or the call it is passed to, fail with ErrInvalid before any I/O.
+// Default: none. More: docs/api.md#withmeta.
+func WithMeta(meta string) Option {
+	return func(c *config) { c.meta = meta }
+}
+
 func (c *config) validate() error {
 	switch {
 	case c.ttl < MinTTL:
@@ -137,6 +152,8 @@ func (c *config) validate() error {
 		return invalidf("nil clock")
 	case c.read != nil && len(*c.read) > maxResourceLen:
 		return invalidf("resource key of %d bytes is longer than %d", len(*c.read), maxResourceLen)
+	case c.meta != "":
+		return driver.ValidateMeta(c.meta)
 	}
 	return nil
 }

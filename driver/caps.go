@@ -201,6 +201,11 @@ type Info struct {
 	// the key; 0 if none is known (never locked, or released longer ago than
 	// the store keeps state for).
 	Fence uint64
+	// Meta is the holder metadata (WithMeta) of the holding, when Held on a
+	// store that keeps it (MetaKeeper), or what a holder that is not a dlock
+	// client wrote (Curator's node data); empty otherwise. It never holds
+	// the token.
+	Meta string
 }
 
 // Inspector reads a key's state without changing it (dlock status).

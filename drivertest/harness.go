@@ -287,6 +287,7 @@ func (s *suite) cases() []testCase {
 		testCase{"ExtendBatchIsASeriesOfExtend", s.testExtendBatch},
 		testCase{"InspectMatchesTheState", s.testInspect},
 		testCase{"BreakerFreesTheKeyAndFencesKeepRising", s.testBreak},
+		testCase{"MetaKeeperKeepsTheHoldingsMetadata", s.testMeta},
 		testCase{"ListerListsHeldKeysOnly", s.testLister},
 		testCase{"WaiterCounterCountsWaiters", s.testWaiters},
 		testCase{"QueuerServesInOrder", s.testQueueFIFO},

@@ -43,6 +43,8 @@ func TestMutantChild(t *testing.T) {
 	switch {
 	case name == "memstore":
 		s = memstore.New(nil)
+	case name == string(metaLastWins):
+		s = newMetaMutant()
 	case strings.HasPrefix(name, "rw"):
 		m := mutation(name)
 		if name == "rw" {
@@ -145,6 +147,9 @@ func tail(out []byte) string {
 // modelCase is the model-based case (issue 23).
 const modelCase = "ModelRandomHoldingsNeverOverlapAndFreeTheKey"
 
+// metaCase checks driver.MetaKeeper.
+const metaCase = "MetaKeeperKeepsTheHoldingsMetadata"
+
 // releaseEndedCase checks driver.Mutex.Release with an ended context.
 const releaseEndedCase = "ReleaseWithEndedContextChangesNothing"
 
@@ -200,6 +205,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{idemFenceStuck, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence"}, "want TookOver and a greater fence"},
 		{idemNoExpiry, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence", "Idempotency/StaleExecutorCannotComplete", "Idempotency/RetentionForgetsTheRecord"}, "no takeover within"},
 		{idemNoExclusion, []string{"Idempotency/RaceExactlyOneExecution"}, "executions of one record by"},
+		{metaLastWins, []string{metaCase}, `Meta "other"`},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.m), func(t *testing.T) {
@@ -252,7 +258,7 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 			case "atomic":
 				ran = []string{"QueueReaderReadsWhatTheHolderCommitted", "AtomicStepsAreOwnerChecked", "AtomicTransferReadsAndWrites"}
 			case "memstore":
-				ran = slices.Concat(semCases, rwCases, rateCases, idemCases)
+				ran = slices.Concat(semCases, rwCases, rateCases, idemCases, []string{metaCase})
 			case "sem":
 				ran = semCases
 			case "rw":

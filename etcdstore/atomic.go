@@ -106,7 +106,7 @@ func ownerGuard(h holding) clientv3.Cmp {
 func releaseOps(h holding, dig string, w *driver.Write, read string) []clientv3.Op {
 	op := clientv3.OpDelete(h.k)
 	if h.holds > 1 {
-		op = clientv3.OpPut(h.k, valueFenced(h.holds-1, dig, h.vfence), clientv3.WithLease(h.lease))
+		op = clientv3.OpPut(h.k, valueMeta(h.holds-1, dig, h.vfence, h.meta), clientv3.WithLease(h.lease))
 	}
 	return withRead(read, withWrite(w, op)...)
 }
@@ -115,7 +115,7 @@ func releaseOps(h holding, dig string, w *driver.Write, read string) []clientv3.
 // digest digTo and fence: the rewrite of h's key, then w's put and read's
 // get, if set. They are sent under ownerGuard(h).
 func transferOps(h holding, digTo string, fence int64, w *driver.Write, read string) []clientv3.Op {
-	return withRead(read, withWrite(w, clientv3.OpPut(h.k, valueFenced(1, digTo, fence), clientv3.WithLease(h.lease)))...)
+	return withRead(read, withWrite(w, clientv3.OpPut(h.k, valueMeta(1, digTo, fence, h.meta), clientv3.WithLease(h.lease)))...)
 }
 
 // withWrite appends w's put to ops, if w is not nil.

@@ -39,8 +39,10 @@
 // holdings or waiters of one Store on one name apart (with
 // concurrency.Mutex they would share a key).
 // The value is "dlock/1 <holds> <digest>": the hold count and 16 bytes of
-// the token's SHA-256, never the token. Keys of etcdctl have empty values:
-// Inspect reports them held, with no token.
+// the token's SHA-256, never the token (then, after a transfer, the fence,
+// and for a holding with holder metadata, a newline and the metadata:
+// driver.MetaKeeper). Keys of etcdctl have empty values: Inspect reports
+// them held, with no token.
 // The value keeps a digest of the token, not the token, so any Store (of
 // any process) can release, renew or re-enter a holding by its token, as on
 // the other stores; Release of another Store's holding costs an extra read,

@@ -24,6 +24,16 @@ func children(kvs []*mvccpb.KeyValue, pfx string) []*mvccpb.KeyValue {
 	return out
 }
 
+// KeepsMeta implements driver.MetaKeeper: the holder metadata is kept in
+// the holding key's value, after a newline, from the put that queues or
+// acquires it; re-entries, partial releases and transfers rewrite the value
+// with it. Inspect and List read it back for any holder, in any process.
+// A process running a version of this package from before holder metadata
+// still finds such a holding held (its Acquire is contended), but its
+// Inspect refuses the value as not a lock's (driver.ErrRefused): upgrade
+// the processes that share a Prefix before passing metadata.
+func (s *Store) KeepsMeta() bool { return true }
+
 // Inspect implements driver.Inspector. The holder is the oldest key under
 // the lock's prefix; Token is known only for this Store's own holdings
 // (other processes' keys hold a digest at most), Remaining is the holder's
@@ -91,7 +101,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string, inf
 // known describes the holding at kv, whose value is v, with what this Store
 // knows of it if it is one of its own: the token and the fence.
 func (s *Store) known(kv *mvccpb.KeyValue, v lockValue) driver.Info {
-	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(fenceOf(kv)), Remaining: -1, Foreign: v.digest == ""}
+	in := driver.Info{Held: true, Holds: v.holds, Fence: uint64(fenceOf(kv)), Remaining: -1, Foreign: v.digest == "", Meta: v.meta}
 	if v.digest == "" || kv.Lease == 0 {
 		return in
 	}

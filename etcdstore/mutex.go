@@ -66,11 +66,11 @@ func (s *Store) acquire(ctx context.Context, key, token, read string) (driver.Gr
 		var txn clientv3.Txn
 		if cached {
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(h.k), "=", h.mod)).
-				Then(withRead(read, clientv3.OpPut(h.k, valueFenced(h.holds+1, dig, h.vfence), clientv3.WithLease(sess.id)))...)
+				Then(withRead(read, clientv3.OpPut(h.k, valueMeta(h.holds+1, dig, h.vfence, h.meta), clientv3.WithLease(sess.id)))...)
 		} else {
-			h = holding{k: s.newName(sess, pfx), lease: sess.id, token: token}
+			h = holding{k: s.newName(sess, pfx), lease: sess.id, token: token, meta: driver.MetaFrom(ctx)}
 			txn = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(pfx), "=", 0).WithPrefix()).
-				Then(withRead(read, clientv3.OpPut(h.k, value(1, dig), clientv3.WithLease(sess.id)))...)
+				Then(withRead(read, clientv3.OpPut(h.k, valueMeta(1, dig, 0, h.meta), clientv3.WithLease(sess.id)))...)
 		}
 		resp, err := txn.Else(readOps(h.k, pfx)...).Commit()
 		if err != nil {
@@ -122,7 +122,7 @@ func (s *Store) reenterForeign(ctx context.Context, kv *mvccpb.KeyValue, holds i
 	}
 	v, _ := parseValue(kv.Value)
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
-		Then(withRead(read, clientv3.OpPut(string(kv.Key), valueFenced(holds+1, dig, v.fence), clientv3.WithLease(clientv3.LeaseID(kv.Lease))))...).Commit()
+		Then(withRead(read, clientv3.OpPut(string(kv.Key), valueMeta(holds+1, dig, v.fence, v.meta), clientv3.WithLease(clientv3.LeaseID(kv.Lease))))...).Commit()
 	if err != nil {
 		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire: %w", err)
 	}

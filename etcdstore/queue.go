@@ -80,7 +80,7 @@ func (s *Store) acquireQueued(ctx context.Context, key, token, read string) (dri
 		// when the server is unreachable the put was not applied either, and
 		// the caller's wait bound is not held up.
 		if k != "" {
-			s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", value(1, dig)), putDropTimeout)
+			s.dropKey(ctx, k, clientv3.Compare(clientv3.Value(k), "=", valueMeta(1, dig, 0, driver.MetaFrom(ctx))), putDropTimeout)
 		}
 		return driver.Grant{}, driver.Value{}, fmt.Errorf("etcdstore: acquire %q: %w", key, err)
 	}
@@ -92,7 +92,7 @@ func (s *Store) acquireQueued(ctx context.Context, key, token, read string) (dri
 	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 2 && kvs[0].CreateRevision == w.rev {
 		pred = string(kvs[1].Key)
 	} else if len(kvs) == 1 && kvs[0].CreateRevision == w.rev {
-		w.s.remember(handle, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token})
+		w.s.remember(handle, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token, meta: driver.MetaFrom(ctx)})
 		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, readValue(read, resp.Responses), nil
 	}
 	g, v, err := w.wait(ctx, start, pred)
@@ -113,7 +113,7 @@ func (s *Store) enqueue(ctx context.Context, sess *session, pfx, dig, read strin
 	for range maxAttempts {
 		k := s.newName(sess, pfx)
 		resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-			Then(withRead(read, clientv3.OpPut(k, value(1, dig), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...))...).
+			Then(withRead(read, clientv3.OpPut(k, valueMeta(1, dig, 0, driver.MetaFrom(ctx)), clientv3.WithLease(sess.id)), clientv3.OpGet(pfx, lastTwo...))...).
 			Else(readOps(k, pfx)...).Commit()
 		if err != nil || resp.Succeeded {
 			return k, resp, err
@@ -164,7 +164,7 @@ func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver
 			if err != nil {
 				return driver.Grant{}, driver.Value{}, err
 			}
-			h := holding{k: w.k, lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: v.holds, fence: resp.Header.Revision, vfence: v.fence, token: w.token}
+			h := holding{k: w.k, lease: w.sess.id, create: w.rev, mod: own[0].ModRevision, holds: v.holds, fence: resp.Header.Revision, vfence: v.fence, token: w.token, meta: v.meta}
 			fence := w.s.remember(w.handle, h)
 			return driver.Grant{Fence: uint64(fence), Holds: v.holds, TTL: w.s.certainTTL(w.sess, start)}, readValue(w.read, resp.Responses), nil
 		}

@@ -86,13 +86,14 @@ type holding struct {
 	fence       int64  // the holding's fence (see fenceOf; a queued holder's is its confirming read's revision)
 	vfence      int64  // the fence written in the value (a transferred holding), else 0
 	token       string // for Inspect of our own holdings
+	meta        string // the holder metadata in the value, kept by every rewrite
 }
 
 // holdingOf is the holding at kv of token with holds, as the key tells it.
 func holdingOf(kv *mvccpb.KeyValue, holds int, token string) holding {
 	v, _ := parseValue(kv.Value)
 	return holding{k: string(kv.Key), lease: clientv3.LeaseID(kv.Lease), create: kv.CreateRevision, mod: kv.ModRevision,
-		holds: holds, fence: fenceOf(kv), vfence: v.fence, token: token}
+		holds: holds, fence: fenceOf(kv), vfence: v.fence, token: token, meta: v.meta}
 }
 
 var (

@@ -72,7 +72,7 @@ func (s *Store) transfer(ctx context.Context, key, from, to string, w *driver.Wr
 			continue // the key changed: read it again
 		}
 		v := readValue(read, resp.Responses)
-		next := holding{k: h.k, lease: h.lease, create: h.create, mod: resp.Header.Revision, holds: 1, fence: fence, vfence: fence, token: to}
+		next := holding{k: h.k, lease: h.lease, create: h.create, mod: resp.Header.Revision, holds: 1, fence: fence, vfence: fence, token: to, meta: h.meta}
 		if sess != nil && h.lease == sess.id {
 			s.remember(s.ownKey(sess, key, digTo), next)
 			return driver.Grant{Fence: uint64(fence), Holds: 1, TTL: s.certainTTL(sess, start)}, v, nil

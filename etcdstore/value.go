@@ -14,7 +14,9 @@ import (
 // valuePrefix starts the value of every key the store writes:
 // "dlock/1 <holds> <token digest>", and " <fence>" after it for a holding
 // made by a transfer (Store.Transfer), whose fence is not its key's
-// CreateRevision.
+// CreateRevision; then, for a holding with holder metadata
+// (driver.MetaKeeper), a newline and the metadata (which holds no control
+// characters: driver.ValidateMeta).
 const valuePrefix = "dlock/1 "
 
 // digest is what the store keeps of a token: 16 bytes of its SHA-256, in
@@ -39,6 +41,14 @@ func valueFenced(holds int, dig string, fence int64) string {
 	return value(holds, dig) + " " + strconv.FormatInt(fence, 10)
 }
 
+// valueMeta is valueFenced with the holder metadata meta, if not empty.
+func valueMeta(holds int, dig string, fence int64, meta string) string {
+	if meta == "" {
+		return valueFenced(holds, dig, fence)
+	}
+	return valueFenced(holds, dig, fence) + "\n" + meta
+}
+
 // lockValue is a parsed value: the hold count, the token digest (empty for
 // etcdctl's keys, whose values are empty) and the fence written with it (0:
 // none, the fence is the key's CreateRevision).
@@ -46,6 +56,7 @@ type lockValue struct {
 	holds  int
 	digest string
 	fence  int64
+	meta   string // holder metadata, "" if none
 }
 
 // parseValue reads a key's value: an empty value (etcdctl lock's keys) is
@@ -55,15 +66,16 @@ func parseValue(v []byte) (lockValue, error) {
 		return lockValue{holds: 1}, nil
 	}
 	bad := fmt.Errorf("%w: etcdstore: key holds %q, not a lock's value", driver.ErrRefused, v)
-	f := strings.Fields(strings.TrimPrefix(string(v), valuePrefix))
-	if !strings.HasPrefix(string(v), valuePrefix) || len(f) < 2 || len(f) > 3 || len(f[1]) < 24 {
+	head, meta, _ := strings.Cut(string(v), "\n")
+	f := strings.Fields(strings.TrimPrefix(head, valuePrefix))
+	if !strings.HasPrefix(head, valuePrefix) || len(f) < 2 || len(f) > 3 || len(f[1]) < 24 {
 		return lockValue{}, bad
 	}
 	n, err := strconv.Atoi(f[0])
 	if err != nil || n < 1 {
 		return lockValue{}, bad
 	}
-	lv := lockValue{holds: n, digest: f[1]}
+	lv := lockValue{holds: n, digest: f[1], meta: meta}
 	if len(f) == 3 {
 		if lv.fence, err = strconv.ParseInt(f[2], 10, 64); err != nil || lv.fence < 1 {
 			return lockValue{}, bad

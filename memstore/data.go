@@ -46,7 +46,7 @@ func (s *Store) Apply(ctx context.Context, st driver.Step) (driver.Grant, driver
 	var op func() (driver.Grant, error)
 	switch {
 	case st.Action == driver.Acquire && st.Write == nil:
-		op = func() (driver.Grant, error) { return s.acquire(st.Key, st.Token, st.TTL) }
+		op = func() (driver.Grant, error) { return s.acquire(st.Key, st.Token, st.TTL, driver.MetaFrom(ctx)) }
 	case st.Action == driver.Transfer:
 		op = func() (driver.Grant, error) { return s.transfer(st.Key, st.Token, st.To, st.TTL) }
 	case st.Action == driver.Release && st.Read == "":

@@ -21,8 +21,9 @@
 // process's clock (the now function given to New). Besides driver.Mutex a
 // Store is a driver.Notifier (a channel per subscriber), driver.Transferer,
 // driver.Atomic (string resources kept with Set and read with Get, for
-// WithRead and Lease.Commit), driver.Inspector and driver.Breaker (the
-// broken holder is told "taken" until its holding would have expired).
+// WithRead and Lease.Commit), driver.Inspector, driver.MetaKeeper and
+// driver.Breaker (the broken holder is told "taken" until its holding would
+// have expired).
 // It is also a driver.Semaphore (with driver.PermitNotifier and driver.PermitInspector):
 // each holding of permits expires on its own, fences come from the same
 // counter, and a key with no live holding keeps nothing, not even its
@@ -88,12 +89,14 @@ type entry struct {
 	holds   int
 	fence   uint64
 	expires time.Time
+	meta    string // holder metadata (driver.MetaKeeper)
 }
 
 var (
-	_ driver.Mutex     = (*Store)(nil)
-	_ driver.Notifier  = (*Store)(nil)
-	_ driver.Inspector = (*Store)(nil)
+	_ driver.Mutex      = (*Store)(nil)
+	_ driver.Notifier   = (*Store)(nil)
+	_ driver.Inspector  = (*Store)(nil)
+	_ driver.MetaKeeper = (*Store)(nil)
 )
 
 // New returns an empty store that reads time from now (time.Now if nil).
@@ -130,17 +133,18 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.acquire(key, token, ttl)
+	return s.acquire(key, token, ttl, driver.MetaFrom(ctx))
 }
 
-// acquire is Acquire. Called with s.mu held.
-func (s *Store) acquire(key, token string, ttl time.Duration) (driver.Grant, error) {
+// acquire is Acquire, recording meta with a new holding. Called with s.mu
+// held.
+func (s *Store) acquire(key, token string, ttl time.Duration, meta string) (driver.Grant, error) {
 	e := s.live(key)
 	switch {
 	case e == nil:
 		s.sweep()
 		s.fence++
-		e = &entry{token: token, fence: s.fence}
+		e = &entry{token: token, fence: s.fence, meta: meta}
 		s.locks[key] = e
 	case e.token != token:
 		return driver.Grant{}, &driver.ContendedError{Remaining: e.expires.Sub(s.now())}
@@ -264,8 +268,13 @@ func (s *Store) Subscribe(ctx context.Context, key string) (<-chan struct{}, fun
 	return ch, cancel, nil
 }
 
+// KeepsMeta implements driver.MetaKeeper: a holding keeps the metadata of
+// the Acquire that started it, through re-entries, extensions and
+// transfers.
+func (s *Store) KeepsMeta() bool { return true }
+
 // Inspect implements driver.Inspector: the holder's token, hold count,
-// fence and remaining time, or Held false and Fence 0 for a free key. Its
+// fence, remaining time and metadata, or Held false and Fence 0 for a free key. Its
 // only error is ctx's.
 func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if err := ctx.Err(); err != nil {
@@ -276,6 +285,7 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	var info driver.Info
 	if e := s.live(key); e != nil {
 		info.Held, info.Token, info.Holds, info.Fence = true, e.token, e.holds, e.fence
+		info.Meta = e.meta
 		info.Remaining = e.expires.Sub(s.now())
 	}
 	return info, nil

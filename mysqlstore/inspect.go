@@ -114,8 +114,15 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	}
 	var r row
 	var us int64
-	err := s.db.QueryRowContext(ctx, "SELECT owner, holds, fence, "+remaining+" FROM "+s.n.locks+" WHERE name = ?", []byte(key)).
-		Scan(&r.owner, &r.holds, &r.fence, &us)
+	var meta []byte
+	read := func(metaCol string) error {
+		return s.db.QueryRowContext(ctx, "SELECT owner, holds, fence, "+remaining+", "+metaCol+" FROM "+s.n.locks+" WHERE name = ?", []byte(key)).
+			Scan(&r.owner, &r.holds, &r.fence, &us, &meta)
+	}
+	err := read(metaExpr)
+	if errNumber(err) == erBadField { // a table from before the meta column
+		err = read("''")
+	}
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return driver.Info{Remaining: -1}, nil
@@ -123,35 +130,41 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 		return driver.Info{}, wrap("inspect", err)
 	}
 	r.remain = time.Duration(us) * time.Microsecond
-	return info(r), nil
+	return info(r, meta), nil
 }
 
-func info(r row) driver.Info {
+func info(r row, meta []byte) driver.Info {
 	if r.remain <= 0 || r.holds <= 0 {
 		return driver.Info{Fence: r.fence, Remaining: -1}
 	}
-	return driver.Info{Held: true, Holds: r.holds, Remaining: r.remain, Fence: r.fence}
+	return driver.Info{Held: true, Holds: r.holds, Remaining: r.remain, Fence: r.fence, Meta: string(meta)}
 }
 
 // List calls fn for every held key starting with prefix, in key order,
 // until fn returns false. It reads at most 10000 keys per call. Errors are
 // as for Inspect; fn may have been called for some keys before one.
 func (s *Store) List(ctx context.Context, prefix string, fn func(key string, info driver.Info) bool) error {
-	rows, err := s.db.QueryContext(ctx, "SELECT name, owner, holds, fence, "+remaining+" FROM "+s.n.locks+
+	cols := "name, owner, holds, fence, " + remaining + ", " + metaExpr
+	rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+s.n.locks+
 		" WHERE LEFT(name, ?) = ? AND expires_at > "+now+" AND holds > 0 ORDER BY name LIMIT 10000", len(prefix), []byte(prefix))
+	if errNumber(err) == erBadField { // a table from before the meta column
+		cols = "name, owner, holds, fence, " + remaining + ", ''"
+		rows, err = s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+s.n.locks+
+			" WHERE LEFT(name, ?) = ? AND expires_at > "+now+" AND holds > 0 ORDER BY name LIMIT 10000", len(prefix), []byte(prefix))
+	}
 	if err != nil {
 		return wrap("list", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var name []byte
+		var name, meta []byte
 		var r row
 		var us int64
-		if err := rows.Scan(&name, &r.owner, &r.holds, &r.fence, &us); err != nil {
+		if err := rows.Scan(&name, &r.owner, &r.holds, &r.fence, &us, &meta); err != nil {
 			return wrap("list", err)
 		}
 		r.remain = time.Duration(us) * time.Microsecond
-		if !fn(string(name), info(r)) {
+		if !fn(string(name), info(r, meta)) {
 			return nil
 		}
 	}

@@ -238,6 +238,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	if !r.mine(d) {
 		return driver.Grant{}, r.contended()
 	}
+	if meta := driver.MetaFrom(ctx); meta != "" && r.holds == 1 {
+		s.setMeta(ctx, key, r.fence, meta) // a new holding's: a re-entry keeps the first
+	}
 	return driver.Grant{Fence: r.fence, Holds: r.holds, TTL: ttl}, nil
 }
 

@@ -56,9 +56,11 @@ func tableNames(prefix string) (names, error) {
 //     sweep. next_owner, next_since and next_due are the waiter mark
 //     (mark.go): the digest of the waiter next in line, when it first
 //     marked, and when the mark goes stale; NULL when no waiter is marked.
-//     A free row with a fresh mark is reserved for that waiter. Tables
-//     created before the mark gain its columns (ALTER TABLE ... ADD COLUMN
-//     IF NOT EXISTS, MariaDB 10.0.2+).
+//     A free row with a fresh mark is reserved for that waiter. meta is the
+//     holder metadata (dlock.WithMeta) as "<fence>:<metadata>", shown only
+//     while the row's fence is that one. Tables created before the mark or
+//     meta gain their columns (ALTER TABLE ... ADD COLUMN IF NOT EXISTS,
+//     MariaDB 10.0.2+).
 //   - <p>_fence, a sequence (MariaDB 10.3+) giving the fences: strictly
 //     increasing across every key and surviving row deletion (a restart may
 //     skip a cached block: fences then jump, never go back).
@@ -78,11 +80,13 @@ func (n names) ddl() []string {
   next_owner BINARY(32) NULL,
   next_since DATETIME(6) NULL,
   next_due DATETIME(6) NULL,
+  meta VARBINARY(300) NULL,
   PRIMARY KEY (name),
   KEY expires_at (expires_at)
 ) ENGINE=InnoDB`,
 		"ALTER TABLE " + n.locks + " ADD COLUMN IF NOT EXISTS next_owner BINARY(32) NULL," +
 			" ADD COLUMN IF NOT EXISTS next_since DATETIME(6) NULL, ADD COLUMN IF NOT EXISTS next_due DATETIME(6) NULL",
+		"ALTER TABLE " + n.locks + " ADD COLUMN IF NOT EXISTS meta VARBINARY(300) NULL",
 		"CREATE SEQUENCE IF NOT EXISTS " + n.fence + " START WITH 1 INCREMENT BY 1 NO MAXVALUE NOCYCLE ENGINE=InnoDB",
 		"CREATE TABLE IF NOT EXISTS " + n.rows + ` (
   name VARBINARY(1024) NOT NULL,

@@ -31,5 +31,5 @@ func (s *Store) Break(ctx context.Context, key string) (driver.BrokenHolding, er
 	if err != nil {
 		return driver.BrokenHolding{}, wrap("break", err)
 	}
-	return driver.BrokenHolding{Info: info(holds, fence, remaining)}, nil
+	return driver.BrokenHolding{Info: info(holds, fence, remaining, "")}, nil
 }

@@ -40,6 +40,9 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 	if !mine {
 		return driver.Grant{}, &driver.ContendedError{Remaining: max(0, time.Duration(remaining)*time.Microsecond)}
 	}
+	if meta := driver.MetaFrom(ctx); meta != "" && holds == 1 {
+		s.setMeta(ctx, key, fence, meta) // a new holding's: a re-entry keeps the first
+	}
 	return driver.Grant{Fence: uint64(fence), Holds: int(holds), TTL: ttl}, nil
 }
 

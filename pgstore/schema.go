@@ -98,6 +98,10 @@ CREATE TABLE IF NOT EXISTS %[1]s (
 -- subscriber marked it), so its release sends NOTIFY. Added to tables
 -- created before it (a metadata-only change).
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS waited boolean NOT NULL DEFAULT false;
+-- meta: the holder metadata of the holding whose fence it starts with,
+-- "<fence>:<metadata>" (dlock.WithMeta); shown only while that holding
+-- lasts. Added to tables created before it (a metadata-only change).
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS meta text;
 
 -- Fences: one sequence for every key, so a fence is greater than every
 -- fence issued before it, also after the key's row was deleted.

@@ -24,6 +24,10 @@ type statements struct {
 	transfer, refused, taken, mark   string
 	inspect, list, sweep             string
 	breaks                           string
+	// setMeta, inspectMeta and listMeta are the holder-metadata statements
+	// (meta.go): they need the meta column, which tables migrated before
+	// it lack.
+	setMeta, inspectMeta, listMeta string
 }
 
 // ttl is the lease length parameter: microseconds as bigint.
@@ -43,6 +47,11 @@ const acquireSet = `owner = CASE WHEN l.expires_at <= now() THEN $2 ELSE l.owner
                       WHEN l.owner = $2 THEN greatest(l.expires_at, ` + ttlExpr + `)
                       ELSE l.expires_at END,
     waited = l.expires_at > now() AND (l.waited OR l.owner <> $2)`
+
+// metaExpr is the holding's metadata: meta's text after "<fence>:" when it
+// starts with the row's fence (a later holding's row keeps an earlier
+// one's meta until it writes its own), else the empty string.
+const metaExpr = `CASE WHEN left(meta, length(fence::text) + 1) = fence::text || ':' THEN substr(meta, length(fence::text) + 2) ELSE '' END`
 
 // remaining is the row's remaining time in microseconds (negative once
 // expired).
@@ -147,6 +156,17 @@ WHERE name = $1 AND owner = $2 AND holds = 1 AND expires_at > now() RETURNING fe
 
 		inspect: fmt.Sprintf(`SELECT owner, holds, fence, `+remainingExpr+`
 FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
+
+		// setMeta records $3, "<fence>:<metadata>", with the live holding
+		// of fence $2 (a new holding's, right after its acquire).
+		setMeta: fmt.Sprintf(`UPDATE %[1]s SET meta = $3 WHERE name = $1 AND fence = $2 AND expires_at > now()`, n.locks),
+		// inspectMeta and listMeta are inspect and list with the holding's
+		// metadata: meta's text after "<fence>:" if it starts with the
+		// row's fence, else the empty string.
+		inspectMeta: fmt.Sprintf(`SELECT owner, holds, fence, `+remainingExpr+`, `+metaExpr+`
+FROM %[1]s WHERE name = $1 AND expires_at > now()`, n.locks),
+		listMeta: fmt.Sprintf(`SELECT name, owner, holds, fence, `+remainingExpr+`, `+metaExpr+`
+FROM %[1]s WHERE left(name, length($1)) = $1 AND expires_at > now()`, n.locks),
 
 		// list: live rows whose name starts with $1 (compared as a prefix,
 		// not a LIKE pattern, so % and _ in names mean themselves).

@@ -66,7 +66,8 @@
 // Cluster's nodes), driver.Doctor (server, ACL, Cluster and,
 // when opened from a redis+sentinel:// URL, Sentinel checks) and
 // driver.Breaker (one script: the lock becomes a tombstone that keeps its
-// fence and names the broken owner, see Store.Break).
+// fence and names the broken owner, see Store.Break) and driver.MetaKeeper
+// (holder metadata in PREFIX{K}:meta, see Store.KeepsMeta).
 //
 // A Store is also a driver.Semaphore (with driver.PermitNotifier and
 // driver.PermitInspector): semaphore K is a hash PREFIX{K}:sem (the limit,

@@ -154,7 +154,8 @@ func (l *lister) inspect(ctx context.Context, names []string) []*redis.Cmd {
 	pipe := l.s.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(names))
 	for i, n := range names {
-		cmds[i] = inspectScript.EvalSha(ctx, pipe, []string{l.s.lock(n)})
+		lock := l.s.lock(n)
+		cmds[i] = inspectScript.EvalSha(ctx, pipe, []string{lock, metaKey(lock)})
 	}
 	_, _ = pipe.Exec(ctx)
 	return cmds
@@ -163,17 +164,18 @@ func (l *lister) inspect(ctx context.Context, names []string) []*redis.Cmd {
 // infoOf decodes an inspect.lua reply; ok is false when the key has no
 // state (gone, or a reply of another shape).
 func infoOf(v []any) (info driver.Info, ok bool) {
-	if len(v) != 4 {
+	if len(v) != 5 {
 		return driver.Info{}, false
 	}
 	owner, _ := v[0].(string)
 	holds, _ := v[1].(int64)
 	ttl, _ := v[2].(int64)
 	f, _ := v[3].(int64)
+	meta, _ := v[4].(string)
 	if ttl == -2 && owner == "" && f == 0 {
 		return driver.Info{}, false
 	}
-	return driver.Info{Held: owner != "", Token: owner, Holds: int(holds), Remaining: max(0, pttl(ttl)), Fence: uint64(f)}, true
+	return driver.Info{Held: owner != "", Token: owner, Holds: int(holds), Remaining: max(0, pttl(ttl)), Fence: uint64(f), Meta: meta}, true
 }
 
 // escapeGlob quotes the glob metacharacters of a literal SCAN pattern.

@@ -28,7 +28,13 @@ func (s *Store) acquireRead(ctx context.Context, key, token string, ttl time.Dur
 	if err := checkKey(key); err != nil {
 		return driver.Grant{}, driver.Value{}, err
 	}
-	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 2, s.lock(key), resource, token, ttlArg(ttl), callID()})
+	lock := s.lock(key)
+	var cmd *redis.Cmd
+	if meta := driver.MetaFrom(ctx); meta != "" {
+		cmd = s.run(ctx, hotAcquire, []any{nil, nil, 3, lock, resource, metaKey(lock), token, ttlArg(ttl), callID(), meta})
+	} else {
+		cmd = s.run(ctx, hotAcquire, []any{nil, nil, 2, lock, resource, token, ttlArg(ttl), callID()})
+	}
 	var buf [3]int64
 	v, val, err := intsAndValue(cmd, buf[:0])
 	switch {

@@ -105,6 +105,7 @@ var (
 	_ driver.Notifier      = (*Store)(nil)
 	_ driver.BatchExtender = (*Store)(nil)
 	_ driver.Inspector     = (*Store)(nil)
+	_ driver.MetaKeeper    = (*Store)(nil)
 )
 
 // New returns a store that uses client. It returns an error matching
@@ -193,7 +194,12 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return driver.Grant{}, err
 	}
 	lock := s.lock(key)
-	cmd := s.run(ctx, hotAcquire, []any{nil, nil, 1, lock, token, ttlArg(ttl), callID()})
+	var cmd *redis.Cmd
+	if meta := driver.MetaFrom(ctx); meta != "" {
+		cmd = s.run(ctx, hotAcquire, []any{nil, nil, 2, lock, metaKey(lock), token, ttlArg(ttl), callID(), meta})
+	} else {
+		cmd = s.run(ctx, hotAcquire, []any{nil, nil, 1, lock, token, ttlArg(ttl), callID()})
+	}
 	if f, ok := cmd.Val().(int64); ok && cmd.Err() == nil && f > 0 {
 		return driver.Grant{Fence: uint64(f), Holds: 1, TTL: ttl}, nil // a first hold
 	}
@@ -228,7 +234,8 @@ func (s *Store) Extend(ctx context.Context, key, token string, ttl time.Duration
 	if err := checkKey(key); err != nil {
 		return driver.Grant{}, err
 	}
-	v, err := extendScript.Run(ctx, s.client, []string{s.lock(key)}, token, ms(ttl)).Int64Slice()
+	lock := s.lock(key)
+	v, err := extendScript.Run(ctx, s.client, []string{lock, metaKey(lock)}, token, ms(ttl)).Int64Slice()
 	return extendGrant(v, err, key, ttl)
 }
 
@@ -300,7 +307,8 @@ func (s *Store) extendPipeline(ctx context.Context, reqs []driver.ExtendRequest,
 	pipe := s.client.Pipeline()
 	for i, r := range reqs {
 		if out[i].Err == nil {
-			cmds[i] = extendScript.EvalSha(ctx, pipe, []string{s.lock(r.Key)}, r.Token, ms(r.TTL))
+			lock := s.lock(r.Key)
+			cmds[i] = extendScript.EvalSha(ctx, pipe, []string{lock, metaKey(lock)}, r.Token, ms(r.TTL))
 		}
 	}
 	_, err := pipe.Exec(ctx)
@@ -318,19 +326,27 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if err := checkKey(key); err != nil {
 		return driver.Info{}, err
 	}
-	v, err := inspectScript.Run(ctx, s.client, []string{s.lock(key)}).Slice()
+	lock := s.lock(key)
+	v, err := inspectScript.Run(ctx, s.client, []string{lock, metaKey(lock)}).Slice()
 	if err != nil {
 		return driver.Info{}, classify(err, key)
 	}
-	if len(v) != 4 {
+	if len(v) != 5 {
 		return driver.Info{}, fmt.Errorf("redisstore: unexpected inspect reply %v", v)
 	}
-	owner, _ := v[0].(string)
-	holds, _ := v[1].(int64)
-	ttl, _ := v[2].(int64)
-	f, _ := v[3].(int64)
-	return driver.Info{Held: owner != "", Token: owner, Holds: int(holds), Remaining: max(0, pttl(ttl)), Fence: uint64(f)}, nil
+	info, _ := infoOf(v)
+	return info, nil
 }
+
+// metaKey is the key of lock's holder metadata (see acquire.lua).
+func metaKey(lock string) string { return lock + ":meta" }
+
+// KeepsMeta implements driver.MetaKeeper: holder metadata is kept in
+// PREFIX{K}:meta as "<fence>:<meta>", written by the acquisition that
+// starts a holding (only when there is metadata), given the lock's expiry
+// by every extension, and shown by Inspect and List while the lock's
+// fence is its own: a transfer drops it.
+func (s *Store) KeepsMeta() bool { return true }
 
 // SetFenced writes value to the Redis hash key (a protected resource, not a
 // lock key: no prefix is added) only if fence is not below the fence stored

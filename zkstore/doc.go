@@ -30,9 +30,12 @@
 //
 // The node data is "dlock/1 <holds> <digest>[ <fence>]": the hold count
 // and 16 bytes of the token's SHA-256, never the token, and after a
-// Transfer the holding's fence. Inspect therefore recognises the
-// store's own holdings, and reports a node with other data (Curator writes
-// the client's IP address) as held by a foreign client, token unknown.
+// Transfer the holding's fence; then, for a holding with holder metadata
+// (dlock.WithMeta, driver.MetaKeeper), a newline and the metadata. Inspect
+// therefore recognises the store's own holdings, reads any holder's
+// metadata, and reports a node with other data (Curator writes the
+// client's IP address) as held by a foreign client, token unknown, with
+// that data as its metadata.
 // Re-entry by the holding token is a conditional setData of the count on
 // the node, so the count survives in ZooKeeper and a Release by the token
 // works from any Store; the Store also keeps its nodes' paths and versions in

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"example.com/dlock/driver"
 	"github.com/go-zookeeper/zk"
@@ -43,10 +45,10 @@ func (s *Store) info(path string, data []byte, st *zk.Stat) driver.Info {
 	info := driver.Info{Held: true, Holds: 1, Remaining: -1, Fence: uint64(st.Czxid)}
 	d, ok := parseData(data)
 	if !ok {
-		info.Foreign = true
+		info.Foreign, info.Meta = true, foreignMeta(data)
 		return info
 	}
-	info.Holds, info.Fence, dig = d.holds, uint64(fenceOf(d, st.Czxid, st.Mzxid)), d.dig
+	info.Holds, info.Fence, dig, info.Meta = d.holds, uint64(fenceOf(d, st.Czxid, st.Mzxid)), d.dig, d.meta
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, h := range s.held {
@@ -146,4 +148,31 @@ func (s *Store) Waiters(ctx context.Context, key string) (int, error) {
 		return 0, err
 	}
 	return max(len(nodes)-1, 0), nil
+}
+
+// KeepsMeta implements driver.MetaKeeper: the holder metadata is kept in the
+// lock node's data, after a newline, from the create that queues or
+// acquires it; re-entries, partial releases and transfers rewrite the data
+// with it. Inspect and List read it back for any holder; for a node whose
+// data is not dlock's they report that data as Info.Meta (Curator writes
+// the client's IP address). A process running a version of this package
+// from before holder metadata sees a holding with metadata as a foreign
+// (non-dlock) holder, which excludes it as any other node does.
+func (s *Store) KeepsMeta() bool { return true }
+
+// foreignMeta is the data of a node that is not dlock's as Info.Meta shows
+// it: at most driver.MaxMetaLen bytes of text, each control character or
+// invalid byte replaced by '?'.
+func foreignMeta(data []byte) string {
+	m := strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, string(data))
+	for len(m) > driver.MaxMetaLen {
+		_, size := utf8.DecodeLastRuneInString(m)
+		m = m[:len(m)-size]
+	}
+	return m
 }

@@ -206,7 +206,9 @@ func decodeKey(rel string) (string, bool) {
 }
 
 // dataPrefix starts the data of every node the store creates:
-// "dlock/1 <holds> <token digest>[ <fence>]".
+// "dlock/1 <holds> <token digest>[ <fence>]", then, for a holding with
+// holder metadata (driver.MetaKeeper), a newline and the metadata (which
+// has no control characters: driver.ValidateMeta).
 const dataPrefix = "dlock/1 "
 
 // transferMark in the fence field means "the fence is this node's mzxid":
@@ -221,12 +223,16 @@ func digest(token string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// nodeData is a node's data: holds, the digest and, if not empty, the fence
-// field (absent: the fence is the node's czxid).
-func nodeData(holds int, dig, fence string) []byte {
+// nodeData is a node's data: holds, the digest, if not empty the fence
+// field (absent: the fence is the node's czxid), and if not empty the
+// holder metadata.
+func nodeData(holds int, dig, fence, meta string) []byte {
 	d := dataPrefix + strconv.Itoa(holds) + " " + dig
 	if fence != "" {
 		d += " " + fence
+	}
+	if meta != "" {
+		d += "\n" + meta
 	}
 	return []byte(d)
 }
@@ -236,12 +242,14 @@ type lockData struct {
 	holds int
 	dig   string
 	fence string // "", transferMark or a decimal zxid
+	meta  string // holder metadata, "" if none
 }
 
 // parseData reads a lock node's data; ok false for any other data
 // (Curator's nodes carry the client's IP address).
 func parseData(v []byte) (d lockData, ok bool) {
-	rest, found := strings.CutPrefix(string(v), dataPrefix)
+	head, meta, _ := strings.Cut(string(v), "\n")
+	rest, found := strings.CutPrefix(head, dataPrefix)
 	if !found {
 		return d, false
 	}
@@ -253,7 +261,7 @@ func parseData(v []byte) (d lockData, ok bool) {
 	if err != nil || n < 1 {
 		return d, false
 	}
-	d = lockData{holds: n, dig: f[1]}
+	d = lockData{holds: n, dig: f[1], meta: meta}
 	if len(f) == 3 {
 		if f[2] != transferMark {
 			if _, err := strconv.ParseInt(f[2], 10, 64); err != nil {

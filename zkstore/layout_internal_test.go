@@ -123,13 +123,13 @@ func TestNodeNames(t *testing.T) {
 	if !hasUUID(n, u) || uuidOf(n) != u || hasUUID(n, newUUID()) {
 		t.Fatalf("protected-name helpers disagree on %q", n)
 	}
-	if d, ok := parseData(nodeData(3, digest("tok"), "")); !ok || d.holds != 3 || d.dig != digest("tok") || fenceOf(d, 7, 9) != 7 {
+	if d, ok := parseData(nodeData(3, digest("tok"), "", "")); !ok || d.holds != 3 || d.dig != digest("tok") || fenceOf(d, 7, 9) != 7 {
 		t.Fatalf("parseData = %+v %v", d, ok)
 	}
-	if d, ok := parseData(nodeData(1, digest("tok"), transferMark)); !ok || fenceOf(d, 7, 9) != 9 {
+	if d, ok := parseData(nodeData(1, digest("tok"), transferMark, "")); !ok || fenceOf(d, 7, 9) != 9 {
 		t.Fatalf("transferred: parseData = %+v %v", d, ok)
 	}
-	if d, ok := parseData(nodeData(2, digest("tok"), "8")); !ok || fenceOf(d, 7, 9) != 8 {
+	if d, ok := parseData(nodeData(2, digest("tok"), "8", "")); !ok || fenceOf(d, 7, 9) != 8 {
 		t.Fatalf("re-entered after a transfer: parseData = %+v %v", d, ok)
 	}
 	for _, bad := range [][]byte{{127, 0, 0, 1}, []byte("dlock/1 0 ab"), []byte("dlock/1 1 ab x"), []byte("dlock/1 1")} {
@@ -137,7 +137,7 @@ func TestNodeNames(t *testing.T) {
 			t.Fatalf("%q parsed as dlock data", bad)
 		}
 	}
-	if strings.Contains(string(nodeData(1, digest("secret-token"), "")), "secret-token") {
+	if strings.Contains(string(nodeData(1, digest("secret-token"), "", "")), "secret-token") {
 		t.Fatal("node data carries the token")
 	}
 }

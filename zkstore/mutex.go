@@ -138,7 +138,8 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 			return driver.Grant{}, err
 		}
 	}
-	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), ""))
+	meta := driver.MetaFrom(ctx)
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), "", meta))
 	if err != nil {
 		return driver.Grant{}, err
 	}
@@ -147,7 +148,7 @@ func (s *Store) Acquire(ctx context.Context, key, token string, ttl time.Duratio
 		return driver.Grant{}, err
 	}
 	if len(nodes) > 0 && nodes[0] == c.name && !wrapped(nodes) {
-		return s.grant(key, token, c, pz, start), nil
+		return s.grant(key, token, c, pz, start, meta), nil
 	}
 	if err := s.deleteNode(ctx, c.path, c.version()); err != nil {
 		s.addOrphan(lp, uuidOf(c.name))
@@ -189,10 +190,11 @@ func (s *Store) listAndStat(ctx context.Context, key, lp string, c *created) ([]
 	return nodes, pz, nil
 }
 
-// grant records the holding of key by token on our node c, found first by
-// a listing at pzxid pz, and returns its grant.
-func (s *Store) grant(key, token string, c created, pz int64, start time.Time) driver.Grant {
-	h := &holding{path: c.path, sid: c.owner(), czxid: c.czxid(), fence: grantFence(c.czxid(), pz), version: c.version(), holds: 1, token: token}
+// grant records the holding of key by token on our node c (created with
+// holder metadata meta), found first by a listing at pzxid pz, and returns
+// its grant.
+func (s *Store) grant(key, token string, c created, pz int64, start time.Time, meta string) driver.Grant {
+	h := &holding{path: c.path, sid: c.owner(), czxid: c.czxid(), fence: grantFence(c.czxid(), pz), version: c.version(), holds: 1, token: token, meta: meta}
 	s.remember(key, h)
 	return driver.Grant{Fence: uint64(h.fence), Holds: 1, TTL: s.certainTTL(h.sid, start)}
 }

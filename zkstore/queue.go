@@ -36,7 +36,8 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		return g, err
 	}
 	lp := s.lockPath(key)
-	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), ""))
+	meta := driver.MetaFrom(ctx)
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), "", meta))
 	if err != nil {
 		return driver.Grant{}, err
 	}
@@ -54,7 +55,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.D
 		s.withdraw(ctx, lp, c)
 		return driver.Grant{}, err
 	}
-	return s.grant(key, token, c, pz, start), nil
+	return s.grant(key, token, c, pz, start, meta), nil
 }
 
 // wokenChildren lists lp again (with its pzxid, see grantFence) after the

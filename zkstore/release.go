@@ -104,7 +104,7 @@ func (s *Store) foreign(ctx context.Context, key, token string) (*holding, error
 		return nil, nil
 	}
 	h := &holding{path: lp + "/" + name, sid: st.EphemeralOwner, czxid: st.Czxid, fence: fenceOf(d, st.Czxid, st.Mzxid),
-		version: st.Version, holds: d.holds, token: token}
+		version: st.Version, holds: d.holds, token: token, meta: d.meta}
 	s.rememberIfOurs(key, h)
 	return h, nil
 }

@@ -117,7 +117,7 @@ const semLockWait = 5 * time.Second
 // for at most semLockWait.
 func (s *Store) semLock(ctx context.Context, key, token, sp string, n, k int) (created, error) {
 	lp := sp + "/" + semLocks
-	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), ""))
+	c, err := s.create(ctx, key, lp, nodeData(1, digest(token), "", ""))
 	if err != nil {
 		return created{}, err
 	}

@@ -145,6 +145,7 @@ type holding struct {
 	version int32
 	holds   int
 	token   string // for Inspect of our own holdings
+	meta    string // the holder metadata in the node's data, kept by every setData
 }
 
 var (
@@ -153,6 +154,7 @@ var (
 	_ driver.Queuer         = (*Store)(nil)
 	_ driver.Inspector      = (*Store)(nil)
 	_ driver.Lister         = (*Store)(nil)
+	_ driver.MetaKeeper     = (*Store)(nil)
 	_ driver.WaiterCounter  = (*Store)(nil)
 	_ driver.Doctor         = (*Store)(nil)
 	_ driver.RWMutex        = (*Store)(nil)
@@ -349,7 +351,7 @@ func (h *holding) data(holds int) []byte {
 	if h.fence != h.czxid {
 		f = strconv.FormatInt(h.fence, 10)
 	}
-	return nodeData(holds, digest(h.token), f)
+	return nodeData(holds, digest(h.token), f, h.meta)
 }
 
 func (s *Store) lookup(key, token string) (*holding, bool) {

@@ -38,12 +38,12 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 		var st *zk.Stat
 		err = s.write(ctx, func() error {
 			var e error
-			st, e = s.conn.Set(h.path, nodeData(1, digest(to), transferMark), h.version)
+			st, e = s.conn.Set(h.path, nodeData(1, digest(to), transferMark, h.meta), h.version)
 			return e
 		})
 		switch {
 		case err == nil:
-			n := &holding{path: h.path, sid: h.sid, czxid: h.czxid, fence: st.Mzxid, version: st.Version, holds: 1, token: to}
+			n := &holding{path: h.path, sid: h.sid, czxid: h.czxid, fence: st.Mzxid, version: st.Version, holds: 1, token: to, meta: h.meta}
 			s.remember(key, n)
 			return driver.Grant{Fence: uint64(n.fence), Holds: 1, TTL: s.certainTTL(n.sid, start)}, nil
 		case errors.Is(err, zk.ErrNoNode):

@@ -27,7 +27,8 @@ func newListCmd() *cobra.Command {
 		Use:   "list [PATTERN]",
 		Short: "List held locks whose key matches a glob PATTERN (default: all)",
 		Long: `list shows the locks currently held, with their holder (abbreviated token),
-hold count, remaining TTL and fence. PATTERN is a glob over lock keys
+hold count, remaining TTL, fence and, in a META column when some holder has
+it, the holder's metadata (as status shows it). PATTERN is a glob over lock keys
 (* ? [abc] [^a], backslash escapes; * and ? also match '/'; a class without
 its closing ']', or a lone backslash at the end, is a usage error). It works on every
 store that can list keys (driver.Lister), which finds them without blocking
@@ -141,14 +142,24 @@ func printList(w io.Writer, rows []lockStatus) {
 		fmt.Fprintln(w, "no locks held")
 		return
 	}
+	// The META column is there only when some holder has metadata.
+	withMeta := slices.ContainsFunc(rows, func(r lockStatus) bool { return r.Meta != "" })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tHOLDER\tHOLDS\tTTL\tFENCE")
+	header := "KEY\tHOLDER\tHOLDS\tTTL\tFENCE"
+	if withMeta {
+		header += "\tMETA"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		ttl := "unknown"
 		if r.ttl() >= 0 {
 			ttl = roundDur(msDur(r.ttl())).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", r.Key, r.holderText(), r.Holds, ttl, r.Fence)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d", r.Key, r.holderText(), r.Holds, ttl, r.Fence)
+		if withMeta {
+			fmt.Fprintf(tw, "\t%s", r.Meta)
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 }

@@ -64,6 +64,11 @@ store frees the lock at most one lifetime after its last renewal, and exits
 with COMMAND's status. The lifetime is the lease, or on stores that keep
 locks in a session (etcd, ZooKeeper, SQL session mode) the session's TTL.
 
+On the stores that keep holder metadata (Redis, etcd, ZooKeeper, SQL lease
+tables),
+run records "host=H pid=P cmd=C since=T" with its holding: this host, run's
+own pid, COMMAND's name and the time run started; status and list show it.
+
 While another owner holds the lock, run waits silently; with -v it says at
 once whom it waits for (the holder as status shows it, its fence, and how
 long its lease still runs, where the store can inspect keys), then only
@@ -218,6 +223,7 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 	// Catch signals from the start: while waiting they abort the wait, once
 	// the command runs they are forwarded to it.
+	started := time.Now()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
@@ -236,7 +242,7 @@ func runLocked(cmd *cobra.Command, f *runFlags, args []string) error {
 		}
 	}
 	defer closeWithin(st, life.releaseBound())
-	lk, err := f.lockerFor(st)
+	lk, err := f.lockerFor(st, runMeta(args[0], started))
 	if err != nil {
 		return err
 	}

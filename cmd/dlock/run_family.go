@@ -105,9 +105,10 @@ type locker struct {
 	report func(ctx context.Context, w io.Writer, key, until string) (stop func())
 }
 
-// lockerFor returns the locker of f's mode on st. A store without the
-// primitive is a usage error naming the stores that have it.
-func (f *runFlags) lockerFor(st *openedStore) (*locker, error) {
+// lockerFor returns the locker of f's mode on st; the mutex's holdings
+// carry meta (holder metadata). A store without the primitive is a usage
+// error naming the stores that have it.
+func (f *runFlags) lockerFor(st *openedStore, meta string) (*locker, error) {
 	switch mode := f.mode(); mode {
 	case modeShared, modeExclusive:
 		rw, ok := driver.As[driver.RWMutex](st.Store)
@@ -153,7 +154,7 @@ func (f *runFlags) lockerFor(st *openedStore) (*locker, error) {
 			report: permitReporter(sem),
 		}, nil
 	}
-	client, err := dlock.New(st.Store)
+	client, err := dlock.New(st.Store, dlock.WithMeta(meta))
 	if err != nil {
 		return nil, exitFor(err)
 	}

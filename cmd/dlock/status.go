@@ -25,6 +25,7 @@ type lockStatus struct {
 	TTLms      *int64 `json:"ttl_ms,omitempty"` // when held; -1 when the store does not know
 	Fence      uint64 `json:"fence"`
 	Waiters    *int   `json:"waiters,omitempty"` // nil when the store cannot tell
+	Meta       string `json:"meta,omitempty"`    // the holder's metadata (driver.Info.Meta), when held and kept
 
 	// The read-write lock and the semaphore of the same name (status only;
 	// nil when the store cannot inspect them): see status_family.go.
@@ -69,7 +70,10 @@ func newStatusCmd() *cobra.Command {
 held, by whom (the first characters of the owner token; the whole token is a
 secret and is never shown; "not a dlock client" for a holder such as etcdctl
 lock, and on etcd, which keeps only a digest of tokens, a dlock holder in
-another process is shown without its token), the hold count (re-entrant holds), the remaining
+another process is shown without its token), the holder's metadata where the
+store keeps it (dlock run records host, pid, program and start time; a
+Curator holder on ZooKeeper shows its node data, the client's address),
+the hold count (re-entrant holds), the remaining
 time to live, the last fencing token issued for KEY, and how many clients
 (processes) wait for it, when the store can tell.
 
@@ -82,8 +86,8 @@ with its holder, fence and remaining lease; the text only while in use.
 without "…"), holder_kind (dlock or foreign), holds, ttl_ms, fence, waiters,
 rwlock (mode, readers, writer, writer_waiting, writer_waiting_ms) and
 semaphore (limit, used, holders), the last two where the store can inspect
-them; a free key has no holder, holder_kind or ttl_ms (docs/cli.md, "JSON
-output").
+them; meta (when the store keeps the holder's metadata); a free key has no
+holder, holder_kind, ttl_ms or meta (docs/cli.md, "JSON output").
 
 It works on every store that can inspect keys (driver.Inspector); the waiter
 count needs driver.WaiterCounter and is "unknown" without it.
@@ -174,6 +178,7 @@ func lockStatusOf(key string, info driver.Info) lockStatus {
 		ttl = -1 // unknown
 	}
 	s.TTLms, s.Holder, s.HolderKind = &ttl, abbrev(info.Token), holderDlock
+	s.Meta = info.Meta
 	if info.Token == "" && info.Foreign {
 		s.HolderKind = holderForeign
 	}
@@ -187,6 +192,9 @@ func printStatus(w io.Writer, s lockStatus) {
 	} else {
 		fmt.Fprintf(w, "held:     yes\n")
 		fmt.Fprintf(w, "holder:   %s\n", s.holderText())
+		if s.Meta != "" {
+			fmt.Fprintf(w, "meta:     %s\n", s.Meta)
+		}
 		fmt.Fprintf(w, "holds:    %d\n", s.Holds)
 		if s.ttl() >= 0 {
 			fmt.Fprintf(w, "ttl:      %v (remaining lease)\n", roundDur(msDur(s.ttl())))

@@ -74,7 +74,11 @@ func reportWait(ctx context.Context, w io.Writer, store driver.Mutex, key, until
 
 // describeHolder is a held key's holder for reportWait's lines.
 func describeHolder(key string, info driver.Info) string {
-	s := fmt.Sprintf("held by %s (fence %d)", strings.Trim(lockStatusOf(key, info).holderText(), "()"), info.Fence)
+	fence := fmt.Sprintf("fence %d", info.Fence)
+	if info.Held && info.Meta != "" {
+		fence += "; " + info.Meta
+	}
+	s := fmt.Sprintf("held by %s (%s)", strings.Trim(lockStatusOf(key, info).holderText(), "()"), fence)
 	if info.Remaining >= 0 {
 		s += fmt.Sprintf(", whose lease runs %v more unless renewed", roundDur(info.Remaining))
 	}

@@ -1,0 +1,104 @@
+package pgstore_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/pgstore"
+)
+
+// A holding's metadata is in its row's meta column, shown by any store
+// while the row's fence is its own: a re-entry keeps the first, a later
+// holding without metadata shows none although the column still has the
+// earlier text, and a transfer drops it.
+func TestMetaIsKeptInTheLeaseRow(t *testing.T) {
+	pool := newPool(t)
+	opts := pgstore.Options{Table: uniqTable(t, pool)}
+	s, other := newStore(t, pool, opts), newStore(t, pool, opts)
+	a, b := tok(), tok()
+	if _, err := s.Acquire(driver.WithMeta(ctx(t), "host=a pid=1"), "k", a, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(driver.WithMeta(ctx(t), "second"), "k", a, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	info, err := other.Inspect(ctx(t), "k")
+	if err != nil || info.Meta != "host=a pid=1" || info.Holds != 2 {
+		t.Fatalf("Inspect = %+v, %v; want the first holding's metadata", info, err)
+	}
+	if strings.Contains(info.Meta, a) {
+		t.Fatal("metadata contains the token")
+	}
+	var listed driver.Info
+	if err := other.List(ctx(t), "k", func(_ string, i driver.Info) bool { listed = i; return true }); err != nil || listed.Meta != info.Meta {
+		t.Fatalf("List: %+v, %v", listed, err)
+	}
+	for range 2 {
+		if err := s.Release(ctx(t), "k", a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Acquire(ctx(t), "k", b, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var col string
+	if err := pool.QueryRow(ctx(t), `SELECT coalesce(meta, '') FROM `+opts.Table+`_locks WHERE name = 'k'`).Scan(&col); err != nil || !strings.HasSuffix(col, ":host=a pid=1") {
+		t.Fatalf("control: the column should still hold the earlier holding's metadata: %q, %v", col, err)
+	}
+	if info, err := other.Inspect(ctx(t), "k"); err != nil || info.Meta != "" || !info.Held {
+		t.Fatalf("a holding without metadata: Inspect = %+v, %v", info, err)
+	}
+	if err := s.Release(ctx(t), "k", b); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := s.Acquire(driver.WithMeta(ctx(t), "m"), "t", a, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transfer(ctx(t), "t", a, b, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := other.Inspect(ctx(t), "t"); err != nil || info.Meta != "" || !info.Held {
+		t.Fatalf("after a transfer: Inspect = %+v, %v; want held without metadata", info, err)
+	}
+}
+
+// On a lease table migrated before the meta column, locking with metadata,
+// Inspect and List work as before (no metadata); Migrate adds the column,
+// and the metadata is kept from then on.
+func TestMetaOnATableWithoutTheColumn(t *testing.T) {
+	pool := newPool(t)
+	opts := pgstore.Options{Table: "nometa_" + tok()[:8], SweepInterval: -1}
+	if err := pgstore.Migrate(ctx(t), pool, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx(t), `ALTER TABLE `+opts.Table+`_locks DROP COLUMN meta`); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, pool, opts)
+	tk := tok()
+	if _, err := s.Acquire(driver.WithMeta(ctx(t), "m"), "k", tk, time.Minute); err != nil {
+		t.Fatalf("Acquire with metadata on a table without the column: %v", err)
+	}
+	if info, err := s.Inspect(ctx(t), "k"); err != nil || !info.Held || info.Meta != "" {
+		t.Fatalf("Inspect = %+v, %v", info, err)
+	}
+	n := 0
+	if err := s.List(ctx(t), "", func(string, driver.Info) bool { n++; return true }); err != nil || n != 1 {
+		t.Fatalf("List: %d keys, %v", n, err)
+	}
+	if err := s.Release(ctx(t), "k", tk); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx(t), pool, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(driver.WithMeta(ctx(t), "m"), "k", tk, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Inspect(ctx(t), "k"); err != nil || info.Meta != "m" {
+		t.Fatalf("after Migrate: Inspect = %+v, %v", info, err)
+	}
+}
