@@ -211,8 +211,10 @@ func (g *Guard) do(ctx context.Context, key, fingerprint string, inTx bool, fn f
 	b, start, err := g.begin(ctx, id, token, fingerprint)
 	switch {
 	case err != nil:
+		g.result(ctx, key, guardOutcome(err), 0, 0, err)
 		return Result{}, err
 	case b.State == driver.RecordCompleted:
+		g.result(ctx, key, OutcomeReplayed, b.Fence, 0, nil)
 		return Result{Value: b.Result, Replayed: true, Fence: b.Fence}, nil
 	}
 	return g.execute(ctx, id, token, b, start, inTx, fn)

@@ -115,7 +115,10 @@ type Event struct {
 	Outcome Outcome       // EventWaitEnd, EventLost
 	Waited  time.Duration // EventWaitEnd: since EventWaitStart
 	Held    time.Duration // EventLost, EventReleased, EventHandedOff: since the grant
-	Lag     time.Duration // EventRenewed, EventRenewFailed: the renewal's round trip
+	Lag     time.Duration // EventRenewed, EventRenewFailed: the renewal's round trip; EventLimitDecision: the store's
+	// RetryAfter is set on EventLimitDecision when denied: when the
+	// requests could be admitted.
+	RetryAfter time.Duration
 	// Background is set on EventReleased when the store did not confirm
 	// the release: it is retried in the background until it answers.
 	Background bool
