@@ -85,7 +85,8 @@ type guardRuns struct {
 // must finish within, or be taken over; WithWait(d) makes a call that meets
 // a running execution wait up to d for its result (default 0: ErrInFlight
 // at once); WithBackoff paces that wait; WithOnRetry and WithClock apply
-// as to a Client. WithRead does not apply. It returns an error matching
+// as to a Client; WithObserver is told each call's result
+// (EventIdempotencyResult). WithRead does not apply. It returns an error matching
 // ErrInvalid, before any I/O, for a nil store, a negative retention or an
 // option out of range.
 func NewGuard(store driver.Idempotency, retention time.Duration, opts ...Option) (*Guard, error) {
