@@ -85,7 +85,8 @@ type guardRuns struct {
 // must finish within, or be taken over; WithWait(d) makes a call that meets
 // a running execution wait up to d for its result (default 0: ErrInFlight
 // at once); WithBackoff paces that wait; WithOnRetry and WithClock apply
-// as to a Client. WithRead does not apply. It returns an error matching
+// as to a Client; WithObserver is told each call's result
+// (EventIdempotencyResult). WithRead does not apply. It returns an error matching
 // ErrInvalid, before any I/O, for a nil store, a negative retention or an
 // option out of range.
 func NewGuard(store driver.Idempotency, retention time.Duration, opts ...Option) (*Guard, error) {
@@ -211,8 +212,10 @@ func (g *Guard) do(ctx context.Context, key, fingerprint string, inTx bool, fn f
 	b, start, err := g.begin(ctx, id, token, fingerprint)
 	switch {
 	case err != nil:
+		g.result(ctx, key, guardOutcome(err), 0, 0, err)
 		return Result{}, err
 	case b.State == driver.RecordCompleted:
+		g.result(ctx, key, OutcomeReplayed, b.Fence, 0, nil)
 		return Result{Value: b.Result, Replayed: true, Fence: b.Fence}, nil
 	}
 	return g.execute(ctx, id, token, b, start, inTx, fn)

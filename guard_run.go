@@ -25,7 +25,7 @@ type guardRun struct {
 // execute runs fn as the executor of id (b: its BeginRecord answer, sent
 // at start) and completes or abandons the record (see Do); when inTx, fn
 // completed the record itself (see DoTx).
-func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b driver.RecordBegin, start time.Time, inTx bool, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
+func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b driver.RecordBegin, start time.Time, inTx bool, fn func(context.Context, Execution) ([]byte, error)) (res Result, err error) {
 	r := &guardRun{g: g, id: id, token: token, fence: b.Fence, renewal: lease.NewSlot()}
 	r.v.Init(g.cfg.clock, lease.ValidUntil(start, b.Remaining, g.cfg.ttl), g.cfg.ttl, r.holder())
 	g.runs.byToken.Store(token, r)
@@ -43,8 +43,15 @@ func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b
 			r.abandon(ctx)
 		}
 	}()
+	var ran time.Duration
+	defer func() { // reports how the call ended, once fn has run
+		if g.cfg.obs != nil {
+			g.result(ctx, id.Key, runOutcome(done, b.TookOver, res, err), b.Fence, ran, err)
+		}
+	}()
+	fnStart := g.cfg.clock.Now()
 	val, err := fn(fctx, Execution{Scope: id.Scope, Key: id.Key, Fence: b.Fence, TookOver: b.TookOver})
-	done = true
+	ran, done = g.cfg.clock.Now().Sub(fnStart), true
 	r.end()
 	if err != nil {
 		r.abandon(ctx)
@@ -53,24 +60,45 @@ func (g *Guard) execute(ctx context.Context, id driver.RecordID, token string, b
 		}
 		return Result{}, err
 	}
+	res = Result{Value: val, Fence: b.Fence}
 	if inTx {
-		return Result{Value: val, Fence: b.Fence}, nil
+		return res, nil
 	}
-	if err := driver.ValidateResult(val); err != nil {
+	if err = driver.ValidateResult(val); err != nil {
 		r.abandon(ctx)
-		return Result{Value: val, Fence: b.Fence}, err
+		return res, err
 	}
 	cctx, ccancel := finishContext(ctx, g.cfg.ttl)
 	defer ccancel()
-	res := Result{Value: val, Fence: b.Fence}
-	switch err := classify(g.store.CompleteRecord(cctx, id, token, b.Fence, val)); {
+	switch err = classify(g.store.CompleteRecord(cctx, id, token, b.Fence, val)); {
 	case err == nil:
 		return res, nil
 	case errors.Is(err, ErrStaleFence):
-		return res, tidy(fmt.Errorf("%w: idempotency key %q: the execution was taken over and its result not stored: %w", ErrLost, id.Key, err))
+		err = tidy(fmt.Errorf("%w: idempotency key %q: the execution was taken over and its result not stored: %w", ErrLost, id.Key, err))
 	default:
-		return res, tidy(fmt.Errorf("dlock: idempotency key %q: completing the record: %w", id.Key, err))
+		err = tidy(fmt.Errorf("dlock: idempotency key %q: completing the record: %w", id.Key, err))
 	}
+	return res, err
+}
+
+// runOutcome is the outcome of an execution that returned res and err
+// (done: fn returned rather than panicked; tookOver: it took over).
+func runOutcome(done, tookOver bool, res Result, err error) Outcome {
+	switch {
+	case !done || err != nil && res.Fence == 0 && !errors.Is(err, ErrLost):
+		return OutcomeFailed
+	case errors.Is(err, ErrLost):
+		return OutcomeStale
+	case err != nil:
+		var big *driver.ResultTooLargeError
+		if errors.As(err, &big) {
+			return OutcomeFailed
+		}
+		return waitOutcome(err) // the completion went unanswered
+	case tookOver:
+		return OutcomeTookOver
+	}
+	return OutcomeExecuted
 }
 
 // finishContext bounds the completion or abandon of a record: ctx's

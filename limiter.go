@@ -34,6 +34,7 @@ type RateResult = driver.RateResult
 type Limiter struct {
 	store  driver.RateLimiter
 	prefix string
+	obs    Observer
 
 	mu    sync.Mutex
 	limit RateLimit
@@ -47,6 +48,14 @@ type LimiterOption func(*Limiter)
 // same key ("login:" and "api:" for the same user). Default: none.
 func WithKeyPrefix(prefix string) LimiterOption {
 	return func(l *Limiter) { l.prefix = prefix }
+}
+
+// WithLimiterObserver makes o observe the Limiter's decisions and waits
+// (EventLimitDecision; EventWaitStart and EventWaitEnd of Kind KindLimit
+// for WaitN): as WithObserver for the lock primitives. A nil o observes
+// nothing, at no cost. Default: none.
+func WithLimiterObserver(o Observer) LimiterOption {
+	return func(l *Limiter) { l.obs = o }
 }
 
 // NewLimiter returns a Limiter on store under limit. It returns an error
@@ -106,13 +115,21 @@ func (l *Limiter) Allow(ctx context.Context, key string) (RateResult, error) {
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (RateResult, error) {
 	err := driver.ValidateKey(key)
 	var r RateResult
+	var start time.Time
 	if err == nil {
+		if l.obs != nil {
+			start = time.Now()
+		}
 		r, err = l.store.AllowN(ctx, l.prefix+key, l.Limit(), n)
 	}
 	if err != nil {
-		return RateResult{}, tidy(fmt.Errorf("dlock: rate limiter %q: %w", key, err))
+		err = tidy(fmt.Errorf("dlock: rate limiter %q: %w", key, err))
+		r = RateResult{}
 	}
-	return r, nil
+	if l.obs != nil {
+		l.decided(ctx, key, n, start, r, err)
+	}
+	return r, err
 }
 
 // Wait is WaitN(ctx, key, 1).
@@ -129,6 +146,17 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 // after ctx's deadline. It returns ctx's error if ctx ends while it waits,
 // and the store's error, as AllowN's, if a call fails.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
+	if l.obs == nil {
+		return l.waitN(ctx, key, n)
+	}
+	start := waitStart(ctx, l.obs, systemClock{}, KindLimit, key)
+	err := l.waitN(ctx, key, n)
+	l.waited(ctx, key, n, start, err)
+	return err
+}
+
+// waitN is WaitN without its events.
+func (l *Limiter) waitN(ctx context.Context, key string, n int) error {
 	for {
 		r, err := l.AllowN(ctx, key, n)
 		switch {

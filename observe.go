@@ -10,8 +10,9 @@ import (
 )
 
 // Observer is told of what a Client's locks, a Semaphores' permits and an
-// RWLocks' holdings go through: waits, renewals, losses, releases and handoffs (EventType). Set
-// it with WithObserver; SlogObserver logs the events.
+// RWLocks' holdings go through: waits, renewals, losses, releases and handoffs (EventType);
+// and of a Limiter's decisions and a Guard's results. Set it with
+// WithObserver (WithLimiterObserver for a Limiter); SlogObserver logs the events.
 //
 // Event is called synchronously, on the goroutine where the event happens:
 // the caller's for waits, releases and handoffs, the renewal loop's for
@@ -33,8 +34,8 @@ type ObserverFunc func(ctx context.Context, e Event)
 func (f ObserverFunc) Event(ctx context.Context, e Event) { f(ctx, e) }
 
 // WithObserver makes o observe acquisitions and the leases (or permits,
-// or read-write holdings) they return: passed to New, NewSemaphores or
-// NewRWLocks, every call; passed to a call, that call and its lease. A nil o observes nothing, at no cost: no
+// or read-write holdings) they return: passed to New, NewSemaphores,
+// NewRWLocks or NewGuard, every call; passed to a call, that call and its lease. A nil o observes nothing, at no cost: no
 // event is made and nothing is allocated. Default: none.
 func WithObserver(o Observer) Option {
 	return func(c *config) { c.obs = o }
@@ -115,7 +116,10 @@ type Event struct {
 	Outcome Outcome       // EventWaitEnd, EventLost
 	Waited  time.Duration // EventWaitEnd: since EventWaitStart
 	Held    time.Duration // EventLost, EventReleased, EventHandedOff: since the grant
-	Lag     time.Duration // EventRenewed, EventRenewFailed: the renewal's round trip
+	Lag     time.Duration // EventRenewed, EventRenewFailed: the renewal's round trip; EventLimitDecision: the store's
+	// RetryAfter is set on EventLimitDecision when denied: when the
+	// requests could be admitted.
+	RetryAfter time.Duration
 	// Background is set on EventReleased when the store did not confirm
 	// the release: it is retried in the background until it answers.
 	Background bool

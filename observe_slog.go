@@ -17,6 +17,14 @@ import (
 //   - Debug: the rest (waits starting, acquisitions, tries that met
 //     another holder, cancelled waits, renewals, releases, handoffs).
 //
+// A Limiter's decision (EventLimitDecision) and a Guard's result
+// (EventIdempotencyResult) are logged at Debug when allowed, denied,
+// cancelled, executed, replayed or in flight; at Info when timed out, a
+// mismatch, a takeover or a failed function; at Warn otherwise: a stale
+// executor (its result not stored), a store that was unavailable or
+// refused, an invalid request. The attributes add requests (a Limiter's
+// n) and retry_after (a denial).
+//
 // Levels the logger's handler does not enable cost one Enabled call.
 func SlogObserver(logger *slog.Logger) Observer {
 	if logger == nil {
@@ -40,8 +48,11 @@ func (o slogObserver) Event(ctx context.Context, e Event) {
 	}
 	if e.Count != 0 {
 		name := "holds"
-		if e.Kind == KindPermit {
+		switch e.Kind {
+		case KindPermit:
 			name = "permits"
+		case KindLimit:
+			name = "requests"
 		}
 		a = append(a, slog.Int(name, e.Count))
 	}
@@ -66,6 +77,9 @@ func (o slogObserver) Event(ctx context.Context, e Event) {
 			}
 		}
 	}
+	if e.RetryAfter != 0 {
+		a = append(a, slog.Duration("retry_after", e.RetryAfter))
+	}
 	if e.Background {
 		a = append(a, slog.Bool("background", true))
 	}
@@ -84,6 +98,8 @@ func slogLevel(e Event) (slog.Level, string) {
 		switch e.Outcome {
 		case OutcomeAcquired:
 			return slog.LevelDebug, "dlock: acquired"
+		case OutcomeAllowed:
+			return slog.LevelDebug, "dlock: allowed"
 		case OutcomeContended, OutcomeCancelled:
 			return slog.LevelDebug, "dlock: not acquired"
 		case OutcomeTimedOut:
@@ -103,6 +119,20 @@ func slogLevel(e Event) (slog.Level, string) {
 		return slog.LevelDebug, "dlock: released"
 	case EventHandedOff:
 		return slog.LevelDebug, "dlock: handed off"
+	case EventLimitDecision, EventIdempotencyResult:
+		return outcomeLevel(e.Outcome), "dlock: " + string(e.Type)
 	}
 	return slog.LevelInfo, "dlock: " + string(e.Type) // another primitive's event
+}
+
+// outcomeLevel is the level of a limiter's decision or a guard's result.
+func outcomeLevel(o Outcome) slog.Level {
+	switch o {
+	case OutcomeAllowed, OutcomeDenied, OutcomeCancelled,
+		OutcomeExecuted, OutcomeReplayed, OutcomeInFlight:
+		return slog.LevelDebug
+	case OutcomeTimedOut, OutcomeMismatch, OutcomeTookOver, OutcomeFailed:
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn // stale, unavailable, refused, invalid
 }

@@ -60,6 +60,6 @@ func Example_prometheus() {
 	// Output:
 	// dlock_held{dlock_kind="lock"} 0
 	// dlock_hold_duration_seconds_count{dlock_kind="lock"} 1
-	// # HELP dlock_wait_duration_seconds Time a call waited for a lock, permit or read-write holding, by how the wait ended.
+	// # HELP dlock_wait_duration_seconds Time a call waited for a lock, permit, read-write holding or a rate limiter's admission, by how the wait ended.
 	// dlock_wait_duration_seconds_count{dlock_kind="lock",dlock_outcome="acquired"} 1
 }

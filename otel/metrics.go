@@ -14,6 +14,9 @@ const (
 	MetricLost          = "dlock.lost"
 	MetricRenewFailures = "dlock.renew.failures"
 	MetricRenewLag      = "dlock.renew.lag"
+
+	MetricLimitDecisions     = "dlock.limit.decisions"     // a Limiter's decisions, by outcome
+	MetricIdempotencyResults = "dlock.idempotency.results" // a Guard's calls, by outcome
 )
 
 // durationBuckets are the histogram boundaries, in seconds, of waits and
@@ -33,6 +36,8 @@ type instruments struct {
 	lost          metric.Int64Counter
 	renewFailures metric.Int64Counter
 	renewLag      metric.Float64Histogram
+	decisions     metric.Int64Counter
+	results       metric.Int64Counter
 }
 
 // newInstruments creates the instruments with m.
@@ -40,7 +45,7 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	var in instruments
 	var err, e error
 	in.waitDuration, e = m.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
-		metric.WithDescription("Time a call waited for a lock, permit or read-write holding, by how the wait ended."),
+		metric.WithDescription("Time a call waited for a lock, permit, read-write holding or a rate limiter's admission, by how the wait ended."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	err = errors.Join(err, e)
 	in.holdDuration, e = m.Float64Histogram(MetricHoldDuration, metric.WithUnit("s"),
@@ -59,6 +64,12 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	in.renewLag, e = m.Float64Histogram(MetricRenewLag, metric.WithUnit("s"),
 		metric.WithDescription("Round trip of the automatic renewals that succeeded."),
 		metric.WithExplicitBucketBoundaries(lagBuckets...))
+	err = errors.Join(err, e)
+	in.decisions, e = m.Int64Counter(MetricLimitDecisions, metric.WithUnit("{decision}"),
+		metric.WithDescription("Decisions of a rate limiter (each try of a wait too), by outcome: allowed, denied, or why none was made."))
+	err = errors.Join(err, e)
+	in.results, e = m.Int64Counter(MetricIdempotencyResults, metric.WithUnit("{call}"),
+		metric.WithDescription("Calls of an idempotency guard, by outcome: executed, replayed, in_flight, mismatch, took_over, stale, failed, …"))
 	err = errors.Join(err, e)
 	return in, err
 }

@@ -36,7 +36,7 @@ const ScopeName = "example.com/dlock/otel"
 // The attribute keys.
 const (
 	AttrKind    = attribute.Key("dlock.kind")    // the primitive: lock, permit, read, write, …
-	AttrOutcome = attribute.Key("dlock.outcome") // how a wait ended: acquired, contended, timed_out, …
+	AttrOutcome = attribute.Key("dlock.outcome") // how a wait, a decision or a guarded call ended: acquired, allowed, replayed, …
 	AttrCause   = attribute.Key("dlock.cause")   // why a holding was lost: expired, taken, closed
 	AttrKey     = attribute.Key("dlock.key")     // the key, only with WithKeyAttribute
 	AttrFence   = attribute.Key("dlock.fence")   // spans only: the holding's fencing token
@@ -117,8 +117,10 @@ func NewObserver(opts ...Option) (*Observer, error) {
 	}, nil
 }
 
-// Event implements dlock.Observer. Event types it does not know (those of
-// other primitives) are ignored.
+// Event implements dlock.Observer. A Limiter's decisions and a Guard's
+// results are counted (no span: each is one store call); a Limiter's wait
+// is recorded as a lock's is, without a holding. Event types it does not
+// know (those of other primitives) are ignored.
 func (o *Observer) Event(ctx context.Context, e dlock.Event) {
 	now := time.Now()
 	switch e.Type {
@@ -132,6 +134,10 @@ func (o *Observer) Event(ctx context.Context, e dlock.Event) {
 		o.renewal(e, "dlock.renew.failed")
 	case dlock.EventReleased, dlock.EventHandedOff, dlock.EventLost:
 		o.end(ctx, now, e)
+	case dlock.EventLimitDecision:
+		o.inst.decisions.Add(ctx, 1, o.attrs(e.Key, e.Kind, e.Outcome, ""))
+	case dlock.EventIdempotencyResult:
+		o.inst.results.Add(ctx, 1, o.attrs(e.Key, e.Kind, e.Outcome, ""))
 	}
 }
 
@@ -211,7 +217,7 @@ var internalSpan = trace.WithSpanKind(trace.SpanKindInternal)
 // are the caller's choice, not errors.
 func waitFailed(outcome dlock.Outcome) bool {
 	switch outcome {
-	case dlock.OutcomeAcquired, dlock.OutcomeContended, dlock.OutcomeCancelled:
+	case dlock.OutcomeAcquired, dlock.OutcomeAllowed, dlock.OutcomeContended, dlock.OutcomeCancelled:
 		return false
 	}
 	return true
