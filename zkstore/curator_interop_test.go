@@ -34,7 +34,7 @@ const javaDir = "/usr/share/java"
 // into a temporary directory and returns the classpath to run it with. It
 // skips the test when javac, java or a jar is missing, unless CI=true
 // (then it fails: scripts/test.sh installs them).
-func curatorProgram(t *testing.T) (java, classpath string) {
+func curatorProgram(t testing.TB) (java, classpath string) {
 	t.Helper()
 	var missing []string
 	javac, err1 := exec.LookPath("javac")

@@ -33,7 +33,7 @@ func startCuratorRW(t *testing.T, java, cp string) *jvmRW {
 
 // startJava starts the Java program class with args and waits for its
 // READY. It is killed when the test ends.
-func startJava(t *testing.T, java, cp, class string, args ...string) *jvmRW {
+func startJava(t testing.TB, java, cp, class string, args ...string) *jvmRW {
 	t.Helper()
 	cmd := exec.Command(java, append([]string{"-cp", cp, class}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -66,7 +66,7 @@ func startJava(t *testing.T, java, cp, class string, args ...string) *jvmRW {
 }
 
 // send writes one command line.
-func (j *jvmRW) send(t *testing.T, format string, args ...any) {
+func (j *jvmRW) send(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if _, err := fmt.Fprintf(j.in, format+"\n", args...); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func (j *jvmRW) send(t *testing.T, format string, args ...any) {
 }
 
 // expect waits up to d for the next line, which must be want.
-func (j *jvmRW) expect(t *testing.T, want string, d time.Duration) {
+func (j *jvmRW) expect(t testing.TB, want string, d time.Duration) {
 	t.Helper()
 	select {
 	case l, ok := <-j.lines:

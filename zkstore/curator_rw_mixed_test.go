@@ -107,7 +107,7 @@ func TestCuratorRWMixedNoOverlap(t *testing.T) {
 }
 
 // rwRounds takes the lock rounds times (or, unlocked, only records).
-func rwRounds(t *testing.T, s *zkstore.Store, rng *rand.Rand, rounds int, locked bool) []interval {
+func rwRounds(t testing.TB, s *zkstore.Store, rng *rand.Rand, rounds int, locked bool) []interval {
 	ctx := ctxT(t, time.Minute)
 	var out []interval
 	for range rounds {
@@ -143,7 +143,7 @@ func rwRounds(t *testing.T, s *zkstore.Store, rng *rand.Rand, rounds int, locked
 }
 
 // readIntervals reads CuratorRWStress's holdings until DONE.
-func readIntervals(t *testing.T, j *jvmRW) []interval {
+func readIntervals(t testing.TB, j *jvmRW) []interval {
 	var out []interval
 	timeout := time.After(2 * time.Minute)
 	for {
