@@ -26,7 +26,7 @@
 //     RETURNING (docs/mysql.md, "Rate limiter").
 //     It is also a driver.Idempotency (dlock.NewGuard): records in
 //     <Table>_idempotency, each call a READ COMMITTED transaction under the
-//     record's row lock; Store.DoTx commits the function's writes and the
+//     record's row lock; myguard.DoTx (package mysqlstore/myguard) commits the function's writes and the
 //     record's completion in one transaction (docs/idempotency.md, "The
 //     SQL mode").
 //     Break (driver.Breaker, dlock release --force) frees a live row

@@ -3,6 +3,7 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
+	"example.com/dlock/mysqlstore/myguard"
 	"fmt"
 	"testing"
 
@@ -43,7 +44,7 @@ func BenchmarkDoTx(b *testing.B) {
 		run := uniqTable(b) // keys of this run only: -count runs it again on the same table
 		for i := 0; b.Loop(); i++ {
 			key := fmt.Sprint(run, "-", i)
-			if r, err := s.DoTx(c, g, key, "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
+			if r, err := myguard.DoTx(c, s, g, key, "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
 				return []byte("ok"), insertCharge(ctx, tx, opts.Table, key, e.Fence)
 			}); err != nil || r.Replayed {
 				b.Fatal(r, err)

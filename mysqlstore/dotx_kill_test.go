@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"example.com/dlock/mysqlstore/myguard"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,7 +43,7 @@ func runTxChild(dsn, table, mode string) int {
 	if err == nil {
 		var g *dlock.Guard
 		if g, err = dlock.NewGuard(s, time.Hour, dlock.WithAutoRenew(txLease)); err == nil {
-			_, err = s.DoTx(ctx, g, txKey, "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
+			_, err = myguard.DoTx(ctx, s, g, txKey, "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
 				var q execer = tx
 				if mode == "outside" {
 					q = db
@@ -100,7 +101,7 @@ func TestDoTxExecutorKilledBeforeCommitChargesOnce(t *testing.T) {
 
 			s, g := txGuard(t, table, dlock.WithWait(20*time.Second))
 			var took bool
-			r, err := s.DoTx(ctxT(t), g, txKey, "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
+			r, err := myguard.DoTx(ctxT(t), s, g, txKey, "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
 				took = e.TookOver
 				return []byte("retry"), insertCharge(ctx, tx, table, txKey, e.Fence)
 			})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"example.com/dlock/mysqlstore/myguard"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -100,7 +101,7 @@ func TestDoTxTwentyCallsChargeOnce(t *testing.T) {
 					val, err := []byte("unguarded"), error(nil)
 					if guarded {
 						var r dlock.Result
-						r, err = in.s.DoTx(ctxT(t), in.g, "order-1", "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
+						r, err = myguard.DoTx(ctxT(t), in.s, in.g, "order-1", "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
 							return fmt.Appendf(nil, "charged at fence %d", e.Fence), charge(ctx, tx, e.Fence)
 						})
 						val = r.Value
@@ -165,7 +166,7 @@ func TestDoTxStaleExecutorRollsBack(t *testing.T) {
 			var errA error
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				_, errA = sa.DoTx(ctxT(t), ga, "order-2", "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
+				_, errA = myguard.DoTx(ctxT(t), sa, ga, "order-2", "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
 					err := insertCharge(ctx, tx, table, "order-2", e.Fence)
 					close(charged)
 					<-resume // stalled past the lease
@@ -173,7 +174,7 @@ func TestDoTxStaleExecutorRollsBack(t *testing.T) {
 				})
 			})
 			<-charged
-			rb, errB := sb.DoTx(ctxT(t), gb, "order-2", "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
+			rb, errB := myguard.DoTx(ctxT(t), sb, gb, "order-2", "fp", func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error) {
 				if !e.TookOver {
 					return nil, errors.New("B ran without taking over")
 				}
@@ -198,7 +199,7 @@ func TestDoTxStaleExecutorRollsBack(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("%d business rows, want 1 (the stale executor's charge rolled back)", n)
 			}
-			if r, err := sb.DoTx(ctxT(t), gb, "order-2", "fp", func(context.Context, *sql.Tx, dlock.Execution) ([]byte, error) {
+			if r, err := myguard.DoTx(ctxT(t), sb, gb, "order-2", "fp", func(context.Context, *sql.Tx, dlock.Execution) ([]byte, error) {
 				return nil, errors.New("ran again")
 			}); err != nil || !r.Replayed || string(r.Value) != "B" {
 				t.Fatalf("replay = %+v, %v; want B's result replayed", r, err)

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"example.com/dlock/pgstore/pgguard"
 	"fmt"
 	"testing"
 
@@ -39,7 +40,7 @@ func BenchmarkDoTx(b *testing.B) {
 		run := tok() // keys of this run only: -count runs it again on the same table
 		for i := 0; b.Loop(); i++ {
 			key := fmt.Sprint(run, "-", i)
-			if r, err := s.DoTx(c, g, key, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
+			if r, err := pgguard.DoTx(c, s, g, key, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
 				return []byte("ok"), insertCharge(ctx, tx, table, key, e.Fence)
 			}); err != nil || r.Replayed {
 				b.Fatal(r, err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"example.com/dlock/pgstore/pgguard"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,7 +44,7 @@ func runTxChild(url, table, mode string) int {
 	if err == nil {
 		var g *dlock.Guard
 		if g, err = dlock.NewGuard(s, time.Hour, dlock.WithAutoRenew(txLease)); err == nil {
-			_, err = s.DoTx(ctx, g, txKey, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
+			_, err = pgguard.DoTx(ctx, s, g, txKey, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
 				var q execer = tx
 				if mode == "outside" {
 					q = pool
@@ -104,7 +105,7 @@ func TestDoTxExecutorKilledBeforeCommitChargesOnce(t *testing.T) {
 
 			s, g := txGuard(t, table, dlock.WithWait(20*time.Second))
 			var took bool
-			r, err := s.DoTx(ctx(t), g, txKey, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
+			r, err := pgguard.DoTx(ctx(t), s, g, txKey, "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
 				took = e.TookOver
 				return []byte("retry"), insertCharge(ctx, tx, table, txKey, e.Fence)
 			})

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"example.com/dlock/pgstore/pgguard"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestCompleteRecordSQLTxCommitsWithTheWrites(t *testing.T) {
 	if n := charges(t, admin, table, "ok"); n != 1 {
 		t.Fatalf("%d business rows after a call and its replay, want 1", n)
 	}
-	_, err = s.DoTx(ctx(t), g, "k", "fp", func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error) { return nil, nil })
+	_, err = pgguard.DoTx(ctx(t), s, g, "k", "fp", func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error) { return nil, nil })
 	if !errors.Is(err, driver.ErrInvalid) {
 		t.Fatalf("Store.DoTx on a NewDB store = %v, want ErrInvalid", err)
 	}

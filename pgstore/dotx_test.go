@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"example.com/dlock/pgstore/pgguard"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -100,7 +101,7 @@ func TestDoTxTwentyCallsChargeOnce(t *testing.T) {
 					var err error
 					if guarded {
 						var r dlock.Result
-						r, err = in.s.DoTx(ctx(t), in.g, "order-1", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
+						r, err = pgguard.DoTx(ctx(t), in.s, in.g, "order-1", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
 							return fmt.Appendf(nil, "charged at fence %d", e.Fence), charge(ctx, tx, e.Fence)
 						})
 						val = r.Value
@@ -155,7 +156,7 @@ func TestDoTxStaleExecutorRollsBack(t *testing.T) {
 			var errA error
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				_, errA = sa.DoTx(ctx(t), ga, "order-2", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
+				_, errA = pgguard.DoTx(ctx(t), sa, ga, "order-2", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
 					err := insertCharge(ctx, tx, table, "order-2", e.Fence)
 					close(charged)
 					<-resume // stalled past the lease
@@ -163,7 +164,7 @@ func TestDoTxStaleExecutorRollsBack(t *testing.T) {
 				})
 			})
 			<-charged
-			rb, errB := sb.DoTx(ctx(t), gb, "order-2", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
+			rb, errB := pgguard.DoTx(ctx(t), sb, gb, "order-2", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
 				if !e.TookOver {
 					return nil, errors.New("B ran without taking over")
 				}
@@ -188,7 +189,7 @@ func TestDoTxStaleExecutorRollsBack(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("%d business rows, want 1 (the stale executor's charge rolled back)", n)
 			}
-			if r, err := sb.DoTx(ctx(t), gb, "order-2", "fp", func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error) {
+			if r, err := pgguard.DoTx(ctx(t), sb, gb, "order-2", "fp", func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error) {
 				return nil, errors.New("ran again")
 			}); err != nil || !r.Replayed || string(r.Value) != "B" {
 				t.Fatalf("replay = %+v, %v; want B's result replayed", r, err)
