@@ -90,7 +90,7 @@ Scenarios:
                another holder's lock; v4, v5 and dlock do not
   crash        an instance is SIGKILLed holding the lock: v1 deadlocks, leases
                (300ms) expire and the survivors sell again
-` + payScenarioHelp + `
+` + payScenarioHelp + rateScenarioHelp + `
 ` + storeFlagsHelp + `
 For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
 		Example: `  dlock demo
@@ -102,16 +102,17 @@ For the demo, the default is the embedded server, not 127.0.0.1:6379.`,
   dlock demo --store postgres://dlock:secret@127.0.0.1:5432/app --strategies sql-lease,sql-for-update
   dlock demo --store mysql://dlock:secret@127.0.0.1:3306/app --strategies sql-lease,sql-for-update
   dlock demo --report demo.html
-  dlock demo --scenario pay-twice --json`,
+  dlock demo --scenario pay-twice --json
+  dlock demo --scenario rate-limit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, &f) },
 	}
 	f.store.register(cmd)
 	fl := cmd.Flags()
-	fl.IntVar(&f.requests, "requests", 0, "requests per strategy (default: 100; slow-holder 12, crash 20; pay-twice: orders, 20)")
+	fl.IntVar(&f.requests, "requests", 0, "requests per strategy (default: 100; slow-holder 12, crash 20; pay-twice: orders, 20; rate-limit: threads per instance, 10)")
 	fl.IntVar(&f.instances, "instances", 2, "inventory service instances (separate processes), at least 2")
 	fl.StringSliceVar(&f.strategies, "strategies", inventory.Strategies, "strategies to run, comma-separated")
-	fl.StringVar(&f.scenario, "scenario", "contention", "contention, slow-holder, crash or pay-twice")
+	fl.StringVar(&f.scenario, "scenario", "contention", "contention, slow-holder, crash, pay-twice or rate-limit")
 	fl.DurationVar(&f.work, "work", time.Millisecond, "pause between reading and writing the stock (contention, crash)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
 	fl.StringVar(&f.report, "report", "", "write a self-contained HTML report to this file: what each strategy does and proves, verdicts, charts")
@@ -169,8 +170,11 @@ func (f *storeFlags) demoStoreStrategies() []string {
 }
 
 func runDemo(cmd *cobra.Command, f *demoFlags) error {
-	if f.scenario == payScenario {
+	switch f.scenario {
+	case payScenario:
 		return runPayDemo(cmd, f)
+	case rateScenario:
+		return runRateDemo(cmd, f)
 	}
 	if !cmd.Flags().Changed("strategies") {
 		f.strategies = append(slices.Clip(inventory.Strategies), f.store.demoStoreStrategies()...)
