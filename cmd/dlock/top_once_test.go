@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-		"slices"
+	"slices"
 	"strings"
 	"testing"
 	"time"
