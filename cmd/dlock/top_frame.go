@@ -170,8 +170,9 @@ func familyRows(r familyRow) []topRow {
 // read-write holdings and semaphore holdings, ordered by sortBy.
 func printFrame(w io.Writer, f topFrame, pattern, sortBy string) {
 	at, _ := time.Parse(time.RFC3339Nano, f.At)
-	fmt.Fprintf(w, "dlock top %s  %s  sort %s: %d locks, %d read-write locks, %d semaphores\n",
-		pattern, at.Format("15:04:05 UTC"), sortBy, len(f.Locks), len(f.RWLocks), len(f.Semaphores))
+	nl, nr, ns := len(f.Locks), len(f.RWLocks), len(f.Semaphores)
+	fmt.Fprintf(w, "dlock top %s  %s  sort %s: %d lock%s, %d read-write lock%s, %d semaphore%s\n",
+		pattern, at.Format("15:04:05 UTC"), sortBy, nl, plural(nl), nr, plural(nr), ns, plural(ns))
 	if len(f.Unsupported) > 0 {
 		names := map[string]string{kindRWLock: "read-write locks", kindSemaphore: "semaphores"}
 		var cannot []string

@@ -100,7 +100,7 @@ func TestTopOnceRowsAndSortOrder(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"dlock top top:*", "3 locks, 1 read-write locks, 1 semaphores", "host=a", "rwlock read", "semaphore 2/5 ×2"} {
+	for _, want := range []string{"dlock top top:*", "3 locks, 1 read-write lock, 1 semaphore", "host=a", "rwlock read", "semaphore 2/5 ×2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("top --once lacks %q:\n%s", want, out)
 		}
