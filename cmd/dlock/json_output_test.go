@@ -41,7 +41,7 @@ func jsonDocs(t *testing.T) map[string]map[string]docField {
 			docs[cmd][m[1]] = docField{typ: m[2], always: strings.HasPrefix(m[3], "always")}
 		}
 	}
-	for _, c := range []string{"run", "status", "list", "doctor", "bench", "version"} {
+	for _, c := range []string{"run", "status", "list", "top", "doctor", "bench", "version"} {
 		if len(docs[c]) == 0 {
 			t.Fatalf("docs/cli.md documents no fields of %s --json", c)
 		}
@@ -253,7 +253,7 @@ func TestHelpDescribesJSON(t *testing.T) {
 	for _, c := range []struct{ cmd, want string }{
 		{"run", "--json prints one JSON object when run ends"}, {"run", "--json-fd"},
 		{"status", "--json prints one object"}, {"doctor", `"connection"`},
-		{"list", "--json"}, {"bench", "--json prints one JSON document"}, {"version", "--json"},
+		{"list", "--json"}, {"top", "--once --json prints the frame"}, {"bench", "--json prints one JSON document"}, {"version", "--json"},
 	} {
 		if _, out, _ := runCLI(t, c.cmd, "--help"); !strings.Contains(out, c.want) {
 			t.Errorf("%s --help lacks %q", c.cmd, c.want)

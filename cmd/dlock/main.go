@@ -8,7 +8,7 @@
 //
 //	0      success (for `dlock run`, the child's own exit code otherwise)
 //	64     bad usage: unknown flag, missing argument, invalid value, bad
-//	       store URL; status/list on a store that cannot inspect/list keys;
+//	       store URL; status/list/top on a store that cannot inspect/list keys;
 //	       schema on a store without a schema
 //	69     store unreachable, or it cannot inspect/list keys right now
 //	75     lock not acquired within --wait (or interrupted while waiting)
