@@ -136,12 +136,16 @@ var ErrMissing = fmt.Errorf("mysqlserver: mariadbd or mariadb-install-db not fou
 // bootstrap runs mariadb-install-db into the data directory and writes the
 // init file.
 func (s *Server) bootstrap() error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	// Temporary tables go to a directory of the server's own, not /tmp:
+	// bootstraps running at once in /tmp once failed to delete their
+	// "#sql-temptable-…" files (CI, with every store's suite at once).
+	if err := os.MkdirAll(s.tmpDir(), 0o700); err != nil {
 		return err
 	}
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + s.dataDir(),
+		"--tmpdir=" + s.tmpDir(),
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
@@ -160,6 +164,7 @@ func (s *Server) bootstrap() error {
 
 func (s *Server) dataDir() string  { return filepath.Join(s.dir, "data") }
 func (s *Server) initFile() string { return filepath.Join(s.dir, "init.sql") }
+func (s *Server) tmpDir() string   { return filepath.Join(s.dir, "tmp") }
 
 // Socket returns the path of the server's unix socket.
 func (s *Server) Socket() string { return filepath.Join(s.dir, "mysqld.sock") }

@@ -33,6 +33,7 @@ func (s *Server) args() []string {
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + s.dataDir(),
+		"--tmpdir=" + s.tmpDir(),
 		"--port=" + strconv.Itoa(s.port),
 		"--socket=" + s.Socket(),
 		"--bind-address=127.0.0.1",
