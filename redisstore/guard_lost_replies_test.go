@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,10 +31,14 @@ import (
 // execution per such failure is allowed, as a takeover with a greater
 // fence. Never two executions at once; every answer without error is the
 // value of the key's execution with its fence, the same for every call of
-// the key; the record left holds it. Control:
+// the key; the record left holds it. DLOCK_GUARD_FAULTS_SEED sets the
+// seed. Control:
 // TestGuardLostRepliesControlStartsOnSilence.
 func TestGuardLostRepliesNeverRunTwice(t *testing.T) {
 	seed := rand.Uint64()
+	if s, err := strconv.ParseUint(os.Getenv("DLOCK_GUARD_FAULTS_SEED"), 10, 64); err == nil {
+		seed = s // the faults' kinds, times and lengths again; not the calls' interleaving
+	}
 	t.Logf("seed %d", seed)
 	r := runGuardFaults(t, seed, false)
 	t.Logf("%d calls (%d answered without error), %d executions, %d keys completed, %d replays; lost: %d begins, %d completions; faults %v",
