@@ -111,23 +111,7 @@ func runGuardFaults(t *testing.T, seed uint64, mutant bool) faultReport {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	var stores []*lostReplyStore
-	var guards []*dlock.Guard
-	for i := range 3 {
-		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: []int{-1, -1, 2}[i],
-			DialTimeout: time.Second, ReadTimeout: 150 * time.Millisecond, WriteTimeout: 150 * time.Millisecond})
-		t.Cleanup(func() { _ = rdb.Close() })
-		s := newStore(t, rdb)
-		if i == 0 { // the scripts are the server's: loaded once for all
-			warmIdempotencyScripts(t, s)
-		}
-		ls := &lostReplyStore{Idempotency: s, startsOnSilence: mutant}
-		g, err := dlock.NewGuard(ls, time.Hour, dlock.WithAutoRenew(2*time.Second), dlock.WithWait(5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		stores, guards = append(stores, ls), append(guards, g.Scope("s"))
-	}
+	stores, guards := faultGuards(t, p.Addr(), mutant)
 	const keys, callers = 16, 4
 	var logs []*keyLog
 	done := make(chan struct{})
@@ -163,6 +147,30 @@ func runGuardFaults(t *testing.T, seed uint64, mutant bool) faultReport {
 		r.check(t, check, l)
 	}
 	return r
+}
+
+// faultGuards returns the Guards of runGuardFaults, each on its own go-redis
+// client to addr, and their counting stores.
+func faultGuards(t *testing.T, addr string, mutant bool) ([]*lostReplyStore, []*dlock.Guard) {
+	t.Helper()
+	var stores []*lostReplyStore
+	var guards []*dlock.Guard
+	for i := range 3 {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: []int{-1, -1, 2}[i],
+			DialTimeout: time.Second, ReadTimeout: 150 * time.Millisecond, WriteTimeout: 150 * time.Millisecond})
+		t.Cleanup(func() { _ = rdb.Close() })
+		s := newStore(t, rdb)
+		if i == 0 { // the scripts are the server's: loaded once for all
+			warmIdempotencyScripts(t, s)
+		}
+		ls := &lostReplyStore{Idempotency: s, startsOnSilence: mutant}
+		g, err := dlock.NewGuard(ls, time.Hour, dlock.WithAutoRenew(2*time.Second), dlock.WithWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores, guards = append(stores, ls), append(guards, g.Scope("s"))
+	}
+	return stores, guards
 }
 
 // guardCall runs one Do of key and logs its executions and answer.

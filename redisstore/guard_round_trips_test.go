@@ -33,56 +33,63 @@ func TestGuardRoundTrips(t *testing.T) {
 		{"cold scripts (control)", false, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, direct := newRedis(t)
-			var hook countHook
-			rdb := redis.NewClient(&redis.Options{Addr: direct.Options().Addr, MaxRetries: -1, PoolSize: 2})
-			rdb.AddHook(&hook)
-			t.Cleanup(func() { _ = rdb.Close() })
-			s := newStore(t, rdb)
-			if err := rdb.Ping(testCtx(t)).Err(); err != nil { // open a connection first
-				t.Fatal(err)
-			}
-			if tc.warm {
-				warmIdempotencyScripts(t, s)
-			}
-			g, err := dlock.NewGuard(s, time.Hour)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := testCtx(t)
-			count := func(what string, want int64, call func()) {
-				t.Helper()
-				client, server := hook.n.Load(), serverCalls(t, direct)
-				call()
-				gotClient, gotServer := hook.n.Load()-client, serverCalls(t, direct)-server
-				t.Logf("%s: %d commands sent, %d run", what, gotClient, gotServer)
-				if gotClient != want || gotServer != want {
-					t.Errorf("%s: %d commands sent, %d run by the server; want %d", what, gotClient, gotServer, want)
-				}
-			}
-			run := func(ctx context.Context, e dlock.Execution) ([]byte, error) { return []byte("charged"), nil }
-			count("Do of a fresh key", tc.all, func() {
-				if r, err := g.Do(ctx, "fresh", "fp", run); err != nil || r.Replayed {
-					t.Fatalf("Do = %+v, %v", r, err)
-				}
-			})
-			count("a replay", 1, func() {
-				if r, err := g.Do(ctx, "fresh", "fp", run); err != nil || !r.Replayed {
-					t.Fatalf("replay = %+v, %v", r, err)
-				}
-			})
-			_, err = g.Do(ctx, "busy", "fp", func(ctx context.Context, e dlock.Execution) ([]byte, error) {
-				count("Do meeting a running execution", 1, func() {
-					if _, err := g.Do(ctx, "busy", "fp", run); !errors.Is(err, dlock.ErrInFlight) {
-						t.Errorf("the call that met the execution = %v, want ErrInFlight", err)
-					}
-				})
-				return []byte("ok"), nil
-			})
-			if err != nil {
-				t.Fatal(err)
+			checkRoundTrips(t, tc.warm, tc.all)
+		})
+	}
+}
+
+// checkRoundTrips counts the round trips of a fresh key's Do (want all), a
+// replay and an in-flight answer (want 1 each) on a new server, its
+// scripts loaded first if warm.
+func checkRoundTrips(t *testing.T, warm bool, all int64) {
+	_, direct := newRedis(t)
+	var hook countHook
+	rdb := redis.NewClient(&redis.Options{Addr: direct.Options().Addr, MaxRetries: -1, PoolSize: 2})
+	rdb.AddHook(&hook)
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := newStore(t, rdb)
+	if err := rdb.Ping(testCtx(t)).Err(); err != nil { // open a connection first
+		t.Fatal(err)
+	}
+	if warm {
+		warmIdempotencyScripts(t, s)
+	}
+	g, err := dlock.NewGuard(s, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	count := func(what string, want int64, call func()) {
+		t.Helper()
+		client, server := hook.n.Load(), serverCalls(t, direct)
+		call()
+		gotClient, gotServer := hook.n.Load()-client, serverCalls(t, direct)-server
+		t.Logf("%s: %d commands sent, %d run", what, gotClient, gotServer)
+		if gotClient != want || gotServer != want {
+			t.Errorf("%s: %d commands sent, %d run by the server; want %d", what, gotClient, gotServer, want)
+		}
+	}
+	run := func(ctx context.Context, e dlock.Execution) ([]byte, error) { return []byte("charged"), nil }
+	count("Do of a fresh key", all, func() {
+		if r, err := g.Do(ctx, "fresh", "fp", run); err != nil || r.Replayed {
+			t.Fatalf("Do = %+v, %v", r, err)
+		}
+	})
+	count("a replay", 1, func() {
+		if r, err := g.Do(ctx, "fresh", "fp", run); err != nil || !r.Replayed {
+			t.Fatalf("replay = %+v, %v", r, err)
+		}
+	})
+	_, err = g.Do(ctx, "busy", "fp", func(ctx context.Context, e dlock.Execution) ([]byte, error) {
+		count("Do meeting a running execution", 1, func() {
+			if _, err := g.Do(ctx, "busy", "fp", run); !errors.Is(err, dlock.ErrInFlight) {
+				t.Errorf("the call that met the execution = %v, want ErrInFlight", err)
 			}
 		})
+		return []byte("ok"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
