@@ -1,8 +1,9 @@
 -- idem.lua: the layout of an idempotency record, put in front of every
 -- idempotency script (idempotency.go joins them). A record is one hash
 -- PREFIX idem:{<hex scope>:<key>} with tok (the executor's token), fence,
--- fp (the request's fingerprint), keep (the retention, ms) and, in flight,
--- lease (when another may take over, ms on the server's clock) or, once
+-- fp (the request's fingerprint), keep (the retention, ms), took (1 if this
+-- execution took the record over: a resent begin answers it again) and, in
+-- flight, lease (when another may take over, ms on the server's clock) or, once
 -- completed, done = 1 and res (the result). The hash expires keep ms after
 -- the lease ends, or keep ms after completion. Numbers are written with
 -- num: Lua's own conversion keeps only 14 digits, too few for a fence.
