@@ -34,10 +34,13 @@ func RWLockID(table, key string) int64 { return LockID(table+"\x00rw", key) }
 func RWMarkID(table, key string) int64 { return LockID(table+"\x00rwmark", key) }
 
 const (
-	// rwReadSQL: -2 when another backend holds a mark, else the fence or
-	// NULL; and the shared holdings of other backends.
+	// rwReadSQL: -2 when another backend holds a mark or a backend waits
+	// for the exclusive lock (checked here, as PostgreSQL does not when
+	// the connection holds the shared lock already for another reader),
+	// else the fence or NULL; and the shared holdings of other backends.
 	rwReadSQL = `WITH t AS MATERIALIZED (SELECT CASE
   WHEN EXISTS (SELECT 1 FROM pg_locks WHERE granted AND pid <> pg_backend_pid() AND ` + rwMarkWhere + `) THEN -2
+  WHEN EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND mode = 'ExclusiveLock' AND ` + rwWhere + `) THEN -2
   WHEN pg_try_advisory_lock_shared($1) THEN nextval($4::regclass) END AS f)
 SELECT t.f, (SELECT count(*) FROM pg_locks WHERE granted AND mode = 'ShareLock' AND pid <> pg_backend_pid() AND ` + rwWhere + `) FROM t`
 	rwWriteSQL = `SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval($2::regclass) END`
