@@ -108,6 +108,9 @@ type SessionStore struct {
 	// noSharedCheck and noSharedGuard turn the check and the lock
 	// statements' guard off, for the tests' negative control.
 	noSharedCheck, noSharedGuard bool
+	// noQueuedCheck drops the read statement's check for a queued
+	// exclusive request, for the tests' negative control.
+	noQueuedCheck bool
 }
 
 var (

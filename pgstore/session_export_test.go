@@ -51,3 +51,7 @@ func GuardedLockSQL(guard bool) (try, queued string) {
 
 // LockIDParts returns id as pg_locks shows it: classid, objid. For tests.
 func LockIDParts(id int64) (uint32, uint32) { return split(id) }
+
+// WithoutQueuedWriterCheck drops the check of s's AcquireRead for a backend
+// queued in pg_advisory_lock(RWLockID). For tests.
+func WithoutQueuedWriterCheck(s *SessionStore) { s.noQueuedCheck = true }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"crypto/sha256"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,10 +41,11 @@ const (
 	// else the fence or NULL; and the shared holdings of other backends.
 	rwReadSQL = `WITH t AS MATERIALIZED (SELECT CASE
   WHEN EXISTS (SELECT 1 FROM pg_locks WHERE granted AND pid <> pg_backend_pid() AND ` + rwMarkWhere + `) THEN -2
-  WHEN EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND mode = 'ExclusiveLock' AND ` + rwWhere + `) THEN -2
+  WHEN ` + rwQueuedCheck + ` THEN -2
   WHEN pg_try_advisory_lock_shared($1) THEN nextval($4::regclass) END AS f)
 SELECT t.f, (SELECT count(*) FROM pg_locks WHERE granted AND mode = 'ShareLock' AND pid <> pg_backend_pid() AND ` + rwWhere + `) FROM t`
-	rwWriteSQL = `SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval($2::regclass) END`
+	rwQueuedCheck = `EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND mode = 'ExclusiveLock' AND ` + rwWhere + `)`
+	rwWriteSQL    = `SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval($2::regclass) END`
 	// rwStateSQL: granted shared holdings, granted exclusive ones, marks
 	// (of any backend) and queued exclusive requests.
 	rwStateSQL = `SELECT $1::bigint, $4::text,
@@ -234,7 +236,11 @@ func (s *SessionStore) rwTry(ctx context.Context, p *pinned, key string, mode dr
 		var r res
 		var err error
 		if mode == driver.RWRead {
-			err = c.QueryRow(ctx, rwReadSQL, args...).Scan(&r.fence, &r.others)
+			q := rwReadSQL
+			if s.noQueuedCheck {
+				q = strings.Replace(q, rwQueuedCheck, "false", 1)
+			}
+			err = c.QueryRow(ctx, q, args...).Scan(&r.fence, &r.others)
 		} else {
 			err = c.QueryRow(ctx, rwWriteSQL, args[0], args[3]).Scan(&r.fence)
 		}

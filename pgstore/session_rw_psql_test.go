@@ -106,7 +106,31 @@ func TestRWPlainSessionInterop(t *testing.T) {
 func TestRWPlainQueuedWriterKeepsReadersOut(t *testing.T) {
 	srv := sessServer(t)
 	m := newSession(t, sessPool(t, srv.URL(), 4), pgstore.SessionOptions{})
-	psql := plainConn(t, srv.URL())
+	if got := queuedWriterLetsReaderIn(t, srv.URL(), m); got {
+		t.Fatal("a new reader got in while a plain writer queued")
+	}
+}
+
+// TestRWPlainQueuedWriterControl: without the read statement's check for
+// a queued exclusive request, a new reader served on the connection that
+// already reads gets in past the queued plain writer (PostgreSQL grants a
+// backend a lock mode it holds already): the check is what keeps it out.
+func TestRWPlainQueuedWriterControl(t *testing.T) {
+	srv := sessServer(t)
+	m := newSession(t, sessPool(t, srv.URL(), 4), pgstore.SessionOptions{MaxConns: 1})
+	pgstore.WithoutQueuedWriterCheck(m)
+	if got := queuedWriterLetsReaderIn(t, srv.URL(), m); !got {
+		t.Fatal("control: the broken store kept the new reader out; the test cannot tell the check's effect")
+	}
+}
+
+// queuedWriterLetsReaderIn has a dlock reader hold a key, a plain session
+// queue in pg_advisory_lock behind it, and reports whether a new dlock
+// reader got in; then the first reader leaves and the plain writer must
+// get the key.
+func queuedWriterLetsReaderIn(t *testing.T, url string, m *pgstore.SessionStore) bool {
+	t.Helper()
+	psql := plainConn(t, url)
 	key := "rw-queued-" + tok()[:8]
 	id := pgstore.RWLockID("dlock", key)
 	r, r2 := tok(), tok()
@@ -125,8 +149,17 @@ func TestRWPlainQueuedWriterKeepsReadersOut(t *testing.T) {
 		got <- err
 	}()
 	waitQueued(t, m, key)
-	if te := wantRWRefused(t, m, key, driver.RWRead); !te.WriterWaiting {
-		t.Fatalf("a new reader while a plain writer queues: %+v, want WriterWaiting", te)
+	r3 := tok()
+	_, err := m.AcquireRead(ctx(t), key, r3, time.Minute)
+	var te *driver.RWTakenError
+	in := err == nil
+	switch {
+	case in:
+		if err := m.ReleaseRW(ctx(t), key, r3); err != nil {
+			t.Fatal(err)
+		}
+	case !errors.As(err, &te) || !te.WriterWaiting:
+		t.Fatalf("a new reader while a plain writer queues: %v, want in or *RWTakenError with WriterWaiting", err)
 	}
 	if err := m.ReleaseRW(ctx(t), key, r); err != nil {
 		t.Fatal(err)
@@ -140,6 +173,7 @@ func TestRWPlainQueuedWriterKeepsReadersOut(t *testing.T) {
 		t.Fatal("the plain writer did not get the key within 10 s of the reader's release")
 	}
 	plainExec(t, psql, `SELECT pg_advisory_unlock($1)`, id)
+	return in
 }
 
 // waitQueued waits (bounded) until a backend waits for key's RW lock.
