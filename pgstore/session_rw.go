@@ -269,12 +269,26 @@ func rwUnlockSQL(mode driver.RWMode) string {
 	return `SELECT pg_advisory_unlock($1)`
 }
 
+// rwGrant is h's grant; others is the count of other backends holding the
+// key shared, among them the store's own other connections, whose readers
+// are counted by token instead.
 func (s *SessionStore) rwGrant(k *rwKey, h *rwHold, others int) driver.RWGrant {
 	g := driver.RWGrant{Mode: h.mode, Fence: h.fence, TTL: s.ttl}
 	if h.mode == driver.RWRead {
-		g.Readers = others + k.readers()
+		g.Readers = max(others-len(readConns(k, h.p)), 0) + k.readers()
 	}
 	return g
+}
+
+// readConns are the connections holding k's read holdings, but not.
+func readConns(k *rwKey, not *pinned) map[*pinned]bool {
+	conns := map[*pinned]bool{}
+	for _, h := range k.holds {
+		if h.mode == driver.RWRead && h.p != not {
+			conns[h.p] = true
+		}
+	}
+	return conns
 }
 
 // refused builds the refusal of a call by dig in mode from pg_locks and
@@ -288,13 +302,7 @@ func (s *SessionStore) refused(ctx context.Context, key string, k *rwKey, dig [3
 	if err := s.pool.QueryRow(ctx, rwStateSQL, s.rwArgs(key)...).Scan(&id, &seq, &shared, &excl, &marks, &queued); err != nil {
 		return classify("inspect", err)
 	}
-	conns := map[*pinned]bool{}
-	for _, h := range k.holds {
-		if h.mode == driver.RWRead {
-			conns[h.p] = true
-		}
-	}
-	w := &driver.RWTakenError{Readers: max(shared-len(conns), 0) + k.readers(), WriterWaiting: marks > 0 || queued > 0 || k.mark != nil, Remaining: -1}
+	w := &driver.RWTakenError{Readers: max(shared-len(readConns(k, nil)), 0) + k.readers(), WriterWaiting: marks > 0 || queued > 0 || k.mark != nil, Remaining: -1}
 	switch {
 	case excl > 0:
 		w.Held, w.Readers = driver.RWWrite, 0
