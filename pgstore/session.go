@@ -96,6 +96,9 @@ type SessionStore struct {
 
 	eng *sqlsession.Engine[*pgxpool.Conn, int64]
 
+	rwMu   sync.Mutex        // guards rwKeys and each rwKey's refs
+	rwKeys map[string]*rwKey // the read-write keys with a holding, a mark or a call
+
 	mu sync.Mutex // guards the shared-session verdict below
 	// sharedChecked is set once checkShared has seen whether a pooler
 	// shares server sessions, or a guard found one; shared is then the
@@ -105,6 +108,9 @@ type SessionStore struct {
 	// noSharedCheck and noSharedGuard turn the check and the lock
 	// statements' guard off, for the tests' negative control.
 	noSharedCheck, noSharedGuard bool
+	// noQueuedCheck drops the read statement's check for a queued
+	// exclusive request, for the tests' negative control.
+	noQueuedCheck bool
 }
 
 var (

@@ -14,7 +14,7 @@ func (s *SessionStore) Pinned() int {
 	return s.eng.Pins.Len()
 }
 
-// LocalState returns how many entries s keeps for key (0 or 1). For tests.
+// LocalState returns how many entries s keeps for key (0 to 3: the Mutex engine, the registry, the read-write keys). For tests.
 func (s *SessionStore) LocalState(key string) int {
 	n := 0
 	if s.eng.Tracked(key) {
@@ -23,6 +23,11 @@ func (s *SessionStore) LocalState(key string) int {
 	if _, ok := registry.Load(s.regKey(key)); ok {
 		n++
 	}
+	s.rwMu.Lock()
+	if _, ok := s.rwKeys[key]; ok {
+		n++
+	}
+	s.rwMu.Unlock()
 	return n
 }
 
@@ -46,3 +51,7 @@ func GuardedLockSQL(guard bool) (try, queued string) {
 
 // LockIDParts returns id as pg_locks shows it: classid, objid. For tests.
 func LockIDParts(id int64) (uint32, uint32) { return split(id) }
+
+// WithoutQueuedWriterCheck drops the check of s's AcquireRead for a backend
+// queued in pg_advisory_lock(RWLockID). For tests.
+func WithoutQueuedWriterCheck(s *SessionStore) { s.noQueuedCheck = true }

@@ -27,8 +27,8 @@ const (
 // for the usage error on a store without them. Keep them in step with
 // docs/rwlock.md and docs/semaphore.md ("Stores").
 const (
-	rwStores  = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://), etcd (etcd://, etcds://), ZooKeeper (zk://)"
-	semStores = rwStores + ", PostgreSQL and MariaDB in lease mode (postgres://, mysql://)"
+	rwStores  = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://), etcd (etcd://, etcds://), ZooKeeper (zk://), PostgreSQL in session mode (postgres://...?mode=session)"
+	semStores = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://), etcd (etcd://, etcds://), ZooKeeper (zk://), PostgreSQL and MariaDB in lease mode (postgres://, mysql://)"
 )
 
 // familyFlags choose the primitive of `dlock run`: the mutex by default,
