@@ -92,7 +92,7 @@ func (n names) ddl() []string {
   name VARBINARY(1024) NOT NULL,
   PRIMARY KEY (name)
 ) ENGINE=InnoDB`,
-		n.permitsDDL(), n.semaphoresDDL(), n.recordsDDL(), n.ratesDDL(),
+		n.permitsDDL(), n.semaphoresDDL(), n.recordsDDL(), n.recordsTookDDL(), n.ratesDDL(),
 	}
 }
 
