@@ -28,6 +28,7 @@ func (s *suite) idempotencySuite() []primitiveCase {
 		{"ResentCallsAreHarmless", s.testIdemResent},
 		{"FingerprintMismatchChangesNothing", s.testIdemMismatch},
 		{"TakeoverAfterTheLeaseHasAGreaterFence", s.testIdemTakeover},
+		{"ResentTakeoverBeginSaysTookOver", s.testIdemResentTakeover},
 		{"StaleExecutorCannotComplete", s.testIdemStale},
 		{"ExtendKeepsTheLease", s.testIdemExtend},
 		{"AbandonLetsARetryRun", s.testIdemAbandon},

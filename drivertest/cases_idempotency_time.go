@@ -58,6 +58,27 @@ func (s *suite) testIdemTakeover(t *testing.T, m driver.Idempotency) {
 	}
 }
 
+// testIdemResentTakeover: a takeover's BeginRecord resent by its executor
+// (its reply lost) answers as the first did: started, the same fence and
+// TookOver, so that the function still learns that an earlier execution
+// may have done part of the work.
+func (s *suite) testIdemResentTakeover(t *testing.T, m driver.Idempotency) {
+	s.perKeyOnly(t)
+	id := recordID(t)
+	if ga, err := m.BeginRecord(ctx(t), id, Token(), "fp", s.ttl, s.long); err != nil || ga.State != driver.RecordStarted {
+		t.Fatalf("BeginRecord(lease %v) = %+v, %v", s.ttl, ga, err)
+	}
+	c := s.idemClient(t)
+	b, gb := s.takenOverWithin(t, c, id, "fp", s.ttl+s.slack)
+	if gb.State != driver.RecordStarted || !gb.TookOver {
+		t.Fatalf("takeover within %v of a lease of %v = %+v, want started, TookOver", s.ttl+s.slack, s.ttl, gb)
+	}
+	again, err := c.BeginRecord(ctx(t), id, b, "fp", s.long, s.long)
+	if err != nil || again.State != driver.RecordStarted || again.Fence != gb.Fence || !again.TookOver {
+		t.Fatalf("resent takeover BeginRecord = %+v, %v; want started, fence %d, TookOver", again, err, gb.Fence)
+	}
+}
+
 // testIdemStale: once taken over, the paused executor can neither
 // complete, extend nor abandon the record, before or after the new
 // executor completes it; the new executor's result is the one replayed.

@@ -205,6 +205,7 @@ func TestMutantsFailTheSuite(t *testing.T) {
 		{idemFenceStuck, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence"}, "want TookOver and a greater fence"},
 		{idemNoExpiry, []string{"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence", "Idempotency/StaleExecutorCannotComplete", "Idempotency/RetentionForgetsTheRecord"}, "no takeover within"},
 		{idemNoExclusion, []string{"Idempotency/RaceExactlyOneExecution"}, "executions of one record by"},
+		{idemForgetsTakeover, []string{"Idempotency/ResentTakeoverBeginSaysTookOver"}, "resent takeover BeginRecord"},
 		{metaLastWins, []string{metaCase}, `Meta "other"`},
 	}
 	for _, tc := range cases {
@@ -304,7 +305,7 @@ var rateCases = []string{"RateLimiter/DeniedChangesNothing", "RateLimiter/Admits
 // must run and pass.
 var idemCases = []string{"Idempotency/StaleExecutorCannotComplete", "Idempotency/FingerprintMismatchChangesNothing",
 	"Idempotency/TakeoverAfterTheLeaseHasAGreaterFence", "Idempotency/RetentionForgetsTheRecord",
-	"Idempotency/RaceExactlyOneExecution"}
+	"Idempotency/RaceExactlyOneExecution", "Idempotency/ResentTakeoverBeginSaysTookOver"}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

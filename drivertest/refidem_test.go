@@ -33,11 +33,12 @@ type execution struct {
 
 // The idempotency mutations: each breaks one rule of driver.Idempotency.
 const (
-	idemNoFenceCheck  mutation = "idem-no-fence-check" // CompleteRecord by a stale executor overwrites
-	idemNoFingerprint mutation = "idem-no-fingerprint" // another request's fingerprint is accepted
-	idemFenceStuck    mutation = "idem-fence-stuck"    // a takeover keeps the record's first fence
-	idemNoExpiry      mutation = "idem-no-expiry"      // an in-flight lease never passes
-	idemNoExclusion   mutation = "idem-no-exclusion"   // a caller of an in-flight record executes too
+	idemNoFenceCheck    mutation = "idem-no-fence-check"   // CompleteRecord by a stale executor overwrites
+	idemNoFingerprint   mutation = "idem-no-fingerprint"   // another request's fingerprint is accepted
+	idemFenceStuck      mutation = "idem-fence-stuck"      // a takeover keeps the record's first fence
+	idemNoExpiry        mutation = "idem-no-expiry"        // an in-flight lease never passes
+	idemNoExclusion     mutation = "idem-no-exclusion"     // a caller of an in-flight record executes too
+	idemForgetsTakeover mutation = "idem-forgets-takeover" // a resent begin of a takeover says TookOver false
 )
 
 var _ driver.Idempotency = (*idemMutant)(nil)
@@ -65,6 +66,9 @@ func (s *idemMutant) BeginRecord(ctx context.Context, id driver.RecordID, token,
 	switch {
 	case err != nil:
 	case b.State == driver.RecordStarted:
+		if s.mut == idemForgetsTakeover && s.owner[id] == (execution{token, b.Fence}) {
+			b.TookOver = false // the answer of a record that forgot it
+		}
 		s.owner[id] = execution{token, b.Fence}
 		if _, ok := s.first[id]; !ok || !b.TookOver {
 			s.first[id] = b.Fence

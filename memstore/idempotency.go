@@ -24,6 +24,7 @@ type idemState struct {
 
 type idemRecord struct {
 	done        bool // completed
+	took        bool // the token's execution took the record over
 	token       string
 	fence       uint64
 	fingerprint string
@@ -58,7 +59,8 @@ func (s *Store) idemSweep() {
 
 // BeginRecord implements driver.Idempotency: with no record, or over an
 // in-flight one whose lease has passed, token starts an execution with a
-// new fence from the store's counter; otherwise it learns the live
+// new fence from the store's counter (TookOver in the latter case; a resent
+// Begin of the executor answers as its first did); otherwise it learns the live
 // executor's lease or the stored result (a copy). A fingerprint other than
 // the record's is a *driver.FingerprintMismatchError. Bad arguments match
 // driver.ErrInvalid; a done ctx returns its error; both change nothing.
@@ -92,13 +94,13 @@ func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fing
 	case r.token == token: // a resent Begin
 		r.leaseEnds = later(r.leaseEnds, now.Add(lease))
 		r.forgets = later(r.forgets, r.leaseEnds.Add(r.keep))
-		return driver.RecordBegin{State: driver.RecordStarted, Fence: r.fence, Remaining: r.leaseEnds.Sub(now)}, nil
+		return driver.RecordBegin{State: driver.RecordStarted, Fence: r.fence, TookOver: r.took, Remaining: r.leaseEnds.Sub(now)}, nil
 	case now.Before(r.leaseEnds):
 		return driver.RecordBegin{State: driver.RecordInFlight, Fence: r.fence, Remaining: r.leaseEnds.Sub(now)}, nil
 	}
 	took := r.token != ""
 	s.fence++
-	r.token, r.fence, r.keep = token, s.fence, retention
+	r.token, r.fence, r.keep, r.took = token, s.fence, retention, took
 	r.leaseEnds = now.Add(lease)
 	r.forgets = r.leaseEnds.Add(retention)
 	return driver.RecordBegin{State: driver.RecordStarted, Fence: r.fence, TookOver: took, Remaining: lease}, nil

@@ -27,7 +27,7 @@ const erDupKey = 1062
 type recordRow struct {
 	owner, fingerprint, result []byte
 	fence                      uint64
-	done                       bool
+	done, took                 bool
 	leaseLeft, forgetLeft      time.Duration // until lease_ends, forget_at
 }
 
@@ -42,8 +42,8 @@ func (s *Store) lockRecord(ctx context.Context, q queryer, id driver.RecordID) (
 	var r recordRow
 	var lease, forget int64
 	err := q.QueryRowContext(ctx, "SELECT owner, fingerprint, result, fence, done, TIMESTAMPDIFF(MICROSECOND, "+now+", lease_ends),"+
-		" TIMESTAMPDIFF(MICROSECOND, "+now+", forget_at) FROM "+s.n.idem+" WHERE scope = ? AND name = ? FOR UPDATE",
-		[]byte(id.Scope), []byte(id.Key)).Scan(&r.owner, &r.fingerprint, &r.result, &r.fence, &r.done, &lease, &forget)
+		" TIMESTAMPDIFF(MICROSECOND, "+now+", forget_at), took FROM "+s.n.idem+" WHERE scope = ? AND name = ? FOR UPDATE",
+		[]byte(id.Scope), []byte(id.Key)).Scan(&r.owner, &r.fingerprint, &r.result, &r.fence, &r.done, &lease, &forget, &r.took)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -133,7 +133,7 @@ func (s *Store) beginIn(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, 
 		}
 		return false, nil
 	case bytes.Equal(r.owner, d): // a resent begin: the same execution
-		b.Fence, b.Remaining = r.fence, max(r.leaseLeft, lease)
+		b.Fence, b.Remaining, b.TookOver = r.fence, max(r.leaseLeft, lease), r.took
 		_, err := tx.ExecContext(ctx, "UPDATE "+s.n.idem+" SET lease_ends = GREATEST(lease_ends, "+now+" + INTERVAL ? MICROSECOND),"+
 			" forget_at = GREATEST(forget_at, lease_ends + INTERVAL keep_us MICROSECOND) WHERE scope = ? AND name = ?",
 			leaseUS, []byte(id.Scope), []byte(id.Key))
@@ -154,14 +154,14 @@ func boolInt(b bool) int64 {
 }
 
 // startRecord makes the existing row of id a new execution of d with a
-// fence from the sequence.
+// fence from the sequence, remembering b.TookOver.
 func (s *Store) startRecord(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, fp []byte, leaseUS, keepUS int64, b *driver.RecordBegin) (bool, error) {
 	if err := tx.QueryRowContext(ctx, "SELECT NEXTVAL("+s.n.fence+")").Scan(&b.Fence); err != nil {
 		return false, err
 	}
-	_, err := tx.ExecContext(ctx, "UPDATE "+s.n.idem+" SET owner = ?, fence = ?, fingerprint = ?, done = 0, result = NULL,"+
+	_, err := tx.ExecContext(ctx, "UPDATE "+s.n.idem+" SET owner = ?, fence = ?, fingerprint = ?, done = 0, result = NULL, took = ?,"+
 		" lease_ends = "+now+" + INTERVAL ? MICROSECOND, keep_us = ?, forget_at = "+now+" + INTERVAL ? MICROSECOND WHERE scope = ? AND name = ?",
-		d, b.Fence, fp, leaseUS, keepUS, leaseUS+keepUS, []byte(id.Scope), []byte(id.Key))
+		d, b.Fence, fp, b.TookOver, leaseUS, keepUS, leaseUS+keepUS, []byte(id.Scope), []byte(id.Key))
 	return err == nil, err
 }
 

@@ -8,8 +8,9 @@ import "context"
 // fence names one execution); done 0 while in flight (lease_ends: when
 // another may take it over), 1 once completed (result kept); keep_us the
 // retention; forget_at when the record counts as gone (the sweep deletes
-// it then): lease_ends + retention in flight, completion + retention done.
-// Times are on the database clock in UTC.
+// it then): lease_ends + retention in flight, completion + retention done;
+// took 1 if the owner's execution took the record over (a resent begin of
+// the owner answers it again). Times are on the database clock in UTC.
 func (n names) recordsDDL() string {
 	return "CREATE TABLE IF NOT EXISTS " + n.idem + ` (
   scope VARBINARY(1024) NOT NULL,
@@ -22,9 +23,15 @@ func (n names) recordsDDL() string {
   keep_us BIGINT NOT NULL,
   forget_at DATETIME(6) NOT NULL,
   result MEDIUMBLOB NULL,
+  took TINYINT(1) NOT NULL DEFAULT 0,
   PRIMARY KEY (scope, name),
   KEY forget_at (forget_at)
 ) ENGINE=InnoDB`
+}
+
+// recordsTookDDL adds took to a records table created before it.
+func (n names) recordsTookDDL() string {
+	return "ALTER TABLE " + n.idem + " ADD COLUMN IF NOT EXISTS took TINYINT(1) NOT NULL DEFAULT 0"
 }
 
 // sweepRecords deletes up to sweepBatch forgotten records, by primary key

@@ -92,7 +92,7 @@ func (n names) ddl() []string {
   name VARBINARY(1024) NOT NULL,
   PRIMARY KEY (name)
 ) ENGINE=InnoDB`,
-		n.permitsDDL(), n.semaphoresDDL(), n.recordsDDL(), n.ratesDDL(),
+		n.permitsDDL(), n.semaphoresDDL(), n.recordsDDL(), n.recordsTookDDL(), n.ratesDDL(),
 	}
 }
 
@@ -114,8 +114,9 @@ func Schema(opts Options) string {
 }
 
 // Migrate creates the schema for opts if it is missing and adds the waiter
-// mark's columns to a lease table created before them (a table that has
-// them is left as it is); it is idempotent and changes nothing else that
+// mark's columns to a lease table created before them, and took to a
+// records table created before it (a table that has them is left as it
+// is); it is idempotent and changes nothing else that
 // exists. Adding the columns rebuilds nothing on MariaDB 10.3+ (instant
 // ADD COLUMN of nullable columns at the end), but takes a metadata lock:
 // run it when no statement holds the table for long. It needs CREATE privileges (without them it fails with an error matching driver.ErrRefused,

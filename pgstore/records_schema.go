@@ -33,10 +33,16 @@ CREATE TABLE IF NOT EXISTS %[1]s (
     keep_us     bigint      NOT NULL CHECK (keep_us > 0),
     forget_at   timestamptz NOT NULL,
     result      bytea,
+    took        boolean     NOT NULL DEFAULT false,
     PRIMARY KEY (scope, key)
 );
+-- took: the owner's execution took the record over (a resent begin of the
+-- owner answers it again). Added to tables created before it (a
+-- metadata-only change).
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS took boolean NOT NULL DEFAULT false;
 
--- BeginRecord: o_status 1 started (o_took: a takeover), 2 in flight, 3
+-- BeginRecord: o_status 1 started (o_took: a takeover, also when the
+-- owner's begin is resent), 2 in flight, 3
 -- completed (o_result), -1 another fingerprint (o_took: the record is
 -- completed). o_remaining_us: the lease left (1, 2) or the retention left
 -- (3).
@@ -66,7 +72,7 @@ BEGIN
     END IF;
     IF r.forget_at <= t THEN -- forgotten: a fresh record
         UPDATE %[1]s AS i SET owner = p_owner, fence = nextval('%[2]s'), fingerprint = p_fp, done = false,
-            lease_ends = t + lease, keep_us = p_keep_us, forget_at = t + lease + p_keep_us * interval '1 microsecond', result = NULL
+            lease_ends = t + lease, keep_us = p_keep_us, forget_at = t + lease + p_keep_us * interval '1 microsecond', result = NULL, took = false
             WHERE i.scope = p_scope AND i.key = p_key RETURNING i.fence INTO o_fence;
         o_status := 1;
         RETURN;
@@ -81,11 +87,12 @@ BEGIN
         UPDATE %[1]s AS i SET lease_ends = greatest(i.lease_ends, t + lease),
             forget_at = greatest(i.forget_at, greatest(i.lease_ends, t + lease) + i.keep_us * interval '1 microsecond')
             WHERE i.scope = p_scope AND i.key = p_key;
-        o_status := 1; o_remaining_us := (extract(epoch FROM greatest(r.lease_ends, t + lease) - t) * 1000000)::bigint;
+        o_status := 1; o_took := r.took;
+        o_remaining_us := (extract(epoch FROM greatest(r.lease_ends, t + lease) - t) * 1000000)::bigint;
     ELSIF r.lease_ends > t THEN
         o_status := 2; o_remaining_us := (extract(epoch FROM r.lease_ends - t) * 1000000)::bigint;
     ELSE -- the executor's lease passed: take over with a greater fence
-        UPDATE %[1]s AS i SET owner = p_owner, fence = nextval('%[2]s'), lease_ends = t + lease, keep_us = p_keep_us,
+        UPDATE %[1]s AS i SET owner = p_owner, fence = nextval('%[2]s'), lease_ends = t + lease, keep_us = p_keep_us, took = true,
             forget_at = t + lease + p_keep_us * interval '1 microsecond'
             WHERE i.scope = p_scope AND i.key = p_key RETURNING i.fence INTO o_fence;
         o_status := 1; o_took := true;

@@ -97,3 +97,31 @@ func beginRace(t *testing.T, stores []*pgstore.Store, key string) int {
 	wg.Wait()
 	return started
 }
+
+// TestMigrateAddsTheTookColumn: a records table from before took (the
+// column dropped here, with an in-flight record in it) gains the column
+// from Migrate (twice: idempotent); the record's resent begin then starts
+// it as before, with its fence, not as a takeover.
+func TestMigrateAddsTheTookColumn(t *testing.T) {
+	admin := newPool(t)
+	table := uniqTable(t, admin)
+	opts := pgstore.Options{Table: table}
+	s := newStore(t, admin, opts)
+	id := driver.RecordID{Key: "k"}
+	first, err := s.BeginRecord(ctx(t), id, "a", "fp", time.Minute, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx(t), "ALTER TABLE "+table+"_idempotency DROP COLUMN took"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := pgstore.Migrate(ctx(t), admin, opts); err != nil {
+			t.Fatalf("Migrate %d: %v", i+1, err)
+		}
+	}
+	again, err := s.BeginRecord(ctx(t), id, "a", "fp", time.Minute, time.Minute)
+	if err != nil || again.State != driver.RecordStarted || again.Fence != first.Fence || again.TookOver {
+		t.Fatalf("resent begin after Migrate = %+v, %v; want started, fence %d, not took over", again, err, first.Fence)
+	}
+}
