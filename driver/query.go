@@ -60,28 +60,14 @@ func (e *ParamError) Error() string {
 // Unwrap makes a ParamError match ErrInvalid.
 func (e *ParamError) Unwrap() error { return ErrInvalid }
 
-// DecodeQuery decodes u's query into the fields of the struct dst points to,
-// as go-cloud's URL openers decode theirs into an options struct. A field
-// takes the parameter its tag names:
-//
-//	`param:"NAME[,positive][,nonempty][,oneof=A|B][,scheme=S1|S2][,when=OTHER:V1|V2]"`
-//
-// Field types: string, bool (strconv.ParseBool), int, float64,
-// time.Duration (a Go duration: 5s), File (a path to a readable file),
-// []string (the only type that may be repeated) and a struct whose fields
-// are tagged in turn (TLSFiles), tagged `param:",OPTIONS"`: the options
-// apply to each of its parameters. positive refuses a number
-// or duration ≤ 0, nonempty an empty value, oneof any value not listed;
-// scheme accepts the parameter only on the URL schemes listed, when only
-// while the field of the parameter OTHER (given or left at the value dst
-// had) has one of the values listed: a parameter of another mode. A value
-// already in dst is the default.
-//
-// The parameters named in pass are not the store's but the client
-// library's: DecodeQuery returns them, untouched, for it (at most once
-// each). Every other parameter, a repeated one, a value that does not parse, and an unparsable
-// query return a *ParamError (matching ErrInvalid) naming the parameter; an
-// unknown one lists the accepted ones.
+// DecodeQuery decodes u's query into the fields of the struct dst points
+// to, each the parameter its `param:"NAME[,OPTIONS]"` tag names (the tag
+// syntax and field types: docs/writing-a-store.md, "Opening by URL"). A
+// value already in dst is the default. The parameters named in pass are
+// the client library's: DecodeQuery returns them untouched (at most once
+// each). Any other unknown, repeated or unparsable parameter, or an
+// unparsable query, returns a *ParamError (matching ErrInvalid) naming it;
+// an unknown one lists the accepted ones.
 func DecodeQuery(u *url.URL, dst any, pass ...string) (url.Values, error) {
 	scheme := strings.ToLower(u.Scheme)
 	q, err := url.ParseQuery(u.RawQuery)

@@ -11,28 +11,22 @@ import (
 )
 
 // Apply implements driver.Atomic: the step's lock part (Acquire, Transfer
-// or Release, each as the method of that name) and its resource read and
-// write in one etcd transaction, so in one round trip and one revision. The
-// write is a put of the resource key in the transaction that deletes or
-// rewrites the holder's key, guarded by the same compare as Release and
-// Transfer (the holding key's ModRevision): a holder that lost the lock,
-// however late its request arrives, writes nothing. The read is a get in
-// the same transaction, after the write: for Acquire the value right after
-// the grant. A contended, not-held or refused step reads and writes
-// nothing, and returns the error its lock part would; the one exception is
-// Transfer's: a holding of the token through another Store's session whose
-// session is found ended by the keepalive after the rewrite returns
-// driver.NotHeld although its write was made (while the token held the
-// key). A resource write carries no lease: it stays after the lock ends.
-// An error matching no sentinel leaves the outcome unknown.
-//
-// Resource keys are named verbatim (no prefix). A resource inside the
-// store's lock prefix (Options.Prefix when it is not empty, and in any case
-// the lock's own prefix Prefix+Key+"/") would be taken for a lock's key, so
-// it is refused with an error matching driver.ErrInvalid and nothing is
-// changed; so is a Write with Acquire, an empty Write.Resource, or an
-// unknown Action.
+// or Release, as those methods) and its resource read and write in one etcd
+// transaction. A holder that lost the lock writes nothing; a contended,
+// not-held or refused step reads and writes nothing and returns its lock
+// part's error (except Transfer through another Store's session found
+// ended after the rewrite: driver.NotHeld with the write made). A resource
+// inside the lock prefix, a Write with Acquire, an empty Write.Resource or
+// an unknown Action match driver.ErrInvalid, changing nothing. An error
+// matching no sentinel leaves the outcome unknown.
 func (s *Store) Apply(ctx context.Context, step driver.Step) (driver.Grant, driver.Value, error) {
+	// The write is a put of the resource key (verbatim, no prefix, no
+	// lease: it stays after the lock ends) in the transaction that deletes
+	// or rewrites the holder's key, guarded by the same compare as Release
+	// and Transfer (the holding key's ModRevision). The read is a get in the
+	// same transaction, after the write: for Acquire, the value right after
+	// the grant. A resource inside Options.Prefix or the lock's own prefix
+	// Prefix+Key+"/" would be taken for a lock's key, hence refused.
 	if err := s.checkStep(step); err != nil {
 		return driver.Grant{}, driver.Value{}, err
 	}

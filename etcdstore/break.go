@@ -28,24 +28,20 @@ func (s *Store) brokenKey(k string) string {
 	return s.prefix + "dlock-broken." + hex.EncodeToString(sum[:16])
 }
 
-// Break implements driver.Breaker: one compare-and-set deletes the holder's
-// key (the oldest under the lock's prefix: dlock's or etcdctl lock's) and
-// puts a mark attached to the holder's own etcd lease, so the mark lasts
-// no longer than the holder's session. The holder's session lives on, but
-// its next Extend or Release finds the key gone and the mark, and answers
-// driver.NotHeld(taken) (a holding the token had through another Store's
-// session answers NotHeld(false): only the session's Store knows its key).
-// Waiters queued behind the holder are woken by the delete; fences come
-// from etcd's revision, which only grows. An etcdctl lock holder is not
-// told: it keeps running as if it held the lock.
-//
-// A free key returns Held false and changes nothing. A key whose oldest
-// key belongs to a lock whose name extends key (a/b for a) is refused
-// with driver.ErrRefused, changing nothing: break that lock instead. A
-// value under the prefix that is not a lock's is deleted (NotALock).
-// Other errors are etcd's, wrapped, matching no sentinel: the break may
-// or may not have happened.
+// Break implements driver.Breaker: it deletes the holder's key and marks the
+// holder's own etcd lease, so its next Extend or Release answers
+// driver.NotHeld(taken); fences stay rising (revisions). A free key returns
+// Held false and changes nothing; a key held through a longer name (a/b for
+// a) matches driver.ErrRefused, changing nothing; a value that is not a
+// lock is deleted (NotALock). Other errors match no sentinel: the break may
+// or may not have happened (docs/etcd.md, "Breaking a lock").
 func (s *Store) Break(ctx context.Context, key string) (driver.BrokenHolding, error) {
+	// One compare-and-set deletes the oldest key under the lock's prefix
+	// (dlock's or etcdctl lock's) and puts the mark on the holder's lease,
+	// so the mark lasts no longer than its session. A holding the token
+	// had through another Store's session answers NotHeld(false): only the
+	// session's Store knows its key. Waiters queued behind the holder are
+	// woken by the delete. An etcdctl lock holder is not told.
 	if err := driver.ValidateKey(key); err != nil {
 		return driver.BrokenHolding{}, err
 	}

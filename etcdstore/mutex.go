@@ -167,24 +167,18 @@ func (s *Store) holder(ctx context.Context, pfx string) (*mvccpb.KeyValue, error
 	return resp.Kvs[0], nil
 }
 
-// Release implements driver.Mutex: one compare-and-set on the holding key's
-// ModRevision that lowers the hold count or deletes the key, so that a
-// retried or stale release cannot delete a newer holding. The store's own
-// holdings are released in one round trip; a holding of the token through
-// another session is read first. If token does not hold key it changes
+// Release implements driver.Mutex. If token does not hold key it changes
 // nothing and returns driver.NotHeld (ErrTaken when another holder's key is
-// first, ErrExpired when none is). Any other error (etcd's, wrapped; or the
-// key changing under four attempts in a row) matches no sentinel: the hold
-// may or may not have been removed.
-//
-// A ctx that has already ended returns an error matching ctx's error at
-// once (no other sentinel): nothing is sent and nothing changes. The
-// holding lives as long as the store's session, which the renewal of any
-// other holding keeps alive, so it stays held until a Release with a live
-// context gives it back or the session ends (Close, or SessionTTL without
-// a keepalive). If ctx ends while the transaction is in flight, the error
-// matches ctx's and the outcome is unknown, as above.
+// first, ErrExpired when none is). A ctx already ended returns ctx's error
+// at once, sending and changing nothing: the holding stays until a Release
+// with a live context or the session's end. Any other error (etcd's, or the
+// key changing under four attempts in a row, or ctx ending in flight)
+// matches no sentinel or ctx's: the hold may or may not have been removed.
 func (s *Store) Release(ctx context.Context, key, token string) error {
+	// One compare-and-set on the holding key's ModRevision lowers the hold
+	// count or deletes the key, so a retried or stale release cannot delete
+	// a newer holding. The store's own holdings take one round trip; a
+	// holding of the token through another session is read first.
 	_, err := s.release(ctx, key, token, nil, "")
 	return err
 }
