@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"example.com/dlock/cmd/dlock/internal/inventory"
 	"example.com/dlock/cmd/dlock/internal/payment"
 )
 
@@ -56,21 +54,11 @@ func validatePay(cmd *cobra.Command, f *demoFlags) (payment.Config, error) {
 	if cfg.Orders == 0 {
 		cfg.Orders = payment.DefaultOrders
 	}
-	for _, name := range payFlagsOff {
-		if cmd.Flags().Changed(name) {
-			return cfg, fmt.Errorf("--%s does not apply to --scenario %s (it runs on the embedded server, with no report)", name, payScenario)
-		}
+	if err := checkEmbeddedScenario(cmd, f, payScenario, payment.Strategies); err != nil {
+		return cfg, err
 	}
-	switch {
-	case cfg.Orders < 1 || cfg.Orders > 1000:
+	if cfg.Orders < 1 || cfg.Orders > 1000 {
 		return cfg, fmt.Errorf("--requests %d: want 1-1000 orders for %s", f.requests, payScenario)
-	case f.instances < 2 || f.instances > 32:
-		return cfg, fmt.Errorf("--instances %d: want 2-32", f.instances)
-	}
-	for _, s := range f.strategies {
-		if !slices.Contains(payment.Strategies, s) {
-			return cfg, fmt.Errorf("--strategies: unknown %q for %s (want some of %s)", s, payScenario, strings.Join(payment.Strategies, ","))
-		}
 	}
 	return cfg, nil
 }
@@ -86,18 +74,12 @@ func runPayDemo(cmd *cobra.Command, f *demoFlags) error {
 	if err != nil {
 		return exitWith(ExitUsage, err)
 	}
-	srv, err := inventory.StartEmbedded()
+	srv, server, err := startEmbeddedDemo(cmd, f)
 	if err != nil {
-		return exitWith(ExitUnavailable, err)
+		return err
 	}
 	defer srv.Close()
 	cfg.RedisAddr = srv.Addr()
-	server := "embedded Redis-protocol server (miniredis) on " + srv.Addr()
-	if f.json {
-		fmt.Fprintln(cmd.ErrOrStderr(), "dlock demo: store:", server)
-	} else {
-		fmt.Fprintln(cmd.OutOrStdout(), "store:", server)
-	}
 	results, err := payment.Run(cmd.Context(), cfg, f.strategies)
 	if err != nil {
 		return exitWith(ExitUnavailable, err)

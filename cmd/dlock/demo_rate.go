@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"example.com/dlock/cmd/dlock/internal/inventory"
 	"example.com/dlock/cmd/dlock/internal/ratedemo"
 )
 
@@ -54,21 +52,11 @@ func validateRate(cmd *cobra.Command, f *demoFlags) (ratedemo.Config, error) {
 	if cfg.Threads == 0 {
 		cfg.Threads = ratedemo.DefaultThreads
 	}
-	for _, name := range payFlagsOff {
-		if cmd.Flags().Changed(name) {
-			return cfg, fmt.Errorf("--%s does not apply to --scenario %s (it runs on the embedded server, with no report)", name, rateScenario)
-		}
+	if err := checkEmbeddedScenario(cmd, f, rateScenario, ratedemo.Strategies); err != nil {
+		return cfg, err
 	}
-	switch {
-	case cfg.Threads < 1 || cfg.Threads > 1000:
+	if cfg.Threads < 1 || cfg.Threads > 1000 {
 		return cfg, fmt.Errorf("--requests %d: want 1-1000 threads per instance for %s", f.requests, rateScenario)
-	case f.instances < 2 || f.instances > 32:
-		return cfg, fmt.Errorf("--instances %d: want 2-32", f.instances)
-	}
-	for _, s := range f.strategies {
-		if !slices.Contains(ratedemo.Strategies, s) {
-			return cfg, fmt.Errorf("--strategies: unknown %q for %s (want some of %s)", s, rateScenario, strings.Join(ratedemo.Strategies, ","))
-		}
 	}
 	return cfg, nil
 }
@@ -83,18 +71,12 @@ func runRateDemo(cmd *cobra.Command, f *demoFlags) error {
 	if err != nil {
 		return exitWith(ExitUsage, err)
 	}
-	srv, err := inventory.StartEmbedded()
+	srv, server, err := startEmbeddedDemo(cmd, f)
 	if err != nil {
-		return exitWith(ExitUnavailable, err)
+		return err
 	}
 	defer srv.Close()
 	cfg.RedisAddr = srv.Addr()
-	server := "embedded Redis-protocol server (miniredis) on " + srv.Addr()
-	if f.json {
-		fmt.Fprintln(cmd.ErrOrStderr(), "dlock demo: store:", server)
-	} else {
-		fmt.Fprintln(cmd.OutOrStdout(), "store:", server)
-	}
 	results, err := ratedemo.Run(cmd.Context(), cfg, f.strategies)
 	if err != nil {
 		return exitWith(ExitUnavailable, err)
