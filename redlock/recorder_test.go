@@ -23,6 +23,7 @@ type recorder struct {
 	mu            sync.Mutex
 	secs          []section
 	releaseFailed atomic.Int64 // releases that reached no majority (tolerated)
+	waitsTimedOut atomic.Int64 // Lock calls whose wait bound elapsed (liveness, judged by minSections)
 }
 
 // run records fn as a critical section of client with fence.
@@ -66,8 +67,8 @@ func (r *recorder) check() (n, overlaps, regressions int, examples []string) {
 func (r *recorder) assertClean(t *testing.T, minSections int) {
 	t.Helper()
 	n, over, regr, ex := r.check()
-	t.Logf("%d critical sections, %d overlaps, %d fence regressions, %d releases without quorum",
-		n, over, regr, r.releaseFailed.Load())
+	t.Logf("%d critical sections, %d overlaps, %d fence regressions, %d releases without quorum, %d waits timed out",
+		n, over, regr, r.releaseFailed.Load(), r.waitsTimedOut.Load())
 	if n < minSections {
 		t.Errorf("%d critical sections, want at least %d", n, minSections)
 	}
