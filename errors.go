@@ -123,7 +123,8 @@ func trimSentinels(s string) string {
 func (e *tidyError) Unwrap() error { return e.err }
 
 // classify wraps an unexpected store error as ErrUnavailable, leaving the
-// contract's own sentinels and context errors untouched.
+// contract's own sentinels untouched. A context error is wrapped too (a
+// call cut short has an unknown outcome); errors.Is still finds it.
 func classify(err error) error {
 	switch {
 	case err == nil,
