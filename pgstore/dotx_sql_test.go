@@ -21,9 +21,8 @@ import (
 // the record) is refused with ErrStaleFence, and its transaction's charge
 // rolled back. Store.DoTx refuses a NewDB store with ErrInvalid.
 func TestCompleteRecordSQLTxCommitsWithTheWrites(t *testing.T) {
-	admin := newPool(t)
-	table := uniqTable(t, admin)
-	chargesTable(t, admin, table)
+	table := pgBackend{}.Table(t)
+	admin := &pgGuard{pool: newPool(t), table: table}
 	db := stdlib.OpenDBFromPool(newPool(t))
 	t.Cleanup(func() { db.Close() })
 	s, err := pgstore.NewDB(db, pgstore.Options{Table: table})
@@ -54,7 +53,7 @@ func TestCompleteRecordSQLTxCommitsWithTheWrites(t *testing.T) {
 	if _, err := g.DoTx(ctx(t), "stale", "fp", charge(1)); !errors.Is(err, driver.ErrStaleFence) || !errors.Is(err, dlock.ErrLost) {
 		t.Fatalf("a completion with another fence: %v, want ErrStaleFence and ErrLost", err)
 	}
-	if n := charges(t, admin, table, "stale"); n != 0 {
+	if n := admin.Charges(t, "stale"); n != 0 {
 		t.Fatalf("control: %d business rows after a refused completion, want 0 (rolled back)", n)
 	}
 	for range 2 {
@@ -62,7 +61,7 @@ func TestCompleteRecordSQLTxCommitsWithTheWrites(t *testing.T) {
 			t.Fatalf("DoTx = %+v, %v", r, err)
 		}
 	}
-	if n := charges(t, admin, table, "ok"); n != 1 {
+	if n := admin.Charges(t, "ok"); n != 1 {
 		t.Fatalf("%d business rows after a call and its replay, want 1", n)
 	}
 	_, err = pgguard.DoTx(ctx(t), s, g, "k", "fp", func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error) { return nil, nil })

@@ -22,7 +22,7 @@ var _ driver.Idempotency = (*Store)(nil)
 
 // recordStatements are the records' SQL for one set of names.
 type recordStatements struct {
-	begin, complete, abandon, extend, completeTx, sweep string
+	begin, beginTx, complete, abandon, extend, completeTx, sweep string
 }
 
 // ts is the time of a record statement: the client statement's start on
@@ -46,7 +46,8 @@ func newRecordStatements(n names) recordStatements {
 	owned := `i.scope = $1 AND i.key = $2 AND i.owner = $3 AND i.fence = $4 AND NOT i.done AND i.forget_at > ` + ts
 	us := ` * interval '1 microsecond'`
 	return recordStatements{
-		begin: fmt.Sprintf(`SELECT o_status, o_fence, o_remaining_us, o_took, o_result FROM %s($1, $2, $3, $4, $5, $6)`, n.beginRecord),
+		begin:   fmt.Sprintf(`SELECT o_status, o_fence, o_remaining_us, o_took, o_result FROM %s($1, $2, $3, $4, $5, $6)`, n.beginRecord),
+		beginTx: fmt.Sprintf(`SELECT o_status, o_fence, o_remaining_us, o_took, o_result FROM %s($1, $2, $3, $4, $5, $6)`, n.beginRecordTx),
 		complete: ownerChecked(T, `UPDATE `+T+` AS i SET done = true, result = $5, lease_ends = `+ts+`, forget_at = `+ts+` + i.keep_us`+us+`
   WHERE `+owned, `i.done AND i.owner = $3 AND i.fence = $4`),
 		abandon: ownerChecked(T, `DELETE FROM `+T+` AS i WHERE `+owned, `false`),
@@ -97,14 +98,57 @@ func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fing
 		return driver.RecordBegin{}, err
 	}
 	s.startSweep()
+	return beginAnswer(func(dest ...any) error {
+		return s.db.queryRow(ctx, s.rsql.begin, beginArgs(id, token, fingerprint, lease, retention), dest...)
+	})
+}
+
+// BeginRecordTx is BeginRecord within tx, the folded SQL mode (pgguard.DoTx):
+// the record begun, or taken over, is tx's until it ends, seen by no
+// other call before the commit. A concurrent BeginRecordTx of the record
+// answers in flight at once (Remaining: the committed record's lease left,
+// or negative), or, once it is committed and completed, replays it: it
+// never waits for tx (a transaction-scoped advisory lock on the record,
+// tried). When the answer is RecordStarted, tx's idle time is bounded by
+// lease (idle_in_transaction_session_timeout): the server ends the session
+// of an executor that leaves tx idle longer, and rolls back. The caller
+// completes the record in tx (CompleteRecordTx) and commits, or rolls
+// back; on any other answer it rolls back. Errors as BeginRecord (a
+// missing function: run Migrate); an error leaves tx to be rolled back.
+func (s *Store) BeginRecordTx(ctx context.Context, tx pgx.Tx, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
+	if tx == nil {
+		return driver.RecordBegin{}, fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)
+	}
+	if err := driver.ValidateRecord(id, token, fingerprint, lease, retention); err != nil {
+		return driver.RecordBegin{}, err
+	}
+	if err := s.checkRecord(ctx, id); err != nil {
+		return driver.RecordBegin{}, err
+	}
+	s.startSweep()
+	return beginAnswer(func(dest ...any) error {
+		return tx.QueryRow(ctx, s.rsql.beginTx, beginArgs(id, token, fingerprint, lease, retention)...).Scan(dest...)
+	})
+}
+
+// beginArgs are the begin functions' arguments.
+func beginArgs(id driver.RecordID, token, fingerprint string, lease, retention time.Duration) []any {
+	return []any{id.Scope, id.Key, digest(token), []byte(fingerprint), micros(lease), micros(retention)}
+}
+
+// beginAnswer runs a begin function's call through query, which scans its
+// row, and turns the row into BeginRecord's answer.
+func beginAnswer(query func(dest ...any) error) (driver.RecordBegin, error) {
 	var status, fence, remaining int64
 	var took bool
 	var result []byte
-	args := []any{id.Scope, id.Key, digest(token), []byte(fingerprint), micros(lease), micros(retention)}
-	if err := s.db.queryRow(ctx, s.rsql.begin, args, &status, &fence, &remaining, &took, &result); err != nil {
+	if err := query(&status, &fence, &remaining, &took, &result); err != nil {
 		return driver.RecordBegin{}, wrap("begin record", err)
 	}
 	rem := time.Duration(remaining) * time.Microsecond
+	if remaining < 0 {
+		rem = -1
+	}
 	switch status {
 	case 1:
 		return driver.RecordBegin{State: driver.RecordStarted, Fence: uint64(fence), TookOver: took, Remaining: rem}, nil

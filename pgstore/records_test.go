@@ -19,7 +19,7 @@ func beginFunction(t *testing.T, table string, edit func(string) string) string 
 	t.Helper()
 	ddl := pgstore.Schema(pgstore.Options{Table: table})
 	i := strings.Index(ddl, "CREATE OR REPLACE FUNCTION "+table+"_idempotency_begin")
-	j := strings.LastIndex(ddl, "$fn$;")
+	j := i + strings.Index(ddl[max(i, 0):], "$fn$;")
 	if i < 0 || j < i {
 		t.Fatalf("no begin function in the schema:\n%s", ddl)
 	}
