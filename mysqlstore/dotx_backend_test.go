@@ -3,6 +3,7 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -37,6 +38,18 @@ func (myBackend) Guard(t testing.TB, table string, broken sqltest.Broken, opts .
 		mysqlstore.WithoutFenceCheck(g.s)
 	case sqltest.WaitingBegin:
 		mysqlstore.WithWaitingFoldedBegin(g.s)
+	}
+	return g
+}
+
+// Idle: the session's idle_transaction_timeout, set in the DSN (whole
+// seconds), as mysql.md says to bound a paused executor.
+func (myBackend) Idle(t testing.TB, table string, bound time.Duration, opts ...dlock.Option) sqltest.Guard {
+	t.Helper()
+	secs := int((bound + time.Second - 1) / time.Second)
+	g, err := openMyGuard(openDB(t, shared(t).DSN(fmt.Sprintf("idle_transaction_timeout=%d", secs))), mysqlstore.Options{Table: table}, opts...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return g
 }
@@ -129,6 +142,11 @@ type myTx struct {
 
 func (x myTx) Charge(c context.Context, key string, fence uint64) error {
 	_, err := x.q.ExecContext(c, "INSERT INTO "+x.table+"_charges (k, fence) VALUES (?, ?)", key, fence)
+	return err
+}
+
+func (x myTx) Unbound(c context.Context) error {
+	_, err := x.q.ExecContext(c, "SET SESSION idle_transaction_timeout = 0")
 	return err
 }
 

@@ -18,6 +18,8 @@ func TestDoTxExecutorKilledBeforeCommitChargesOnce(t *testing.T) {
 
 func TestDoTxDuplicateIsInFlightAtOnce(t *testing.T) { sqltest.InFlightAtOnce(t, myBackend{}) }
 
+func TestDoTxPausedExecutorIsBounded(t *testing.T) { sqltest.PausedExecutorIsBounded(t, myBackend{}) }
+
 func TestDoTxFoldedMeetsTheOtherModes(t *testing.T) { sqltest.FoldedMeetsTheOtherModes(t, myBackend{}) }
 
 func TestDoTxStaleExecutorRollsBack(t *testing.T) { sqltest.StaleExecutorRollsBack(t, myBackend{}) }

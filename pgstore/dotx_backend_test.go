@@ -47,6 +47,12 @@ func (pgBackend) Guard(t testing.TB, table string, broken sqltest.Broken, opts .
 	return g
 }
 
+// Idle: the folded begin bounds the transaction's idle time by the lease
+// (idle_in_transaction_session_timeout); opts give the lease.
+func (b pgBackend) Idle(t testing.TB, table string, _ time.Duration, opts ...dlock.Option) sqltest.Guard {
+	return b.Guard(t, table, sqltest.Sound, opts...)
+}
+
 func (pgBackend) Counted(t testing.TB, table string) (sqltest.Guard, sqltest.Counter) {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(server(t).URL())
@@ -137,6 +143,11 @@ type pgTx struct {
 
 func (x pgTx) Charge(c context.Context, key string, fence uint64) error {
 	_, err := x.q.Exec(c, "INSERT INTO "+x.table+"_charges (key, fence) VALUES ($1, $2)", key, int64(fence))
+	return err
+}
+
+func (x pgTx) Unbound(c context.Context) error {
+	_, err := x.q.Exec(c, "SET LOCAL idle_in_transaction_session_timeout = 0")
 	return err
 }
 

@@ -18,6 +18,8 @@ func TestDoTxExecutorKilledBeforeCommitChargesOnce(t *testing.T) {
 
 func TestDoTxDuplicateIsInFlightAtOnce(t *testing.T) { sqltest.InFlightAtOnce(t, pgBackend{}) }
 
+func TestDoTxPausedExecutorIsBounded(t *testing.T) { sqltest.PausedExecutorIsBounded(t, pgBackend{}) }
+
 func TestDoTxFoldedMeetsTheOtherModes(t *testing.T) { sqltest.FoldedMeetsTheOtherModes(t, pgBackend{}) }
 
 func TestDoTxStaleExecutorRollsBack(t *testing.T) { sqltest.StaleExecutorRollsBack(t, pgBackend{}) }

@@ -27,6 +27,9 @@ type Tx interface {
 	// Work is 20 ms of work on the server in the transaction (pg_sleep,
 	// DO SLEEP): it widens a race's window.
 	Work(ctx context.Context) error
+	// Unbound lifts the server's bound on the transaction's idle time
+	// (Backend.Idle), for a negative control.
+	Unbound(ctx context.Context) error
 }
 
 // TxFunc is a DoTx function: it writes through tx.
@@ -86,6 +89,10 @@ type Backend interface {
 	// Guard opens an instance on table, its store broken as asked, its
 	// Guard made with opts (retention: an hour).
 	Guard(t testing.TB, table string, broken Broken, opts ...dlock.Option) Guard
+	// Idle opens an instance on table whose folded transactions the
+	// server ends once idle for bound (the way each database's docs say
+	// to bound them), its Guard made with opts.
+	Idle(t testing.TB, table string, bound time.Duration, opts ...dlock.Option) Guard
 	// Counted opens an instance on table whose pool Counter counts: one
 	// connection, no sweeps, statements once prepared in one round trip.
 	Counted(t testing.TB, table string) (Guard, Counter)
