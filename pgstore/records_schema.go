@@ -87,13 +87,7 @@ BEGIN
         o_status := 1;
         RETURN;
     END IF;
-    o_fence := r.fence;
-    IF r.fingerprint <> p_fp THEN
-        o_status := -1; o_took := r.done;
-    ELSIF r.done THEN
-        o_status := 3; o_result := r.result;
-        o_remaining_us := (extract(epoch FROM r.forget_at - t) * 1000000)::bigint;
-    ELSIF r.owner = p_owner THEN -- a resent begin: the same execution
+` + recordAnswer + `    ELSIF r.owner = p_owner THEN -- a resent begin: the same execution
         UPDATE %[1]s AS i SET lease_ends = greatest(i.lease_ends, t + lease),
             forget_at = greatest(i.forget_at, greatest(i.lease_ends, t + lease) + i.keep_us * interval '1 microsecond')
             WHERE i.scope = p_scope AND i.key = p_key;
@@ -132,15 +126,20 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    o_fence := r.fence;
+` + recordAnswer + `    ELSIF r.lease_ends > t THEN
+        o_remaining_us := (extract(epoch FROM r.lease_ends - t) * 1000000)::bigint;
+    END IF;
+END
+$fn$;
+`
+
+// recordAnswer is the begin functions' answer from a live record r read at
+// t: another fingerprint, or the completed result; each function goes on
+// with its ELSIF branches for a record in flight.
+const recordAnswer = `    o_fence := r.fence;
     IF r.fingerprint <> p_fp THEN
         o_status := -1; o_took := r.done;
     ELSIF r.done THEN
         o_status := 3; o_result := r.result;
         o_remaining_us := (extract(epoch FROM r.forget_at - t) * 1000000)::bigint;
-    ELSIF r.lease_ends > t THEN
-        o_remaining_us := (extract(epoch FROM r.lease_ends - t) * 1000000)::bigint;
-    END IF;
-END
-$fn$;
 `
