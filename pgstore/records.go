@@ -91,15 +91,8 @@ func (s *Store) checkRecord(ctx context.Context, id driver.RecordID) error {
 // I/O; a missing function (run Migrate) matches driver.ErrRefused; an
 // error matching no sentinel leaves the outcome unknown.
 func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
-	if err := driver.ValidateRecord(id, token, fingerprint, lease, retention); err != nil {
-		return driver.RecordBegin{}, err
-	}
-	if err := s.checkRecord(ctx, id); err != nil {
-		return driver.RecordBegin{}, err
-	}
-	s.startSweep()
-	return beginAnswer(func(dest ...any) error {
-		return s.db.queryRow(ctx, s.rsql.begin, beginArgs(id, token, fingerprint, lease, retention), dest...)
+	return s.begin(ctx, id, token, fingerprint, lease, retention, func(args []any, dest ...any) error {
+		return s.db.queryRow(ctx, s.rsql.begin, args, dest...)
 	})
 }
 
@@ -119,6 +112,28 @@ func (s *Store) BeginRecordTx(ctx context.Context, tx pgx.Tx, id driver.RecordID
 	if tx == nil {
 		return driver.RecordBegin{}, fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)
 	}
+	return s.begin(ctx, id, token, fingerprint, lease, retention, func(args []any, dest ...any) error {
+		return tx.QueryRow(ctx, s.rsql.beginTx, args...).Scan(dest...)
+	})
+}
+
+// BeginRecordSQLTx is BeginRecordTx for a database/sql transaction (a
+// store made by NewDB): the begin of a dlock.BeginFunc for
+// Guard.DoFolded, whose function then completes the record with
+// CompleteRecordSQLTx and commits.
+func (s *Store) BeginRecordSQLTx(ctx context.Context, tx *sql.Tx, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
+	if tx == nil {
+		return driver.RecordBegin{}, fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)
+	}
+	return s.begin(ctx, id, token, fingerprint, lease, retention, func(args []any, dest ...any) error {
+		return tx.QueryRowContext(ctx, s.rsql.beginTx, args...).Scan(dest...)
+	})
+}
+
+// begin checks a begin's arguments before any I/O, then calls a begin
+// function through query (its arguments args; it scans the row into dest)
+// and turns the row into BeginRecord's answer.
+func (s *Store) begin(ctx context.Context, id driver.RecordID, token, fingerprint string, lease, retention time.Duration, query func(args []any, dest ...any) error) (driver.RecordBegin, error) {
 	if err := driver.ValidateRecord(id, token, fingerprint, lease, retention); err != nil {
 		return driver.RecordBegin{}, err
 	}
@@ -126,23 +141,11 @@ func (s *Store) BeginRecordTx(ctx context.Context, tx pgx.Tx, id driver.RecordID
 		return driver.RecordBegin{}, err
 	}
 	s.startSweep()
-	return beginAnswer(func(dest ...any) error {
-		return tx.QueryRow(ctx, s.rsql.beginTx, beginArgs(id, token, fingerprint, lease, retention)...).Scan(dest...)
-	})
-}
-
-// beginArgs are the begin functions' arguments.
-func beginArgs(id driver.RecordID, token, fingerprint string, lease, retention time.Duration) []any {
-	return []any{id.Scope, id.Key, digest(token), []byte(fingerprint), micros(lease), micros(retention)}
-}
-
-// beginAnswer runs a begin function's call through query, which scans its
-// row, and turns the row into BeginRecord's answer.
-func beginAnswer(query func(dest ...any) error) (driver.RecordBegin, error) {
 	var status, fence, remaining int64
 	var took bool
 	var result []byte
-	if err := query(&status, &fence, &remaining, &took, &result); err != nil {
+	args := []any{id.Scope, id.Key, digest(token), []byte(fingerprint), micros(lease), micros(retention)}
+	if err := query(args, &status, &fence, &remaining, &took, &result); err != nil {
 		return driver.RecordBegin{}, wrap("begin record", err)
 	}
 	rem := time.Duration(remaining) * time.Microsecond
