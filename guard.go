@@ -62,8 +62,8 @@ func (e *InFlightError) Unwrap() error { return e.Cause }
 // takeover of an execution whose process died. It is safe for concurrent
 // use; create one per store and share it. It does not own the store.
 // Stores that implement driver.Idempotency today: memstore, redisstore,
-// pgstore and mysqlstore (whose DoTx completes the record in the
-// transaction of the business writes: see DoTx).
+// pgstore and mysqlstore (whose DoTx, in pgguard and myguard, keeps the
+// record in the transaction of the business writes: see DoFolded, DoTx).
 type Guard struct {
 	store     driver.Idempotency
 	cfg       config
@@ -238,8 +238,10 @@ func (g *Guard) do(ctx context.Context, key, fingerprint string, mode runMode, f
 
 // DoTx is Do for a function that completes the record itself, in the
 // database transaction of its own writes, so that the writes and the
-// record commit together or not at all: the SQL mode of the guard, which
-// pgstore's and mysqlstore's DoTx build on (use those). fn must, within
+// record commit together or not at all: the two-step SQL mode of the
+// guard (the record begun and committed first; DoFolded is the default),
+// which pgguard.DoTx and myguard.DoTx build on with their TwoStep option
+// (use those). fn must, within
 // its transaction and before committing, complete the record of its
 // Execution's Fence (pgstore.Store.CompleteRecordTx,
 // mysqlstore.Store.CompleteRecordTx), and return the result it stored

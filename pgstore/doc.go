@@ -90,9 +90,10 @@
 // row per record in <prefix>_idempotency, a fence from the lease table's
 // sequence, leases and retention on the database clock; a begin is one
 // statement, a call of the PL/pgSQL function <prefix>_idempotency_begin.
-// pgguard.DoTx (package pgstore/pgguard) is the guard's SQL mode: the function's writes and the
-// record's completion (CompleteRecordTx, under the record's row lock, the
-// fence checked) commit in one transaction, so writes to this database
+// pgguard.DoTx (package pgstore/pgguard) is the guard's SQL mode: the
+// record's begin (BeginRecordTx, which never waits for another
+// transaction), the function's writes and the record's completion
+// (CompleteRecordTx) commit in one transaction, so writes to this database
 // happen exactly once, even across crashes (docs/idempotency.md, "The SQL
 // mode").
 //
