@@ -94,3 +94,43 @@ func TestGuardDoFoldedLeavesTheRecordToTheTransaction(t *testing.T) {
 		}
 	})
 }
+
+// DoFolded reports each call's outcome as Do does, one event each:
+// executed (with the fence and fn's run time), in flight (the begin
+// function's answer), failed, replayed.
+func TestGuardDoFoldedEventsPerResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		store := memstore.New(nil)
+		g := newGuard(t, store, dlock.WithObserver(rec))
+		if _, err := g.Do(t.Context(), "done", "fp", sleeper(0, "d")); err != nil {
+			t.Fatal(err)
+		}
+		rec.take()
+		r, err := g.DoFolded(t.Context(), "k", "fp", store.BeginRecord, sleeper(time.Second, "v"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFlight := func(context.Context, driver.RecordID, string, string, time.Duration, time.Duration) (driver.RecordBegin, error) {
+			return driver.RecordBegin{State: driver.RecordInFlight, Remaining: -1}, nil
+		}
+		_, _ = g.DoFolded(t.Context(), "k", "fp", inFlight, sleeper(0, "not run"))
+		_, _ = g.DoFolded(t.Context(), "f", "fp", store.BeginRecord, func(context.Context, dlock.Execution) ([]byte, error) {
+			return nil, errors.New("boom")
+		})
+		_, _ = g.DoFolded(t.Context(), "done", "fp", store.BeginRecord, sleeper(0, "not run"))
+		ev := rec.take()
+		want := []dlock.Outcome{dlock.OutcomeExecuted, dlock.OutcomeInFlight, dlock.OutcomeFailed, dlock.OutcomeReplayed}
+		if len(ev) != len(want) {
+			t.Fatalf("%d events, want %d: %+v", len(ev), len(want), ev)
+		}
+		for i, o := range want {
+			if ev[i].Outcome != o || ev[i].Type != dlock.EventIdempotencyResult {
+				t.Fatalf("event %d: %+v, want outcome %v", i, ev[i], o)
+			}
+		}
+		if ev[0].Fence != r.Fence || ev[0].Held != time.Second {
+			t.Fatalf("the execution's event: fence %d, held %v; want %d, 1s", ev[0].Fence, ev[0].Held, r.Fence)
+		}
+	})
+}
