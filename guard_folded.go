@@ -16,23 +16,14 @@ import (
 // transaction (rolled back). pgguard and myguard make these.
 type BeginFunc func(ctx context.Context, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error)
 
-// DoFolded is DoTx with the record's begin folded into the function's
-// transaction: begin opens the transaction and begins the record in it,
-// fn then writes, completes the record and commits in that same
-// transaction, so that the record exists for others only once committed,
-// completed, and a call meeting the uncommitted execution learns from
-// begin that it is in flight. The SQL mode's default (pgguard.DoTx,
-// myguard.DoTx); use those.
-//
-// Unlike Do and DoTx, DoFolded neither renews nor abandons the record: the
-// transaction holds it, and its end (a rollback, the connection's loss)
-// removes it, so a retry runs at once. The lease is the bound that begin
-// gives the transaction (the longest it may stay idle, see the stores).
-// fn's ctx is ctx. If fn returns an error it must have rolled back; an
-// error matching ErrStaleFence gains ErrLost. Replays, in-flight calls
-// (ErrInFlight, or a wait polling begin), mismatches and invalid arguments
-// are as for Do; a begin whose outcome is unknown is resent, as for Do, in
-// a new transaction. A nil begin is ErrInvalid before any I/O.
+// DoFolded is DoTx with the record's begin in fn's transaction: begin
+// opens the transaction and begins the record in it; fn writes, completes
+// the record and commits there. DoFolded neither renews nor abandons the
+// record (the transaction holds it; its end removes it), and fn's ctx is
+// ctx. If fn returns an error it must have rolled back; an error matching
+// ErrStaleFence gains ErrLost. Replays, in-flight answers, waits (polling
+// begin), resends, mismatches and invalid arguments are as for Do; a nil
+// begin is ErrInvalid before any I/O. pgguard.DoTx and myguard.DoTx use it.
 func (g *Guard) DoFolded(ctx context.Context, key, fingerprint string, begin BeginFunc, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
 	if begin == nil {
 		return Result{}, invalidf("nil begin function")

@@ -14,19 +14,13 @@ import (
 // transaction holds, perhaps for the whole of a business transaction.
 const noWait = "SET STATEMENT innodb_lock_wait_timeout = 0 FOR "
 
-// BeginRecordTx is BeginRecord within tx, the folded SQL mode
-// (myguard.DoTx): the record begun, or taken over, is tx's until it ends,
-// seen by no other call before the commit. It never waits for another
-// transaction: it first inserts the record (a fresh key: one round trip);
-// if an uncommitted execution holds the record's row, the insert is
-// refused at once (innodb_lock_wait_timeout 0) and the answer is in flight
-// (Remaining negative); if the row exists, committed, it is read under a
-// shared lock and decided as by BeginRecord (a replay, a mismatch, a
-// committed execution in flight, a takeover refused at once, in flight,
-// if another transaction holds the row too). The caller completes the
-// record in tx (CompleteRecordTx) and commits, or rolls back; on any
-// other answer than RecordStarted it rolls back. Errors as BeginRecord;
-// an error leaves tx to be rolled back.
+// BeginRecordTx is BeginRecord within tx (the folded SQL mode,
+// myguard.DoTx): the record begun is tx's, seen by no other call before
+// the commit. It never waits for a lock: a record that another transaction
+// holds is answered in flight at once (Remaining negative); a committed one
+// is read under a shared lock and decided as by BeginRecord. Complete the
+// record in tx and commit, or roll back (always, on any other answer or an
+// error). Errors as BeginRecord.
 func (s *Store) BeginRecordTx(ctx context.Context, tx *sql.Tx, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
 	if tx == nil {
 		return driver.RecordBegin{}, fmt.Errorf("%w: mysqlstore: nil transaction", driver.ErrInvalid)

@@ -96,18 +96,14 @@ func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fing
 	})
 }
 
-// BeginRecordTx is BeginRecord within tx, the folded SQL mode (pgguard.DoTx):
-// the record begun, or taken over, is tx's until it ends, seen by no
-// other call before the commit. A concurrent BeginRecordTx of the record
-// answers in flight at once (Remaining: the committed record's lease left,
-// or negative), or, once it is committed and completed, replays it: it
-// never waits for tx (a transaction-scoped advisory lock on the record,
-// tried). When the answer is RecordStarted, tx's idle time is bounded by
-// lease (idle_in_transaction_session_timeout): the server ends the session
-// of an executor that leaves tx idle longer, and rolls back. The caller
-// completes the record in tx (CompleteRecordTx) and commits, or rolls
-// back; on any other answer it rolls back. Errors as BeginRecord (a
-// missing function: run Migrate); an error leaves tx to be rolled back.
+// BeginRecordTx is BeginRecord within tx (the folded SQL mode,
+// pgguard.DoTx): the record begun is tx's, seen by no other call before
+// the commit. It never waits for another BeginRecordTx: a record held by
+// one is answered in flight at once (Remaining negative), or replayed
+// once committed and completed. When started, tx's idle time is bounded
+// by lease (idle_in_transaction_session_timeout). Complete the record in
+// tx and commit, or roll back (always, on any other answer or an error).
+// Errors as BeginRecord.
 func (s *Store) BeginRecordTx(ctx context.Context, tx pgx.Tx, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
 	if tx == nil {
 		return driver.RecordBegin{}, fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)

@@ -21,35 +21,21 @@ type Option func(*options)
 type options struct{ twoStep bool }
 
 // TwoStep makes DoTx begin the record in a transaction of its own,
-// committed before the business transaction (the mode before the folded
-// one), as pgguard.TwoStep does: the record is in flight for everyone
-// with a lease, renewed while fn runs and taken over with a greater fence
-// once it passes, even while a stopped executor's transaction is open
-// (its commit is then refused). It costs a second commit.
+// committed before the business transaction, as pgguard.TwoStep does.
 func TwoStep() Option { return func(o *options) { o.twoStep = true } }
 
 // DoTx runs fn once for key under g, in one transaction with key's
-// idempotency record: fn's writes through tx and the record's result
-// commit together, or not at all. g must be a Guard on s
-// (dlock.NewGuard(s, ...)). The transaction is begun on s's *sql.DB at
-// the server's default isolation level.
+// idempotency record, begun on s's *sql.DB at the server's default
+// isolation: fn's writes through tx and the record commit together, or not
+// at all. g must be a Guard on s.
 //
-// The steps (the folded mode, the default): START TRANSACTION; the record
-// is begun in tx (s.BeginRecordTx; a replay, an in-flight answer or a
-// mismatch end there, rolled back); fn runs in tx; s.CompleteRecordTx
-// stores the result in tx; COMMIT. One commit. What it promises is
-// pgguard.DoTx's: a concurrent call of key is answered in flight at once
-// (never queued on tx's row lock), and an executor that dies before its
-// commit leaves nothing, so a retry runs at once. An executor that leaves
-// tx idle is bounded by the session's idle_transaction_timeout (seconds;
-// 0, none, by default: set it in the DSN, at least the lease), else its
-// transaction holds the key in flight until it resumes or its connection
-// ends. The lease is not renewed, and fn's ctx is ctx. With TwoStep, the
-// record is begun and committed first (see TwoStep, dlock.Guard.DoTx).
-//
-// Writes through tx are exactly once; effects outside the database are
-// not (use Execution.DownstreamKey). Errors are pgguard.DoTx's. A nil g or
-// fn, or a Guard on another store, match driver.ErrInvalid before any I/O.
+// By default the record is begun in tx (s.BeginRecordTx), as by
+// pgguard.DoTx: one commit, a concurrent call in flight at once, nothing
+// left by an executor that dies before its commit. An executor idle in tx
+// is ended only by the session's idle_transaction_timeout (set it in the
+// DSN; see docs/mysql.md). With TwoStep the record is begun and committed
+// first. Results and errors are pgguard.DoTx's; a nil argument or a Guard
+// on another store match driver.ErrInvalid before any I/O.
 func DoTx(ctx context.Context, s *mysqlstore.Store, g *dlock.Guard, key, fingerprint string, fn func(ctx context.Context, tx *sql.Tx, e dlock.Execution) ([]byte, error), opts ...Option) (dlock.Result, error) {
 	if s == nil || g == nil || fn == nil {
 		return dlock.Result{}, fmt.Errorf("%w: myguard: DoTx: nil store, guard or function", driver.ErrInvalid)

@@ -20,50 +20,33 @@ type Option func(*options)
 
 type options struct{ twoStep bool }
 
-// TwoStep makes DoTx begin the record in a statement of its own, committed
-// before the business transaction (the mode before the folded one): the
-// record is then in flight for everyone, with a lease that is renewed
-// while fn runs and, if its executor stops, taken over by the next call
-// once the lease passes, with a greater fence, while the stopped
-// transaction is still open (its commit is then refused). It costs a
-// second commit. Choose it for transactions that may stay idle longer than
-// the lease should bound, or a pooler that ends idle transactions early.
+// TwoStep makes DoTx begin the record in a statement of its own,
+// committed before the business transaction: the record is then visible
+// in flight, its lease renewed, and taken over once the lease passes even
+// while a paused executor's transaction is open (whose commit is then
+// refused). It costs a second commit; a dead executor blocks the key for
+// its lease.
 func TwoStep() Option { return func(o *options) { o.twoStep = true } }
 
 // DoTx runs fn once for key under g, in one transaction with key's
-// idempotency record: fn's writes through tx and the record's result
-// commit together, or not at all. g must be a Guard on s
-// (dlock.NewGuard(s, ...)), and s a store made by pgstore.New (the
-// transaction is begun on its pool).
+// idempotency record: fn's writes through tx and the record commit
+// together, or not at all. g must be a Guard on s, made by pgstore.New.
 //
-// The steps (the folded mode, the default): BEGIN; the record is begun in
-// tx (s.BeginRecordTx): a replay, an in-flight answer or a mismatch end
-// there, rolled back, as for Guard.Do; fn runs in tx; s.CompleteRecordTx
-// stores the result in tx; COMMIT. One commit. Until it, no other call
-// sees the execution's record: a concurrent call of key is answered in
-// flight (dlock.ErrInFlight) at once, never queued on tx, and an executor
-// that dies before its commit leaves nothing, so a retry runs at once. An
-// executor that leaves tx idle longer than g's lease (paused, stalled) has
-// its session ended by the server (idle_in_transaction_session_timeout)
-// and tx rolled back; its commit then fails. The lease is not renewed,
-// and fn's ctx is ctx. With TwoStep, the record is begun and committed
-// first, then tx runs with the completion (see TwoStep, dlock.Guard.DoTx).
+// By default the record is begun in tx (s.BeginRecordTx), so one commit
+// ends the call: a concurrent call of key gets dlock.ErrInFlight at once,
+// an executor that dies before its commit leaves nothing (a retry runs at
+// once), and one idle in tx for longer than g's lease is ended by the
+// server. With TwoStep the record is begun and committed first, as
+// dlock.Guard.DoTx does. See docs/idempotency.md, "The SQL mode".
 //
-// What is exactly once: writes made through tx. What is not: effects
-// outside the database (send those with Execution.DownstreamKey), and
-// writes fn makes through other connections. Execution.TookOver is true
-// only when the call took over a committed in-flight record (of a TwoStep
-// or Guard.Do executor); a folded execution that died left no record.
-//
-// If fn returns an error, tx is rolled back and DoTx returns the error. A
-// commit whose outcome is unknown (the connection broke) returns an error
-// matching no sentinel: a retry replays the result if the commit landed,
-// or runs fn again. A result over driver.MaxResultLen is a
-// *driver.ResultTooLargeError: rolled back. A refused completion (a
-// TwoStep execution taken over) matches dlock.ErrLost and
-// driver.ErrStaleFence: rolled back. A nil g or fn, a Guard on another
-// store or a store made by pgstore.NewDB match driver.ErrInvalid before
-// any I/O.
+// Writes through tx happen exactly once; effects outside the database do
+// not (use Execution.DownstreamKey). If fn fails, tx is rolled back and
+// DoTx returns fn's error. A commit whose outcome is unknown returns an
+// error matching no sentinel; a refused completion (a taken-over TwoStep
+// execution) matches dlock.ErrLost and driver.ErrStaleFence; a result over
+// driver.MaxResultLen is a *driver.ResultTooLargeError. A nil argument, a
+// Guard on another store or a store made by NewDB match driver.ErrInvalid
+// before any I/O.
 func DoTx(ctx context.Context, s *pgstore.Store, g *dlock.Guard, key, fingerprint string, fn func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error), opts ...Option) (dlock.Result, error) {
 	if s == nil || g == nil || fn == nil {
 		return dlock.Result{}, fmt.Errorf("%w: pgguard: DoTx: nil store, guard or function", driver.ErrInvalid)
