@@ -114,8 +114,8 @@
 // the sequence <prefix>_fence, the row-lock table <prefix>_rows, which
 // the lease mode does not use, the Semaphore's permits table
 // <prefix>_permits with its function <prefix>_permits_acquire, the
-// idempotency records <prefix>_idempotency with their function
-// <prefix>_idempotency_begin, and the rate limiter's table <prefix>_rates
+// idempotency records <prefix>_idempotency with their functions
+// <prefix>_idempotency_begin and _begin_tx, and the rate limiter's table <prefix>_rates
 // with its function <prefix>_rates_allow. The prefix is Options.Table (default "dlock"),
 // resolved through the connection's search_path.
 //
