@@ -62,8 +62,8 @@ func (e *InFlightError) Unwrap() error { return e.Cause }
 // takeover of an execution whose process died. It is safe for concurrent
 // use; create one per store and share it. It does not own the store.
 // Stores that implement driver.Idempotency today: memstore, redisstore,
-// pgstore and mysqlstore (whose DoTx completes the record in the
-// transaction of the business writes: see DoTx).
+// pgstore and mysqlstore (whose DoTx, in pgguard and myguard, keeps the
+// record in the transaction of the business writes: see DoFolded, DoTx).
 type Guard struct {
 	store     driver.Idempotency
 	cfg       config
@@ -196,11 +196,19 @@ type Result struct {
 // arguments (a nil ctx or fn, a key, scope or fingerprint
 // driver.ValidateRecord refuses) return ErrInvalid before any I/O.
 func (g *Guard) Do(ctx context.Context, key, fingerprint string, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
-	return g.do(ctx, key, fingerprint, false, fn)
+	return g.do(ctx, key, fingerprint, runMode{}, fn)
 }
 
-// do is Do, or DoTx when inTx.
-func (g *Guard) do(ctx context.Context, key, fingerprint string, inTx bool, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
+// runMode is how do begins and ends a record: by the store's calls (Do),
+// completed by fn (DoTx: inTx), or begun by a BeginFunc in fn's
+// transaction (DoFolded: folded, inTx).
+type runMode struct {
+	inTx   bool
+	folded BeginFunc
+}
+
+// do is Do, DoTx or DoFolded, by mode.
+func (g *Guard) do(ctx context.Context, key, fingerprint string, mode runMode, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
 	if ctx == nil || fn == nil {
 		return Result{}, invalidf("nil context or function")
 	}
@@ -209,7 +217,11 @@ func (g *Guard) do(ctx context.Context, key, fingerprint string, inTx bool, fn f
 		return Result{}, err
 	}
 	token := newToken()
-	b, start, err := g.begin(ctx, id, token, fingerprint)
+	beginRecord := g.store.BeginRecord
+	if mode.folded != nil {
+		beginRecord = mode.folded
+	}
+	b, start, err := g.begin(ctx, beginRecord, id, token, fingerprint)
 	switch {
 	case err != nil:
 		g.result(ctx, key, guardOutcome(err), 0, 0, err)
@@ -218,13 +230,18 @@ func (g *Guard) do(ctx context.Context, key, fingerprint string, inTx bool, fn f
 		g.result(ctx, key, OutcomeReplayed, b.Fence, 0, nil)
 		return Result{Value: b.Result, Replayed: true, Fence: b.Fence}, nil
 	}
-	return g.execute(ctx, id, token, b, start, inTx, fn)
+	if mode.folded != nil {
+		return g.executeFolded(ctx, id, b, fn)
+	}
+	return g.execute(ctx, id, token, b, start, mode.inTx, fn)
 }
 
 // DoTx is Do for a function that completes the record itself, in the
 // database transaction of its own writes, so that the writes and the
-// record commit together or not at all: the SQL mode of the guard, which
-// pgstore's and mysqlstore's DoTx build on (use those). fn must, within
+// record commit together or not at all: the two-step SQL mode of the
+// guard (the record begun and committed first; DoFolded is the default),
+// which pgguard.DoTx and myguard.DoTx build on with their TwoStep option
+// (use those). fn must, within
 // its transaction and before committing, complete the record of its
 // Execution's Fence (pgstore.Store.CompleteRecordTx,
 // mysqlstore.Store.CompleteRecordTx), and return the result it stored
@@ -238,7 +255,7 @@ func (g *Guard) do(ctx context.Context, key, fingerprint string, inTx bool, fn f
 // is lost. Replays, in-flight calls, waits, mismatches and invalid
 // arguments are as for Do.
 func (g *Guard) DoTx(ctx context.Context, key, fingerprint string, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
-	return g.do(ctx, key, fingerprint, true, fn)
+	return g.do(ctx, key, fingerprint, runMode{inTx: true}, fn)
 }
 
 // Store returns the store g keeps its records in.
@@ -254,7 +271,7 @@ const maxBeginResends = 2
 // is resent with the same token, up to maxBeginResends times, which the
 // store answers as the same execution, rather than left to block the key
 // for a lease.
-func (g *Guard) begin(ctx context.Context, id driver.RecordID, token, fp string) (driver.RecordBegin, time.Time, error) {
+func (g *Guard) begin(ctx context.Context, beginRecord BeginFunc, id driver.RecordID, token, fp string) (driver.RecordBegin, time.Time, error) {
 	wctx := ctx
 	if g.cfg.wait > 0 {
 		var cancel context.CancelFunc
@@ -264,7 +281,7 @@ func (g *Guard) begin(ctx context.Context, id driver.RecordID, token, fp string)
 	resends := 0
 	for failures := 1; ; failures++ {
 		start := g.cfg.clock.Now()
-		b, err := g.store.BeginRecord(wctx, id, token, fp, g.cfg.ttl, g.retention)
+		b, err := beginRecord(wctx, id, token, fp, g.cfg.ttl, g.retention)
 		switch {
 		case err == nil && b.State != driver.RecordInFlight:
 			return b, start, nil

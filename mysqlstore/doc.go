@@ -26,9 +26,10 @@
 //     RETURNING (docs/mysql.md, "Rate limiter").
 //     It is also a driver.Idempotency (dlock.NewGuard): records in
 //     <Table>_idempotency, each call a READ COMMITTED transaction under the
-//     record's row lock; myguard.DoTx (package mysqlstore/myguard) commits the function's writes and the
-//     record's completion in one transaction (docs/idempotency.md, "The
-//     SQL mode").
+//     record's row lock; myguard.DoTx (package mysqlstore/myguard) begins
+//     the record (BeginRecordTx, which never waits for a lock), makes the
+//     function's writes and completes the record in one transaction
+//     (docs/idempotency.md, "The SQL mode").
 //     Break (driver.Breaker, dlock release --force) frees a live row
 //     whoever holds it in one statement.
 //   - NewSession: the session lock, GET_LOCK on connections pinned from the

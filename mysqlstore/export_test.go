@@ -70,6 +70,11 @@ func WithoutPrune(s *Store) {
 // whoever owns it, for the negative control of the stale-executor test.
 func WithoutFenceCheck(s *Store) { s.noFenceCheck = true }
 
+// WithWaitingFoldedBegin makes s's BeginRecordTx wait for the record's row
+// lock, as a plain INSERT does, for the negative control of the in-flight
+// test: a duplicate then waits for the running transaction.
+func WithWaitingFoldedBegin(s *Store) { s.foldedWaits = true }
+
 // RacyAllowN is AllowN as two statements without a lock between them: a
 // read of the key's TAT, driver.GCRA in Go, then a write of the new TAT
 // (last writer wins). It is the wrong design that the exactness test's

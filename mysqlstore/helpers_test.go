@@ -22,9 +22,6 @@ import (
 var srv *mysqlserver.Server
 
 func TestMain(m *testing.M) {
-	if dsn := os.Getenv(txChildEnv); dsn != "" { // an executor of dotx_kill_test.go
-		os.Exit(runTxChild(dsn, os.Getenv(txTableEnv), os.Getenv(txModeEnv)))
-	}
 	os.Exit(run(m))
 }
 

@@ -60,6 +60,7 @@ type Store struct {
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
 
 	noFenceCheck bool // tests' negative control only: CompleteRecordTx checks nothing
+	foldedWaits  bool // tests' negative control only: BeginRecordTx waits for row locks
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time

@@ -10,6 +10,7 @@ import (
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
 	"example.com/dlock/internal/mysqlserver"
+	"example.com/dlock/internal/sqltest"
 	"example.com/dlock/mysqlstore"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkRateDecision(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = p.Close() })
-				p.SetDelay(faultproxy.Upstream, benchDelay)
+				p.SetDelay(faultproxy.Upstream, sqltest.BenchDelay)
 				addr = p.Addr()
 			}
 			s, err := mysqlstore.New(openDB(b, mysqlserver.DSNFor(addr, mysqlserver.Database, params)), opts)
@@ -73,7 +74,7 @@ func BenchmarkRateDecision(b *testing.B) {
 				n++
 			}
 			if delayed {
-				b.ReportMetric(float64(time.Since(start))/float64(n)/float64(benchDelay), "roundtrips/op")
+				b.ReportMetric(float64(time.Since(start))/float64(n)/float64(sqltest.BenchDelay), "roundtrips/op")
 			}
 		})
 	}

@@ -37,12 +37,19 @@ type queryer interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }
 
-// lockRecord reads id's record and locks its row; nil if there is none.
-func (s *Store) lockRecord(ctx context.Context, q queryer, id driver.RecordID) (*recordRow, error) {
+// Row lock clauses of lockRecord.
+const (
+	forUpdate = " FOR UPDATE"
+	forShare  = " LOCK IN SHARE MODE"
+)
+
+// lockRecord reads id's record and locks its row (lock: forUpdate or
+// forShare); nil if there is none.
+func (s *Store) lockRecord(ctx context.Context, q queryer, id driver.RecordID, lock string) (*recordRow, error) {
 	var r recordRow
 	var lease, forget int64
 	err := q.QueryRowContext(ctx, "SELECT owner, fingerprint, result, fence, done, TIMESTAMPDIFF(MICROSECOND, "+now+", lease_ends),"+
-		" TIMESTAMPDIFF(MICROSECOND, "+now+", forget_at), took FROM "+s.n.idem+" WHERE scope = ? AND name = ? FOR UPDATE",
+		" TIMESTAMPDIFF(MICROSECOND, "+now+", forget_at), took FROM "+s.n.idem+" WHERE scope = ? AND name = ?"+lock,
 		[]byte(id.Scope), []byte(id.Key)).Scan(&r.owner, &r.fingerprint, &r.result, &r.fence, &r.done, &lease, &forget, &r.took)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -81,7 +88,7 @@ func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fing
 	for range 3 { // a lost insert race is run again, reading the winner's row
 		err = s.inTx(ctx, "begin record", func(tx *sql.Tx) (bool, error) {
 			b, refusal = driver.RecordBegin{}, nil
-			return s.beginIn(ctx, tx, id, digest(token), []byte(fingerprint), lease, retention, &b, &refusal)
+			return s.beginIn(ctx, tx, id, digest(token), []byte(fingerprint), lease, retention, "", &b, &refusal)
 		})
 		if !errors.Is(err, errDupRecord) {
 			break
@@ -101,24 +108,29 @@ func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fing
 var errDupRecord = errors.New("mysqlstore: the record was inserted meanwhile")
 
 // beginIn is BeginRecord's decision, in tx; it reports whether to commit.
-func (s *Store) beginIn(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, fp []byte, lease, keep time.Duration, b *driver.RecordBegin, refusal *error) (bool, error) {
-	r, err := s.lockRecord(ctx, tx, id)
+// nowait is "" (BeginRecord: the row locked for update, its writes wait
+// for locks) or noWait (BeginRecordTx: the row read under a shared lock,
+// its writes refused at once, error 1205, by a lock held).
+func (s *Store) beginIn(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, fp []byte, lease, keep time.Duration, nowait string, b *driver.RecordBegin, refusal *error) (bool, error) {
+	lock := forUpdate
+	if nowait != "" {
+		lock = forShare
+	}
+	r, err := s.lockRecord(ctx, tx, id, lock)
 	if err != nil {
 		return false, err
 	}
-	leaseUS, keepUS := lease.Microseconds()+boolInt(lease%time.Microsecond != 0), keep.Microseconds()+boolInt(keep%time.Microsecond != 0)
+	leaseUS, keepUS := ceilMicros(lease), ceilMicros(keep)
 	*b = driver.RecordBegin{State: driver.RecordStarted, Remaining: lease}
 	switch {
 	case r == nil:
-		err := tx.QueryRowContext(ctx, "INSERT INTO "+s.n.idem+" (scope, name, owner, fence, fingerprint, done, lease_ends, keep_us, forget_at)"+
-			" VALUES (?, ?, ?, NEXTVAL("+s.n.fence+"), ?, 0, "+now+" + INTERVAL ? MICROSECOND, ?, "+now+" + INTERVAL ? MICROSECOND) RETURNING fence",
-			[]byte(id.Scope), []byte(id.Key), d, fp, leaseUS, keepUS, leaseUS+keepUS).Scan(&b.Fence)
+		err := s.insertRecord(ctx, tx, id, d, fp, leaseUS, keepUS, nowait, &b.Fence)
 		if errNumber(err) == erDupKey {
 			return false, errDupRecord
 		}
 		return err == nil, err
 	case r.forgetLeft <= 0: // forgotten: a fresh record
-		return s.startRecord(ctx, tx, id, d, fp, leaseUS, keepUS, b)
+		return s.startRecord(ctx, tx, id, d, fp, leaseUS, keepUS, nowait, b)
 	case !bytes.Equal(r.fingerprint, fp):
 		st := driver.RecordInFlight
 		if r.done {
@@ -134,7 +146,7 @@ func (s *Store) beginIn(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, 
 		return false, nil
 	case bytes.Equal(r.owner, d): // a resent begin: the same execution
 		b.Fence, b.Remaining, b.TookOver = r.fence, max(r.leaseLeft, lease), r.took
-		_, err := tx.ExecContext(ctx, "UPDATE "+s.n.idem+" SET lease_ends = GREATEST(lease_ends, "+now+" + INTERVAL ? MICROSECOND),"+
+		_, err := tx.ExecContext(ctx, nowait+"UPDATE "+s.n.idem+" SET lease_ends = GREATEST(lease_ends, "+now+" + INTERVAL ? MICROSECOND),"+
 			" forget_at = GREATEST(forget_at, lease_ends + INTERVAL keep_us MICROSECOND) WHERE scope = ? AND name = ?",
 			leaseUS, []byte(id.Scope), []byte(id.Key))
 		return err == nil, err
@@ -143,8 +155,19 @@ func (s *Store) beginIn(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, 
 		return false, nil
 	}
 	b.TookOver = true
-	return s.startRecord(ctx, tx, id, d, fp, leaseUS, keepUS, b)
+	return s.startRecord(ctx, tx, id, d, fp, leaseUS, keepUS, nowait, b)
 }
+
+// insertRecord inserts id's record, a new execution of d, and scans its
+// fence; nowait as beginIn.
+func (s *Store) insertRecord(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, fp []byte, leaseUS, keepUS int64, nowait string, fence *uint64) error {
+	return tx.QueryRowContext(ctx, nowait+"INSERT INTO "+s.n.idem+" (scope, name, owner, fence, fingerprint, done, lease_ends, keep_us, forget_at)"+
+		" VALUES (?, ?, ?, NEXTVAL("+s.n.fence+"), ?, 0, "+now+" + INTERVAL ? MICROSECOND, ?, "+now+" + INTERVAL ? MICROSECOND) RETURNING fence",
+		[]byte(id.Scope), []byte(id.Key), d, fp, leaseUS, keepUS, leaseUS+keepUS).Scan(fence)
+}
+
+// ceilMicros is d in microseconds, rounded up.
+func ceilMicros(d time.Duration) int64 { return d.Microseconds() + boolInt(d%time.Microsecond != 0) }
 
 func boolInt(b bool) int64 {
 	if b {
@@ -154,12 +177,12 @@ func boolInt(b bool) int64 {
 }
 
 // startRecord makes the existing row of id a new execution of d with a
-// fence from the sequence, remembering b.TookOver.
-func (s *Store) startRecord(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, fp []byte, leaseUS, keepUS int64, b *driver.RecordBegin) (bool, error) {
+// fence from the sequence, remembering b.TookOver; nowait as beginIn.
+func (s *Store) startRecord(ctx context.Context, tx *sql.Tx, id driver.RecordID, d, fp []byte, leaseUS, keepUS int64, nowait string, b *driver.RecordBegin) (bool, error) {
 	if err := tx.QueryRowContext(ctx, "SELECT NEXTVAL("+s.n.fence+")").Scan(&b.Fence); err != nil {
 		return false, err
 	}
-	_, err := tx.ExecContext(ctx, "UPDATE "+s.n.idem+" SET owner = ?, fence = ?, fingerprint = ?, done = 0, result = NULL, took = ?,"+
+	_, err := tx.ExecContext(ctx, nowait+"UPDATE "+s.n.idem+" SET owner = ?, fence = ?, fingerprint = ?, done = 0, result = NULL, took = ?,"+
 		" lease_ends = "+now+" + INTERVAL ? MICROSECOND, keep_us = ?, forget_at = "+now+" + INTERVAL ? MICROSECOND WHERE scope = ? AND name = ?",
 		d, b.Fence, fp, b.TookOver, leaseUS, keepUS, leaseUS+keepUS, []byte(id.Scope), []byte(id.Key))
 	return err == nil, err
@@ -169,7 +192,7 @@ func (s *Store) startRecord(ctx context.Context, tx *sql.Tx, id driver.RecordID,
 // fence own it in flight, errResent for a completion resent by them, else
 // the stale-executor error; err is the database's.
 func (s *Store) owned(ctx context.Context, q queryer, id driver.RecordID, d []byte, fence uint64) (refusal, err error) {
-	r, err := s.lockRecord(ctx, q, id)
+	r, err := s.lockRecord(ctx, q, id, forUpdate)
 	switch {
 	case err != nil:
 		return nil, err

@@ -113,7 +113,16 @@ func (s *Store) CompleteRecordTx(ctx context.Context, tx *sql.Tx, id driver.Reco
 	if err := s.checkRecord(ctx); err != nil {
 		return err
 	}
-	refusal, err := s.ownedTx(ctx, tx, id, fence)
+	if !s.noFenceCheck { // the owner's completion: one UPDATE, which locks the row
+		r, err := tx.ExecContext(ctx, s.completeSQL()+" AND fence = ? AND done = 0 AND forget_at > "+now, result, []byte(id.Scope), []byte(id.Key), fence)
+		if err != nil {
+			return wrap("complete record in the transaction", err)
+		}
+		if n, err := r.RowsAffected(); err == nil && n == 1 {
+			return nil
+		}
+	}
+	refusal, err := s.ownedTx(ctx, tx, id, fence) // why not, or the control's completion
 	if err != nil {
 		return wrap("complete record in the transaction", err)
 	}

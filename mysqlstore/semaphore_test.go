@@ -3,13 +3,13 @@ package mysqlstore_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/mysqlserver"
+	"example.com/dlock/internal/sqltest"
 	"example.com/dlock/internal/testkit"
 	"example.com/dlock/mysqlstore"
 )
@@ -55,7 +55,7 @@ func TestPermitsAnchorSerializesAcquirers(t *testing.T) {
 			stores := permitStores(t, 4, func(s *mysqlstore.Store) { mysqlstore.WithPermitsRace(s, c.anchor) })
 			most := 0
 			for round := range 3 {
-				most = max(most, raceRound(t, stores, "k"+string(rune('a'+round))))
+				most = max(most, sqltest.PermitsRaceRound(t, stores, "k"+string(rune('a'+round))))
 			}
 			switch {
 			case c.anchor && most != 2:
@@ -75,65 +75,11 @@ func TestPermitsAnchorSerializesAcquirers(t *testing.T) {
 	}
 }
 
-// raceRound starts 8 acquirers of one permit of key (limit 2) at once on
-// stores and returns how many were admitted.
-func raceRound(t *testing.T, stores []*mysqlstore.Store, key string) int {
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		granted int
-		start   = make(chan struct{})
-	)
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, err := stores[i%len(stores)].AcquirePermits(ctxT(t), key, testToken(i), 2, 1, time.Minute)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				granted++
-			case !errors.Is(err, driver.ErrNotAcquired):
-				t.Errorf("AcquirePermits: %v", err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return granted
-}
-
-func testToken(i int) string { return "token-" + string(rune('a'+i)) }
-
 // TestPermitsFencesFollowTheLockSequence: permits and locks of one prefix
 // draw their fences from one sequence, so each new holding's fence, of
 // either kind, is above every earlier one.
 func TestPermitsFencesFollowTheLockSequence(t *testing.T) {
-	s := newStore(t, mysqlstore.Options{})
-	var last uint64
-	for i := range 6 {
-		key := "k" + string(rune('0'+i))
-		var fence uint64
-		if i%2 == 0 {
-			g, err := s.Acquire(ctxT(t), key, testToken(i), time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fence = g.Fence
-		} else {
-			g, err := s.AcquirePermits(ctxT(t), key, testToken(i), 1, 1, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fence = g.Fence
-		}
-		if fence <= last {
-			t.Fatalf("holding %d got fence %d after %d", i, fence, last)
-		}
-		last = fence
-	}
+	sqltest.FencesFollowTheLockSequence(t, newStore(t, mysqlstore.Options{}))
 }
 
 // TestSemaphoreUserAPI: the user API (dlock.Semaphores) on the permits
@@ -152,38 +98,7 @@ func TestSemaphoreUserAPI(t *testing.T) {
 		t.Cleanup(func() { _ = sems.Close(context.Background()) })
 		return sems
 	}
-	a, b := newSems(stores[0]), newSems(stores[1])
-	held, err := a.Acquire(ctxT(t), "sem", 2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.TryAcquire(ctxT(t), "sem", 3, 1)
-	var lm *driver.LimitMismatchError
-	if !errors.Is(err, dlock.ErrInvalid) || !errors.As(err, &lm) {
-		t.Fatalf("TryAcquire with another limit: %v, want ErrInvalid and LimitMismatchError", err)
-	}
-	got, retried := make(chan struct{}), make(chan struct{})
-	onRetry := dlock.WithOnRetry(func(failures int, _ error) {
-		if failures == 2 {
-			close(retried)
-		}
-	})
-	go func() {
-		defer close(got)
-		p, err := b.Acquire(ctxT(t), "sem", 2, 1, onRetry)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if err := p.Release(ctxT(t)); err != nil {
-			t.Error(err)
-		}
-	}()
-	testkit.Closed(t, retried, 10*time.Second, "the waiter's second failed attempt")
-	if err := held.Release(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Closed(t, got, 10*time.Second, "the paced waiter's acquisition after the release")
+	sqltest.SemaphoreUserAPI(t, newSems(stores[0]), newSems(stores[1]), "the paced waiter's acquisition after the release")
 }
 
 // TestPermitsAfterClose: after Close AcquirePermits fails with ErrInvalid

@@ -90,9 +90,10 @@
 // row per record in <prefix>_idempotency, a fence from the lease table's
 // sequence, leases and retention on the database clock; a begin is one
 // statement, a call of the PL/pgSQL function <prefix>_idempotency_begin.
-// pgguard.DoTx (package pgstore/pgguard) is the guard's SQL mode: the function's writes and the
-// record's completion (CompleteRecordTx, under the record's row lock, the
-// fence checked) commit in one transaction, so writes to this database
+// pgguard.DoTx (package pgstore/pgguard) is the guard's SQL mode: the
+// record's begin (BeginRecordTx, which never waits for another
+// transaction), the function's writes and the record's completion
+// (CompleteRecordTx) commit in one transaction, so writes to this database
 // happen exactly once, even across crashes (docs/idempotency.md, "The SQL
 // mode").
 //
@@ -113,8 +114,8 @@
 // the sequence <prefix>_fence, the row-lock table <prefix>_rows, which
 // the lease mode does not use, the Semaphore's permits table
 // <prefix>_permits with its function <prefix>_permits_acquire, the
-// idempotency records <prefix>_idempotency with their function
-// <prefix>_idempotency_begin, and the rate limiter's table <prefix>_rates
+// idempotency records <prefix>_idempotency with their functions
+// <prefix>_idempotency_begin and _begin_tx, and the rate limiter's table <prefix>_rates
 // with its function <prefix>_rates_allow. The prefix is Options.Table (default "dlock"),
 // resolved through the connection's search_path.
 //

@@ -1,199 +1,31 @@
 package pgstore_test
 
 import (
-	"context"
-	"errors"
-	"example.com/dlock/pgstore/pgguard"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"example.com/dlock"
-	"example.com/dlock/driver"
-	"example.com/dlock/pgstore"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"example.com/dlock/internal/sqltest"
 )
 
-// Tests of the SQL mode of the idempotency guard (Store.DoTx): a business
-// table <prefix>_charges, one row per charge made, without any unique
-// constraint, so that a second execution shows as a second row.
+// The SQL mode of the idempotency guard (pgguard.DoTx), checked by the
+// SQL stores' shared kit (internal/sqltest) on the package's server; each
+// check has its negative control (see the kit).
 
-// chargesTable creates table's business table.
-func chargesTable(t *testing.T, pool *pgxpool.Pool, table string) {
-	t.Helper()
-	if _, err := pool.Exec(ctx(t), "CREATE TABLE "+table+"_charges (key text NOT NULL, fence bigint NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
+func TestDoTxTwentyCallsChargeOnce(t *testing.T) { sqltest.TwentyCallsChargeOnce(t, pgBackend{}) }
+
+func TestDoTxExecutorKilledBeforeCommitChargesOnce(t *testing.T) {
+	sqltest.KilledBeforeCommit(t, pgBackend{})
 }
 
-// execer is a transaction or a pool.
-type execer interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}
+func TestDoTxDuplicateIsInFlightAtOnce(t *testing.T) { sqltest.InFlightAtOnce(t, pgBackend{}) }
 
-// insertCharge is the business write: one row, through q.
-func insertCharge(ctx context.Context, q execer, table, key string, fence uint64) error {
-	_, err := q.Exec(ctx, "INSERT INTO "+table+"_charges (key, fence) VALUES ($1, $2)", key, int64(fence))
-	return err
-}
+func TestDoTxPausedExecutorIsBounded(t *testing.T) { sqltest.PausedExecutorIsBounded(t, pgBackend{}) }
 
-// charges counts the business rows of key.
-func charges(t *testing.T, pool *pgxpool.Pool, table, key string) int {
-	t.Helper()
-	var n int
-	if err := pool.QueryRow(ctx(t), "SELECT count(*) FROM "+table+"_charges WHERE key = $1", key).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+func TestDoTxFoldedMeetsTheOtherModes(t *testing.T) { sqltest.FoldedMeetsTheOtherModes(t, pgBackend{}) }
 
-// txGuard returns a store on a pool of its own over table and a Guard on it.
-func txGuard(t *testing.T, table string, opts ...dlock.Option) (*pgstore.Store, *dlock.Guard) {
-	t.Helper()
-	s := newStore(t, newPool(t), pgstore.Options{Table: table})
-	g, err := dlock.NewGuard(s, time.Hour, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, g
-}
+func TestDoTxStaleExecutorRollsBack(t *testing.T) { sqltest.StaleExecutorRollsBack(t, pgBackend{}) }
 
-// TestDoTxTwentyCallsChargeOnce: 20 identical calls at once, on two stores
-// (two instances), each charging inside DoTx: exactly one execution, one
-// business row, and every caller gets its result. Control: the same 20
-// calls charging in plain transactions make 20 rows (the race is real).
-func TestDoTxTwentyCallsChargeOnce(t *testing.T) {
-	for _, guarded := range []bool{true, false} {
-		name := map[bool]string{true: "Guarded", false: "ControlUnguarded"}[guarded]
-		t.Run(name, func(t *testing.T) {
-			admin := newPool(t)
-			table := uniqTable(t, admin)
-			chargesTable(t, admin, table)
-			type instance struct {
-				s *pgstore.Store
-				g *dlock.Guard
-			}
-			var inst [2]instance
-			for i := range inst {
-				inst[i].s, inst[i].g = txGuard(t, table, dlock.WithWait(20*time.Second))
-			}
-			var executions atomic.Int32
-			var mu sync.Mutex
-			results, errs := map[string]int{}, []error(nil)
-			charge := func(ctx context.Context, tx pgx.Tx, fence uint64) error {
-				executions.Add(1)
-				if _, err := tx.Exec(ctx, "SELECT pg_sleep(0.02)"); err != nil { // work: widens the window
-					return err
-				}
-				return insertCharge(ctx, tx, table, "order-1", fence)
-			}
-			gate := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range 20 {
-				in := inst[i%2]
-				wg.Go(func() {
-					<-gate
-					var val []byte
-					var err error
-					if guarded {
-						var r dlock.Result
-						r, err = pgguard.DoTx(ctx(t), in.s, in.g, "order-1", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
-							return fmt.Appendf(nil, "charged at fence %d", e.Fence), charge(ctx, tx, e.Fence)
-						})
-						val = r.Value
-					} else {
-						err = pgx.BeginFunc(ctx(t), admin, func(tx pgx.Tx) error { return charge(ctx(t), tx, 0) })
-						val = []byte("unguarded")
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					results[string(val)]++
-					if err != nil {
-						errs = append(errs, err)
-					}
-				})
-			}
-			close(gate)
-			wg.Wait()
-			n := charges(t, admin, table, "order-1")
-			t.Logf("20 calls: %d executions, %d business rows, results %v", executions.Load(), n, results)
-			if err := errors.Join(errs...); err != nil {
-				t.Fatalf("calls failed: %v", err)
-			}
-			switch {
-			case guarded && (n != 1 || executions.Load() != 1 || len(results) != 1):
-				t.Fatalf("guarded: %d business rows, %d executions, %d distinct results; want 1, 1, 1", n, executions.Load(), len(results))
-			case !guarded && n <= 1:
-				t.Fatalf("control: %d business rows from 20 unguarded calls; want more than 1", n)
-			}
-		})
-	}
-}
+func TestDoTxRoundTrips(t *testing.T) { sqltest.RoundTrips(t, pgBackend{}) }
 
-// TestDoTxStaleExecutorRollsBack: executor A (a fixed lease of 300 ms)
-// charges in its transaction, then stalls; B takes the record over after
-// A's lease, charges and commits. When A resumes, its fence check fails:
-// DoTx returns ErrLost and ErrStaleFence, A's charge is rolled back, and
-// B's result is the one replayed. Control: without the fence check A's
-// transaction commits and the charge is doubled.
-func TestDoTxStaleExecutorRollsBack(t *testing.T) {
-	for _, check := range []bool{true, false} {
-		name := map[bool]string{true: "FenceChecked", false: "ControlWithoutFenceCheck"}[check]
-		t.Run(name, func(t *testing.T) {
-			admin := newPool(t)
-			table := uniqTable(t, admin)
-			chargesTable(t, admin, table)
-			sa, ga := txGuard(t, table, dlock.WithTTL(300*time.Millisecond))
-			if !check {
-				pgstore.WithoutFenceCheck(sa)
-			}
-			sb, gb := txGuard(t, table, dlock.WithWait(20*time.Second))
-			charged, resume := make(chan struct{}), make(chan struct{})
-			var errA error
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				_, errA = pgguard.DoTx(ctx(t), sa, ga, "order-2", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
-					err := insertCharge(ctx, tx, table, "order-2", e.Fence)
-					close(charged)
-					<-resume // stalled past the lease
-					return []byte("A"), err
-				})
-			})
-			<-charged
-			rb, errB := pgguard.DoTx(ctx(t), sb, gb, "order-2", "fp", func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error) {
-				if !e.TookOver {
-					return nil, errors.New("B ran without taking over")
-				}
-				return []byte("B"), insertCharge(ctx, tx, table, "order-2", e.Fence)
-			})
-			close(resume)
-			wg.Wait()
-			if errB != nil || string(rb.Value) != "B" {
-				t.Fatalf("the takeover: %q, %v", rb.Value, errB)
-			}
-			n := charges(t, admin, table, "order-2")
-			t.Logf("A: %v; business rows %d", errA, n)
-			if !check {
-				if n != 2 {
-					t.Fatalf("control: %d business rows, want 2 (the stale executor's commit doubles the charge)", n)
-				}
-				return
-			}
-			if !errors.Is(errA, dlock.ErrLost) || !errors.Is(errA, driver.ErrStaleFence) {
-				t.Fatalf("the stale executor's DoTx = %v, want ErrLost and ErrStaleFence", errA)
-			}
-			if n != 1 {
-				t.Fatalf("%d business rows, want 1 (the stale executor's charge rolled back)", n)
-			}
-			if r, err := pgguard.DoTx(ctx(t), sb, gb, "order-2", "fp", func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error) {
-				return nil, errors.New("ran again")
-			}); err != nil || !r.Replayed || string(r.Value) != "B" {
-				t.Fatalf("replay = %+v, %v; want B's result replayed", r, err)
-			}
-		})
-	}
-}
+// BenchmarkDoTx: one business insert per request in a plain transaction
+// and in DoTx, folded and two-step.
+func BenchmarkDoTx(b *testing.B) { sqltest.Bench(b, pgBackend{}) }

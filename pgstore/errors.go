@@ -48,6 +48,8 @@ func wrap(op string, err error) error {
 		switch pe.Code {
 		case "42P01":
 			hint = " (run pgstore.Migrate, or `dlock schema` for the DDL)"
+		case "42883":
+			hint = " (a function of a newer pgstore: run pgstore.Migrate again, or `dlock schema` for the DDL)"
 		case "42703":
 			hint = " (a table made by an older pgstore: run pgstore.Migrate again, or `dlock schema` for the DDL)"
 		case "25006":

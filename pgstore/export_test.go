@@ -57,3 +57,9 @@ func (s *Store) RacyAllowN(ctx context.Context, key string, limit driver.RateLim
 	_, err = s.db.exec(ctx, `INSERT INTO `+s.names.rates+` (name, tat) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET tat = $2`, key, next.UnixMicro())
 	return r, err
 }
+
+// WithWaitingFoldedBegin makes s's BeginRecordTx call the plain begin
+// function in the transaction, without the advisory lock, for the negative
+// control of the in-flight test: a duplicate then waits for the running
+// transaction (its INSERT for the uncommitted row).
+func WithWaitingFoldedBegin(s *Store) { s.rsql.beginTx = s.rsql.begin }

@@ -19,9 +19,6 @@ import (
 var srv *pgserver.Server
 
 func TestMain(m *testing.M) {
-	if url := os.Getenv(txChildEnv); url != "" { // an executor of dotx_kill_test.go
-		os.Exit(runTxChild(url, os.Getenv(txTableEnv), os.Getenv(txModeEnv)))
-	}
 	os.Exit(run(m))
 }
 

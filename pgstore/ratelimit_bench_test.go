@@ -9,6 +9,7 @@ import (
 
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/sqltest"
 	"example.com/dlock/pgstore"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkRateDecision(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.Cleanup(func() { _ = p.Close() })
-					p.SetDelay(faultproxy.Upstream, benchDelay)
+					p.SetDelay(faultproxy.Upstream, sqltest.BenchDelay)
 					addr = append(addr, p.Addr())
 				}
 				s := newStore(b, newPool(b, addr...), pgstore.Options{})
@@ -58,7 +59,7 @@ func BenchmarkRateDecision(b *testing.B) {
 					n++
 				}
 				if delayed {
-					b.ReportMetric(float64(time.Since(start))/float64(n)/float64(benchDelay), "roundtrips/op")
+					b.ReportMetric(float64(time.Since(start))/float64(n)/float64(sqltest.BenchDelay), "roundtrips/op")
 				}
 			})
 		}

@@ -22,7 +22,7 @@ var _ driver.Idempotency = (*Store)(nil)
 
 // recordStatements are the records' SQL for one set of names.
 type recordStatements struct {
-	begin, complete, abandon, extend, completeTx, sweep string
+	begin, beginTx, complete, abandon, extend, completeTx, sweep string
 }
 
 // ts is the time of a record statement: the client statement's start on
@@ -46,7 +46,8 @@ func newRecordStatements(n names) recordStatements {
 	owned := `i.scope = $1 AND i.key = $2 AND i.owner = $3 AND i.fence = $4 AND NOT i.done AND i.forget_at > ` + ts
 	us := ` * interval '1 microsecond'`
 	return recordStatements{
-		begin: fmt.Sprintf(`SELECT o_status, o_fence, o_remaining_us, o_took, o_result FROM %s($1, $2, $3, $4, $5, $6)`, n.beginRecord),
+		begin:   fmt.Sprintf(`SELECT o_status, o_fence, o_remaining_us, o_took, o_result FROM %s($1, $2, $3, $4, $5, $6)`, n.beginRecord),
+		beginTx: fmt.Sprintf(`SELECT o_status, o_fence, o_remaining_us, o_took, o_result FROM %s($1, $2, $3, $4, $5, $6)`, n.beginRecordTx),
 		complete: ownerChecked(T, `UPDATE `+T+` AS i SET done = true, result = $5, lease_ends = `+ts+`, forget_at = `+ts+` + i.keep_us`+us+`
   WHERE `+owned, `i.done AND i.owner = $3 AND i.fence = $4`),
 		abandon: ownerChecked(T, `DELETE FROM `+T+` AS i WHERE `+owned, `false`),
@@ -90,6 +91,45 @@ func (s *Store) checkRecord(ctx context.Context, id driver.RecordID) error {
 // I/O; a missing function (run Migrate) matches driver.ErrRefused; an
 // error matching no sentinel leaves the outcome unknown.
 func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
+	return s.begin(ctx, id, token, fingerprint, lease, retention, func(args []any, dest ...any) error {
+		return s.db.queryRow(ctx, s.rsql.begin, args, dest...)
+	})
+}
+
+// BeginRecordTx is BeginRecord within tx (the folded SQL mode,
+// pgguard.DoTx): the record begun is tx's, seen by no other call before
+// the commit. It never waits for another BeginRecordTx: a record held by
+// one is answered in flight at once (Remaining negative), or replayed
+// once committed and completed. When started, tx's idle time is bounded
+// by lease (idle_in_transaction_session_timeout). Complete the record in
+// tx and commit, or roll back (always, on any other answer or an error).
+// Errors as BeginRecord.
+func (s *Store) BeginRecordTx(ctx context.Context, tx pgx.Tx, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
+	if tx == nil {
+		return driver.RecordBegin{}, fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)
+	}
+	return s.begin(ctx, id, token, fingerprint, lease, retention, func(args []any, dest ...any) error {
+		return tx.QueryRow(ctx, s.rsql.beginTx, args...).Scan(dest...)
+	})
+}
+
+// BeginRecordSQLTx is BeginRecordTx for a database/sql transaction (a
+// store made by NewDB): the begin of a dlock.BeginFunc for
+// Guard.DoFolded, whose function then completes the record with
+// CompleteRecordSQLTx and commits.
+func (s *Store) BeginRecordSQLTx(ctx context.Context, tx *sql.Tx, id driver.RecordID, token, fingerprint string, lease, retention time.Duration) (driver.RecordBegin, error) {
+	if tx == nil {
+		return driver.RecordBegin{}, fmt.Errorf("%w: pgstore: nil transaction", driver.ErrInvalid)
+	}
+	return s.begin(ctx, id, token, fingerprint, lease, retention, func(args []any, dest ...any) error {
+		return tx.QueryRowContext(ctx, s.rsql.beginTx, args...).Scan(dest...)
+	})
+}
+
+// begin checks a begin's arguments before any I/O, then calls a begin
+// function through query (its arguments args; it scans the row into dest)
+// and turns the row into BeginRecord's answer.
+func (s *Store) begin(ctx context.Context, id driver.RecordID, token, fingerprint string, lease, retention time.Duration, query func(args []any, dest ...any) error) (driver.RecordBegin, error) {
 	if err := driver.ValidateRecord(id, token, fingerprint, lease, retention); err != nil {
 		return driver.RecordBegin{}, err
 	}
@@ -101,10 +141,13 @@ func (s *Store) BeginRecord(ctx context.Context, id driver.RecordID, token, fing
 	var took bool
 	var result []byte
 	args := []any{id.Scope, id.Key, digest(token), []byte(fingerprint), micros(lease), micros(retention)}
-	if err := s.db.queryRow(ctx, s.rsql.begin, args, &status, &fence, &remaining, &took, &result); err != nil {
+	if err := query(args, &status, &fence, &remaining, &took, &result); err != nil {
 		return driver.RecordBegin{}, wrap("begin record", err)
 	}
 	rem := time.Duration(remaining) * time.Microsecond
+	if remaining < 0 {
+		rem = -1
+	}
 	switch status {
 	case 1:
 		return driver.RecordBegin{State: driver.RecordStarted, Fence: uint64(fence), TookOver: took, Remaining: rem}, nil

@@ -1,12 +1,16 @@
 package pgstore_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqltest"
 	"example.com/dlock/pgstore"
 )
 
@@ -19,7 +23,7 @@ func beginFunction(t *testing.T, table string, edit func(string) string) string 
 	t.Helper()
 	ddl := pgstore.Schema(pgstore.Options{Table: table})
 	i := strings.Index(ddl, "CREATE OR REPLACE FUNCTION "+table+"_idempotency_begin")
-	j := strings.LastIndex(ddl, "$fn$;")
+	j := i + strings.Index(ddl[max(i, 0):], "$fn$;")
 	if i < 0 || j < i {
 		t.Fatalf("no begin function in the schema:\n%s", ddl)
 	}
@@ -123,5 +127,38 @@ func TestMigrateAddsTheTookColumn(t *testing.T) {
 	again, err := s.BeginRecord(ctx(t), id, "a", "fp", time.Minute, time.Minute)
 	if err != nil || again.State != driver.RecordStarted || again.Fence != first.Fence || again.TookOver {
 		t.Fatalf("resent begin after Migrate = %+v, %v; want started, fence %d, not took over", again, err, first.Fence)
+	}
+}
+
+// TestFoldedBeginNeedsMigrate: on a schema migrated before the folded
+// begin's function existed (dropped here), pgguard.DoTx is refused
+// (ErrRefused, saying to run Migrate) and runs nothing; after Migrate
+// again it runs. Control: the two-step mode, which does not call that
+// function, runs on the old schema.
+func TestFoldedBeginNeedsMigrate(t *testing.T) {
+	table := pgBackend{}.Table(t)
+	admin := newPool(t)
+	if _, err := admin.Exec(ctx(t), "DROP FUNCTION "+table+"_idempotency_begin_tx"); err != nil {
+		t.Fatal(err)
+	}
+	g := pgBackend{}.Guard(t, table, sqltest.Sound)
+	charge := func(c context.Context, tx sqltest.Tx, e dlock.Execution) ([]byte, error) {
+		return []byte("ok"), tx.Charge(c, e.Key, e.Fence)
+	}
+	_, err := g.DoTx(ctx(t), "k", "fp", sqltest.Folded, charge)
+	if !errors.Is(err, driver.ErrRefused) || !strings.Contains(err.Error(), "Migrate") {
+		t.Fatalf("folded DoTx on an old schema: %v, want ErrRefused saying to run Migrate", err)
+	}
+	if _, err := g.DoTx(ctx(t), "two", "fp", sqltest.TwoStep, charge); err != nil {
+		t.Fatalf("control: two-step DoTx on the old schema: %v", err)
+	}
+	if err := pgstore.Migrate(ctx(t), admin, pgstore.Options{Table: table}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.DoTx(ctx(t), "k", "fp", sqltest.Folded, charge); err != nil {
+		t.Fatalf("folded DoTx after Migrate: %v", err)
+	}
+	if n := g.Charges(t, "k"); n != 1 {
+		t.Fatalf("%d business rows, want 1 (none from the refused call)", n)
 	}
 }

@@ -26,8 +26,9 @@ type names struct {
 	// of permit releases), acquirePermits its acquisition function.
 	permits, acquirePermits string
 	// idem is the idempotency records' table, beginRecord its begin
-	// function.
-	idem, beginRecord string
+	// function, beginRecordTx the folded begin's (in the caller's
+	// transaction).
+	idem, beginRecord, beginRecordTx string
 	// rates is the RateLimiter's table, allowRate its decision function.
 	rates, allowRate string
 }
@@ -42,7 +43,7 @@ func namesFor(prefix string) (names, error) {
 	}
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
 		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire",
-		idem: prefix + "_idempotency", beginRecord: prefix + "_idempotency_begin",
+		idem: prefix + "_idempotency", beginRecord: prefix + "_idempotency_begin", beginRecordTx: prefix + "_idempotency_begin_tx",
 		rates: prefix + "_rates", allowRate: prefix + "_rates_allow"}, nil
 }
 
@@ -55,8 +56,8 @@ func (n names) channel() string { return n.locks }
 // if missing, and the Semaphore's permits table (<prefix>_permits, created
 // if missing) with its acquisition function (<prefix>_permits_acquire,
 // created or replaced), the idempotency records' table
-// (<prefix>_idempotency, created if missing) with its begin function
-// (<prefix>_idempotency_begin, created or replaced), and the RateLimiter's
+// (<prefix>_idempotency, created if missing) with its begin functions
+// (<prefix>_idempotency_begin and _begin_tx, created or replaced), and the RateLimiter's
 // rates table (<prefix>_rates, created if missing) with its decision
 // function (<prefix>_rates_allow, created or replaced). It returns the DDL
 // for DefaultTable if opts.Table is not a valid prefix (New and Migrate
@@ -74,7 +75,7 @@ func Schema(opts Options) string {
 // function, the rates table and its function.
 func ddl(n names) string {
 	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits) +
-		fmt.Sprintf(recordsTemplate, n.idem, n.fence, n.beginRecord) + fmt.Sprintf(ratesTemplate, n.rates, n.allowRate)
+		fmt.Sprintf(recordsTemplate, n.idem, n.fence, n.beginRecord, n.beginRecordTx) + fmt.Sprintf(ratesTemplate, n.rates, n.allowRate)
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/sqltest"
 	"example.com/dlock/internal/testkit"
 	"example.com/dlock/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,7 +71,7 @@ func TestPermitsKeyLockSerializesAcquirers(t *testing.T) {
 			}
 			most := 0
 			for round := range 3 {
-				most = max(most, raceRound(t, stores, "k"+string(rune('a'+round))))
+				most = max(most, sqltest.PermitsRaceRound(t, stores, "k"+string(rune('a'+round))))
 			}
 			switch {
 			case c.lock && most != 2:
@@ -84,62 +84,11 @@ func TestPermitsKeyLockSerializesAcquirers(t *testing.T) {
 	}
 }
 
-// raceRound starts 8 acquirers of one permit of key (limit 2) at once on
-// stores and returns how many were admitted.
-func raceRound(t *testing.T, stores []*pgstore.Store, key string) int {
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		granted int
-		start   = make(chan struct{})
-	)
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, err := stores[i%len(stores)].AcquirePermits(ctx(t), key, tok(), 2, 1, time.Minute)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				granted++
-			case !errors.Is(err, driver.ErrNotAcquired):
-				t.Errorf("AcquirePermits: %v", err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return granted
-}
-
 // TestPermitsFencesFollowTheLockSequence: permits and locks of one table
 // draw their fences from one sequence, so each new holding's fence, of
 // either kind, is above every earlier one.
 func TestPermitsFencesFollowTheLockSequence(t *testing.T) {
-	s := newStore(t, newPool(t), pgstore.Options{})
-	var last uint64
-	for i := range 6 {
-		var fence uint64
-		if i%2 == 0 {
-			g, err := s.Acquire(ctx(t), "k"+string(rune('0'+i)), tok(), time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fence = g.Fence
-		} else {
-			g, err := s.AcquirePermits(ctx(t), "k"+string(rune('0'+i)), tok(), 1, 1, time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fence = g.Fence
-		}
-		if fence <= last {
-			t.Fatalf("holding %d got fence %d after %d", i, fence, last)
-		}
-		last = fence
-	}
+	sqltest.FencesFollowTheLockSequence(t, newStore(t, newPool(t), pgstore.Options{}))
 }
 
 // TestPermitsRefuseRepeatableRead: the acquisition function counts with a
@@ -189,40 +138,9 @@ func TestSemaphoreUserAPI(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close(context.Background()) })
 		return s
 	}
-	a, b := newSems(), newSems()
-	held, err := a.Acquire(ctx(t), "sem", 2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.TryAcquire(ctx(t), "sem", 3, 1)
-	var lm *driver.LimitMismatchError
-	if !errors.Is(err, dlock.ErrInvalid) || !errors.As(err, &lm) {
-		t.Fatalf("TryAcquire with another limit: %v, want ErrInvalid and LimitMismatchError", err)
-	}
-	got, subscribed := make(chan struct{}), make(chan struct{})
-	// The first failed attempt subscribes; the second one's pause sleeps on
-	// the subscription.
-	onRetry := dlock.WithOnRetry(func(failures int, _ error) {
-		if failures == 2 {
-			close(subscribed)
-		}
-	})
-	go func() {
-		defer close(got)
-		p, err := b.Acquire(ctx(t), "sem", 2, 1, onRetry)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if err := p.Release(ctx(t)); err != nil {
-			t.Error(err)
-		}
-	}()
-	testkit.Closed(t, subscribed, 10*time.Second, "the waiter's second failed attempt")
-	if err := held.Release(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Closed(t, got, 10*time.Second, "the waiter woken by the release")
+	// The waiter's first failed attempt subscribes; the second one's pause
+	// sleeps on the subscription.
+	sqltest.SemaphoreUserAPI(t, newSems(), newSems(), "the waiter woken by the release")
 }
 
 // TestPermitsAfterClose: after Close the Semaphore's calls fail with

@@ -24,10 +24,10 @@ type Options struct {
 	// the lease table <Table>_locks, the sequence <Table>_fence, the
 	// row-lock table <Table>_rows, the permits table <Table>_permits and
 	// its function <Table>_permits_acquire, the idempotency records
-	// <Table>_idempotency and their function <Table>_idempotency_begin, the
-	// rates table <Table>_rates and its function <Table>_rates_allow. A
-	// lower-case SQL identifier of at most 40 bytes, resolved through the
-	// connection's search_path.
+	// <Table>_idempotency and their functions <Table>_idempotency_begin and
+	// <Table>_idempotency_begin_tx, the rates table <Table>_rates and its
+	// function <Table>_rates_allow. A lower-case SQL identifier of at most
+	// 40 bytes, resolved through the connection's search_path.
 	Table string
 	// SweepInterval is how often the store deletes expired rows (0:
 	// DefaultSweepInterval; negative: never, for a deployment that sweeps

@@ -1,12 +1,13 @@
 // Package pgguard runs an idempotency guard's function in one PostgreSQL
-// transaction with the completion of its record (the guard's SQL mode):
-// the function's writes and the record's result commit together. It is a
-// package of its own so that pgstore does not import package dlock.
+// transaction with its record (the guard's SQL mode): the function's
+// writes and the record's result commit together. It is a package of its
+// own so that pgstore does not import package dlock.
 package pgguard
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"example.com/dlock"
 	"example.com/dlock/driver"
@@ -14,37 +15,39 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DoTx runs fn once for key under g, in one transaction with the
-// completion of key's idempotency record: fn's writes through tx and the
-// record's result commit together, or not at all. g must be a Guard on s
-// (dlock.NewGuard(s, ...)), and s a store made by pgstore.New (the transaction is
-// begun on its pool).
+// Option configures DoTx.
+type Option func(*options)
+
+type options struct{ twoStep bool }
+
+// TwoStep makes DoTx begin the record in a statement of its own,
+// committed before the business transaction: the record is then visible
+// in flight, its lease renewed, and taken over once the lease passes even
+// while a paused executor's transaction is open (whose commit is then
+// refused). It costs a second commit; a dead executor blocks the key for
+// its lease.
+func TwoStep() Option { return func(o *options) { o.twoStep = true } }
+
+// DoTx runs fn once for key under g, in one transaction with key's
+// idempotency record: fn's writes through tx and the record commit
+// together, or not at all. g must be a Guard on s, made by pgstore.New.
 //
-// The steps: the record is begun by g in a statement of its own (a replay,
-// an in-flight answer or a mismatch end there, as for Guard.Do); then a
-// transaction is begun, fn runs in it, and, in the same transaction,
-// s.CompleteRecordTx checks under the record's row lock that this execution
-// (its fence) still owns the record and stores the result; then commit.
-// The record's lease is renewed meanwhile (unless g was made WithTTL), and
-// fn's ctx is cancelled if it is lost.
+// By default the record is begun in tx (s.BeginRecordTx), so one commit
+// ends the call: a concurrent call of key gets dlock.ErrInFlight at once,
+// an executor that dies before its commit leaves nothing (a retry runs at
+// once), and one idle in tx for longer than g's lease is ended by the
+// server. With TwoStep the record is begun and committed first, as
+// dlock.Guard.DoTx does. See docs/idempotency.md, "The SQL mode".
 //
-// What is exactly once: writes made through tx. An executor that dies
-// before the commit leaves nothing of them (the server rolls back); a
-// later call takes the record over once its lease passes and runs fn
-// again. An executor paused past its lease and taken over fails its
-// fence check: its transaction is rolled back and DoTx returns an error
-// matching dlock.ErrLost and driver.ErrStaleFence. What is not: effects
-// outside the database (send those with Execution.DownstreamKey), and
-// writes fn makes through other connections.
-//
-// If fn returns an error, the transaction is rolled back, the record
-// abandoned, and DoTx returns the error. A commit whose outcome is unknown
-// (the connection broke) returns an error matching no sentinel: a retry
-// replays the result if the commit landed, or runs fn again. A result over
-// driver.MaxResultLen is a *driver.ResultTooLargeError: rolled back. A nil
-// g or fn, a Guard on another store or a store made by pgstore.NewDB match
-// driver.ErrInvalid before any I/O.
-func DoTx(ctx context.Context, s *pgstore.Store, g *dlock.Guard, key, fingerprint string, fn func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error)) (dlock.Result, error) {
+// Writes through tx happen exactly once; effects outside the database do
+// not (use Execution.DownstreamKey). If fn fails, tx is rolled back and
+// DoTx returns fn's error. A commit whose outcome is unknown returns an
+// error matching no sentinel; a refused completion (a taken-over TwoStep
+// execution) matches dlock.ErrLost and driver.ErrStaleFence; a result over
+// driver.MaxResultLen is a *driver.ResultTooLargeError. A nil argument, a
+// Guard on another store or a store made by NewDB match driver.ErrInvalid
+// before any I/O.
+func DoTx(ctx context.Context, s *pgstore.Store, g *dlock.Guard, key, fingerprint string, fn func(ctx context.Context, tx pgx.Tx, e dlock.Execution) ([]byte, error), opts ...Option) (dlock.Result, error) {
 	if s == nil || g == nil || fn == nil {
 		return dlock.Result{}, fmt.Errorf("%w: pgguard: DoTx: nil store, guard or function", driver.ErrInvalid)
 	}
@@ -55,24 +58,51 @@ func DoTx(ctx context.Context, s *pgstore.Store, g *dlock.Guard, key, fingerprin
 	if pool == nil {
 		return dlock.Result{}, fmt.Errorf("%w: pgguard: DoTx needs a store made by pgstore.New (a pgx pool); with NewDB, call CompleteRecordSQLTx in your transaction within Guard.DoTx", driver.ErrInvalid)
 	}
-	return g.DoTx(ctx, key, fingerprint, func(fctx context.Context, e dlock.Execution) ([]byte, error) {
-		tx, err := pool.Begin(fctx)
-		if err != nil {
-			return nil, fmt.Errorf("pgguard: begin the transaction: %w", err)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.twoStep {
+		return g.DoTx(ctx, key, fingerprint, func(fctx context.Context, e dlock.Execution) ([]byte, error) {
+			tx, err := pool.Begin(fctx)
+			if err != nil {
+				return nil, fmt.Errorf("pgguard: begin the transaction: %w", err)
+			}
+			// The completion and the commit run on ctx, not fctx: after a
+			// lost lease the fence check decides, under the row lock.
+			return runTx(ctx, fctx, s, tx, e, fn)
+		})
+	}
+	var tx pgx.Tx // the transaction begin left open
+	begin := func(bctx context.Context, id driver.RecordID, token, fp string, lease, keep time.Duration) (driver.RecordBegin, error) {
+		var err error
+		if tx, err = pool.Begin(bctx); err != nil {
+			return driver.RecordBegin{}, fmt.Errorf("pgguard: begin the transaction: %w", err)
 		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // nothing after a commit
-		res, err := fn(fctx, tx, e)
-		if err != nil {
-			return nil, err
+		b, err := s.BeginRecordTx(bctx, tx, id, token, fp, lease, keep)
+		if err != nil || b.State != driver.RecordStarted {
+			_ = tx.Rollback(context.WithoutCancel(bctx))
 		}
-		// The completion and the commit run on ctx, not fctx: after a lost
-		// lease the fence check decides, under the row lock.
-		if err := s.CompleteRecordTx(ctx, tx, driver.RecordID{Scope: e.Scope, Key: e.Key}, e.Fence, res); err != nil {
-			return nil, err
-		}
-		if err := tx.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("pgguard: commit: %w", err)
-		}
-		return res, nil
+		return b, err
+	}
+	return g.DoFolded(ctx, key, fingerprint, begin, func(fctx context.Context, e dlock.Execution) ([]byte, error) {
+		return runTx(fctx, fctx, s, tx, e, fn)
 	})
+}
+
+// runTx runs fn in tx on fctx, completes e's record in tx and commits on
+// ctx; tx is rolled back on any error.
+func runTx(ctx, fctx context.Context, s *pgstore.Store, tx pgx.Tx, e dlock.Execution, fn func(context.Context, pgx.Tx, dlock.Execution) ([]byte, error)) ([]byte, error) {
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // nothing after a commit
+	res, err := fn(fctx, tx, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CompleteRecordTx(ctx, tx, driver.RecordID{Scope: e.Scope, Key: e.Key}, e.Fence, res); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("pgguard: commit: %w", err)
+	}
+	return res, nil
 }
