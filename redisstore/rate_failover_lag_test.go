@@ -23,11 +23,15 @@ type span struct{ sent, answered time.Time }
 
 // testRateFailoverLagging kills the primary while the key is hammered with
 // the replica behind by a seeded number of admissions, and checks the
-// documented bound: the over-admission is what the lag window admitted,
-// give or take the admissions whose call straddled the cut, plus one for
-// the rounding of elapsed/interval. The lower side shows the measurement
-// sees the loss (the control for the upper side is the replicating run,
-// which sees none).
+// documented bound: the over-admission is at most what the lag window
+// admitted (counting the admissions whose call straddled the cut), plus one
+// the old primary may have made as it died, whose answer was lost (so the
+// test counted it nowhere; admissions are 50 ms apart, so at most one). It
+// is also at least what the window surely admitted, less 2: the rounding of
+// elapsed/interval, and the time from start to the first decision and from
+// the last to the end (under an interval), which the bound counts and
+// nobody could use. That side shows the measurement sees the loss; without
+// the cut it fails.
 func testRateFailoverLagging(t *testing.T) {
 	rng := rand.New(rand.NewPCG(faulttest.Seed(t, "DLOCK_RATE_FAILOVER_SEED"), 0))
 	behind := 10 + rng.IntN(16) // admissions the replica misses: 0.5 to 1.25 s at 20/s
@@ -41,21 +45,18 @@ func testRateFailoverLagging(t *testing.T) {
 		spans = append(spans, span{sent, answered})
 		mu.Unlock()
 	}
+	ctx := testCtx(t)
+	if _, err := s.AllowN(ctx, "failover-lag-warm", lagLimit, 1); err != nil { // dials, so the first decision comes soon after start
+		t.Fatal(err)
+	}
 	start, stop := time.Now(), make(chan struct{})
-	admitted, calls, errs, wait := hammer(testCtx(t), s, "failover-lag", lagLimit, 8, stop, admit)
+	admitted, calls, errs, wait := hammer(ctx, s, "failover-lag", lagLimit, 8, stop, admit)
 	waitAtLeast(t, admitted, int64(lagLimit.Burst+steady))
 	cutStart := time.Now()
 	cutReplication(t, sn)
 	cutDone := time.Now()
 	waitAtLeast(t, admitted, admitted.Load()+int64(behind))
-	killed := time.Now()
-	sn.Primary().Kill()
-	sn.Replica().Resume()
-	waitMaster(t, sn, sn.Replica().Addr())
-	promoted := time.Now()
-	waitAtLeast(t, calls, calls.Load()+1000)
-	close(stop)
-	wait()
+	killed, promoted := failOver(t, sn, calls, stop, wait)
 	elapsed := time.Since(start)
 	mu.Lock()
 	lostLo, straddled := lagWindow(spans, cutStart, cutDone, killed)
@@ -66,9 +67,9 @@ func testRateFailoverLagging(t *testing.T) {
 		admitted.Load(), elapsed.Round(time.Millisecond), errs.Load(), killed.Sub(cutDone).Round(time.Millisecond),
 		promoted.Sub(killed).Round(time.Millisecond), bound, over, lostLo, lostLo+straddled)
 	if over > lostLo+straddled+1 {
-		t.Errorf("over-admission %d above the bound: the lag window admitted at most %d (+1 rounding)", over, lostLo+straddled)
+		t.Errorf("over-admission %d above the bound: the lag window admitted at most %d (+1 unanswered as the primary died)", over, lostLo+straddled)
 	}
-	if over < lostLo-1 {
+	if over < lostLo-2 {
 		t.Errorf("over-admission %d, but the lag window admitted at least %d: the loss was not seen", over, lostLo)
 	}
 }

@@ -92,10 +92,7 @@ func failoverRun(t *testing.T, cut bool) int {
 	ctx := testCtx(t)
 	key := "failover-rate"
 	if cut {
-		sn.Replica().Pause()
-		if _, err := sn.Primary().Do("CLIENT", "KILL", "TYPE", "replica"); err != nil {
-			t.Fatal(err)
-		}
+		cutReplication(t, sn)
 	}
 	start := time.Now()
 	stop := make(chan struct{})
@@ -104,16 +101,7 @@ func failoverRun(t *testing.T, cut bool) int {
 	if !cut {
 		waitAtLeast(t, calls, calls.Load()+500) // denied calls, which write nothing, while the burst's TAT replicates
 	}
-	killed := time.Now()
-	sn.Primary().Kill()
-	if cut {
-		sn.Replica().Resume()
-	}
-	waitMaster(t, sn, sn.Replica().Addr())
-	promoted := time.Now()
-	waitAtLeast(t, calls, calls.Load()+1000)
-	close(stop)
-	wait()
+	killed, promoted := failOver(t, sn, calls, stop, wait)
 	elapsed := time.Since(start)
 	total := int(admitted.Load())
 	bound := failoverLimit.Burst + int(elapsed/failoverLimit.Interval())
@@ -121,6 +109,23 @@ func failoverRun(t *testing.T, cut bool) int {
 		total, elapsed.Round(time.Millisecond), errs.Load(), killed.Sub(start).Round(time.Millisecond),
 		promoted.Sub(killed).Round(time.Millisecond), bound, total-bound)
 	return total - bound
+}
+
+// failOver kills the primary with the key hammered, resumes the replica
+// (paused or not), waits until the sentinels promote it and it has answered
+// 1,000 calls, then stops the hammer. It returns when it killed the primary
+// and when it saw the promotion.
+func failOver(t *testing.T, sn *redisserver.Sentinel, calls *atomic.Int64, stop chan struct{}, wait func()) (killed, promoted time.Time) {
+	t.Helper()
+	killed = time.Now()
+	sn.Primary().Kill()
+	sn.Replica().Resume()
+	waitMaster(t, sn, sn.Replica().Addr())
+	promoted = time.Now()
+	waitAtLeast(t, calls, calls.Load()+1000)
+	close(stop)
+	wait()
+	return killed, promoted
 }
 
 // waitAtLeast polls until c reaches n (bounded: 30 s).
