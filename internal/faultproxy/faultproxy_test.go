@@ -103,3 +103,41 @@ func TestFaults(t *testing.T) {
 		t.Fatal("reset: connection still works")
 	}
 }
+
+// TestTurnsCountsRoundTrips: three request-reply exchanges are three
+// turns, and a request written in two parts before its reply is one (the
+// control for counting writes instead of turns, which would say two).
+func TestTurnsCountsRoundTrips(t *testing.T) {
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for range 3 {
+		if _, err := roundTrip(c, r, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Turns(); got != 3 {
+		t.Fatalf("Turns after 3 exchanges = %d, want 3", got)
+	}
+	p.SetDelay(Upstream, 20*time.Millisecond) // the two parts go as two chunks, the reply waits for both
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, part := range []string{"pi", "ng\n"} {
+		if _, err := c.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Turns(); got != 4 {
+		t.Fatalf("Turns after a request in two writes = %d, want 4", got)
+	}
+}
