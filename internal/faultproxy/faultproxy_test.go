@@ -54,18 +54,24 @@ func roundTrip(c net.Conn, r *bufio.Reader, timeout time.Duration) (time.Duratio
 	return time.Since(start), err
 }
 
-func TestFaults(t *testing.T) {
+// proxied returns a proxy to an echo server and a connection through it,
+// both closed when the test ends.
+func proxied(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
 	p, err := New(echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { _ = p.Close() })
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	t.Cleanup(func() { _ = c.Close() })
+	return p, c, bufio.NewReader(c)
+}
+
+func TestFaults(t *testing.T) {
+	p, c, r := proxied(t)
 	if _, err := roundTrip(c, r, 2*time.Second); err != nil {
 		t.Fatalf("clean: %v", err)
 	}
@@ -108,17 +114,7 @@ func TestFaults(t *testing.T) {
 // turns, and a request written in two parts before its reply is one (the
 // control for counting writes instead of turns, which would say two).
 func TestTurnsCountsRoundTrips(t *testing.T) {
-	p, err := New(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	p, c, r := proxied(t)
 	for range 3 {
 		if _, err := roundTrip(c, r, 5*time.Second); err != nil {
 			t.Fatal(err)
