@@ -211,6 +211,8 @@
 // uses the store: Limiter.Allow and AllowN answer at once, Wait and WaitN
 // wait for the budget, as golang.org/x/time/rate's do in one process. A
 // key is a budget: one key for everyone, or one per client.
+// On a store that is not a driver.RateLimiter (etcdstore, which has no
+// clock to decide on), NewLimiter fails with errors.ErrUnsupported.
 // docs/ratelimit.md has the details.
 //
 // # Idempotency

@@ -23,7 +23,8 @@ type RateResult = driver.RateResult
 // that processes with skewed clocks get the same answers. It is safe for
 // concurrent use and holds no per-key state of its own; create one per
 // limit and share it. Stores that implement driver.RateLimiter today:
-// memstore, redisstore, and the lease tables of pgstore and mysqlstore.
+// memstore, redisstore, and the lease tables of pgstore and mysqlstore;
+// not etcdstore, which has no clock to decide on (docs/ratelimit.md).
 //
 // Who shares a budget is the choice of key: one key for everyone is one
 // budget overall (Redisson's OVERALL), a key per client (its address, its
@@ -58,18 +59,25 @@ func WithLimiterObserver(o Observer) LimiterOption {
 	return func(l *Limiter) { l.obs = o }
 }
 
-// NewLimiter returns a Limiter on store under limit. It returns an error
-// matching ErrInvalid, before any I/O, if store is nil or limit is not
+// NewLimiter returns a Limiter on store under limit. Before any I/O, it
+// returns an error matching ErrInvalid if store is nil or limit is not
 // valid (driver.ValidateRateLimit: Rate >= 1, Period > 0, Burst >= 1, at
-// most a million a second, a burst that comes back within a year).
-func NewLimiter(store driver.RateLimiter, limit RateLimit, opts ...LimiterOption) (*Limiter, error) {
+// most a million a second, a burst that comes back within a year), and one
+// matching errors.ErrUnsupported if store is not a driver.RateLimiter: a
+// store with no clock a limiter can read (etcdstore, zkstore;
+// docs/ratelimit.md says why).
+func NewLimiter(store driver.Store, limit RateLimit, opts ...LimiterOption) (*Limiter, error) {
 	if store == nil {
 		return nil, invalidf("nil store")
+	}
+	rl, ok := store.(driver.RateLimiter)
+	if !ok {
+		return nil, driver.Unsupported("rate limiter", fmt.Sprintf("the store (%T) keeps no clock a limiter can decide on: it is not a driver.RateLimiter", store))
 	}
 	if err := driver.ValidateRateLimit(limit); err != nil {
 		return nil, err
 	}
-	l := &Limiter{store: store, limit: limit}
+	l := &Limiter{store: rl, limit: limit}
 	for _, o := range opts {
 		o(l)
 	}

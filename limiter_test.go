@@ -167,6 +167,9 @@ func TestLimiterKeysAndArguments(t *testing.T) {
 	if _, err := dlock.NewLimiter(s, dlock.RateLimit{Rate: 1, Period: time.Hour}); !errors.Is(err, dlock.ErrInvalid) {
 		t.Fatalf("NewLimiter(burst 0) = %v", err)
 	}
+	if _, err := dlock.NewLimiter(storeOnly{}, lim); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("NewLimiter(a store that is no RateLimiter) = %v, want errors.ErrUnsupported", err)
+	}
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, c := range []struct {
@@ -184,3 +187,8 @@ func TestLimiterKeysAndArguments(t *testing.T) {
 		t.Fatal("the refused calls charged bob")
 	}
 }
+
+// storeOnly is a store that offers no primitive: it can do no I/O.
+type storeOnly struct{}
+
+func (storeOnly) Model() driver.Model { return driver.Model{} }

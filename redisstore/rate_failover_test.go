@@ -22,10 +22,11 @@ import (
 // during the failover itself, and a lost TAT costs nothing.)
 var failoverLimit = driver.RateLimit{Rate: 10, Period: time.Minute, Burst: 20}
 
-// hammer asks for key on g goroutines until stop is closed and returns
-// the admissions, the answered calls and the errors (calls during the
-// failover fail).
-func hammer(ctx context.Context, s *redisstore.Store, key string, g int, stop <-chan struct{}) (admitted, calls, errs *atomic.Int64, wait func()) {
+// hammer asks for key under lim on g goroutines until stop is closed and
+// returns the admissions, the answered calls and the errors (calls during
+// the failover fail). It calls admit, if set, with the times each admitted
+// call was sent and answered.
+func hammer(ctx context.Context, s *redisstore.Store, key string, lim driver.RateLimit, g int, stop <-chan struct{}, admit func(sent, answered time.Time)) (admitted, calls, errs *atomic.Int64, wait func()) {
 	admitted, calls, errs = new(atomic.Int64), new(atomic.Int64), new(atomic.Int64)
 	var wg sync.WaitGroup
 	for range g {
@@ -37,12 +38,16 @@ func hammer(ctx context.Context, s *redisstore.Store, key string, g int, stop <-
 				default:
 				}
 				c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				r, err := s.AllowN(c, key, failoverLimit, 1)
+				sent := time.Now()
+				r, err := s.AllowN(c, key, lim, 1)
 				cancel()
 				if err != nil {
 					errs.Add(1)
 					time.Sleep(10 * time.Millisecond) // load: no tight loop against a dead primary
 					continue
+				}
+				if r.Allowed == 1 && admit != nil {
+					admit(sent, time.Now())
 				}
 				calls.Add(1)
 				admitted.Add(int64(r.Allowed))
@@ -54,11 +59,13 @@ func hammer(ctx context.Context, s *redisstore.Store, key string, g int, stop <-
 
 // TestRateSentinelFailoverOverAdmits measures the over-admission of a key
 // hammered across a Sentinel failover with the primary killed: admitted
-// minus the bound with no failover (burst + elapsed/interval). Two runs:
+// minus the bound with no failover (burst + elapsed/interval). Three runs:
 // replication running (only what the lag holds can be lost: nothing, as
-// the TAT is written once per admission), and replication cut before the
-// burst is used on the old primary (the worst case: the key's TAT is lost,
-// and the new primary admits the burst again).
+// the TAT is written once per admission); the replica a seeded number of
+// admissions behind when the primary dies (rate_failover_lag_test.go: what
+// the lag window admitted is lost, and no more); and replication cut before
+// the burst is used on the old primary (the worst case: the key's TAT is
+// lost, and the new primary admits the burst again).
 func TestRateSentinelFailoverOverAdmits(t *testing.T) {
 	for _, cut := range []bool{false, true} {
 		name := map[bool]string{false: "replicating", true: "replication-cut"}[cut]
@@ -69,6 +76,9 @@ func TestRateSentinelFailoverOverAdmits(t *testing.T) {
 				t.Fatalf("over-admission %d, want %d ± 1", over, want)
 			}
 		})
+		if !cut {
+			t.Run("lagging", testRateFailoverLagging)
+		}
 	}
 }
 
@@ -82,28 +92,16 @@ func failoverRun(t *testing.T, cut bool) int {
 	ctx := testCtx(t)
 	key := "failover-rate"
 	if cut {
-		sn.Replica().Pause()
-		if _, err := sn.Primary().Do("CLIENT", "KILL", "TYPE", "replica"); err != nil {
-			t.Fatal(err)
-		}
+		cutReplication(t, sn)
 	}
 	start := time.Now()
 	stop := make(chan struct{})
-	admitted, calls, errs, wait := hammer(ctx, s, key, 8, stop)
+	admitted, calls, errs, wait := hammer(ctx, s, key, failoverLimit, 8, stop, nil)
 	waitAtLeast(t, admitted, int64(failoverLimit.Burst))
 	if !cut {
 		waitAtLeast(t, calls, calls.Load()+500) // denied calls, which write nothing, while the burst's TAT replicates
 	}
-	killed := time.Now()
-	sn.Primary().Kill()
-	if cut {
-		sn.Replica().Resume()
-	}
-	waitMaster(t, sn, sn.Replica().Addr())
-	promoted := time.Now()
-	waitAtLeast(t, calls, calls.Load()+1000)
-	close(stop)
-	wait()
+	killed, promoted := failOver(t, sn, calls, stop, wait)
 	elapsed := time.Since(start)
 	total := int(admitted.Load())
 	bound := failoverLimit.Burst + int(elapsed/failoverLimit.Interval())
@@ -111,6 +109,23 @@ func failoverRun(t *testing.T, cut bool) int {
 		total, elapsed.Round(time.Millisecond), errs.Load(), killed.Sub(start).Round(time.Millisecond),
 		promoted.Sub(killed).Round(time.Millisecond), bound, total-bound)
 	return total - bound
+}
+
+// failOver kills the primary with the key hammered, resumes the replica
+// (paused or not), waits until the sentinels promote it and it has answered
+// 1,000 calls, then stops the hammer. It returns when it killed the primary
+// and when it saw the promotion.
+func failOver(t *testing.T, sn *redisserver.Sentinel, calls *atomic.Int64, stop chan struct{}, wait func()) (killed, promoted time.Time) {
+	t.Helper()
+	killed = time.Now()
+	sn.Primary().Kill()
+	sn.Replica().Resume()
+	waitMaster(t, sn, sn.Replica().Addr())
+	promoted = time.Now()
+	waitAtLeast(t, calls, calls.Load()+1000)
+	close(stop)
+	wait()
+	return killed, promoted
 }
 
 // waitAtLeast polls until c reaches n (bounded: 30 s).

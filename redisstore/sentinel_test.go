@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,17 +13,30 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/drivertest"
 	"example.com/dlock/internal/redisserver"
+	"example.com/dlock/internal/testkit"
 	"example.com/dlock/redisstore"
 )
 
+// newFailoverClient returns a client of s's primary, closed when the test
+// ends. After a failover its pool may still probe the dead primary in
+// go-redis's redial loop, which sleeps a second between dials and ends at
+// the next one once the pool is closed; the test waits for that (up to
+// 3 s) so that TestMain's goleak check, which waits less, sees no leak.
 func newFailoverClient(t *testing.T, s *redisserver.Sentinel) *redis.Client {
 	t.Helper()
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs(), MaxRetries: -1,
 		DialTimeout: time.Second,
 	})
+	t.Cleanup(func() { testkit.Eventually(3*time.Second, func() bool { return !redialing() }) }) // runs after Close
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
+}
+
+// redialing reports whether a go-redis pool's redial loop is running.
+func redialing() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial")
 }
 
 // TestSentinelConformance runs the store, unchanged, on a FailoverClient.

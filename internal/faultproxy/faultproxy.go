@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,7 @@ type Proxy struct {
 	conns     map[net.Conn]struct{}
 	closed    bool
 	wg        sync.WaitGroup
+	turns     atomic.Int64
 }
 
 // New listens on 127.0.0.1 on a free port and forwards to target. It returns
@@ -52,6 +54,12 @@ func New(target string) (*Proxy, error) {
 
 // Addr returns the proxy's address, "127.0.0.1:port".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Turns returns how many times, over all connections so far, the server
+// sent bytes after the client had sent some since the server last did:
+// the round trips the proxy carried, whatever the latency. A request sent
+// in several writes, or a reply read in several chunks, counts once.
+func (p *Proxy) Turns() int64 { return p.turns.Load() }
 
 // SetDelay delays every chunk of bytes in direction d by delay (0 removes it).
 func (p *Proxy) SetDelay(d Direction, delay time.Duration) {
@@ -144,8 +152,10 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.wg.Add(2)
-		go p.pump(s, c, Upstream)
-		go p.pump(c, s, Downstream)
+		last := new(atomic.Int32) // the direction of the connection's latest bytes
+		last.Store(int32(Downstream))
+		go p.pump(s, c, Upstream, last)
+		go p.pump(c, s, Downstream, last)
 	}
 }
 
@@ -180,15 +190,17 @@ func (p *Proxy) faults(d Direction) (time.Duration, bool, chan struct{}) {
 	return p.delay[d], p.blackhole[d], p.held[d]
 }
 
-// pump copies src to dst applying d's faults to each chunk read. Closing
-// either end ends both directions.
-func (p *Proxy) pump(dst, src net.Conn, d Direction) {
+// pump copies src to dst applying d's faults to each chunk read, and
+// counts a turn when the server speaks after the client (last is the
+// direction of the connection's latest bytes). Closing either end ends
+// both directions.
+func (p *Proxy) pump(dst, src net.Conn, d Direction, last *atomic.Int32) {
 	defer p.wg.Done()
 	defer p.untrack(dst, src)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.forward(dst, buf[:n], d) {
+		if n > 0 && !p.forward(dst, buf[:n], d, last) {
 			return
 		}
 		if err != nil {
@@ -197,7 +209,7 @@ func (p *Proxy) pump(dst, src net.Conn, d Direction) {
 	}
 }
 
-func (p *Proxy) forward(dst net.Conn, b []byte, d Direction) bool {
+func (p *Proxy) forward(dst net.Conn, b []byte, d Direction, last *atomic.Int32) bool {
 	delay, hole, held := p.faults(d)
 	if held != nil {
 		<-held
@@ -207,6 +219,11 @@ func (p *Proxy) forward(dst net.Conn, b []byte, d Direction) bool {
 	}
 	if delay > 0 {
 		time.Sleep(delay) // the fault under test: latency
+	}
+	// Before the write, so that a reply cannot be read before the request
+	// is marked sent.
+	if prev := last.Swap(int32(d)); d == Downstream && prev == int32(Upstream) {
+		p.turns.Add(1)
 	}
 	_, err := dst.Write(b)
 	return err == nil

@@ -54,18 +54,24 @@ func roundTrip(c net.Conn, r *bufio.Reader, timeout time.Duration) (time.Duratio
 	return time.Since(start), err
 }
 
-func TestFaults(t *testing.T) {
+// proxied returns a proxy to an echo server and a connection through it,
+// both closed when the test ends.
+func proxied(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
 	p, err := New(echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { _ = p.Close() })
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	t.Cleanup(func() { _ = c.Close() })
+	return p, c, bufio.NewReader(c)
+}
+
+func TestFaults(t *testing.T) {
+	p, c, r := proxied(t)
 	if _, err := roundTrip(c, r, 2*time.Second); err != nil {
 		t.Fatalf("clean: %v", err)
 	}
@@ -101,5 +107,33 @@ func TestFaults(t *testing.T) {
 	p.ResetAll()
 	if _, err := roundTrip(c2, r2, 2*time.Second); err == nil {
 		t.Fatal("reset: connection still works")
+	}
+}
+
+// TestTurnsCountsRoundTrips: three request-reply exchanges are three
+// turns, and a request written in two parts before its reply is one (the
+// control for counting writes instead of turns, which would say two).
+func TestTurnsCountsRoundTrips(t *testing.T) {
+	p, c, r := proxied(t)
+	for range 3 {
+		if _, err := roundTrip(c, r, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Turns(); got != 3 {
+		t.Fatalf("Turns after 3 exchanges = %d, want 3", got)
+	}
+	p.SetDelay(Upstream, 20*time.Millisecond) // the two parts go as two chunks, the reply waits for both
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, part := range []string{"pi", "ng\n"} {
+		if _, err := c.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Turns(); got != 4 {
+		t.Fatalf("Turns after a request in two writes = %d, want 4", got)
 	}
 }
