@@ -78,13 +78,8 @@ func BenchmarkRateDecision(b *testing.B) {
 				}
 				n++
 			}
-<<<<<<< HEAD
-			if delayed {
-				b.ReportMetric(float64(time.Since(start))/float64(n)/float64(sqltest.BenchDelay), "roundtrips/op")
-=======
 			if p != nil {
 				b.ReportMetric(float64(p.Turns()-turns0)/float64(n), "roundtrips/op")
->>>>>>> s29-limit
 			}
 		})
 	}
