@@ -24,10 +24,12 @@ type holding struct {
 	kind  dlock.Kind // at the grant: a downgraded write holding stays "write"
 	start time.Time  // on the observer's clock
 	span  trace.Span // nil without spans
+	call  trace.Span // the span of the call that acquired it (BeginCall), or nil
 }
 
-// begin starts the holding that the acquiring wait.end e reports, at now.
-func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event) {
+// begin starts the holding that the acquiring wait.end e reports, at now,
+// for the call whose span is call (nil: none).
+func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event, call trace.Span) {
 	var span trace.Span
 	if o.tracer != nil {
 		_, span = o.tracer.Start(ctx, "dlock.hold", trace.WithTimestamp(now), internalSpan)
@@ -38,7 +40,7 @@ func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event) {
 	}
 	id := holdID{e.Key, e.Fence}
 	o.mu.Lock()
-	o.live[id] = append(o.live[id], &holding{kind: e.Kind, start: now, span: span})
+	o.live[id] = append(o.live[id], &holding{kind: e.Kind, start: now, span: span, call: call})
 	o.mu.Unlock()
 }
 
@@ -74,28 +76,37 @@ func (o *Observer) end(ctx context.Context, now time.Time, e dlock.Event) {
 	if e.Type == dlock.EventLost {
 		o.inst.lost.Add(ctx, 1, o.attrs(e.Key, h.kind, "", e.Outcome))
 	}
-	if h.span == nil {
-		return
+	opt := trace.WithTimestamp(now)
+	if h.span != nil {
+		endSpan(h.span, e, opt)
 	}
-	if !h.span.IsRecording() {
-		h.span.End()
+	if h.call != nil {
+		endSpan(h.call, e, opt)
+	}
+}
+
+// endSpan ends span, a holding's or the call's that acquired it, as the
+// holding ends with e: dlock.end says how, a loss is an error.
+func endSpan(span trace.Span, e dlock.Event, opt trace.SpanEndOption) {
+	if !span.IsRecording() {
+		span.End()
 		return
 	}
 	end := "released"
 	switch e.Type {
 	case dlock.EventLost:
 		end = "lost"
-		h.span.SetAttributes(AttrCause.String(string(e.Outcome)))
-		h.span.SetStatus(codes.Error, "lost: "+string(e.Outcome))
+		span.SetAttributes(AttrCause.String(string(e.Outcome)))
+		span.SetStatus(codes.Error, "lost: "+string(e.Outcome))
 	case dlock.EventHandedOff:
 		end = "handoff"
 	case dlock.EventReleased:
 		if e.Background {
-			h.span.SetAttributes(attribute.Bool("dlock.release.background", true))
+			span.SetAttributes(attribute.Bool("dlock.release.background", true))
 		}
 	}
-	h.span.SetAttributes(AttrEnd.String(end))
-	h.span.End(trace.WithTimestamp(now))
+	span.SetAttributes(AttrEnd.String(end))
+	span.End(opt)
 }
 
 // take removes and returns the live holding e ends, nil if none: of those

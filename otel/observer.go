@@ -188,9 +188,15 @@ func (o *Observer) list(key string, kind dlock.Kind, outcome, cause dlock.Outcom
 // starts the holding.
 func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 	o.inst.waitDuration.Record(ctx, e.Waited.Seconds(), o.attrs(e.Key, e.Kind, e.Outcome, ""))
+	var call trace.Span
+	if o.tracer != nil {
+		call = o.claim(ctx)
+	}
 	if e.Outcome == dlock.OutcomeAcquired {
 		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", ""))
-		o.begin(ctx, now, e)
+		o.begin(ctx, now, e, call)
+	} else if call != nil {
+		defer endFailedCall(call, e, trace.WithTimestamp(now))
 	}
 	if o.tracer == nil {
 		return
