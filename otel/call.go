@@ -43,9 +43,9 @@ func (o *Observer) BeginCall(ctx context.Context, c dlock.Call) context.Context 
 	if !ok {
 		name = "dlock." + c.Name
 	}
-	ctx, span := o.tracer.Start(ctx, name, internalSpan)
-	if span.IsRecording() {
-		span.SetAttributes(o.list(c.Key, c.Kind, "", "")...)
+	ctx, span := o.tracer.Start(ctx, name, o.attrs(c.Key, c.Kind, "", "").start...)
+	if !span.IsRecording() {
+		return ctx // not sampled: nor are the wait's and the hold's spans
 	}
 	return context.WithValue(ctx, callKey{}, &callSpan{o: o, span: span})
 }
@@ -64,12 +64,12 @@ func (o *Observer) claim(ctx context.Context) trace.Span {
 
 // endFailedCall ends span, the span of a call whose wait ended without a
 // holding, with the wait's outcome.
-func endFailedCall(span trace.Span, e dlock.Event, opt trace.SpanEndOption) {
+func endFailedCall(span trace.Span, e dlock.Event) {
 	if span.IsRecording() {
 		span.SetAttributes(AttrOutcome.String(string(e.Outcome)))
 		if waitFailed(e.Outcome) {
 			span.SetStatus(codes.Error, string(e.Outcome))
 		}
 	}
-	span.End(opt)
+	span.End()
 }
