@@ -62,9 +62,10 @@ func (o *Observer) claim(ctx context.Context) trace.Span {
 	return c.span
 }
 
-// endFailedCall ends span, the span of a call whose wait ended without a
-// holding, with the wait's outcome.
-func endFailedCall(span trace.Span, e dlock.Event) {
+// endCallAtWait ends span, the span of a call whose wait ended without a
+// holding (it failed, or it was a Limiter's wait), with the wait's
+// outcome.
+func endCallAtWait(span trace.Span, e dlock.Event) {
 	if span.IsRecording() {
 		span.SetAttributes(AttrOutcome.String(string(e.Outcome)))
 		if waitFailed(e.Outcome) {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -18,9 +19,9 @@ import (
 
 // spanTree runs, under a span "op", a Client's Do whose function starts a
 // span "work" and tries the held key with the caller's context (a
-// contended TryLock), an RWLocks' RDo and a Semaphores'
-// Acquire and Release, each observed by obs (built on tp), and returns the
-// tree of the spans exp received: one line per span, indented under its
+// contended TryLock), an RWLocks' RDo, a Semaphores' Acquire and Release,
+// and a Limiter's Wait, each observed by obs (built on tp), and returns
+// the tree of the spans exp received: one line per span, indented under its
 // parent, siblings by name.
 func spanTree(t *testing.T, tp *sdktrace.TracerProvider, exp *tracetest.InMemoryExporter, obs dlock.Observer) string {
 	store := memstore.New(nil)
@@ -39,6 +40,10 @@ func spanTree(t *testing.T, tp *sdktrace.TracerProvider, exp *tracetest.InMemory
 		t.Fatal(err)
 	}
 	defer sems.Close(context.Background())
+	lim, err := dlock.NewLimiter(store, dlock.RateLimit{Rate: 10, Period: time.Second, Burst: 1}, dlock.WithLimiterObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, op := tp.Tracer("test").Start(t.Context(), "op")
 	err = c.Do(ctx, "k", func(fctx context.Context) error {
@@ -60,6 +65,9 @@ func spanTree(t *testing.T, tp *sdktrace.TracerProvider, exp *tracetest.InMemory
 		t.Fatal(err)
 	}
 	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lim.Wait(ctx, "l"); err != nil {
 		t.Fatal(err)
 	}
 	op.End()
@@ -119,6 +127,8 @@ func TestCallSpanTree(t *testing.T) {
     dlock.wait
   dlock.TryLock
     dlock.wait
+  dlock.Wait
+    dlock.wait
 `
 	if got != want {
 		t.Errorf("spans:\n%s\nwant:\n%s", got, want)
@@ -130,6 +140,7 @@ func TestCallSpanTree(t *testing.T) {
   dlock.hold
   dlock.hold
   dlock.hold
+  dlock.wait
   dlock.wait
   dlock.wait
   dlock.wait

@@ -212,7 +212,7 @@ func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", "").add...)
 		o.begin(ctx, now, e, call)
 	} else if call != nil {
-		defer endFailedCall(call, e)
+		defer endCallAtWait(call, e)
 	}
 	if o.tracer == nil || unsampled(ctx) {
 		return
