@@ -51,7 +51,14 @@ func startTmux(t *testing.T, script string) tmuxPane {
 // run runs a tmux command against p's server and returns its output.
 func (p tmuxPane) run(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", p.sock}, args...)...).CombinedOutput()
+	c := exec.Command("tmux", append([]string{"-S", p.sock}, args...)...)
+	c.Env = nil // cleanEnv without TMUX and TMUX_PANE: a test run inside tmux starts a server of its own
+	for _, e := range cleanEnv() {
+		if !strings.HasPrefix(e, "TMUX=") && !strings.HasPrefix(e, "TMUX_PANE=") {
+			c.Env = append(c.Env, e)
+		}
+	}
+	out, err := c.CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("tmux %q: %v\n%s", args, err, out)
 	}
