@@ -27,17 +27,21 @@ type tmuxPane struct {
 	sock string
 }
 
-// startTmux starts script with sh in a 120x30 pane of a new tmux server,
-// killed at cleanup. Without tmux the test is skipped, unless in CI
-// (CI=true, proc.Required; scripts/test.sh installs it), where it fails.
-func startTmux(t *testing.T, script string) tmuxPane {
-	t.Helper()
+// needTmux skips the test without tmux, unless in CI (CI=true,
+// proc.Required; scripts/test.sh installs it), where it fails.
+func needTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if proc.Required() {
 			t.Fatal("tmux not found, in CI (CI=true): scripts/test.sh installs it (Debian package tmux)")
 		}
 		t.Skip("tmux not found: this test runs dlock top in a real terminal (apt-get install tmux; scripts/test.sh installs it)")
 	}
+}
+
+// startTmux starts script with sh in a 120x30 pane of a new tmux server,
+// killed at cleanup.
+func startTmux(t *testing.T, script string) tmuxPane {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "script.sh")
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
@@ -119,6 +123,7 @@ var topHeading = regexp.MustCompile(`^dlock top tmux:\*  (\d\d:\d\d:\d\d) UTC  s
 // and echo), and so does Ctrl-C in a second run (after the script reads a
 // line, so that the first view's end is seen alone).
 func TestTopInATerminal(t *testing.T) {
+	needTmux(t)
 	srv := redisserver.Start(t)
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rc.Close() })
