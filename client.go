@@ -72,7 +72,8 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lease, 
 	if err != nil {
 		return nil, err
 	}
-	return c.observedAcquire(ctx, key, cfg)
+	_, l, err := c.observedAcquire(ctx, callLock, key, cfg)
+	return l, err
 }
 
 // TryLock makes one attempt to acquire the lock on key and never waits: if
@@ -85,14 +86,19 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Leas
 		return nil, err
 	}
 	cfg.wait = 0
-	return c.observedAcquire(ctx, key, cfg)
+	_, l, err := c.observedAcquire(ctx, callTryLock, key, cfg)
+	return l, err
 }
 
-// observedAcquire is acquire, with its wait's events if cfg has an Observer.
-func (c *Client) observedAcquire(ctx context.Context, key string, cfg config) (*Lease, error) {
+// observedAcquire is acquire, with its wait's events if cfg has an
+// Observer. It returns the call's context: ctx, or the one a CallObserver
+// gave the call named name.
+func (c *Client) observedAcquire(ctx context.Context, name, key string, cfg config) (context.Context, *Lease, error) {
 	if cfg.obs == nil {
-		return c.acquire(ctx, key, cfg)
+		l, err := c.acquire(ctx, key, cfg)
+		return ctx, l, err
 	}
+	ctx = beginCall(ctx, cfg.obs, name, KindLock, key)
 	start := waitStart(ctx, cfg.obs, cfg.clock, KindLock, key)
 	l, err := c.acquire(ctx, key, cfg)
 	var fence uint64
@@ -101,7 +107,7 @@ func (c *Client) observedAcquire(ctx context.Context, key string, cfg config) (*
 		fence, holds = l.fence, int(l.holds)
 	}
 	waitEnd(ctx, cfg.obs, cfg.clock, KindLock, key, start, fence, holds, err)
-	return l, err
+	return ctx, l, err
 }
 
 // Do acquires the lock on key as Lock does, runs fn with a context that
@@ -114,7 +120,11 @@ func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) er
 	if fn == nil {
 		return invalidf("nil function")
 	}
-	l, err := c.Lock(ctx, key, opts...)
+	cfg, err := c.callConfig(ctx, key, opts)
+	if err != nil {
+		return err
+	}
+	ctx, l, err := c.observedAcquire(ctx, callDo, key, cfg)
 	if err != nil {
 		return err
 	}

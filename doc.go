@@ -201,7 +201,9 @@
 // duration), renewal, loss (with its cause), release and handoff, for
 // locks, permits and read-write holdings alike, never with the token; SlogObserver logs them
 // with log/slog, a loss at Warn. Without one, nothing is built or
-// allocated. docs/observability.md has the events and the contract.
+// allocated. An Observer that is also a CallObserver gives each call a
+// context (for a span around its wait and hold). docs/observability.md has
+// the events and the contract.
 //
 // # Rate limits
 //

@@ -22,11 +22,14 @@ type famWait[H comparable] struct {
 }
 
 // famAcquire is famLoop, with its wait's events (of kind) if cfg has an
-// Observer.
-func famAcquire[H granted](f *famCore, ctx context.Context, key string, cfg config, kind Kind, w famWait[H]) (H, error) {
+// Observer. It returns the call's context: ctx, or the one a CallObserver
+// gave the call named name.
+func famAcquire[H granted](f *famCore, ctx context.Context, name, key string, cfg config, kind Kind, w famWait[H]) (context.Context, H, error) {
 	if cfg.obs == nil {
-		return famLoop(f, ctx, key, cfg, kind, w)
+		h, err := famLoop(f, ctx, key, cfg, kind, w)
+		return ctx, h, err
 	}
+	ctx = beginCall(ctx, cfg.obs, name, kind, key)
 	start := waitStart(ctx, cfg.obs, cfg.clock, kind, key)
 	h, err := famLoop(f, ctx, key, cfg, kind, w)
 	var fence uint64
@@ -36,7 +39,7 @@ func famAcquire[H granted](f *famCore, ctx context.Context, key string, cfg conf
 		fence, n = h.grant()
 	}
 	waitEnd(ctx, cfg.obs, cfg.clock, kind, key, start, fence, n, err)
-	return h, err
+	return ctx, h, err
 }
 
 // granted is a holding as its wait's EventWaitEnd reports it.

@@ -157,6 +157,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	if l.obs == nil {
 		return l.waitN(ctx, key, n)
 	}
+	ctx = beginCall(ctx, l.obs, callWait, KindLimit, key)
 	start := waitStart(ctx, l.obs, systemClock{}, KindLimit, key)
 	err := l.waitN(ctx, key, n)
 	l.waited(ctx, key, n, start, err)

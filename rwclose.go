@@ -33,21 +33,21 @@ type rwCtx struct {
 // Do of key with fn's context return ErrUpgrade at once, and RLock, TryRLock
 // and RDo ErrInvalid. A nil fn returns ErrInvalid before any I/O.
 func (l *RWLocks) RDo(ctx context.Context, key string, fn func(context.Context) error, opts ...Option) error {
-	return l.do(ctx, key, driver.RWRead, fn, opts)
+	return l.do(ctx, callRDo, key, driver.RWRead, fn, opts)
 }
 
 // Do takes the write holding of key as Lock does and runs fn as RDo does;
 // within fn, every acquisition of key with fn's context returns ErrInvalid
 // at once.
 func (l *RWLocks) Do(ctx context.Context, key string, fn func(context.Context) error, opts ...Option) error {
-	return l.do(ctx, key, driver.RWWrite, fn, opts)
+	return l.do(ctx, callDo, key, driver.RWWrite, fn, opts)
 }
 
-func (l *RWLocks) do(ctx context.Context, key string, mode driver.RWMode, fn func(context.Context) error, opts []Option) error {
+func (l *RWLocks) do(ctx context.Context, name, key string, mode driver.RWMode, fn func(context.Context) error, opts []Option) error {
 	if fn == nil {
 		return invalidf("nil function")
 	}
-	h, err := l.lock(ctx, key, mode, false, opts)
+	ctx, h, err := l.lock(ctx, name, key, mode, false, opts)
 	if err != nil {
 		return err
 	}

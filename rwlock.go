@@ -63,7 +63,8 @@ func (l *RWLocks) Store() driver.RWMutex { return l.store }
 // ctx that holds key already (RDo's or Do's) and calls after Close return
 // ErrInvalid. An attempt that got no answer is released in the background.
 func (l *RWLocks) RLock(ctx context.Context, key string, opts ...Option) (*RWHolding, error) {
-	return l.lock(ctx, key, driver.RWRead, false, opts)
+	_, h, err := l.lock(ctx, callRLock, key, driver.RWRead, false, opts)
+	return h, err
 }
 
 // Lock takes the write holding of key, waiting until no one holds it; while
@@ -73,7 +74,8 @@ func (l *RWLocks) RLock(ctx context.Context, key string, opts ...Option) (*RWHol
 // behaves as RLock. A writer that gives up (ctx, wait bound) may keep new
 // readers out for up to driver.WriterWaitTTL more.
 func (l *RWLocks) Lock(ctx context.Context, key string, opts ...Option) (*RWHolding, error) {
-	return l.lock(ctx, key, driver.RWWrite, false, opts)
+	_, h, err := l.lock(ctx, callLock, key, driver.RWWrite, false, opts)
+	return h, err
 }
 
 // TryRLock makes one attempt to take a read holding of key and never
@@ -81,7 +83,8 @@ func (l *RWLocks) Lock(ctx context.Context, key string, opts ...Option) (*RWHold
 // and a *driver.RWTakenError (matching ErrNotAcquired). Other failures are
 // as for RLock.
 func (l *RWLocks) TryRLock(ctx context.Context, key string, opts ...Option) (*RWHolding, error) {
-	return l.lock(ctx, key, driver.RWRead, true, opts)
+	_, h, err := l.lock(ctx, callTryRLock, key, driver.RWRead, true, opts)
+	return h, err
 }
 
 // TryLock makes one attempt to take the write holding of key and never
@@ -89,18 +92,21 @@ func (l *RWLocks) TryRLock(ctx context.Context, key string, opts ...Option) (*RW
 // (matching ErrNotAcquired), leaving a writer-waiting mark for
 // driver.WriterWaitTTL. Other failures are as for Lock.
 func (l *RWLocks) TryLock(ctx context.Context, key string, opts ...Option) (*RWHolding, error) {
-	return l.lock(ctx, key, driver.RWWrite, true, opts)
+	_, h, err := l.lock(ctx, callTryLock, key, driver.RWWrite, true, opts)
+	return h, err
 }
 
-func (l *RWLocks) lock(ctx context.Context, key string, mode driver.RWMode, try bool, opts []Option) (*RWHolding, error) {
+// lock takes a holding of key in mode (one attempt if try) for the call
+// named name, and returns the call's context (famAcquire).
+func (l *RWLocks) lock(ctx context.Context, name, key string, mode driver.RWMode, try bool, opts []Option) (context.Context, *RWHolding, error) {
 	cfg, err := l.callConfig(ctx, key, mode, opts)
 	if err != nil {
-		return nil, err
+		return ctx, nil, err
 	}
 	if try {
 		cfg.wait = 0
 	}
-	return famAcquire(&l.famCore, ctx, key, cfg, rwKind(mode), famWait[*RWHolding]{
+	return famAcquire(&l.famCore, ctx, name, key, cfg, rwKind(mode), famWait[*RWHolding]{
 		attempt: func(wctx context.Context, token string) (*RWHolding, error) {
 			return l.attempt(wctx, key, token, mode, cfg)
 		},

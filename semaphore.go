@@ -54,7 +54,7 @@ func (s *Semaphores) Acquire(ctx context.Context, key string, limit, permits int
 	if err != nil {
 		return nil, err
 	}
-	return s.observedAcquire(ctx, key, limit, permits, cfg)
+	return s.observedAcquire(ctx, callAcquire, key, limit, permits, cfg)
 }
 
 // TryAcquire makes one attempt to take permits of key and never waits: if
@@ -66,18 +66,19 @@ func (s *Semaphores) TryAcquire(ctx context.Context, key string, limit, permits 
 		return nil, err
 	}
 	cfg.wait = 0
-	return s.observedAcquire(ctx, key, limit, permits, cfg)
+	return s.observedAcquire(ctx, callTryAcquire, key, limit, permits, cfg)
 }
 
 // observedAcquire waits for permits as Acquire does, with its wait's events
 // if cfg has an Observer.
-func (s *Semaphores) observedAcquire(ctx context.Context, key string, limit, permits int, cfg config) (*Permit, error) {
-	return famAcquire(&s.famCore, ctx, key, cfg, KindPermit, famWait[*Permit]{
+func (s *Semaphores) observedAcquire(ctx context.Context, name, key string, limit, permits int, cfg config) (*Permit, error) {
+	_, p, err := famAcquire(&s.famCore, ctx, name, key, cfg, KindPermit, famWait[*Permit]{
 		attempt: func(wctx context.Context, token string) (*Permit, error) {
 			return s.attempt(wctx, key, token, limit, permits, cfg)
 		},
 		refusal: permitsRefusal,
 	})
+	return p, err
 }
 
 // callConfig checks a call's arguments before any I/O and returns its

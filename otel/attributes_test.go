@@ -51,8 +51,8 @@ func TestKeyOnlyWithOption(t *testing.T) {
 			}
 		}
 	}
-	if spans != 5 {
-		t.Errorf("%d dlock spans, want 5", spans)
+	if spans != 8 { // 3 calls, 3 waits, 2 holds
+		t.Errorf("%d dlock spans, want 8", spans)
 	}
 	find(t, s.metrics(t), dlockotel.MetricLost, dlockotel.AttrKind.String("lock"),
 		dlockotel.AttrCause.String("taken"), dlockotel.AttrKey.String("orders/43"))

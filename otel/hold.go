@@ -24,21 +24,25 @@ type holding struct {
 	kind  dlock.Kind // at the grant: a downgraded write holding stays "write"
 	start time.Time  // on the observer's clock
 	span  trace.Span // nil without spans
+	call  trace.Span // the span of the call that acquired it (BeginCall), or nil
+	next  *holding   // another live holding of the same holdID
 }
 
-// begin starts the holding that the acquiring wait.end e reports, at now.
-func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event) {
+// begin starts the holding that the acquiring wait.end e reports, at now,
+// for the call whose span is call (nil: none).
+func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event, call trace.Span) {
 	var span trace.Span
-	if o.tracer != nil {
-		_, span = o.tracer.Start(ctx, "dlock.hold", trace.WithTimestamp(now), internalSpan)
+	if o.tracer != nil && !unsampled(ctx) {
+		_, span = o.tracer.Start(ctx, "dlock.hold", o.attrs(e.Key, e.Kind, "", "").start...)
 		if span.IsRecording() {
-			span.SetAttributes(o.list(e.Key, e.Kind, "", "")...)
 			span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
 		}
 	}
 	id := holdID{e.Key, e.Fence}
+	h := &holding{kind: e.Kind, start: now, span: span, call: call}
 	o.mu.Lock()
-	o.live[id] = append(o.live[id], &holding{kind: e.Kind, start: now, span: span})
+	h.next = o.live[id]
+	o.live[id] = h
 	o.mu.Unlock()
 }
 
@@ -47,8 +51,8 @@ func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event) {
 func (o *Observer) renewal(e dlock.Event, name string) {
 	var span trace.Span
 	o.mu.Lock()
-	if hs := o.live[holdID{e.Key, e.Fence}]; len(hs) > 0 {
-		span = hs[0].span
+	if h := o.live[holdID{e.Key, e.Fence}]; h != nil {
+		span = h.span
 	}
 	o.mu.Unlock()
 	if span != nil && span.IsRecording() {
@@ -64,38 +68,46 @@ func (o *Observer) end(ctx context.Context, now time.Time, e dlock.Event) {
 	h := o.take(e, now)
 	if h == nil {
 		if e.Type == dlock.EventLost {
-			o.inst.lost.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", e.Outcome))
+			o.inst.lost.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", e.Outcome).add...)
 		}
 		return
 	}
 	set := o.attrs(e.Key, h.kind, "", "")
-	o.inst.held.Add(ctx, -1, set)
-	o.inst.holdDuration.Record(ctx, e.Held.Seconds(), set)
+	o.inst.held.Add(ctx, -1, set.add...)
+	o.inst.holdDuration.Record(ctx, e.Held.Seconds(), set.rec...)
 	if e.Type == dlock.EventLost {
-		o.inst.lost.Add(ctx, 1, o.attrs(e.Key, h.kind, "", e.Outcome))
+		o.inst.lost.Add(ctx, 1, o.attrs(e.Key, h.kind, "", e.Outcome).add...)
 	}
-	if h.span == nil {
-		return
+	if h.span != nil {
+		endSpan(h.span, e)
 	}
-	if !h.span.IsRecording() {
-		h.span.End()
+	if h.call != nil {
+		endSpan(h.call, e)
+	}
+}
+
+// endSpan ends span, a holding's or the call's that acquired it, as the
+// holding ends with e: dlock.end says how, a loss is an error.
+func endSpan(span trace.Span, e dlock.Event) {
+	if !span.IsRecording() {
+		span.End()
 		return
 	}
 	end := "released"
 	switch e.Type {
 	case dlock.EventLost:
 		end = "lost"
-		h.span.SetAttributes(AttrCause.String(string(e.Outcome)))
-		h.span.SetStatus(codes.Error, "lost: "+string(e.Outcome))
+		span.SetAttributes(AttrCause.String(string(e.Outcome)))
+		span.SetStatus(codes.Error, "lost: "+string(e.Outcome))
 	case dlock.EventHandedOff:
 		end = "handoff"
 	case dlock.EventReleased:
 		if e.Background {
-			h.span.SetAttributes(attribute.Bool("dlock.release.background", true))
+			span.SetAttributes(attribute.Bool("dlock.release.background", true))
 		}
 	}
-	h.span.SetAttributes(AttrEnd.String(end))
-	h.span.End(trace.WithTimestamp(now))
+	span.SetAttributes(AttrEnd.String(end))
+	span.End()
 }
 
 // take removes and returns the live holding e ends, nil if none: of those
@@ -105,24 +117,31 @@ func (o *Observer) take(e dlock.Event, now time.Time) *holding {
 	granted := now.Add(-e.Held)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	hs := o.live[id]
-	if len(hs) == 0 {
-		return nil
-	}
-	best := 0
-	for i, h := range hs {
-		if absDur(h.start.Sub(granted)) < absDur(hs[best].start.Sub(granted)) {
-			best = i
+	var best, bestPrev, prev *holding
+	for h := o.live[id]; h != nil; prev, h = h, h.next {
+		if best == nil || absDur(h.start.Sub(granted)) < absDur(best.start.Sub(granted)) {
+			best, bestPrev = h, prev
 		}
 	}
-	h := hs[best]
-	hs = append(hs[:best], hs[best+1:]...)
-	if len(hs) == 0 {
+	switch {
+	case best == nil:
+		return nil
+	case bestPrev != nil:
+		bestPrev.next = best.next
+	case best.next != nil:
+		o.live[id] = best.next
+	default:
 		delete(o.live, id)
-	} else {
-		o.live[id] = hs
 	}
-	return h
+	return best
+}
+
+// unsampled reports whether the span in ctx is not sampled: its children,
+// a wait's and a hold's spans, would not be either (as the SDK's default
+// ParentBased sampler decides), so none is made.
+func unsampled(ctx context.Context) bool {
+	sc := trace.SpanContextFromContext(ctx)
+	return sc.IsValid() && !sc.IsSampled()
 }
 
 func absDur(d time.Duration) time.Duration {

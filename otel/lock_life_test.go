@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -113,12 +114,17 @@ func TestLockLifeMetrics(t *testing.T) {
 	}
 }
 
-// A lock's life gives a dlock.wait span per wait and a dlock.hold span per
-// holding, children of the caller's span, with the renewals as events; a
-// lost holding's span ends in error with its cause.
+// A lock's life gives a span per call (dlock.Lock, dlock.TryLock), child
+// of the caller's span, and under it a dlock.wait span per wait and a
+// dlock.hold span per holding, with the renewals as events; a lost
+// holding's span, and its call's, end in error with its cause.
 func TestLockLifeSpans(t *testing.T) {
 	s := newSink()
 	lf := lockLife(t, s, s.observer(t), nil)
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, sp := range s.spans.Ended() {
+		byID[sp.SpanContext().SpanID()] = sp
+	}
 	var waits, holds int
 	for _, sp := range s.spans.Ended() {
 		switch sp.Name() {
@@ -129,8 +135,9 @@ func TestLockLifeSpans(t *testing.T) {
 		default:
 			continue
 		}
-		if sp.Parent().SpanID() != lf.parent.SpanID() || sp.Parent().TraceID() != lf.parent.TraceID() {
-			t.Errorf("%s span's parent is %v, want the caller's span %v", sp.Name(), sp.Parent(), lf.parent)
+		call := byID[sp.Parent().SpanID()]
+		if call == nil || (call.Name() != "dlock.Lock" && call.Name() != "dlock.TryLock") || call.Parent().SpanID() != lf.parent.SpanID() {
+			t.Errorf("%s span's parent is %v, want a dlock.Lock or dlock.TryLock span under the caller's span %v", sp.Name(), sp.Parent(), lf.parent)
 		}
 		if attr(sp, dlockotel.AttrKind) != "lock" {
 			t.Errorf("%s span's kind is %q", sp.Name(), attr(sp, dlockotel.AttrKind))
@@ -162,6 +169,10 @@ func TestLockLifeSpans(t *testing.T) {
 	}
 	if ev := lost.Events(); len(ev) != 1 || ev[0].Name != "dlock.renew.failed" {
 		t.Errorf("lost hold span's events: %v, want one dlock.renew.failed", ev)
+	}
+	lostCall := byID[lost.Parent().SpanID()]
+	if lostCall == nil || lostCall.EndTime() != lost.EndTime() || lostCall.Status().Code != codes.Error || attr(lostCall, dlockotel.AttrEnd) != "lost" {
+		t.Errorf("the lost holding's call span does not end with it, in error")
 	}
 }
 

@@ -81,10 +81,10 @@ type Observer struct {
 	tracer  trace.Tracer // nil: no spans
 	inst    instruments
 	setsMu  sync.RWMutex
-	sets    map[setKey]metric.MeasurementOption // when withKey is off
+	sets    map[setKey]*attrSet // when withKey is off
 
 	mu   sync.Mutex
-	live map[holdID][]*holding // the holdings granted and not yet ended
+	live map[holdID]*holding // the holdings granted and not yet ended, chained by next
 }
 
 // NewObserver returns an Observer recording to the providers of opts. It
@@ -112,8 +112,8 @@ func NewObserver(opts ...Option) (*Observer, error) {
 		withKey: cfg.withKey,
 		tracer:  tracer,
 		inst:    inst,
-		sets:    map[setKey]metric.MeasurementOption{},
-		live:    map[holdID][]*holding{},
+		sets:    map[setKey]*attrSet{},
+		live:    map[holdID]*holding{},
 	}, nil
 }
 
@@ -127,17 +127,17 @@ func (o *Observer) Event(ctx context.Context, e dlock.Event) {
 	case dlock.EventWaitEnd:
 		o.waitEnd(ctx, now, e)
 	case dlock.EventRenewed:
-		o.inst.renewLag.Record(ctx, e.Lag.Seconds(), o.attrs(e.Key, e.Kind, "", ""))
+		o.inst.renewLag.Record(ctx, e.Lag.Seconds(), o.attrs(e.Key, e.Kind, "", "").rec...)
 		o.renewal(e, "dlock.renewed")
 	case dlock.EventRenewFailed:
-		o.inst.renewFailures.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", ""))
+		o.inst.renewFailures.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", "").add...)
 		o.renewal(e, "dlock.renew.failed")
 	case dlock.EventReleased, dlock.EventHandedOff, dlock.EventLost:
 		o.end(ctx, now, e)
 	case dlock.EventLimitDecision:
-		o.inst.decisions.Add(ctx, 1, o.attrs(e.Key, e.Kind, e.Outcome, ""))
+		o.inst.decisions.Add(ctx, 1, o.attrs(e.Key, e.Kind, e.Outcome, "").add...)
 	case dlock.EventIdempotencyResult:
-		o.inst.results.Add(ctx, 1, o.attrs(e.Key, e.Kind, e.Outcome, ""))
+		o.inst.results.Add(ctx, 1, o.attrs(e.Key, e.Kind, e.Outcome, "").add...)
 	}
 }
 
@@ -146,25 +146,40 @@ type setKey struct {
 	kind, outcome, cause string
 }
 
-// attrs returns the metric attributes of an event about key of kind, with
+// attrSet is one set of attributes, as the instruments and spans take it:
+// made once, so that recording it allocates nothing.
+type attrSet struct {
+	rec   []metric.RecordOption
+	add   []metric.AddOption
+	start []trace.SpanStartOption // a span's kind (internal) and these attributes
+}
+
+// newAttrSet returns the set of kv.
+func newAttrSet(kv []attribute.KeyValue) *attrSet {
+	opt := metric.WithAttributeSet(attribute.NewSet(kv...))
+	return &attrSet{rec: []metric.RecordOption{opt}, add: []metric.AddOption{opt},
+		start: []trace.SpanStartOption{internalSpan, trace.WithAttributes(kv...)}}
+}
+
+// attrs returns the attributes of an event about key of kind, with
 // outcome and cause where set: made once per set unless the key is
 // recorded.
-func (o *Observer) attrs(key string, kind dlock.Kind, outcome dlock.Outcome, cause dlock.Outcome) metric.MeasurementOption {
+func (o *Observer) attrs(key string, kind dlock.Kind, outcome dlock.Outcome, cause dlock.Outcome) *attrSet {
 	if o.withKey {
-		return metric.WithAttributeSet(attribute.NewSet(o.list(key, kind, outcome, cause)...))
+		return newAttrSet(o.list(key, kind, outcome, cause))
 	}
 	k := setKey{string(kind), string(outcome), string(cause)}
 	o.setsMu.RLock()
-	opt, ok := o.sets[k]
+	set, ok := o.sets[k]
 	o.setsMu.RUnlock()
 	if ok {
-		return opt
+		return set
 	}
-	opt = metric.WithAttributeSet(attribute.NewSet(o.list(key, kind, outcome, cause)...))
+	set = newAttrSet(o.list(key, kind, outcome, cause))
 	o.setsMu.Lock()
-	o.sets[k] = opt
+	o.sets[k] = set
 	o.setsMu.Unlock()
-	return opt
+	return set
 }
 
 // list returns the attributes of an event: kind, outcome and cause where
@@ -187,17 +202,23 @@ func (o *Observer) list(key string, kind dlock.Kind, outcome, cause dlock.Outcom
 // waitEnd records a wait (its duration, its span) and, when it acquired,
 // starts the holding.
 func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
-	o.inst.waitDuration.Record(ctx, e.Waited.Seconds(), o.attrs(e.Key, e.Kind, e.Outcome, ""))
-	if e.Outcome == dlock.OutcomeAcquired {
-		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", ""))
-		o.begin(ctx, now, e)
+	set := o.attrs(e.Key, e.Kind, e.Outcome, "")
+	o.inst.waitDuration.Record(ctx, e.Waited.Seconds(), set.rec...)
+	var call trace.Span
+	if o.tracer != nil {
+		call = o.claim(ctx)
 	}
-	if o.tracer == nil {
+	if e.Outcome == dlock.OutcomeAcquired {
+		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", "").add...)
+		o.begin(ctx, now, e, call)
+	} else if call != nil {
+		defer endCallAtWait(call, e)
+	}
+	if o.tracer == nil || unsampled(ctx) {
 		return
 	}
-	_, span := o.tracer.Start(ctx, "dlock.wait", trace.WithTimestamp(now.Add(-e.Waited)), internalSpan)
+	_, span := o.tracer.Start(ctx, "dlock.wait", trace.WithTimestamp(now.Add(-e.Waited)), set.start[0], set.start[1])
 	if span.IsRecording() {
-		span.SetAttributes(o.list(e.Key, e.Kind, e.Outcome, "")...)
 		if e.Outcome == dlock.OutcomeAcquired {
 			span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
 		}
@@ -205,7 +226,7 @@ func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 			span.SetStatus(codes.Error, string(e.Outcome))
 		}
 	}
-	span.End(trace.WithTimestamp(now))
+	span.End()
 }
 
 // internalSpan is the kind of every span.

@@ -8,7 +8,7 @@
 # initdb and postgres the pgstore tests start; pgbouncer, which they put in
 # front of it; mariadb-server, which the
 # MySQL store's tests start; chromium, which renders the demo's HTML report
-# in a test), then
+# in a test; tmux, the terminal in which a test runs `dlock top`), then
 # gofmt, go vet and go test -race over every module of the workspace (go.work),
 # and bench/'s quick run.
 #
@@ -22,6 +22,7 @@ declare -A packages=(
 	[redis-server]=redis-server
 	[redis-cli]=redis-tools
 	[chromium]=chromium
+	[tmux]=tmux
 	[etcd]=etcd-server
 	[etcdctl]=etcd-client
 	# ZooKeeper: internal/zkserver runs /usr/share/java/zookeeper.jar with

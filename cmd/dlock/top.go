@@ -41,8 +41,10 @@ store can list them (driver.RWLister, driver.PermitLister; today Redis). The
 heading says which of them this store cannot list. PATTERN is a glob over
 keys, as for list.
 
-On a terminal each frame replaces the last in place (ANSI escape codes);
-otherwise the frames follow one another, each starting with its heading line
+On a terminal the view takes the whole screen (the alternate screen, as
+less and top do) and each frame replaces the last in place (ANSI escape
+codes); q (or Ctrl-C) ends it and gives the screen back as it was.
+Otherwise the frames follow one another, each starting with its heading line
 "dlock top". --sort orders the rows: key (the default), ttl (soonest expiry
 first, unknown last), fence (highest first) or waiters (most first, unknown
 last).
@@ -94,7 +96,13 @@ at the first failed refresh); 77 refused by the store.
 			if o.once {
 				return draw(cmd.Context(), true)
 			}
-			return topLoop(cmd.Context(), o.interval, draw)
+			ctx := cmd.Context()
+			if isTerminal(out) {
+				var restore func()
+				ctx, restore = enterView(ctx, cmd.InOrStdin(), out)
+				defer restore()
+			}
+			return topLoop(ctx, o.interval, draw)
 		},
 	}
 	cmd.Flags().DurationVar(&o.interval, "interval", time.Second, "time between refreshes (at least 10ms)")

@@ -1,0 +1,5 @@
+//go:build !race
+
+package dlockotel_test
+
+const raceEnabled = false
