@@ -131,4 +131,3 @@ func mostInside(iv []interval) int {
 	}
 	return most
 }
-
