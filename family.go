@@ -222,12 +222,25 @@ func (b *bgState) drained() <-chan struct{} {
 	return b.idle
 }
 
-// famExtender is a famCore's side of renewal (lease.Extender): one extend
-// per holding due, all at once (fanOut).
+// famExtender is a famCore's side of renewal (lease.Extender): one
+// pipelined round trip when the store batches the primitive's renewals and
+// more than one holding is due, else one extend per holding, all at once
+// (fanOut), as the Client's extender does.
 type famExtender struct{ fs famStore }
+
+// famBatcher is a famStore whose store may renew many holdings in one
+// round trip: extendBatch returns nil if it does not.
+type famBatcher interface {
+	extendBatch() func(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult
+}
 
 // ExtendMany implements lease.Extender.
 func (e famExtender) ExtendMany(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	if b, ok := e.fs.(famBatcher); ok && len(reqs) > 1 {
+		if batch := b.extendBatch(); batch != nil {
+			return batch(ctx, reqs)
+		}
+	}
 	results := make([]driver.ExtendResult, len(reqs))
 	fanOut(len(reqs), func(i int) {
 		q := reqs[i]

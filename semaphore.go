@@ -132,6 +132,15 @@ func (s semStore) extend(ctx context.Context, key, token string, ttl time.Durati
 	return driver.Grant{Fence: g.Fence, Holds: g.Permits, TTL: g.TTL}, err
 }
 
+// extendBatch implements famBatcher with the store's
+// PermitBatchExtender, if it has one.
+func (s semStore) extendBatch() func(context.Context, []driver.ExtendRequest) []driver.ExtendResult {
+	if b, ok := driver.As[driver.PermitBatchExtender](s.Semaphore); ok {
+		return b.ExtendPermitsBatch
+	}
+	return nil
+}
+
 func (s semStore) notifier() driver.Notifier {
 	if pn, ok := driver.As[driver.PermitNotifier](s.Semaphore); ok {
 		return permitNotifier{pn}

@@ -195,3 +195,17 @@ type PermitInspector interface {
 	// is not an error. It changes nothing.
 	InspectPermits(ctx context.Context, key string) (PermitInfo, error)
 }
+
+// PermitBatchExtender renews many semaphore holdings in one round trip (a
+// pipeline), as BatchExtender does for Mutex keys. The renewal loop of a
+// Semaphores uses it when a tick renews more than one holding.
+//
+// Absent: the renewal loop calls ExtendPermits once per holding.
+type PermitBatchExtender interface {
+	// ExtendPermitsBatch behaves like calling ExtendPermits for each
+	// request, returning one result per request in the same order
+	// (len(reqs) results, also when the round trip fails: then each result
+	// carries the error). A result's Grant has the holding's Fence, its
+	// permits as Holds and the TTL. It has no error of its own.
+	ExtendPermitsBatch(ctx context.Context, reqs []ExtendRequest) []ExtendResult
+}

@@ -37,6 +37,7 @@ func (s *suite) semaphoreSuite() []primitiveCase {
 		{"NoStateLeftAfterRetention", s.testSemBoundedState},
 		{"NotifiesOnReleaseOnly", s.testSemNotify},
 		{"InspectMatchesTheState", s.testSemInspect},
+		{"BatchRenewsAsExtendDoes", s.testSemBatch},
 	}
 	pcs := make([]primitiveCase, len(cs))
 	for i, c := range cs {

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -8,7 +9,7 @@ import (
 )
 
 // Cases of the semaphore suite for its optional capabilities:
-// PermitNotifier and PermitInspector.
+// PermitNotifier, PermitInspector and PermitBatchExtender.
 
 // testSemNotify: a subscriber on another client is woken by a release of
 // permits of its key within Slack, and by nothing else: acquisitions,
@@ -102,4 +103,40 @@ func grantFor[G any](grants map[string]G, tok string, fence uint64, fenceOf func
 // holding of want with fence wantFence, as grantFor matches it.
 func isHolder(tok string, fence uint64, want string, wantFence uint64) bool {
 	return tok == want || (tok == "" && fence == wantFence)
+}
+
+// testSemBatch: ExtendPermitsBatch answers each request as ExtendPermits
+// would, in order: the holdings' fences and permits (as Holds), NotHeld
+// (ErrExpired) for a token holding nothing, ErrInvalid for a bad TTL; the
+// renewed holdings still hold afterwards and the others are unchanged.
+func (s *suite) testSemBatch(t *testing.T, m driver.Semaphore) {
+	b, ok := driver.As[driver.PermitBatchExtender](s.semClient(t))
+	if !ok {
+		t.Skip("store does not implement driver.PermitBatchExtender")
+	}
+	k1, k2, a, c := Key(t), Key(t), Token(), Token()
+	g1, g2 := mustPermits(t, m, k1, a, 3, 1, s), mustPermits(t, m, k2, a, 3, 2, s)
+	res := b.ExtendPermitsBatch(ctx(t), []driver.ExtendRequest{
+		{Key: k1, Token: a, TTL: s.long}, {Key: k1, Token: c, TTL: s.long}, {Key: k2, Token: a, TTL: s.long}, {Key: k2, Token: a},
+	})
+	if len(res) != 4 {
+		t.Fatalf("ExtendPermitsBatch of 4 requests: %d results", len(res))
+	}
+	for i, want := range []driver.PermitGrant{g1, {}, g2} {
+		r := res[i]
+		if i == 1 {
+			wantNotHeld(t, r.Err, driver.ErrExpired)
+			continue
+		}
+		if r.Err != nil || r.Grant.Fence != want.Fence || r.Grant.Holds != want.Permits || r.Grant.TTL <= 0 || r.Grant.TTL > s.long {
+			t.Fatalf("result %d: %+v; want fence %d, %d permits, TTL in (0, %v]", i, r, want.Fence, want.Permits, s.long)
+		}
+	}
+	if !errors.Is(res[3].Err, driver.ErrInvalid) {
+		t.Fatalf("result of a request without a TTL: %v; want ErrInvalid", res[3].Err)
+	}
+	s.wantTaken(t, m, k1, 3, 3, 1)
+	mustExtendPermits(t, m, k2, a, s.long)
+	mustReleasePermits(t, m, k1, a)
+	mustReleasePermits(t, m, k2, a)
 }

@@ -25,12 +25,14 @@ const (
 	semNoExpiry       mutation = "sem-no-expiry"       // holdings never end
 	semFenceStuck     mutation = "sem-fence-stuck"     // every holding gets fence 1
 	semSharedExpiry   mutation = "sem-shared-expiry"   // extending one holding extends all of the key's
+	semBatchBlind     mutation = "sem-batch-blind"     // a batch renewal answers every request with the first one's result
 )
 
 var (
-	_ driver.Semaphore       = semMutant{}
-	_ driver.PermitNotifier  = semMutant{}
-	_ driver.PermitInspector = semMutant{}
+	_ driver.Semaphore           = semMutant{}
+	_ driver.PermitNotifier      = semMutant{}
+	_ driver.PermitInspector     = semMutant{}
+	_ driver.PermitBatchExtender = semMutant{}
 )
 
 // noLimit is the limit the sem-no-limit mutant stores whatever it is asked.
@@ -89,6 +91,21 @@ func (s semMutant) ExtendPermits(ctx context.Context, key, token string, ttl tim
 		}
 	}
 	return s.fix(g, asked), err
+}
+
+// ExtendPermitsBatch calls ExtendPermits for each request, or (the
+// sem-batch-blind mutant) answers them all with the first one's result.
+func (s semMutant) ExtendPermitsBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
+	for i, q := range reqs {
+		if i > 0 && s.mut == semBatchBlind {
+			out[i] = out[0]
+			continue
+		}
+		g, err := s.ExtendPermits(ctx, q.Key, q.Token, q.TTL)
+		out[i] = driver.ExtendResult{Grant: driver.Grant{Fence: g.Fence, Holds: g.Permits, TTL: g.TTL}, Err: err}
+	}
+	return out
 }
 
 func (s semMutant) ReleasePermits(ctx context.Context, key, token string) error {

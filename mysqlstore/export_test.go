@@ -51,8 +51,9 @@ func WithMarkTimes(s *Store, minHint, maxHint, slack time.Duration) {
 func WithPermitsRace(s *Store, anchor bool) {
 	s.readPermitsSQL = strings.Replace(readPermitsStmt(s.n), "SELECT ", "SELECT SLEEP(0.02) + ", 1)
 	if !anchor {
-		s.anchorSQL = "SELECT ?"
+		s.anchorSQL = "DO ?"
 	}
+	s.acquirePermitsSQL = acquirePermitsStmt(s.n, s.anchorSQL, s.readPermitsSQL)
 }
 
 // WithoutPrune makes s's AcquirePermits skip expired holdings in its count
@@ -64,6 +65,7 @@ func WithoutPrune(s *Store) {
 	if s.readPermitsSQL == readPermitsStmt(s.n) {
 		panic("WithoutPrune: the read's expired column was not found")
 	}
+	s.acquirePermitsSQL = acquirePermitsStmt(s.n, s.anchorSQL, s.readPermitsSQL)
 }
 
 // WithoutFenceCheck makes s's CompleteRecordTx complete the record

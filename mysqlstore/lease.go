@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -54,10 +55,11 @@ type Store struct {
 	opts Options
 
 	acquireSQL, extendSQL, releaseSQL, transferSQL string
-	anchorSQL, readPermitsSQL                      string // the Semaphore's (semaphore.go)
+	anchorSQL, readPermitsSQL, acquirePermitsSQL   string // the Semaphore's (semaphore.go)
 	allowSQL                                       string // the RateLimiter's (ratelimit.go)
 	mark                                           markCfg
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
+	permitsPrep                                    prepared // acquirePermitsSQL, prepared on the server
 
 	noFenceCheck bool // tests' negative control only: CompleteRecordTx checks nothing
 	foldedWaits  bool // tests' negative control only: BeginRecordTx waits for row locks
@@ -129,6 +131,7 @@ func (s *Store) prepareSQL() {
 		" RETURNING owner, holds, fence, " + remaining
 	s.transferSQL = transferStmt(s.n)
 	s.anchorSQL, s.readPermitsSQL = anchorStmt(s.n), readPermitsStmt(s.n)
+	s.acquirePermitsSQL = acquirePermitsStmt(s.n, s.anchorSQL, s.readPermitsSQL)
 	s.allowSQL = allowStmt(s.n)
 }
 
@@ -202,13 +205,16 @@ func (s *Store) queryOn(op string, run func() *sql.Row, dest []any) error {
 	return wrap(op, err)
 }
 
-// Close deallocates Acquire's prepared statement on the pool's connections;
+// Close deallocates Acquire's and AcquirePermits' prepared statements on
+// the pool's connections;
 // Acquire, AcquirePermits and AllowN then return an error matching
 // driver.ErrInvalid, while Extend, Release, Transfer, ExtendPermits and
 // ReleasePermits still work (holders can end their holdings). It
-// never closes the pool. A Store that is dropped without Close leaves that
-// statement on the connections it ran on until they close.
-func (s *Store) Close() error { return s.acquirePrep.close() }
+// never closes the pool. A Store that is dropped without Close leaves those
+// statements on the connections they ran on until they close.
+func (s *Store) Close() error {
+	return errors.Join(s.acquirePrep.close(), s.permitsPrep.close())
+}
 
 // Deadlocks returns how many statements of this Store the server chose as
 // a deadlock victim (each was retried). The design aims at zero; tests

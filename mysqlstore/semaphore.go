@@ -3,7 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"errors"
 	"time"
 
 	"example.com/dlock/driver"
@@ -69,21 +69,22 @@ func checkPermits(ctx context.Context, key, token string, n, k int, ttl time.Dur
 }
 
 // AcquirePermits implements driver.Semaphore in one READ COMMITTED
-// transaction: it locks key's anchor row, reads the key's holdings (and
-// deletes expired ones, if it saw any, under their row locks: a holding
-// whose extension commits meanwhile stays, and is read again), then adds
-// token's holding of k permits with a fence from the sequence if k are
-// free (n becomes the key's limit if none is out). A token holding k
-// permits already gets its holding back (same fence, expiry the later of
-// the current one and ttl from now). Refusals roll back, changing nothing:
-// a *driver.PermitsTakenError with the earliest expiry, a
+// transaction, sent as one statement (permits_acquire.go): it locks key's
+// anchor row, reads the key's holdings (and deletes expired ones, if it
+// saw any, under their row locks: a holding whose extension commits
+// meanwhile stays, and is read again), then adds token's holding of k
+// permits with a fence from the sequence if k are free (n becomes the
+// key's limit if none is out). A token holding k permits already gets its
+// holding back (same fence, expiry the later of the current one and ttl
+// from now). Refusals roll back, changing nothing: a
+// *driver.PermitsTakenError with the earliest expiry, a
 // *driver.LimitMismatchError, an error matching driver.ErrInvalid for bad
 // arguments (before any I/O; also after Close) or another k. A done ctx
 // returns its error before any I/O; a missing schema matches
 // driver.ErrRefused; other errors leave the outcome unknown (a lost
-// COMMIT's answer). Six round trips when granted (SET TRANSACTION, START
-// TRANSACTION, the anchor, the read, the insert, COMMIT), with
-// interpolateParams=true.
+// answer). One round trip (the statement is prepared on each connection
+// the first time it runs there, as Acquire's is), and an occasional sweep
+// as for locks.
 func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int, ttl time.Duration) (driver.PermitGrant, error) {
 	if err := checkPermits(ctx, key, token, n, k, ttl); err != nil {
 		return driver.PermitGrant{}, err
@@ -91,63 +92,11 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 	if s.acquirePrep.isClosed() {
 		return driver.PermitGrant{}, errClosedStore
 	}
-	d := digest(token)
-	var (
-		g       driver.PermitGrant
-		refusal error
-	)
-	err := s.inTx(ctx, "acquire permits", func(tx *sql.Tx) (bool, error) {
-		st, err := s.lockPermits(ctx, tx, key, d)
-		if err != nil {
-			return false, err
-		}
-		g, refusal = driver.PermitGrant{Permits: k, Used: st.used, TTL: ttl}, nil
-		switch {
-		case st.live > 0 && st.lim != n:
-			refusal = &driver.LimitMismatchError{Stored: st.lim, Asked: n}
-		case st.mine > 0 && st.mine != k:
-			refusal = fmt.Errorf("%w: mysqlstore: the token holds %d permits of the key, asked for %d", driver.ErrInvalid, st.mine, k)
-		case st.mine > 0:
-			g.Fence = st.mineFence
-			_, err := tx.ExecContext(ctx, "UPDATE "+s.n.permits+" SET expires_at = GREATEST(expires_at, "+now+" + INTERVAL ? MICROSECOND)"+
-				" WHERE name = ? AND owner = ?", ttl.Microseconds(), []byte(key), d)
-			return err == nil, err
-		case st.used+k > n:
-			refusal = &driver.PermitsTakenError{Used: st.used, Limit: n, Remaining: time.Duration(st.firstUS) * time.Microsecond}
-		}
-		if refusal != nil {
-			return false, nil
-		}
-		g.Used += k
-		err = tx.QueryRowContext(ctx, "INSERT INTO "+s.n.permits+" (name, owner, permits, lim, fence, expires_at)"+
-			" VALUES (?, ?, ?, ?, NEXTVAL("+s.n.fence+"), "+now+" + INTERVAL ? MICROSECOND) RETURNING fence",
-			[]byte(key), d, k, n, ttl.Microseconds()).Scan(&g.Fence)
-		return err == nil, err
-	})
-	if err != nil {
-		return driver.PermitGrant{}, err
+	g, err := s.acquirePermits(ctx, key, digest(token), n, k, ttl)
+	if err == nil || errors.Is(err, driver.ErrNotAcquired) || errors.Is(err, driver.ErrInvalid) {
+		s.maybeSweep(ctx) // the statement ran
 	}
-	s.maybeSweep(ctx)
-	if refusal != nil {
-		return driver.PermitGrant{}, refusal
-	}
-	return g, nil
-}
-
-// lockPermits locks key's anchor (creating it if missing) and reads the
-// key's holdings; if it saw expired ones it deletes them and reads again.
-func (s *Store) lockPermits(ctx context.Context, tx *sql.Tx, key string, d []byte) (permitState, error) {
-	if _, err := tx.ExecContext(ctx, s.anchorSQL, []byte(key)); err != nil {
-		return permitState{}, err
-	}
-	st, err := s.readPermits(ctx, tx, key, d)
-	if err != nil || st.expired == 0 {
-		return st, err
-	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM "+s.n.permits+" WHERE name = ? AND expires_at <= "+now, []byte(key)); err != nil {
-		return permitState{}, err
-	}
-	return s.readPermits(ctx, tx, key, d)
+	return g, err
 }
 
 // ExtendPermits implements driver.Semaphore in two statements: an UPDATE

@@ -182,7 +182,7 @@ func TestPermitsExtensionInFlightIsCounted(t *testing.T) {
 				// for 50 ms: waiting for the row (INNODB_TRX counted no LOCK
 				// WAIT here, on 10.11).
 				var n int
-				err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'" +
+				err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Query', 'Execute')" +
 					" AND INFO LIKE '% " + table + " %' AND TIME_MS >= 50").Scan(&n)
 				return err == nil && n > 0
 			})

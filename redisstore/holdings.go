@@ -35,6 +35,11 @@ func checkCall(ctx context.Context, key string, invalid error) error {
 // the primitive in an unexpected reply's error.
 func (s *Store) extendHolding(ctx context.Context, script *redis.Script, what, key, hash, exp, token string, ttl time.Duration) ([]int64, error) {
 	v, err := script.Run(ctx, s.client, []string{hash, exp}, token, ms(ttl), s.keep).Int64Slice()
+	return extendReply(v, err, what, key)
+}
+
+// extendReply reads an extend script's reply v (err its error) for key.
+func extendReply(v []int64, err error, what, key string) ([]int64, error) {
 	switch {
 	case err != nil:
 		return nil, classify(err, key)
@@ -47,12 +52,13 @@ func (s *Store) extendHolding(ctx context.Context, script *redis.Script, what, k
 }
 
 // releaseHolding runs a release script (KEYS: hash, exp, the release
-// record; ARGV: token, call id, keep, channel) for token's holding of key:
+// record; ARGV: token, call id, keep, channel) for token's holding of key,
+// on the hot path (one round trip, shared with other calls in flight):
 // nil once released (or a resent release that already ran), driver.NotHeld
 // if token holds nothing, the server's error classified.
-func (s *Store) releaseHolding(ctx context.Context, script *redis.Script, key, hash, exp, token string) error {
-	keys := []string{hash, exp, hash + ":rel:" + token}
-	n, err := script.Run(ctx, s.client, keys, token, callID(), s.keep, hash+":released").Int64()
+func (s *Store) releaseHolding(ctx context.Context, h hotScript, key, hash, exp, token string) error {
+	args := []any{nil, nil, 3, hash, exp, hash + ":rel:" + token, token, callID(), s.keep, hash + ":released"}
+	n, err := s.run(ctx, h, args).Int64()
 	switch {
 	case err != nil:
 		return classify(err, key)

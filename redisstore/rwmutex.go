@@ -36,6 +36,8 @@ var (
 	rwExtendScript  = redis.NewScript(rwLua + rwExtendLua)
 	rwReleaseScript = redis.NewScript(rwLua + rwReleaseLua)
 	rwInspectScript = redis.NewScript(rwLua + rwInspectLua)
+
+	hotRWRelease = newHotScript(rwReleaseScript, rwLua+rwReleaseLua)
 )
 
 var (
@@ -121,7 +123,7 @@ func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 		return err
 	}
 	h, z := s.RWKeys(key)
-	return s.releaseHolding(ctx, rwReleaseScript, key, h, z, token)
+	return s.releaseHolding(ctx, hotRWRelease, key, h, z, token)
 }
 
 // SubscribeRW implements driver.RWNotifier on the lock's channel, through

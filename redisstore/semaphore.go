@@ -36,6 +36,9 @@ var (
 	semExtendScript  = redis.NewScript(semLua + semExtendLua)
 	semReleaseScript = redis.NewScript(semLua + semReleaseLua)
 	semInspectScript = redis.NewScript(semLua + semInspectLua)
+
+	hotSemAcquire = newHotScript(semAcquireScript, semLua+semAcquireLua)
+	hotSemRelease = newHotScript(semReleaseScript, semLua+semReleaseLua)
 )
 
 var (
@@ -57,7 +60,8 @@ func checkSem(ctx context.Context, key string, n, k int, ttl time.Duration) erro
 	return checkCall(ctx, key, driver.ValidatePermits(key, n, k, ttl))
 }
 
-// AcquirePermits implements driver.Semaphore in one script call: expired
+// AcquirePermits implements driver.Semaphore in one script call (sent with
+// the other calls in flight when enough are, as Acquire is): expired
 // holdings are pruned, then token gets k permits if k are free (n becomes
 // the limit if none was out). Refusals change nothing: a
 // *driver.PermitsTakenError (Remaining: the earliest holding's time left),
@@ -70,7 +74,7 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 		return driver.PermitGrant{}, err
 	}
 	h, z := s.SemaphoreKeys(key)
-	v, err := semAcquireScript.Run(ctx, s.client, []string{h, z}, token, n, k, ms(ttl), s.keep).Int64Slice()
+	v, err := s.run(ctx, hotSemAcquire, []any{nil, nil, 2, h, z, token, n, k, ttlArg(ttl), s.keep}).Int64Slice()
 	switch {
 	case err != nil:
 		return driver.PermitGrant{}, classify(err, key)
@@ -101,8 +105,8 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 	return driver.PermitGrant{Fence: uint64(v[1]), Permits: int(v[2]), Used: int(v[3]), TTL: ttl}, nil
 }
 
-// ReleasePermits implements driver.Semaphore in one script call, which
-// publishes on the semaphore's channel. If token holds no permit of key it
+// ReleasePermits implements driver.Semaphore in one script call (batched
+// as AcquirePermits), which publishes on the semaphore's channel. If token holds no permit of key it
 // changes nothing and returns driver.NotHeld (ErrExpired); a resent release
 // that already ran answers nil. Other errors are as for AcquirePermits.
 func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
@@ -110,7 +114,7 @@ func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 		return err
 	}
 	h, z := s.SemaphoreKeys(key)
-	return s.releaseHolding(ctx, semReleaseScript, key, h, z, token)
+	return s.releaseHolding(ctx, hotSemRelease, key, h, z, token)
 }
 
 // SubscribePermits implements driver.PermitNotifier on the semaphore's

@@ -120,13 +120,7 @@ func couldMatch(key, prefix string) bool {
 // report reads the holder node and calls fn; a holder released meanwhile
 // is skipped.
 func (s *Store) report(ctx context.Context, dir, key, first string, fn func(string, driver.Info) bool) (bool, error) {
-	var data []byte
-	var st *zk.Stat
-	err := s.read(ctx, func() error {
-		var e error
-		data, st, e = s.conn.Get(dir + "/" + first)
-		return e
-	})
+	data, st, err := s.get(ctx, dir+"/"+first)
 	if errors.Is(err, zk.ErrNoNode) {
 		return true, nil
 	}

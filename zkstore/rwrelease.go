@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -98,21 +97,12 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 	if ok && !h.granted {
 		return driver.RWGrant{}, driver.NotHeld(false) // a queued writer's mark
 	}
-	if !ok {
-		f, err := s.rwForeign(ctx, key, token, lp)
-		switch {
-		case err != nil:
-			return driver.RWGrant{}, err
-		case f != nil:
-			return driver.RWGrant{}, errOtherSession(key)
-		}
-		return driver.RWGrant{}, driver.NotHeld(false)
+	h, err := heldHere(key, h, ok, func() (*rwHolding, error) { return s.rwForeign(ctx, key, token, lp) })
+	if err != nil {
+		return driver.RWGrant{}, err
 	}
 	g, err := s.rwConfirm(ctx, key, token, lp, h, ttl, start)
-	if errors.Is(err, errGone) {
-		return driver.RWGrant{}, driver.NotHeld(false)
-	}
-	return g, err
+	return g, goneIsNotHeld(err)
 }
 
 // ReleaseRW implements driver.RWMutex: one delete of our node, by its
@@ -126,31 +116,19 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 // changes nothing; a connection failure leaves the holding recorded and
 // the outcome unknown (call again).
 func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
-	if err := driver.ValidateKey(key); err != nil {
-		return err
-	}
-	if err := s.checkRWKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkRelease(ctx, key, s.checkRWKey); err != nil {
 		return err
 	}
 	lp := s.rwPath(key)
 	h, ok := s.rwLookup(key, token)
-	switch {
-	case ok && !h.granted:
+	if ok && !h.granted {
 		return driver.NotHeld(false)
-	case !ok:
-		f, err := s.rwForeign(ctx, key, token, lp)
-		if err != nil || f == nil {
-			if err == nil {
-				err = driver.NotHeld(false)
-			}
-			return err
-		}
-		h = f
 	}
-	err := s.write(ctx, func() error { return s.conn.Delete(h.path, h.version) })
+	h, err := heldAnywhere(h, ok, func() (*rwHolding, error) { return s.rwForeign(ctx, key, token, lp) })
+	if err != nil {
+		return err
+	}
+	err = s.write(ctx, func() error { return s.conn.Delete(h.path, h.version) })
 	switch {
 	case err == nil:
 		s.rwForget(key, token, h)
@@ -174,40 +152,19 @@ func (s *Store) rwForeign(ctx context.Context, key, token, lp string) (*rwHoldin
 		return nil, err
 	}
 	dig := digest(token)
-	var mu sync.Mutex
 	var found *rwHolding
-	var errs []error
-	var wg sync.WaitGroup
-	for _, n := range l.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var data []byte
-			var st *zk.Stat
-			err := s.read(ctx, func() error {
-				var e error
-				data, st, e = s.conn.Get(lp + "/" + n)
-				return e
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				errs = append(errs, err)
-				return
+	err = s.readNodes(ctx, lp, l.nodes, func(n string, data []byte, st *zk.Stat) {
+		if d, state, ok := parseRWData(data); ok && d == dig && state != rwWaiting {
+			mode := driver.RWRead
+			if rwIsWrite(n) {
+				mode = driver.RWWrite
 			}
-			if d, state, ok := parseRWData(data); err == nil && ok && d == dig && state != rwWaiting {
-				mode := driver.RWRead
-				if rwIsWrite(n) {
-					mode = driver.RWWrite
-				}
-				found = &rwHolding{path: lp + "/" + n, name: n, sid: st.EphemeralOwner, mode: mode, granted: true,
-					fence: rwFenceOf(state, st.Mzxid), version: st.Version}
-			}
-		}()
-	}
-	wg.Wait()
-	if found == nil && len(errs) > 0 {
-		return nil, wrapErr("read the nodes of", key, errors.Join(errs...))
+			found = &rwHolding{path: lp + "/" + n, name: n, sid: st.EphemeralOwner, mode: mode, granted: true,
+				fence: rwFenceOf(state, st.Mzxid), version: st.Version}
+		}
+	})
+	if found == nil && err != nil {
+		return nil, wrapErr("read the nodes of", key, err)
 	}
 	return found, nil
 }

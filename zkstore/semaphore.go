@@ -56,8 +56,9 @@ func (s *Store) semSet(key, token string, h *semHolding) {
 // the permits are not free, as when a Curator acquirer waits for a lease
 // holding the mutex, else a short wait), reads the leases and the stored limit
 // (LimitMismatchError if another is stored while permits are out), and
-// creates k lease nodes and stores n in one multi, whose zxid is the
-// fence; then deletes its mutex node: 5 round trips when free. A re-entry
+// creates k lease nodes, stores n and deletes its mutex node in one multi,
+// whose zxid is the fence: 4 round trips when free (5 requests: the
+// leases' list and data go together). A re-entry
 // by the holding token through this store is a sync and a listing. The
 // PermitsTakenError's Remaining is -1: leases last as long as their
 // session.
@@ -86,7 +87,12 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 	if err != nil {
 		return driver.PermitGrant{}, err
 	}
-	defer s.withdraw(ctx, sp+"/"+semLocks, lock)
+	held := true // our mutex node, until the multi deletes it
+	defer func() {
+		if held {
+			s.withdraw(ctx, sp+"/"+semLocks, lock)
+		}
+	}()
 	leases, limit, err := s.semLeases(ctx, key, sp)
 	switch {
 	case err != nil:
@@ -96,10 +102,11 @@ func (s *Store) AcquirePermits(ctx context.Context, key, token string, n, k int,
 	case len(leases)+k > n:
 		return driver.PermitGrant{}, &driver.PermitsTakenError{Used: len(leases), Limit: n, Remaining: -1}
 	}
-	h, err := s.semCreate(ctx, key, token, sp, n, k)
+	h, err := s.semCreate(ctx, key, token, sp, lock.path, n, k)
 	if err != nil {
 		return driver.PermitGrant{}, err
 	}
+	held = false
 	s.semSet(key, token, h)
 	return driver.PermitGrant{Fence: uint64(h.fence), Permits: k, Used: len(leases) + k, TTL: min(s.certainTTL(h.sid, start), ttl)}, nil
 }
@@ -191,11 +198,13 @@ func (s *Store) semLeases(ctx context.Context, key, sp string) ([]string, int, e
 	return leases, parseLimit(data), nil
 }
 
-// semCreate creates the token's k lease nodes and stores n as the limit,
-// in one multi (all or nothing), creating the directories first if they
-// are missing. The fence is the multi's zxid (the directory's new mzxid).
-// If the reply is lost the nodes' UUID is recorded as an orphan.
-func (s *Store) semCreate(ctx context.Context, key, token, sp string, n, k int) (*semHolding, error) {
+// semCreate creates the token's k lease nodes, stores n as the limit and
+// deletes our mutex node lock, in one multi (all or nothing: to Curator's
+// acquirers the mutex is left at the instant the leases appear), creating
+// the directories first if they are missing. The fence is the multi's zxid
+// (the directory's new mzxid). If it fails, the mutex node is still ours;
+// if the reply is lost the nodes' UUID is recorded as an orphan.
+func (s *Store) semCreate(ctx context.Context, key, token, sp, lock string, n, k int) (*semHolding, error) {
 	lp := sp + "/" + semLeases
 	for range createAttempts {
 		uuid := newUUID()
@@ -203,7 +212,8 @@ func (s *Store) semCreate(ctx context.Context, key, token, sp string, n, k int) 
 		for range k {
 			ops = append(ops, &zk.CreateRequest{Path: lp + "/" + leaseName(uuid), Data: semData(k, digest(token)), Acl: s.acl, Flags: zk.FlagEphemeralSequential})
 		}
-		ops = append(ops, &zk.SetDataRequest{Path: lp, Data: []byte(semLimitPrefix + fmt.Sprint(n)), Version: -1})
+		ops = append(ops, &zk.SetDataRequest{Path: lp, Data: []byte(semLimitPrefix + fmt.Sprint(n)), Version: -1},
+			&zk.DeleteRequest{Path: lock, Version: -1})
 		var res []zk.MultiResponse
 		var sid int64
 		err := s.write(ctx, func() error {
@@ -227,6 +237,8 @@ func (s *Store) semCreate(ctx context.Context, key, token, sp string, n, k int) 
 				_ = s.deleteNode(ctx, r.String, -1) // the session changed around it: undo
 			}
 			return nil, wrapErr("create leases for", key, errors.New("the session changed during the create"))
+		case errors.Is(err, zk.ErrNoNode) && len(res) == len(ops) && errors.Is(res[k+1].Error, zk.ErrNoNode):
+			return nil, fmt.Errorf("%w: zkstore: our node of the semaphore's mutex for %q is gone: the session expired", driver.ErrNotAcquired, key)
 		case errors.Is(err, zk.ErrNoNode):
 			if err := s.createParents(ctx, key, lp); err != nil {
 				return nil, err

@@ -3,7 +3,6 @@ package zkstore
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"example.com/dlock/driver"
@@ -26,21 +25,12 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 	start := time.Now()
 	sp := s.semPath(key)
 	h, ok := s.semLookup(key, token)
-	if !ok {
-		f, err := s.semForeign(ctx, key, token, sp)
-		switch {
-		case err != nil:
-			return driver.PermitGrant{}, err
-		case f != nil:
-			return driver.PermitGrant{}, errOtherSession(key)
-		}
-		return driver.PermitGrant{}, driver.NotHeld(false)
+	h, err := heldHere(key, h, ok, func() (*semHolding, error) { return s.semForeign(ctx, key, token, sp) })
+	if err != nil {
+		return driver.PermitGrant{}, err
 	}
 	g, err := s.semConfirm(ctx, key, token, sp, h, ttl, start)
-	if errors.Is(err, errGone) {
-		return driver.PermitGrant{}, driver.NotHeld(false)
-	}
-	return g, err
+	return g, goneIsNotHeld(err)
 }
 
 // ReleasePermits implements driver.Semaphore: one multi that deletes the
@@ -51,32 +41,20 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 // token ran: nil. A ctx already done changes nothing; a connection
 // failure leaves the holding recorded and the outcome unknown.
 func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
-	if err := driver.ValidateKey(key); err != nil {
-		return err
-	}
-	if err := s.checkSemKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkRelease(ctx, key, s.checkSemKey); err != nil {
 		return err
 	}
 	sp := s.semPath(key)
 	h, ok := s.semLookup(key, token)
-	if !ok {
-		f, err := s.semForeign(ctx, key, token, sp)
-		if err != nil || f == nil {
-			if err == nil {
-				err = driver.NotHeld(false)
-			}
-			return err
-		}
-		h = f
+	h, err := heldAnywhere(h, ok, func() (*semHolding, error) { return s.semForeign(ctx, key, token, sp) })
+	if err != nil {
+		return err
 	}
 	ops := make([]any, len(h.paths))
 	for i, p := range h.paths {
 		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
 	}
-	err := s.write(ctx, func() error {
+	err = s.write(ctx, func() error {
 		_, e := s.conn.Multi(ops...)
 		return e
 	})
@@ -103,38 +81,17 @@ func (s *Store) semForeign(ctx context.Context, key, token, sp string) (*semHold
 		return nil, err
 	}
 	lp, dig := sp+"/"+semLeases, digest(token)
-	var mu sync.Mutex
 	var found *semHolding
-	var errs []error
-	var wg sync.WaitGroup
-	for _, n := range leases {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var data []byte
-			var st *zk.Stat
-			err := s.read(ctx, func() error {
-				var e error
-				data, st, e = s.conn.Get(lp + "/" + n)
-				return e
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				errs = append(errs, err)
-				return
+	err = s.readNodes(ctx, lp, leases, func(n string, data []byte, st *zk.Stat) {
+		if k, d, ok := parseSemData(data); ok && d == dig {
+			if found == nil {
+				found = &semHolding{sid: st.EphemeralOwner, n: limit, k: k, fence: st.Czxid}
 			}
-			if k, d, ok := parseSemData(data); err == nil && ok && d == dig {
-				if found == nil {
-					found = &semHolding{sid: st.EphemeralOwner, n: limit, k: k, fence: st.Czxid}
-				}
-				found.paths = append(found.paths, lp+"/"+n)
-			}
-		}()
-	}
-	wg.Wait()
-	if found == nil && len(errs) > 0 {
-		return nil, wrapErr("read the leases of", key, errors.Join(errs...))
+			found.paths = append(found.paths, lp+"/"+n)
+		}
+	})
+	if found == nil && err != nil {
+		return nil, wrapErr("read the leases of", key, err)
 	}
 	return found, nil
 }
