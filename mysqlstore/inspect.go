@@ -45,7 +45,9 @@ func (s *Store) maybeSweep(ctx context.Context) {
 // It then deletes up to 500 expired holdings of permits and the
 // Semaphore's anchors left without holdings (sweepPermits), up to 500
 // forgotten idempotency records (sweepRecords), and up to 500 rate limiter
-// keys whose TAT passed more than Retention ago (sweepRates).
+// keys whose TAT passed more than Retention ago (sweepRates), and up to
+// 500 expired read-write lock holdings and their keys' anchors left
+// without holdings or mark (sweepRW).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n, err := s.sweepLocks(ctx)
 	if err != nil {
@@ -60,6 +62,10 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		return n, err
 	}
 	m, err = s.sweepRates(ctx)
+	if n += m; err != nil {
+		return n, err
+	}
+	m, err = s.sweepRW(ctx)
 	return n + m, err
 }
 

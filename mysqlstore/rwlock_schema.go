@@ -1,0 +1,62 @@
+package mysqlstore
+
+import "context"
+
+// The RWMutex's schema and housekeeping; the operations are in rwlock.go.
+
+// rwHoldsDDL: one row per holding of a read-write lock key, live or lately
+// expired (a release deletes its row; acquisitions and the sweep delete
+// expired ones). owner is the SHA-256 of the holder's token; mode 1 for a
+// read holding, 2 for the write holding; fence from <p>_fence, the lease
+// table's sequence; expires_at on the database clock in UTC.
+func (n names) rwHoldsDDL() string {
+	return "CREATE TABLE IF NOT EXISTS " + n.rwHolds + ` (
+  name VARBINARY(1024) NOT NULL,
+  owner BINARY(32) NOT NULL,
+  mode TINYINT NOT NULL,
+  fence BIGINT UNSIGNED NOT NULL,
+  expires_at DATETIME(6) NOT NULL,
+  PRIMARY KEY (name, owner),
+  KEY expires_at (expires_at)
+) ENGINE=InnoDB`
+}
+
+// rwKeysDDL: one anchor row per key in use (or lately), which every
+// acquisition of the key locks first (INSERT ... ON DUPLICATE KEY UPDATE):
+// the key's acquirers take turns, each seeing what the ones before it
+// committed. It also holds the writer-waiting mark: mark_owner, the digest
+// of the writer refused last, and mark_until, when its mark ends (the
+// epoch: no mark). The sweep deletes anchors without holdings whose mark
+// has ended.
+func (n names) rwKeysDDL() string {
+	return "CREATE TABLE IF NOT EXISTS " + n.rwKeys + ` (
+  name VARBINARY(1024) NOT NULL,
+  mark_owner BINARY(32) NULL,
+  mark_until DATETIME(6) NOT NULL DEFAULT '1970-01-01 00:00:00',
+  PRIMARY KEY (name)
+) ENGINE=InnoDB`
+}
+
+// sweepRW deletes up to sweepBatch expired read-write lock holdings, then
+// the anchors of keys without any holding whose mark has ended, each by
+// primary key after an unlocked read, as sweepPermits does, and returns
+// how many rows it deleted. Both DELETEs re-check the expiry under the row
+// lock, so a holding extended or a mark set meanwhile stays. An anchor
+// deleted while a holding is being added is harmless: the next acquisition
+// re-creates it (the holdings are in <p>_rwholds), and a live mark is
+// never deleted. A schema without these tables (not migrated since) has
+// nothing to sweep.
+func (s *Store) sweepRW(ctx context.Context) (int, error) {
+	H, K := s.n.rwHolds, s.n.rwKeys
+	gone, err := s.sweepByKey(ctx,
+		"SELECT name, owner FROM "+H+" WHERE expires_at <= "+now+" LIMIT ?",
+		"DELETE FROM "+H+" WHERE (name, owner) IN (%s) AND expires_at <= "+now, "(?, ?)", 2)
+	if err != nil {
+		return gone, err
+	}
+	n, err := s.sweepByKey(ctx,
+		"SELECT k.name FROM "+K+" AS k LEFT JOIN "+H+" AS h ON h.name = k.name"+
+			" WHERE h.name IS NULL AND k.mark_until <= "+now+" LIMIT ?",
+		"DELETE FROM "+K+" WHERE name IN (%s) AND mark_until <= "+now, "?", 1)
+	return gone + n, err
+}
