@@ -61,6 +61,7 @@ type Store struct {
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
 
 	noFenceCheck bool // tests' negative control only: CompleteRecordTx checks nothing
+	rwNoMark     bool // tests' negative control only: a refused writer leaves no mark
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time

@@ -28,12 +28,12 @@ const (
 
 // rwState is what an acquisition reads of its key.
 type rwState struct {
-	readers, writers, expired int
-	firstUS                   int64 // µs until the earliest live holding's expiry; -1 if none
-	mine                      int   // the caller's live holding's mode, 0 if none
-	mineFence                 uint64
-	markUS                    int64 // µs until the live mark ends; -1 if none
-	markMine                  bool  // the live mark is the caller's
+	readers, writers int
+	firstUS          int64 // µs until the earliest live holding's expiry; -1 if none
+	mine             int   // the caller's live holding's mode, 0 if none
+	mineFence        uint64
+	markUS           int64 // µs until the live mark ends; -1 if none
+	markMine         bool  // the live mark is the caller's
 }
 
 // readRWStmt reads a key's holdings in one consistent read (the caller's
@@ -41,7 +41,6 @@ type rwState struct {
 func readRWStmt(n names) string {
 	live := "expires_at > " + now
 	return "SELECT COALESCE(SUM(" + live + " AND mode = 1), 0), COALESCE(SUM(" + live + " AND mode = 2), 0)," +
-		" COALESCE(SUM(NOT (" + live + ")), 0)," +
 		" COALESCE(MIN(IF(" + live + ", TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at), NULL)), -1)," +
 		" COALESCE(MAX(IF(owner = ? AND " + live + ", mode, 0)), 0)," +
 		" COALESCE(MAX(IF(owner = ? AND " + live + ", fence, 0)), 0)" +
@@ -87,8 +86,8 @@ func checkRW(ctx context.Context, key, token string, ttl time.Duration) error {
 }
 
 // AcquireRead implements driver.RWMutex in one READ COMMITTED transaction:
-// it locks key's anchor row and reads the mark and the key's holdings
-// (deleting expired ones under their row locks), then adds token's read
+// it locks key's anchor row and reads the mark and the key's live
+// holdings, then adds token's read
 // holding with a fence from the sequence unless a writer holds the key or
 // a mark is live. A reader's call is a re-entry (same fence, expiry the
 // later of the current one and ttl from now), the writer's a downgrade in
@@ -155,24 +154,20 @@ func (s *Store) acquireRW(ctx context.Context, key, token string, ttl time.Durat
 }
 
 // lock locks the key's anchor (creating it if missing) and reads the key's
-// mark and holdings; if it saw expired holdings it deletes them and reads
-// again.
+// mark and live holdings. It deletes no expired holding: the sweep does,
+// and the caller's own expired row is taken over by insert. A DELETE here
+// took next-key locks that an INSERT of another acquisition waited on
+// while the sweep held the rows in between: MariaDB reported deadlocks
+// (TestRWMixedTrafficNoDeadlockNoOverlap). Now an acquisition locks the
+// anchor, then its own row only.
 func (a *rwTx) lock() (rwState, error) {
 	var st rwState
 	if err := a.tx.QueryRowContext(a.ctx, a.s.rwAnchorSQL, a.key, a.d).Scan(&st.markUS, &st.markMine); err != nil {
 		return st, err
 	}
-	read := func() error {
-		return a.tx.QueryRowContext(a.ctx, a.s.readRWSQL, a.d, a.d, a.key).Scan(
-			&st.readers, &st.writers, &st.expired, &st.firstUS, &st.mine, &st.mineFence)
-	}
-	if err := read(); err != nil || st.expired == 0 {
-		return st, err
-	}
-	if _, err := a.tx.ExecContext(a.ctx, "DELETE FROM "+a.s.n.rwHolds+" WHERE name = ? AND expires_at <= "+now, a.key); err != nil {
-		return st, err
-	}
-	return st, read()
+	err := a.tx.QueryRowContext(a.ctx, a.s.readRWSQL, a.d, a.d, a.key).Scan(
+		&st.readers, &st.writers, &st.firstUS, &st.mine, &st.mineFence)
+	return st, err
 }
 
 // reenter serves a token that holds the key: a re-entry, a downgrade (the
@@ -210,6 +205,10 @@ func (a *rwTx) admitReader(st rwState) (bool, error) {
 // caller's own mark), else sets the mark to the caller and commits that.
 func (a *rwTx) admitWriter(st rwState) (bool, error) {
 	K := a.s.n.rwKeys
+	if st.readers+st.writers > 0 && a.s.rwNoMark {
+		a.refusal = st.taken(false)
+		return false, nil
+	}
 	if st.readers+st.writers > 0 {
 		_, err := a.tx.ExecContext(a.ctx, "UPDATE "+K+" SET mark_owner = ?, mark_until = "+now+" + INTERVAL ? MICROSECOND WHERE name = ?",
 			a.d, driver.WriterWaitTTL.Microseconds(), a.key)
@@ -225,10 +224,12 @@ func (a *rwTx) admitWriter(st rwState) (bool, error) {
 	return a.insert()
 }
 
-// insert adds the token's holding with the next fence.
+// insert adds the token's holding with the next fence, over its own
+// expired row if one is left.
 func (a *rwTx) insert() (bool, error) {
 	err := a.tx.QueryRowContext(a.ctx, "INSERT INTO "+a.s.n.rwHolds+" (name, owner, mode, fence, expires_at)"+
-		" VALUES (?, ?, ?, NEXTVAL("+a.s.n.fence+"), "+now+" + INTERVAL ? MICROSECOND) RETURNING fence",
+		" VALUES (?, ?, ?, NEXTVAL("+a.s.n.fence+"), "+now+" + INTERVAL ? MICROSECOND)"+
+		" ON DUPLICATE KEY UPDATE mode = VALUES(mode), fence = VALUES(fence), expires_at = VALUES(expires_at) RETURNING fence",
 		a.key, a.d, a.mode, a.ttl.Microseconds()).Scan(&a.g.Fence)
 	return err == nil, err
 }

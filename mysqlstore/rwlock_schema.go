@@ -8,7 +8,13 @@ import "context"
 // expired (a release deletes its row; acquisitions and the sweep delete
 // expired ones). owner is the SHA-256 of the holder's token; mode 1 for a
 // read holding, 2 for the write holding; fence from <p>_fence, the lease
-// table's sequence; expires_at on the database clock in UTC.
+// table's sequence; expires_at on the database clock in UTC. It has no
+// index but the primary key, so that every statement locks its rows in one
+// order (primary key): an index on expires_at let an acquisition's DELETE
+// lock through it (index, then row) while a release locked the row, then
+// the index entry, and MariaDB reported deadlocks
+// (TestRWMixedTrafficNoDeadlockNoOverlap). The sweep's unlocked read
+// scans the table, which holds only live and lately expired holdings.
 func (n names) rwHoldsDDL() string {
 	return "CREATE TABLE IF NOT EXISTS " + n.rwHolds + ` (
   name VARBINARY(1024) NOT NULL,
@@ -16,8 +22,7 @@ func (n names) rwHoldsDDL() string {
   mode TINYINT NOT NULL,
   fence BIGINT UNSIGNED NOT NULL,
   expires_at DATETIME(6) NOT NULL,
-  PRIMARY KEY (name, owner),
-  KEY expires_at (expires_at)
+  PRIMARY KEY (name, owner)
 ) ENGINE=InnoDB`
 }
 
@@ -37,10 +42,11 @@ func (n names) rwKeysDDL() string {
 ) ENGINE=InnoDB`
 }
 
-// sweepRW deletes up to sweepBatch expired read-write lock holdings, then
-// the anchors of keys without any holding whose mark has ended, each by
-// primary key after an unlocked read, as sweepPermits does, and returns
-// how many rows it deleted. Both DELETEs re-check the expiry under the row
+// sweepRW deletes the expired read-write lock holdings of up to
+// sweepBatch keys, then the anchors of keys without any holding whose mark
+// has ended, each by key after an unlocked read (a range of the primary
+// key, locked in its order as acquisitions lock it), and returns how many
+// rows it deleted. Both DELETEs re-check the expiry under the row
 // lock, so a holding extended or a mark set meanwhile stays. An anchor
 // deleted while a holding is being added is harmless: the next acquisition
 // re-creates it (the holdings are in <p>_rwholds), and a live mark is
@@ -49,8 +55,8 @@ func (n names) rwKeysDDL() string {
 func (s *Store) sweepRW(ctx context.Context) (int, error) {
 	H, K := s.n.rwHolds, s.n.rwKeys
 	gone, err := s.sweepByKey(ctx,
-		"SELECT name, owner FROM "+H+" WHERE expires_at <= "+now+" LIMIT ?",
-		"DELETE FROM "+H+" WHERE (name, owner) IN (%s) AND expires_at <= "+now, "(?, ?)", 2)
+		"SELECT DISTINCT name FROM "+H+" WHERE expires_at <= "+now+" LIMIT ?",
+		"DELETE FROM "+H+" WHERE name IN (%s) AND expires_at <= "+now, "?", 1)
 	if err != nil {
 		return gone, err
 	}
