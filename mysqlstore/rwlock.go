@@ -86,16 +86,18 @@ func checkRW(ctx context.Context, key, token string, ttl time.Duration) error {
 }
 
 // AcquireRead implements driver.RWMutex in one READ COMMITTED transaction:
-// it locks key's anchor row and reads the mark and the key's live
-// holdings, then adds token's read
-// holding with a fence from the sequence unless a writer holds the key or
-// a mark is live. A reader's call is a re-entry (same fence, expiry the
-// later of the current one and ttl from now), the writer's a downgrade in
-// place (the same, now a read holding). A refusal is a
-// *driver.RWTakenError and changes nothing (rolled back). Bad arguments
-// match driver.ErrInvalid before any I/O; a done ctx returns its error; a
-// missing schema matches driver.ErrRefused; other errors leave the outcome
-// unknown (a lost COMMIT's answer).
+// it locks key's anchor row, reads the mark and the key's live holdings,
+// then adds token's read holding with a fence from the sequence unless a
+// writer holds the key or a mark is live. A reader's call is a re-entry
+// (same fence, expiry the later of the current one and ttl from now), the
+// writer's a downgrade in place (the same, now a read holding). A refusal
+// is a *driver.RWTakenError and changes nothing (rolled back). Bad
+// arguments (and a closed store) match driver.ErrInvalid before any I/O; a
+// done ctx returns its error; a missing schema matches driver.ErrRefused;
+// other errors leave the outcome unknown (a lost COMMIT's answer). Six
+// statements when granted (SET TRANSACTION, START TRANSACTION, the anchor,
+// the read, the write, COMMIT), each one round trip with
+// interpolateParams=true.
 func (s *Store) AcquireRead(ctx context.Context, key, token string, ttl time.Duration) (driver.RWGrant, error) {
 	return s.acquireRW(ctx, key, token, ttl, rwRead)
 }
