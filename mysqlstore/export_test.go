@@ -107,3 +107,9 @@ func WithRWRace(s *Store, anchor bool) {
 // mark: the wrong design that TestRWRefusedWriterKeepsLaterReadersOut's
 // control must catch.
 func WithoutRWMark(s *Store) { s.rwNoMark = true }
+
+// WithoutRWPrune makes s's read-write lock acquisitions skip expired
+// holdings in their count without deleting them (no wait for an extension
+// in flight): the wrong design that TestRWExtensionInFlightIsCounted's
+// control must catch.
+func WithoutRWPrune(s *Store) { s.rwNoPrune = true }

@@ -62,6 +62,7 @@ type Store struct {
 
 	noFenceCheck bool // tests' negative control only: CompleteRecordTx checks nothing
 	rwNoMark     bool // tests' negative control only: a refused writer leaves no mark
+	rwNoPrune    bool // tests' negative control only: acquisitions skip expired read-write holdings
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time

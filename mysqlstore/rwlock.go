@@ -28,12 +28,12 @@ const (
 
 // rwState is what an acquisition reads of its key.
 type rwState struct {
-	readers, writers int
-	firstUS          int64 // µs until the earliest live holding's expiry; -1 if none
-	mine             int   // the caller's live holding's mode, 0 if none
-	mineFence        uint64
-	markUS           int64 // µs until the live mark ends; -1 if none
-	markMine         bool  // the live mark is the caller's
+	readers, writers, expired int
+	firstUS                   int64 // µs until the earliest live holding's expiry; -1 if none
+	mine                      int   // the caller's live holding's mode, 0 if none
+	mineFence                 uint64
+	markUS                    int64 // µs until the live mark ends; -1 if none
+	markMine                  bool  // the live mark is the caller's
 }
 
 // readRWStmt reads a key's holdings in one consistent read (the caller's
@@ -41,6 +41,7 @@ type rwState struct {
 func readRWStmt(n names) string {
 	live := "expires_at > " + now
 	return "SELECT COALESCE(SUM(" + live + " AND mode = 1), 0), COALESCE(SUM(" + live + " AND mode = 2), 0)," +
+		" COALESCE(SUM(NOT (" + live + ")), 0)," +
 		" COALESCE(MIN(IF(" + live + ", TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at), NULL)), -1)," +
 		" COALESCE(MAX(IF(owner = ? AND " + live + ", mode, 0)), 0)," +
 		" COALESCE(MAX(IF(owner = ? AND " + live + ", fence, 0)), 0)" +
@@ -86,8 +87,8 @@ func checkRW(ctx context.Context, key, token string, ttl time.Duration) error {
 }
 
 // AcquireRead implements driver.RWMutex in one READ COMMITTED transaction:
-// it locks key's anchor row, reads the mark and the key's live holdings,
-// then adds token's read holding with a fence from the sequence unless a
+// it locks key's anchor row, reads the mark and the key's holdings
+// (deleting expired ones under their row locks), then adds token's read holding with a fence from the sequence unless a
 // writer holds the key or a mark is live. A reader's call is a re-entry
 // (same fence, expiry the later of the current one and ttl from now), the
 // writer's a downgrade in place (the same, now a read holding). A refusal
@@ -155,21 +156,30 @@ func (s *Store) acquireRW(ctx context.Context, key, token string, ttl time.Durat
 	return a.g, nil
 }
 
-// lock locks the key's anchor (creating it if missing) and reads the key's
-// mark and live holdings. It deletes no expired holding: the sweep does,
-// and the caller's own expired row is taken over by insert. A DELETE here
-// took next-key locks that an INSERT of another acquisition waited on
-// while the sweep held the rows in between: MariaDB reported deadlocks
-// (TestRWMixedTrafficNoDeadlockNoOverlap). Now an acquisition locks the
-// anchor, then its own row only.
+// lock locks the key's anchor (creating it if missing) and reads the
+// key's mark and live holdings; if it saw expired holdings it deletes them
+// and reads again. The DELETE waits for the row lock of an extension in
+// flight and re-checks the expiry on the row it commits, so a holding
+// extended just before its expiry is counted, never taken for expired
+// (TestRWExtensionInFlightIsCounted). The sweep takes the anchor first
+// too, so it never deletes a key's rows beside an acquisition of the key
+// (their deletions and inserts deadlocked before: rwlock_schema.go).
 func (a *rwTx) lock() (rwState, error) {
 	var st rwState
 	if err := a.tx.QueryRowContext(a.ctx, a.s.rwAnchorSQL, a.key, a.d).Scan(&st.markUS, &st.markMine); err != nil {
 		return st, err
 	}
-	err := a.tx.QueryRowContext(a.ctx, a.s.readRWSQL, a.d, a.d, a.key).Scan(
-		&st.readers, &st.writers, &st.firstUS, &st.mine, &st.mineFence)
-	return st, err
+	read := func() error {
+		return a.tx.QueryRowContext(a.ctx, a.s.readRWSQL, a.d, a.d, a.key).Scan(
+			&st.readers, &st.writers, &st.expired, &st.firstUS, &st.mine, &st.mineFence)
+	}
+	if err := read(); err != nil || st.expired == 0 || a.s.rwNoPrune {
+		return st, err
+	}
+	if _, err := a.tx.ExecContext(a.ctx, "DELETE FROM "+a.s.n.rwHolds+" WHERE name = ? AND expires_at <= "+now, a.key); err != nil {
+		return st, err
+	}
+	return st, read()
 }
 
 // reenter serves a token that holds the key: a re-entry, a downgrade (the
@@ -226,8 +236,8 @@ func (a *rwTx) admitWriter(st rwState) (bool, error) {
 	return a.insert()
 }
 
-// insert adds the token's holding with the next fence, over its own
-// expired row if one is left.
+// insert adds the token's holding with the next fence (over its own
+// expired row if one is left: WithoutRWPrune's control keeps them).
 func (a *rwTx) insert() (bool, error) {
 	err := a.tx.QueryRowContext(a.ctx, "INSERT INTO "+a.s.n.rwHolds+" (name, owner, mode, fence, expires_at)"+
 		" VALUES (?, ?, ?, NEXTVAL("+a.s.n.fence+"), "+now+" + INTERVAL ? MICROSECOND)"+
