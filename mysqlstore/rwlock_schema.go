@@ -1,9 +1,6 @@
 package mysqlstore
 
-import (
-	"context"
-	"database/sql"
-)
+import "context"
 
 // The RWMutex's schema and housekeeping; the operations are in rwlock.go.
 
@@ -45,79 +42,20 @@ func (n names) rwKeysDDL() string {
 ) ENGINE=InnoDB`
 }
 
-// rwSweepKeys bounds the keys one sweep visits (each is a transaction of
-// its own, six statements).
-const rwSweepKeys = 50
-
-// sweepRW visits up to rwSweepKeys keys that have expired holdings, or an
-// anchor with no holding and an ended mark (an unlocked read), and cleans
-// each in a transaction of its own that first locks the key's anchor, as
-// acquisitions do: it deletes the key's expired holdings (re-checked under
-// their row locks: a holding extended meanwhile stays), then the anchor if
-// no holding is left and its mark has ended. It returns how many rows it
-// deleted. Taking the anchor keeps the sweep from deleting a key's rows
-// beside an acquisition of the key: an earlier sweep that deleted by key
-// without it deadlocked with acquisitions (an INSERT waiting on the next-key
-// lock of a row the sweep was deleting, while the sweep waited on a row the
-// acquisition had deleted). A schema without these tables (not migrated
-// since) has nothing to sweep.
+// sweepRW cleans up to sweepKeysPerRun keys with expired read-write lock
+// holdings, or an anchor with no holding and an ended mark, each under its
+// anchor's lock (sweepUnderAnchors): their expired holdings, then the anchor
+// if no holding is left and its mark has ended.
 func (s *Store) sweepRW(ctx context.Context) (int, error) {
 	H, K := s.n.rwHolds, s.n.rwKeys
-	rows, err := s.db.QueryContext(ctx, "(SELECT DISTINCT name FROM "+H+" WHERE expires_at <= "+now+" LIMIT ?)"+
-		" UNION (SELECT k.name FROM "+K+" AS k LEFT JOIN "+H+" AS h ON h.name = k.name"+
-		" WHERE h.name IS NULL AND k.mark_until <= "+now+" LIMIT ?)", rwSweepKeys, rwSweepKeys)
-	if errNumber(err) == erNoSuchTable {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, wrap("sweep rw", err)
-	}
-	var keys [][]byte
-	for rows.Next() && len(keys) < rwSweepKeys {
-		var k []byte
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return 0, wrap("sweep rw", err)
-		}
-		keys = append(keys, k)
-	}
-	if err := rows.Close(); err != nil {
-		return 0, wrap("sweep rw", err)
-	}
-	gone := 0
-	for _, k := range keys {
-		n, err := s.sweepRWKey(ctx, k)
-		if gone += n; err != nil {
-			return gone, err
-		}
-	}
-	return gone, nil
-}
-
-// sweepRWKey cleans one key under its anchor's lock (see sweepRW).
-func (s *Store) sweepRWKey(ctx context.Context, key []byte) (int, error) {
-	H, K := s.n.rwHolds, s.n.rwKeys
-	gone := 0
-	err := s.inTx(ctx, "sweep rw", func(tx *sql.Tx) (bool, error) {
-		gone = 0
-		if _, err := tx.ExecContext(ctx, "INSERT INTO "+K+" (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name", key); err != nil {
-			return false, err
-		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM "+H+" WHERE name = ? AND expires_at <= "+now, key)
-		if err != nil {
-			return false, err
-		}
-		n, _ := res.RowsAffected()
-		// The anchor's lock keeps acquisitions of the key out: no holding
-		// can be added before this commits.
-		res, err = tx.ExecContext(ctx, "DELETE FROM "+K+" WHERE name = ? AND mark_until <= "+now+
-			" AND NOT EXISTS (SELECT 1 FROM "+H+" WHERE name = ?)", key, key)
-		if err != nil {
-			return false, err
-		}
-		m, _ := res.RowsAffected()
-		gone = int(n + m)
-		return true, nil
+	return s.sweepUnderAnchors(ctx, anchorSweep{
+		op: "sweep rw",
+		keys: "(SELECT DISTINCT name FROM " + H + " WHERE expires_at <= " + now + " LIMIT ?)" +
+			" UNION (SELECT k.name FROM " + K + " AS k LEFT JOIN " + H + " AS h ON h.name = k.name" +
+			" WHERE h.name IS NULL AND k.mark_until <= " + now + " LIMIT ?)",
+		anchor: "INSERT INTO " + K + " (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name",
+		holds:  "DELETE FROM " + H + " WHERE name = ? AND expires_at <= " + now,
+		drop: "DELETE FROM " + K + " WHERE name = ? AND mark_until <= " + now +
+			" AND NOT EXISTS (SELECT 1 FROM " + H + " WHERE name = ?)",
 	})
-	return gone, err
 }
