@@ -163,7 +163,7 @@ func (s *Store) acquireRW(ctx context.Context, key, token string, ttl time.Durat
 // extended just before its expiry is counted, never taken for expired
 // (TestRWExtensionInFlightIsCounted). The sweep takes the anchor first
 // too, so it never deletes a key's rows beside an acquisition of the key
-// (their deletions and inserts deadlocked before: rwlock_schema.go).
+// (their deletions and inserts deadlocked before: sweepUnderAnchors).
 func (a *rwTx) lock() (rwState, error) {
 	var st rwState
 	if err := a.tx.QueryRowContext(a.ctx, a.s.rwAnchorSQL, a.key, a.d).Scan(&st.markUS, &st.markMine); err != nil {

@@ -15,6 +15,9 @@ import "context"
 // the index entry, and MariaDB reported deadlocks
 // (TestRWMixedTrafficNoDeadlockNoOverlap). The sweep's unlocked read
 // scans the table, which holds only live and lately expired holdings.
+// Transactions that lock several of a key's rows (acquisitions, the sweep)
+// take the key's anchor first; extend and release lock one row and wait
+// for nothing while holding it; so no cycle of waits forms.
 func (n names) rwHoldsDDL() string {
 	return "CREATE TABLE IF NOT EXISTS " + n.rwHolds + ` (
   name VARBINARY(1024) NOT NULL,
