@@ -16,12 +16,13 @@ import (
 // database clock and fence from the lease table's sequence; a refused
 // writer's mark is a row of mode 0 (rwTemplate shows the table and the
 // acquisition function). Each call is one statement, one round trip once
-// prepared. There is no RWNotifier yet: waiters back off, capped by
-// RWTakenError.Remaining.
+// prepared. A release and a downgrade send NOTIFY on the table's channel,
+// which the store's listener serves (RWNotifier).
 
 var (
 	_ driver.RWMutex     = (*Store)(nil)
 	_ driver.RWInspector = (*Store)(nil)
+	_ driver.RWNotifier  = (*Store)(nil)
 )
 
 // rwStatements are the RWMutex's SQL for one set of names.
@@ -39,7 +40,10 @@ func newRWStatements(n names) rwStatements {
 WHERE r.name = $1 AND r.owner = $2 AND r.mode > 0 AND r.expires_at > now()
 RETURNING r.mode, r.fence, (SELECT count(*) FROM %[1]s AS q WHERE q.name = $1 AND q.mode = 1 AND q.expires_at > now())`, n.rw),
 
-		release: fmt.Sprintf(`DELETE FROM %[1]s AS r WHERE r.name = $1 AND r.owner = $2 AND r.mode > 0 AND r.expires_at > now() RETURNING 1`, n.rw),
+		// release deletes a live holding and sends NOTIFY on the table's
+		// channel with the key, delivered at commit.
+		release: fmt.Sprintf(`DELETE FROM %[1]s AS r WHERE r.name = $1 AND r.owner = $2 AND r.mode > 0 AND r.expires_at > now()
+RETURNING (SELECT count(*) FROM (SELECT pg_notify($3, r.name)) AS n)`, n.rw),
 
 		// inspect lists the key's live rows, marks included (mode 0).
 		inspect: fmt.Sprintf(`SELECT r.mode, r.fence, (extract(epoch FROM r.expires_at - now()) * 1000000)::bigint
@@ -146,14 +150,15 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 // live holding of key. If token holds nothing of key it changes nothing
 // and returns driver.NotHeld(false) (ErrExpired); a statement is never
 // resent once it may have reached the server, so a repeated release
-// answers NotHeld. No waiter is woken (no RWNotifier yet). Other errors as
-// AcquireRead.
+// answers NotHeld. It sends NOTIFY on the table's channel
+// (<prefix>_rwlocks) with the key, delivered to listeners at commit. Other
+// errors as AcquireRead.
 func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 	if err := s.checkRW(ctx, key, time.Millisecond); err != nil {
 		return err
 	}
-	var one int64
-	err := s.db.queryRow(ctx, s.rwsql.release, []any{key, digest(token)}, &one)
+	var notified int64
+	err := s.db.queryRow(ctx, s.rwsql.release, []any{key, digest(token), s.names.rw}, &notified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return driver.NotHeld(false)
 	}
@@ -162,6 +167,26 @@ func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 	}
 	return nil
 }
+
+// SubscribeRW implements driver.RWNotifier on the store's listener (see
+// Subscribe: the same connection also listens on the read-write lock's
+// channel): once it returns, every ReleaseRW of key that commits, and
+// every downgrade, sends a value. A lease that ends without a release
+// sends nothing. Its errors are Subscribe's, without the mark.
+func (s *Store) SubscribeRW(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	if err := driver.ValidateKey(key); err != nil {
+		return nil, nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, nil, err
+	}
+	return s.lis.subscribe(ctx, rwSub(key))
+}
+
+// rwSub is the listener's subscription key of a read-write lock key: a NUL
+// byte, "rw", a NUL byte (no lock key holds one; a Semaphore key's is one
+// NUL byte and the key) and the key.
+func rwSub(key string) string { return "\x00rw\x00" + key }
 
 // InspectRW implements driver.RWInspector in one unlocked read: each live
 // holding's mode, fence and time left, with Token "" (the table keeps

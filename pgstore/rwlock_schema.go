@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS %[1]s (
 -- re-entry or a downgrade: o_fence, o_readers), 0 refused (o_held the
 -- mode the key is held in, o_readers, o_mark a live mark, µs until the
 -- first thing that refused it; a refused writer leaves its mark), -1 an
--- upgrade refused (nothing changed). Serialized per key by a
+-- upgrade refused (nothing changed). A downgrade sends NOTIFY on the
+-- table's channel with the key, as a release does. Serialized per key by a
 -- transaction-scoped advisory lock; needs READ COMMITTED.
 CREATE OR REPLACE FUNCTION %[3]s(p_name text, p_owner text, p_mode integer, p_ttl_us bigint, p_mark_us bigint,
     OUT o_status integer, OUT o_fence bigint, OUT o_readers integer, OUT o_held integer, OUT o_mark boolean, OUT o_remaining_us bigint)
@@ -62,6 +63,9 @@ BEGIN
         END IF;
         UPDATE %[1]s AS r SET mode = p_mode, expires_at = greatest(r.expires_at, now() + p_ttl_us * interval '1 microsecond')
             WHERE r.name = p_name AND r.owner = p_owner;
+        IF p_mode = 1 AND mine = 2 THEN
+            PERFORM pg_notify('%[1]s', p_name);  -- a downgrade lets readers in
+        END IF;
         o_status := 1; o_fence := mine_fence;
         o_readers := CASE WHEN p_mode = 2 THEN 0 WHEN mine = 2 THEN 1 ELSE o_readers END;
         RETURN;

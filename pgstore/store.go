@@ -107,6 +107,7 @@ func newStore(b backend, opts Options) (*Store, error) {
 	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), rwsql: newRWStatements(n), rsql: newRecordStatements(n), ratesql: newRateStatements(n), sweep: sweep}
 	s.lis = newListener(b, n.channel())
 	s.lis.permits = n.permits
+	s.lis.rw = n.rw
 	return s, nil
 }
 
