@@ -56,7 +56,8 @@ func TestConformanceLease(t *testing.T) {
 }
 
 // reporting counts a key's rows (lease table, permits and their anchors,
-// idempotency records of the key in any scope, and rates)
+// idempotency records of the key in any scope, rates, and read-write lock
+// holdings and their anchors)
 // for drivertest.StateReporter. The sweep is
 // client-driven (Acquire and Release run it when due): KeyState sweeps
 // first, standing for a table that some client keeps using.
@@ -76,7 +77,8 @@ func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 	t := r.opts.Table
 	err := r.admin.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM "+t+"_locks WHERE name = ?) + (SELECT COUNT(*) FROM "+t+
 		"_permits WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_semaphores WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_idempotency WHERE name = ?) + (SELECT COUNT(*) FROM "+t+
-		"_rates WHERE name = ?)", []byte(key), []byte(key), []byte(key), []byte(key), []byte(key)).Scan(&n)
+		"_rates WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_rwholds WHERE name = ?) + (SELECT COUNT(*) FROM "+t+"_rwkeys WHERE name = ?)",
+		[]byte(key), []byte(key), []byte(key), []byte(key), []byte(key), []byte(key), []byte(key)).Scan(&n)
 	return n, err
 }
 

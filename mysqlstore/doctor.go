@@ -164,10 +164,11 @@ func schemaCheck(ctx context.Context, db *sql.DB, n names) driver.Check {
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+n.locks).Scan(&rows); err != nil {
 		return failed(name, err)
 	}
-	for _, t := range []struct{ table, feature string }{{n.permits, "the semaphore"}, {n.semaphores, "the semaphore"}, {n.idem, "the idempotency guard"}, {n.rates, "the rate limiter"}} {
+	for _, t := range []struct{ table, feature string }{{n.permits, "the semaphore"}, {n.semaphores, "the semaphore"}, {n.idem, "the idempotency guard"}, {n.rates, "the rate limiter"},
+		{n.rwHolds, "the read-write lock"}, {n.rwKeys, "the read-write lock"}} {
 		if _, err := db.ExecContext(ctx, "SELECT 1 FROM "+t.table+" LIMIT 0"); err != nil {
 			return driver.Check{Name: name, Status: driver.Warn, Detail: "table " + t.table + " missing or unreadable: locks work, " + t.feature + " does not (run mysqlstore.Migrate again: it adds the table): " + err.Error()}
 		}
 	}
-	return driver.Check{Name: name, Status: driver.OK, Detail: fmt.Sprintf("%s present, %d rows (held and recently freed keys); the semaphore's, the idempotency records' and the rate limiter's tables present", n.locks, rows)}
+	return driver.Check{Name: name, Status: driver.OK, Detail: fmt.Sprintf("%s present, %d rows (held and recently freed keys); the semaphore's, the idempotency records', the rate limiter's and the read-write lock's tables present", n.locks, rows)}
 }

@@ -40,12 +40,13 @@ func TestDoctor(t *testing.T) {
 
 // TestDoctorWarnsWithoutPermitsTables: a schema migrated before the
 // semaphore (its permits table missing), before the idempotency records
-// (their table missing) or before the rate limiter (its rates table
-// missing) gets a warning from the schema check, naming the table and
+// (their table missing), before the rate limiter (its rates table
+// missing) or before the read-write lock (either of its tables missing)
+// gets a warning from the schema check, naming the table and
 // Migrate: locks work, the missing feature's calls would be refused.
 // Control: TestDoctor, where the full schema passes.
 func TestDoctorWarnsWithoutPermitsTables(t *testing.T) {
-	for _, table := range []string{"_permits", "_idempotency", "_rates"} {
+	for _, table := range []string{"_permits", "_idempotency", "_rates", "_rwholds", "_rwkeys"} {
 		t.Run(table, func(t *testing.T) { doctorWarnsWithout(t, table) })
 	}
 }

@@ -96,3 +96,27 @@ func (s *Store) RacyAllowN(ctx context.Context, key string, limit driver.RateLim
 	_, err = s.db.ExecContext(ctx, "INSERT INTO "+s.n.rates+" (name, tat, tag) VALUES (?, ?, 0) ON DUPLICATE KEY UPDATE tat = VALUES(tat)", []byte(key), next.UnixMicro())
 	return r, err
 }
+
+// WithRWRace makes s's read-write lock acquisitions pause 20 ms between
+// their read of the key's holdings and their write (a SLEEP in the read),
+// widening the window two acquirers could both see the key free; without
+// the anchor, it also skips the lock on the key's anchor row (and reads no
+// mark): the wrong design that TestRWAnchorSerializesAcquirers' control
+// must catch.
+func WithRWRace(s *Store, anchor bool) {
+	s.readRWSQL = strings.Replace(readRWStmt(s.n), "SELECT ", "SELECT SLEEP(0.02) + ", 1)
+	if !anchor {
+		s.rwAnchorSQL = "SELECT -1, ? = ?"
+	}
+}
+
+// WithoutRWMark makes s's refused AcquireWrite leave no writer-waiting
+// mark: the wrong design that TestRWRefusedWriterKeepsLaterReadersOut's
+// control must catch.
+func WithoutRWMark(s *Store) { s.rwNoMark = true }
+
+// WithoutRWPrune makes s's read-write lock acquisitions skip expired
+// holdings in their count without deleting them (no wait for an extension
+// in flight): the wrong design that TestRWExtensionInFlightIsCounted's
+// control must catch.
+func WithoutRWPrune(s *Store) { s.rwNoPrune = true }

@@ -122,3 +122,6 @@ func proxy(t testing.TB, addr string) *faultproxy.Proxy {
 	t.Cleanup(func() { p.Close() })
 	return p
 }
+
+// testToken is the i-th of a few distinct test tokens.
+func testToken(i int) string { return "token-" + string(rune('a'+i)) }

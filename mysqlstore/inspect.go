@@ -42,10 +42,12 @@ func (s *Store) maybeSweep(ctx context.Context) {
 // one Acquire takes, so the sweep cannot deadlock with it. On error it
 // returns 0 with the error (ErrRefused for a missing schema, else the
 // driver's): rows may have been deleted if the DELETE's answer was lost.
-// It then deletes up to 500 expired holdings of permits and the
-// Semaphore's anchors left without holdings (sweepPermits), up to 500
+// It then cleans up to 50 keys of the Semaphore (expired holdings, and
+// anchors left without holdings: sweepPermits), up to 500
 // forgotten idempotency records (sweepRecords), and up to 500 rate limiter
-// keys whose TAT passed more than Retention ago (sweepRates).
+// keys whose TAT passed more than Retention ago (sweepRates), and up to
+// 50 keys of the read-write lock (expired holdings, and anchors left
+// without holdings or mark: sweepRW).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n, err := s.sweepLocks(ctx)
 	if err != nil {
@@ -60,6 +62,10 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		return n, err
 	}
 	m, err = s.sweepRates(ctx)
+	if n += m; err != nil {
+		return n, err
+	}
+	m, err = s.sweepRW(ctx)
 	return n + m, err
 }
 

@@ -18,7 +18,7 @@ import (
 type Options struct {
 	// Table is the prefix of the schema's objects (<Table>_locks,
 	// <Table>_fence, <Table>_rows, <Table>_permits, <Table>_semaphores,
-	// <Table>_rates): letters, digits and underscores, at
+	// <Table>_rates, <Table>_rwholds, <Table>_rwkeys): letters, digits and underscores, at
 	// most 48. Empty means DefaultTable ("dlock").
 	Table string
 	// Retention is how long a free row (released or expired) stays before
@@ -57,12 +57,15 @@ type Store struct {
 	acquireSQL, extendSQL, releaseSQL, transferSQL string
 	anchorSQL, readPermitsSQL, acquirePermitsSQL   string // the Semaphore's (semaphore.go)
 	allowSQL                                       string // the RateLimiter's (ratelimit.go)
+	rwAnchorSQL, readRWSQL                         string // the RWMutex's (rwlock.go)
 	mark                                           markCfg
 	acquirePrep                                    prepared // acquireSQL, prepared on the server
 	permitsPrep                                    prepared // acquirePermitsSQL, prepared on the server
 
 	noFenceCheck bool // tests' negative control only: CompleteRecordTx checks nothing
 	foldedWaits  bool // tests' negative control only: BeginRecordTx waits for row locks
+	rwNoMark     bool // tests' negative control only: a refused writer leaves no mark
+	rwNoPrune    bool // tests' negative control only: acquisitions skip expired read-write holdings
 
 	sweepMu   sync.Mutex
 	lastSweep time.Time
@@ -133,6 +136,7 @@ func (s *Store) prepareSQL() {
 	s.anchorSQL, s.readPermitsSQL = anchorStmt(s.n), readPermitsStmt(s.n)
 	s.acquirePermitsSQL = acquirePermitsStmt(s.n, s.anchorSQL, s.readPermitsSQL)
 	s.allowSQL = allowStmt(s.n)
+	s.rwAnchorSQL, s.readRWSQL = rwAnchorStmt(s.n), readRWStmt(s.n)
 }
 
 // Model implements driver.Mutex: per-key leases of at least MinTTL on the

@@ -42,28 +42,22 @@ func (n names) semaphoresDDL() string {
 ) ENGINE=InnoDB`
 }
 
-// sweepPermits deletes up to sweepBatch expired holdings, then the anchors
-// of keys without any holding, each by primary key after an unlocked read
-// (as Sweep does for the lease table), and returns how many rows it
-// deleted. Locks are taken in primary-key order, as acquisitions take
-// them, so the sweep cannot deadlock with one; the holdings' DELETE
-// re-checks the expiry under the row lock (a holding extended meanwhile
-// stays). Deleting an anchor in use is harmless: the next acquisition
-// re-creates it, and the key's acquirers still meet on its record. A
-// schema without the Semaphore's tables (not migrated since) has nothing
-// to sweep.
+// sweepPermits cleans up to sweepKeysPerRun keys with expired holdings of
+// permits, or an anchor without holdings, each under its anchor's lock
+// (sweepUnderAnchors), as acquisitions take it: their expired holdings
+// (re-checked under the row lock: a holding extended meanwhile stays), then
+// the anchor if no holding is left. A schema without the Semaphore's tables
+// (not migrated since) has nothing to sweep.
 func (s *Store) sweepPermits(ctx context.Context) (int, error) {
 	P, S := s.n.permits, s.n.semaphores
-	gone, err := s.sweepByKey(ctx,
-		"SELECT name, owner FROM "+P+" WHERE expires_at <= "+now+" LIMIT ?",
-		"DELETE FROM "+P+" WHERE (name, owner) IN (%s) AND expires_at <= "+now, "(?, ?)", 2)
-	if err != nil {
-		return gone, err
-	}
-	n, err := s.sweepByKey(ctx,
-		"SELECT s.name FROM "+S+" AS s LEFT JOIN "+P+" AS p ON p.name = s.name WHERE p.name IS NULL LIMIT ?",
-		"DELETE FROM "+S+" WHERE name IN (%s)", "?", 1)
-	return gone + n, err
+	return s.sweepUnderAnchors(ctx, anchorSweep{
+		op: "sweep permits",
+		keys: "(SELECT DISTINCT name FROM " + P + " WHERE expires_at <= " + now + " LIMIT ?)" +
+			" UNION (SELECT s.name FROM " + S + " AS s LEFT JOIN " + P + " AS p ON p.name = s.name WHERE p.name IS NULL LIMIT ?)",
+		anchor: anchorStmt(s.n),
+		holds:  "DELETE FROM " + P + " WHERE name = ? AND expires_at <= " + now,
+		drop:   "DELETE FROM " + S + " WHERE name = ? AND NOT EXISTS (SELECT 1 FROM " + P + " WHERE name = ?)",
+	})
 }
 
 // sweepByKey reads up to sweepBatch primary keys (cols columns each) with

@@ -30,6 +30,9 @@ type names struct {
 	idem string
 	// rates holds the RateLimiter's TATs.
 	rates string
+	// rwHolds holds the RWMutex's holdings; rwKeys one anchor row per key,
+	// locked by each acquisition, with the writer-waiting mark.
+	rwHolds, rwKeys string
 }
 
 // tableNames validates prefix (letters, digits, underscores, at most 48,
@@ -42,7 +45,8 @@ func tableNames(prefix string) (names, error) {
 		return names{}, fmt.Errorf("%w: mysqlstore: table prefix %q: want letters, digits and _ (at most 48, not starting with a digit)", driver.ErrInvalid, prefix)
 	}
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
-		permits: prefix + "_permits", semaphores: prefix + "_semaphores", idem: prefix + "_idempotency", rates: prefix + "_rates"}, nil
+		permits: prefix + "_permits", semaphores: prefix + "_semaphores", idem: prefix + "_idempotency", rates: prefix + "_rates",
+		rwHolds: prefix + "_rwholds", rwKeys: prefix + "_rwkeys"}, nil
 }
 
 // ddl returns the statements that create the schema, each idempotent.
@@ -69,6 +73,7 @@ func tableNames(prefix string) (names, error) {
 //   - <p>_permits and <p>_semaphores, the Semaphore's (permitsDDL).
 //   - <p>_idempotency, the idempotency records (recordsDDL).
 //   - <p>_rates, the RateLimiter's (ratesDDL).
+//   - <p>_rwholds and <p>_rwkeys, the RWMutex's (rwHoldsDDL, rwKeysDDL).
 func (n names) ddl() []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS " + n.locks + ` (
@@ -93,6 +98,7 @@ func (n names) ddl() []string {
   PRIMARY KEY (name)
 ) ENGINE=InnoDB`,
 		n.permitsDDL(), n.semaphoresDDL(), n.recordsDDL(), n.recordsTookDDL(), n.ratesDDL(),
+		n.rwHoldsDDL(), n.rwKeysDDL(),
 	}
 }
 

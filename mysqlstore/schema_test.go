@@ -19,7 +19,7 @@ import (
 // answer.
 func TestSchemaAndMigrate(t *testing.T) {
 	ddl := mysqlstore.Schema(mysqlstore.Options{Table: "app_locks"})
-	for _, want := range []string{"app_locks_locks", "app_locks_fence", "app_locks_rows", "app_locks_rates", "CREATE SEQUENCE IF NOT EXISTS"} {
+	for _, want := range []string{"app_locks_locks", "app_locks_fence", "app_locks_rows", "app_locks_rates", "app_locks_rwholds", "app_locks_rwkeys", "CREATE SEQUENCE IF NOT EXISTS"} {
 		if !strings.Contains(ddl, want) {
 			t.Errorf("Schema lacks %q:\n%s", want, ddl)
 		}
@@ -49,6 +49,12 @@ func TestSchemaAndMigrate(t *testing.T) {
 	}
 	if _, err := s.AllowN(ctxT(t), "k", driver.RateLimit{Rate: 1, Period: time.Second, Burst: 1}, 1); !errors.Is(err, driver.ErrRefused) {
 		t.Errorf("AllowN without schema: %v, want ErrRefused", err)
+	}
+	if _, err := s.AcquireRead(ctxT(t), "k", "t", time.Second); !errors.Is(err, driver.ErrRefused) {
+		t.Errorf("AcquireRead without schema: %v, want ErrRefused", err)
+	}
+	if err := s.ReleaseRW(ctxT(t), "k", "t"); !errors.Is(err, driver.ErrRefused) {
+		t.Errorf("ReleaseRW without schema: %v, want ErrRefused", err)
 	}
 	st, _ := mysqlstore.New(db, opts)
 	for _, k := range []string{"", strings.Repeat("k", mysqlstore.MaxKeyBytes+1)} {

@@ -20,6 +20,7 @@ type deafStore struct {
 	reporting
 	Subscribe        struct{}
 	SubscribePermits struct{}
+	SubscribeRW      struct{}
 }
 
 // TestConformanceBouncer is the conformance suite through PgBouncer, every

@@ -111,7 +111,8 @@ func closeStore(s *pgstore.Store) {
 }
 
 // reporting lets the suite count what the store keeps for a key: rows of
-// the lease table, the permits table and the rates table with that name,
+// the lease table, the permits table, the rates table and the read-write
+// lock table (holdings and marks) with that name,
 // and idempotency records of that key in any scope, live or expired.
 type reporting struct {
 	*pgstore.Store
@@ -122,6 +123,7 @@ type reporting struct {
 func (r reporting) KeyState(ctx context.Context, key string) (int, error) {
 	var n int
 	err := r.admin.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+r.table+"_locks WHERE name = $1) + (SELECT count(*) FROM "+r.table+"_permits WHERE name = $1)"+
-		" + (SELECT count(*) FROM "+r.table+"_idempotency WHERE key = $1) + (SELECT count(*) FROM "+r.table+"_rates WHERE name = $1)", key).Scan(&n)
+		" + (SELECT count(*) FROM "+r.table+"_idempotency WHERE key = $1) + (SELECT count(*) FROM "+r.table+"_rates WHERE name = $1)"+
+		" + (SELECT count(*) FROM "+r.table+"_rwlocks WHERE name = $1)", key).Scan(&n)
 	return n, err
 }

@@ -45,6 +45,9 @@ type listener struct {
 	// permits, if set, is a second channel, of the Semaphore's releases:
 	// its payloads wake the subscriptions of permitsSub(key).
 	permits string
+	// rw, if set, is a third channel, of the RWMutex's releases and
+	// downgrades: its payloads wake the subscriptions of rwSub(key).
+	rw string
 
 	mu    sync.Mutex
 	subs  map[string]map[*sub]struct{}
@@ -271,13 +274,16 @@ func (l *listener) fanout(key string, all bool) {
 	wake(l.subs[key])
 }
 
-// listenSQL are the LISTEN statements for the channels: the permits
-// channel's first, so that the connection's last statement (what
+// listenSQL are the LISTEN statements for the channels: the read-write
+// lock's and the permits channel's first, so that the connection's last statement (what
 // pg_stat_activity shows) is the lease table's LISTEN.
 func (l *listener) listenSQL() []string {
 	q := []string{"LISTEN " + pgx.Identifier{l.channel}.Sanitize()}
 	if l.permits != "" {
 		q = append([]string{"LISTEN " + pgx.Identifier{l.permits}.Sanitize()}, q...)
+	}
+	if l.rw != "" {
+		q = append([]string{"LISTEN " + pgx.Identifier{l.rw}.Sanitize()}, q...)
 	}
 	return q
 }
@@ -289,5 +295,7 @@ func (l *listener) dispatch(channel, payload string) {
 		l.fanout(payload, false)
 	case channel == l.permits && l.permits != "":
 		l.fanout(permitsSub(payload), false)
+	case channel == l.rw && l.rw != "":
+		l.fanout(rwSub(payload), false)
 	}
 }

@@ -31,6 +31,9 @@ type names struct {
 	idem, beginRecord, beginRecordTx string
 	// rates is the RateLimiter's table, allowRate its decision function.
 	rates, allowRate string
+	// rw is the RWMutex holdings' and marks' table, acquireRW its
+	// acquisition function.
+	rw, acquireRW string
 }
 
 // namesFor validates prefix (empty: DefaultTable) and derives the names.
@@ -44,7 +47,8 @@ func namesFor(prefix string) (names, error) {
 	return names{locks: prefix + "_locks", fence: prefix + "_fence", rows: prefix + "_rows",
 		permits: prefix + "_permits", acquirePermits: prefix + "_permits_acquire",
 		idem: prefix + "_idempotency", beginRecord: prefix + "_idempotency_begin", beginRecordTx: prefix + "_idempotency_begin_tx",
-		rates: prefix + "_rates", allowRate: prefix + "_rates_allow"}, nil
+		rates: prefix + "_rates", allowRate: prefix + "_rates_allow",
+		rw: prefix + "_rwlocks", acquireRW: prefix + "_rwlocks_acquire"}, nil
 }
 
 // channel is the NOTIFY channel of releases: the lease table's name.
@@ -59,7 +63,9 @@ func (n names) channel() string { return n.locks }
 // (<prefix>_idempotency, created if missing) with its begin functions
 // (<prefix>_idempotency_begin and _begin_tx, created or replaced), and the RateLimiter's
 // rates table (<prefix>_rates, created if missing) with its decision
-// function (<prefix>_rates_allow, created or replaced). It returns the DDL
+// function (<prefix>_rates_allow, created or replaced), and the RWMutex's
+// table (<prefix>_rwlocks, created if missing) with its acquisition
+// function (<prefix>_rwlocks_acquire, created or replaced). It returns the DDL
 // for DefaultTable if opts.Table is not a valid prefix (New and Migrate
 // reject it).
 func Schema(opts Options) string {
@@ -72,10 +78,12 @@ func Schema(opts Options) string {
 
 // ddl is the schema of n: the lease table, the sequence, the row-lock
 // table, the permits table and its function, the records table and its
-// function, the rates table and its function.
+// function, the rates table and its function, the read-write lock's table
+// and its function.
 func ddl(n names) string {
 	return fmt.Sprintf(schemaTemplate, n.locks, n.fence, n.rows) + fmt.Sprintf(permitsTemplate, n.permits, n.fence, n.acquirePermits) +
-		fmt.Sprintf(recordsTemplate, n.idem, n.fence, n.beginRecord, n.beginRecordTx) + fmt.Sprintf(ratesTemplate, n.rates, n.allowRate)
+		fmt.Sprintf(recordsTemplate, n.idem, n.fence, n.beginRecord, n.beginRecordTx) + fmt.Sprintf(ratesTemplate, n.rates, n.allowRate) +
+		fmt.Sprintf(rwTemplate, n.rw, n.fence, n.acquireRW)
 }
 
 // schemaTemplate: %[1]s lease table, %[2]s fence sequence, %[3]s row table.

@@ -58,7 +58,7 @@ func TestSchemaIsWhatMigrateRuns(t *testing.T) {
 	pool := newPool(t)
 	opts := pgstore.Options{Table: "ddl_" + tok()[:8]}
 	ddl := pgstore.Schema(opts)
-	for _, name := range []string{opts.Table + "_locks", opts.Table + "_fence", opts.Table + "_rows", opts.Table + "_rates", opts.Table + "_rates_allow"} {
+	for _, name := range []string{opts.Table + "_locks", opts.Table + "_fence", opts.Table + "_rows", opts.Table + "_rates", opts.Table + "_rates_allow", opts.Table + "_rwlocks", opts.Table + "_rwlocks_acquire"} {
 		if !strings.Contains(ddl, name) {
 			t.Fatalf("Schema does not name %s:\n%s", name, ddl)
 		}

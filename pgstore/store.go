@@ -49,6 +49,7 @@ type Store struct {
 	names   names
 	sql     statements
 	psql    permitStatements
+	rwsql   rwStatements
 	rsql    recordStatements
 	ratesql rateStatements
 	sweep   time.Duration
@@ -103,9 +104,10 @@ func newStore(b backend, opts Options) (*Store, error) {
 	if sweep == 0 {
 		sweep = DefaultSweepInterval
 	}
-	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), rsql: newRecordStatements(n), ratesql: newRateStatements(n), sweep: sweep}
+	s := &Store{db: b, names: n, sql: newStatements(n), psql: newPermitStatements(n), rwsql: newRWStatements(n), rsql: newRecordStatements(n), ratesql: newRateStatements(n), sweep: sweep}
 	s.lis = newListener(b, n.channel())
 	s.lis.permits = n.permits
+	s.lis.rw = n.rw
 	return s, nil
 }
 

@@ -49,7 +49,7 @@ func (s *Store) sweepLoop(ctx context.Context, done chan struct{}) {
 }
 
 // Sweep deletes free rows (of keys released, or whose lease ended),
-// expired holdings of permits, forgotten idempotency records and rate limiter keys whose TAT has passed, in batches of at most 100 rows, skipping rows other statements hold
+// expired holdings of permits and of read-write locks (and marks), forgotten idempotency records and rate limiter keys whose TAT has passed, in batches of at most 100 rows, skipping rows other statements hold
 // locked and keys an Acquire is inserting, and returns how many it deleted. The store calls it every
 // Options.SweepInterval; call it yourself when the store does not sweep
 // (a negative interval). Safe to run from many stores at once. An error
@@ -76,6 +76,10 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 		return total, err
 	}
 	n, err = s.sweepRates(ctx)
+	if total += n; err != nil {
+		return total, err
+	}
+	n, err = s.sweepRW(ctx)
 	return total + n, err
 }
 

@@ -27,7 +27,7 @@ const (
 // for the usage error on a store without them. Keep them in step with
 // docs/rwlock.md and docs/semaphore.md ("Stores").
 const (
-	rwStores  = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://), etcd (etcd://, etcds://), ZooKeeper (zk://), PostgreSQL in session mode (postgres://...?mode=session)"
+	rwStores  = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://), etcd (etcd://, etcds://), ZooKeeper (zk://), PostgreSQL in both modes (postgres://), MariaDB in lease mode (mysql://)"
 	semStores = "Redis (redis://, rediss://, redis+cluster://, redis+sentinel://), etcd (etcd://, etcds://), ZooKeeper (zk://), PostgreSQL and MariaDB in lease mode (postgres://, mysql://)"
 )
 
