@@ -179,7 +179,8 @@ func (s *SessionStore) Release(ctx context.Context, key, token string) error {
 }
 
 // Close releases every holding by closing the pinned connections (the
-// server releases their locks) and makes later calls fail with
+// server frees their locks as it processes the disconnect, a moment after
+// Close returns) and makes later calls fail with
 // driver.ErrInvalid. It never closes the pool.
 func (s *SessionStore) Close() error {
 	s.mu.Lock()
