@@ -24,7 +24,8 @@ func holdsKey(strs []string) bool {
 }
 
 // By default no metric point and no span has the key; with
-// WithKeyAttribute every metric point and every dlock span has it.
+// WithKeyAttribute every metric point and every dlock span has it, in
+// either shape.
 func TestKeyOnlyWithOption(t *testing.T) {
 	s := newSink()
 	lockLife(t, s, s.observer(t), nil)
@@ -33,29 +34,37 @@ func TestKeyOnlyWithOption(t *testing.T) {
 		t.Fatalf("the key is recorded by default:\n%s", dumpMetrics(s.metrics(t)))
 	}
 
-	s = newSink()
-	lockLife(t, s, s.observer(t, dlockotel.WithKeyAttribute()), nil)
-	for name, ps := range s.metrics(t) {
-		for _, p := range ps {
-			if v, ok := p.attrs.Value(dlockotel.AttrKey); !ok || !strings.HasPrefix(v.AsString(), "orders/4") {
-				t.Errorf("with WithKeyAttribute, a point of %s has no key: %v", name, p.attrs.ToSlice())
+	for _, shape := range []struct {
+		opts  []dlockotel.Option
+		spans int
+	}{
+		{nil, 3}, // 3 calls, their waits and holds as events
+		{[]dlockotel.Option{dlockotel.WithChildSpans()}, 8}, // 3 calls, 3 waits, 2 holds
+	} {
+		s = newSink()
+		lockLife(t, s, s.observer(t, append(shape.opts, dlockotel.WithKeyAttribute())...), nil)
+		for name, ps := range s.metrics(t) {
+			for _, p := range ps {
+				if v, ok := p.attrs.Value(dlockotel.AttrKey); !ok || !strings.HasPrefix(v.AsString(), "orders/4") {
+					t.Errorf("with WithKeyAttribute, a point of %s has no key: %v", name, p.attrs.ToSlice())
+				}
 			}
 		}
-	}
-	var spans int
-	for _, sp := range s.spans.Ended() {
-		if strings.HasPrefix(sp.Name(), "dlock.") {
-			spans++
-			if k := attr(sp, dlockotel.AttrKey); !strings.HasPrefix(k, "orders/4") {
-				t.Errorf("with WithKeyAttribute, a %s span has key %q", sp.Name(), k)
+		var spans int
+		for _, sp := range s.spans.Ended() {
+			if strings.HasPrefix(sp.Name(), "dlock.") {
+				spans++
+				if k := attr(sp, dlockotel.AttrKey); !strings.HasPrefix(k, "orders/4") {
+					t.Errorf("with WithKeyAttribute, a %s span has key %q", sp.Name(), k)
+				}
 			}
 		}
+		if spans != shape.spans {
+			t.Errorf("%d dlock spans, want %d", spans, shape.spans)
+		}
+		find(t, s.metrics(t), dlockotel.MetricLost, dlockotel.AttrKind.String("lock"),
+			dlockotel.AttrCause.String("taken"), dlockotel.AttrKey.String("orders/43"))
 	}
-	if spans != 8 { // 3 calls, 3 waits, 2 holds
-		t.Errorf("%d dlock spans, want 8", spans)
-	}
-	find(t, s.metrics(t), dlockotel.MetricLost, dlockotel.AttrKind.String("lock"),
-		dlockotel.AttrCause.String("taken"), dlockotel.AttrKey.String("orders/43"))
 }
 
 // leaked returns the tokens that one of strs contains.
@@ -72,27 +81,39 @@ func leaked(strs, tokens []string) []string {
 	return found
 }
 
-// errTokenObserver passes every event to o, and then a failed wait and a
-// loss whose errors' text holds the event's token: the Observer must not
-// record an error's text.
-func errTokenObserver(o dlock.Observer, tokens *[]string) dlock.Observer {
-	return dlock.ObserverFunc(func(ctx context.Context, e dlock.Event) {
-		o.Event(ctx, e)
-		if e.Type == dlock.EventLost {
-			tok := rand.Text()
-			*tokens = append(*tokens, tok)
-			err := fmt.Errorf("store said: token %s is not the owner", tok)
-			o.Event(ctx, dlock.Event{Type: dlock.EventWaitEnd, Kind: e.Kind, Key: e.Key, Outcome: dlock.OutcomeRefused, Err: err})
-		}
-	})
+// errTokenObserver passes every event and call to o, and after a loss a
+// failed wait and a loss whose errors' text holds the event's token: the
+// Observer must not record an error's text.
+func errTokenObserver(o *dlockotel.Observer, tokens *[]string) dlock.Observer {
+	return errTokens{o, tokens}
+}
+
+type errTokens struct {
+	o      *dlockotel.Observer
+	tokens *[]string
+}
+
+func (et errTokens) BeginCall(ctx context.Context, c dlock.Call) context.Context {
+	return et.o.BeginCall(ctx, c)
+}
+
+func (et errTokens) Event(ctx context.Context, e dlock.Event) {
+	et.o.Event(ctx, e)
+	if e.Type == dlock.EventLost {
+		tok := rand.Text()
+		*et.tokens = append(*et.tokens, tok)
+		err := fmt.Errorf("store said: token %s is not the owner", tok)
+		et.o.Event(ctx, dlock.Event{Type: dlock.EventWaitEnd, Kind: e.Kind, Key: e.Key, Outcome: dlock.OutcomeRefused, Err: err})
+	}
 }
 
 // No metric attribute and no span (name, attribute, event, status) holds
 // an owner token, with the key recorded or not, even when an error's text
-// holds one. Negative control: an observer that passes the token as the
+// holds one, in either shape. Negative control: an observer that passes the token as the
 // key is caught, in the metrics and in the spans.
 func TestTokenNeverRecorded(t *testing.T) {
-	for _, opts := range [][]dlockotel.Option{nil, {dlockotel.WithKeyAttribute()}} {
+	for _, opts := range [][]dlockotel.Option{nil, {dlockotel.WithKeyAttribute()},
+		{dlockotel.WithChildSpans(), dlockotel.WithKeyAttribute()}} {
 		s := newSink()
 		var errTokens []string
 		lf := lockLife(t, s, errTokenObserver(s.observer(t, opts...), &errTokens), nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,9 +33,10 @@ func init() {
 
 // BeginCall implements dlock.CallObserver: it starts the call's span
 // (dlock.Lock, dlock.Do, dlock.Acquire, …, a child of the span in ctx) and
-// returns ctx with it, so that the call's wait and hold spans, the store's
-// own spans if it makes any, and the spans of Do's function are its
-// children. Without spans (a no-op TracerProvider) it returns ctx.
+// returns ctx with it, so that the store's own spans if it makes any, the
+// spans of Do's function and, with WithChildSpans, the call's wait and
+// hold spans are its children; by default the wait and the hold are its
+// events. Without spans (a no-op TracerProvider) it returns ctx.
 func (o *Observer) BeginCall(ctx context.Context, c dlock.Call) context.Context {
 	if o.tracer == nil {
 		return ctx
@@ -73,4 +75,21 @@ func endCallAtWait(span trace.Span, e dlock.Event) {
 		}
 	}
 	span.End()
+}
+
+// waitEvent adds to span, the span of the call whose wait ended with e,
+// the event dlock.wait.end: the wait's outcome (dlock.outcome), its
+// duration (dlock.waited, seconds) and, if it acquired, the holding's
+// fence (dlock.fence).
+func waitEvent(span trace.Span, e dlock.Event) {
+	if !span.IsRecording() {
+		return
+	}
+	kv := make([]attribute.KeyValue, 2, 3)
+	kv[0] = AttrOutcome.String(string(e.Outcome))
+	kv[1] = attribute.Float64("dlock.waited", e.Waited.Seconds())
+	if e.Outcome == dlock.OutcomeAcquired {
+		kv = append(kv, AttrFence.Int64(int64(e.Fence)))
+	}
+	span.AddEvent("dlock.wait.end", trace.WithAttributes(kv...))
 }

@@ -74,7 +74,8 @@ func spanTree(t *testing.T, tp *sdktrace.TracerProvider, exp *tracetest.InMemory
 	return renderTree(exp.GetSpans())
 }
 
-// renderTree draws spans as an indented tree, siblings sorted by name.
+// renderTree draws spans as an indented tree, siblings sorted by name, a
+// span's events after its name.
 func renderTree(spans tracetest.SpanStubs) string {
 	kids := map[trace.SpanID][]tracetest.SpanStub{}
 	var roots []tracetest.SpanStub
@@ -88,7 +89,11 @@ func renderTree(spans tracetest.SpanStubs) string {
 	var b strings.Builder
 	var draw func(sp tracetest.SpanStub, depth int)
 	draw = func(sp tracetest.SpanStub, depth int) {
-		b.WriteString(strings.Repeat("  ", depth) + sp.Name + "\n")
+		b.WriteString(strings.Repeat("  ", depth) + sp.Name)
+		for _, ev := range sp.Events {
+			b.WriteString(" " + ev.Name)
+		}
+		b.WriteString("\n")
 		ks := kids[sp.SpanContext.SpanID()]
 		sort.Slice(ks, func(i, j int) bool { return ks[i].Name < ks[j].Name })
 		for _, k := range ks {
@@ -101,19 +106,34 @@ func renderTree(spans tracetest.SpanStubs) string {
 	return b.String()
 }
 
-// Each call is one span under the caller's, with its wait and its hold as
-// children; Do's function runs in the call's span, so its spans nest
-// there (a TryLock made in it with the caller's context is the caller's
-// child). Control: the same Observer behind
-// an ObserverFunc, which hides BeginCall, gives the flat tree of before.
+// Each call is one span under the caller's, its wait and its hold
+// recorded as its events; Do's function runs in the call's span, so its
+// spans nest there (a TryLock made in it with the caller's context is the
+// caller's child). Control: the same Observer behind an ObserverFunc,
+// which hides BeginCall, gives the flat tree of before, the wait and the
+// hold as spans since no call span carries their events.
 func TestCallSpanTree(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	obs, err := dlockotel.NewObserver(dlockotel.WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
+	got, flat := callSpanTrees(t)
+	want := `op
+  dlock.Acquire dlock.wait.end dlock.hold.end
+  dlock.Do dlock.wait.end dlock.hold.end
+    work
+  dlock.RDo dlock.wait.end dlock.hold.end
+  dlock.TryLock dlock.wait.end
+  dlock.Wait dlock.wait.end
+`
+	if got != want {
+		t.Errorf("spans:\n%s\nwant:\n%s", got, want)
 	}
-	got := spanTree(t, tp, exp, obs)
+	if flat != flatTree {
+		t.Errorf("spans of a plain Observer (control):\n%s\nwant:\n%s", flat, flatTree)
+	}
+}
+
+// With WithChildSpans each call's wait and hold are spans of their own,
+// children of the call's. Control: as in TestCallSpanTree.
+func TestCallSpanTreeWithChildSpans(t *testing.T) {
+	got, flat := callSpanTrees(t, dlockotel.WithChildSpans())
 	want := `op
   dlock.Acquire
     dlock.hold
@@ -133,10 +153,14 @@ func TestCallSpanTree(t *testing.T) {
 	if got != want {
 		t.Errorf("spans:\n%s\nwant:\n%s", got, want)
 	}
+	if flat != flatTree {
+		t.Errorf("spans of a plain Observer (control):\n%s\nwant:\n%s", flat, flatTree)
+	}
+}
 
-	exp.Reset()
-	got = spanTree(t, tp, exp, dlock.ObserverFunc(obs.Event))
-	want = `op
+// flatTree is spanTree's tree for an Observer without BeginCall, in
+// either shape.
+const flatTree = `op
   dlock.hold
   dlock.hold
   dlock.hold
@@ -147,7 +171,17 @@ func TestCallSpanTree(t *testing.T) {
   dlock.wait
   work
 `
-	if got != want {
-		t.Errorf("spans of a plain Observer (control):\n%s\nwant:\n%s", got, want)
+
+// callSpanTrees returns spanTree's tree for an Observer made with opts,
+// and for the same Observer behind an ObserverFunc.
+func callSpanTrees(t *testing.T, opts ...dlockotel.Option) (tree, flat string) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	obs, err := dlockotel.NewObserver(append(opts, dlockotel.WithTracerProvider(tp))...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	tree = spanTree(t, tp, exp, obs)
+	exp.Reset()
+	return tree, spanTree(t, tp, exp, dlock.ObserverFunc(obs.Event))
 }

@@ -23,16 +23,17 @@ type holdID struct {
 type holding struct {
 	kind  dlock.Kind // at the grant: a downgraded write holding stays "write"
 	start time.Time  // on the observer's clock
-	span  trace.Span // nil without spans
+	span  trace.Span // nil without spans, or when its events go to call
 	call  trace.Span // the span of the call that acquired it (BeginCall), or nil
 	next  *holding   // another live holding of the same holdID
 }
 
 // begin starts the holding that the acquiring wait.end e reports, at now,
-// for the call whose span is call (nil: none).
-func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event, call trace.Span) {
+// for the call whose span is call (nil: none). The holding has a span of
+// its own unless asEvent: then its events go to call.
+func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event, call trace.Span, asEvent bool) {
 	var span trace.Span
-	if o.tracer != nil && !unsampled(ctx) {
+	if o.tracer != nil && !unsampled(ctx) && !asEvent {
 		_, span = o.tracer.Start(ctx, "dlock.hold", o.attrs(e.Key, e.Kind, "", "").start...)
 		if span.IsRecording() {
 			span.SetAttributes(AttrFence.Int64(int64(e.Fence)))
@@ -47,12 +48,15 @@ func (o *Observer) begin(ctx context.Context, now time.Time, e dlock.Event, call
 }
 
 // renewal adds an event named name, with the renewal's lag, to the span of
-// the holding e is about.
+// the holding e is about, or to its call's if it has none.
 func (o *Observer) renewal(e dlock.Event, name string) {
 	var span trace.Span
 	o.mu.Lock()
 	if h := o.live[holdID{e.Key, e.Fence}]; h != nil {
 		span = h.span
+		if span == nil {
+			span = h.call
+		}
 	}
 	o.mu.Unlock()
 	if span != nil && span.IsRecording() {
@@ -80,6 +84,8 @@ func (o *Observer) end(ctx context.Context, now time.Time, e dlock.Event) {
 	}
 	if h.span != nil {
 		endSpan(h.span, e)
+	} else if h.call != nil {
+		holdEvent(h.call, e)
 	}
 	if h.call != nil {
 		endSpan(h.call, e)
@@ -93,21 +99,44 @@ func endSpan(span trace.Span, e dlock.Event) {
 		span.End()
 		return
 	}
-	end := "released"
 	switch e.Type {
 	case dlock.EventLost:
-		end = "lost"
 		span.SetAttributes(AttrCause.String(string(e.Outcome)))
 		span.SetStatus(codes.Error, "lost: "+string(e.Outcome))
-	case dlock.EventHandedOff:
-		end = "handoff"
 	case dlock.EventReleased:
 		if e.Background {
 			span.SetAttributes(attribute.Bool("dlock.release.background", true))
 		}
 	}
-	span.SetAttributes(AttrEnd.String(end))
+	span.SetAttributes(AttrEnd.String(endName(e)))
 	span.End()
+}
+
+// endName is how a holding ended with e: released, lost or handoff.
+func endName(e dlock.Event) string {
+	switch e.Type {
+	case dlock.EventLost:
+		return "lost"
+	case dlock.EventHandedOff:
+		return "handoff"
+	}
+	return "released"
+}
+
+// holdEvent adds to span, the span of the call that acquired the holding
+// that ends with e, the event dlock.hold.end: the time held (dlock.held,
+// seconds), how it ended (dlock.end) and, if lost, why (dlock.cause).
+func holdEvent(span trace.Span, e dlock.Event) {
+	if !span.IsRecording() {
+		return
+	}
+	kv := make([]attribute.KeyValue, 2, 3)
+	kv[0] = attribute.Float64("dlock.held", e.Held.Seconds())
+	kv[1] = AttrEnd.String(endName(e))
+	if e.Type == dlock.EventLost {
+		kv = append(kv, AttrCause.String(string(e.Outcome)))
+	}
+	span.AddEvent("dlock.hold.end", trace.WithAttributes(kv...))
 }
 
 // take removes and returns the live holding e ends, nil if none: of those

@@ -67,8 +67,8 @@ func TestLimitDecisionsAndIdempotencyResults(t *testing.T) {
 			t.Errorf("%s %s = %v, want 1", dlockotel.MetricIdempotencyResults, o, p.value)
 		}
 	}
-	if sp := s.span(t, "dlock.wait", dlockotel.AttrKind, "limit"); sp.Status().Code == codes.Error {
-		t.Errorf("an admitted wait's span has status %v", sp.Status())
+	if sp := s.span(t, "dlock.Wait", dlockotel.AttrKind, "limit"); sp.Status().Code == codes.Error {
+		t.Errorf("an admitted wait's call span has status %v", sp.Status())
 	}
 	if mstrs, sstrs := s.strings(t); holdsKey(mstrs) || holdsKey(sstrs) {
 		t.Fatalf("the key is recorded by default:\n%s", dumpMetrics(ms))

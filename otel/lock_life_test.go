@@ -3,10 +3,12 @@ package dlockotel_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -114,13 +116,14 @@ func TestLockLifeMetrics(t *testing.T) {
 	}
 }
 
-// A lock's life gives a span per call (dlock.Lock, dlock.TryLock), child
-// of the caller's span, and under it a dlock.wait span per wait and a
-// dlock.hold span per holding, with the renewals as events; a lost
-// holding's span, and its call's, end in error with its cause.
-func TestLockLifeSpans(t *testing.T) {
+// With WithChildSpans, a lock's life gives a span per call (dlock.Lock,
+// dlock.TryLock), child of the caller's span, and under it a dlock.wait
+// span per wait and a dlock.hold span per holding, with the renewals as
+// events; a lost holding's span, and its call's, end in error with its
+// cause.
+func TestLockLifeChildSpans(t *testing.T) {
 	s := newSink()
-	lf := lockLife(t, s, s.observer(t), nil)
+	lf := lockLife(t, s, s.observer(t, dlockotel.WithChildSpans()), nil)
 	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 	for _, sp := range s.spans.Ended() {
 		byID[sp.SpanContext().SpanID()] = sp
@@ -174,6 +177,81 @@ func TestLockLifeSpans(t *testing.T) {
 	if lostCall == nil || lostCall.EndTime() != lost.EndTime() || lostCall.Status().Code != codes.Error || attr(lostCall, dlockotel.AttrEnd) != "lost" {
 		t.Errorf("the lost holding's call span does not end with it, in error")
 	}
+}
+
+// By default a lock's life gives one span per call, child of the caller's
+// span, and no other: a Lock's span lasts until its holding ends and
+// carries, in order, dlock.wait.end (outcome, fence), the renewals and
+// dlock.hold.end (held, end, cause); a contended TryLock's, its
+// dlock.wait.end only, and no error; a lost holding's call span ends in
+// error with its cause.
+func TestLockLifeSpans(t *testing.T) {
+	s := newSink()
+	lf := lockLife(t, s, s.observer(t), nil)
+	for _, sp := range s.spans.Ended() {
+		if sp.Name() != "op" && sp.Parent().SpanID() != lf.parent.SpanID() {
+			t.Errorf("a %s span whose parent is %v, want the caller's span %v", sp.Name(), sp.Parent(), lf.parent)
+		}
+	}
+	if n := len(s.spans.Ended()); n != 4 {
+		t.Errorf("%d spans, want 4: op, 2 dlock.Lock, dlock.TryLock", n)
+	}
+	contended := s.span(t, "dlock.TryLock", dlockotel.AttrOutcome, "contended")
+	checkEvents(t, contended, "dlock.wait.end dlock.outcome=contended")
+	if contended.Status().Code == codes.Error {
+		t.Errorf("a contended try's span is an error: %v", contended.Status())
+	}
+	released := s.span(t, "dlock.Lock", dlockotel.AttrEnd, "released")
+	if d := released.EndTime().Sub(released.StartTime()); d != 250*time.Millisecond {
+		t.Errorf("released lock's call span lasted %v, want 250ms", d)
+	}
+	checkEvents(t, released, "dlock.wait.end dlock.outcome=acquired", "dlock.renewed", "dlock.renewed",
+		"dlock.hold.end dlock.end=released dlock.held=0.25")
+	if evAttr(released.Events()[0], dlockotel.AttrFence) == "" {
+		t.Error("dlock.wait.end without a fence")
+	}
+	lost := s.span(t, "dlock.Lock", dlockotel.AttrEnd, "lost")
+	if d := lost.EndTime().Sub(lost.StartTime()); d != 100*time.Millisecond {
+		t.Errorf("lost lock's call span lasted %v, want 100ms", d)
+	}
+	if attr(lost, dlockotel.AttrCause) != "taken" || lost.Status().Code != codes.Error {
+		t.Errorf("lost lock's call span: cause %q, status %v; want taken, Error", attr(lost, dlockotel.AttrCause), lost.Status())
+	}
+	checkEvents(t, lost, "dlock.wait.end dlock.outcome=acquired", "dlock.renew.failed",
+		"dlock.hold.end dlock.end=lost dlock.held=0.1 dlock.cause=taken")
+}
+
+// checkEvents checks that sp's events are want, in order: each a name and
+// the attributes (key=value) it must have.
+func checkEvents(t *testing.T, sp sdktrace.ReadOnlySpan, want ...string) {
+	t.Helper()
+	evs := sp.Events()
+	if len(evs) != len(want) {
+		t.Errorf("%s span's events: %v, want %v", sp.Name(), evs, want)
+		return
+	}
+	for i, w := range want {
+		f := strings.Fields(w)
+		if evs[i].Name != f[0] {
+			t.Errorf("%s span's event %d: %s, want %s", sp.Name(), i, evs[i].Name, f[0])
+		}
+		for _, kv := range f[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			if got := evAttr(evs[i], attribute.Key(k)); got != v {
+				t.Errorf("%s span's event %s: %s=%q, want %q", sp.Name(), f[0], k, got, v)
+			}
+		}
+	}
+}
+
+// evAttr returns the value of ev's attribute key, "" if it has none.
+func evAttr(ev sdktrace.Event, key attribute.Key) string {
+	for _, kv := range ev.Attributes {
+		if kv.Key == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
 }
 
 // With a no-op TracerProvider the Observer makes no span and its metrics

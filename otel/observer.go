@@ -47,9 +47,10 @@ const (
 type Option func(*config)
 
 type config struct {
-	mp      metric.MeterProvider
-	tp      trace.TracerProvider
-	withKey bool
+	mp         metric.MeterProvider
+	tp         trace.TracerProvider
+	withKey    bool
+	childSpans bool
 }
 
 // WithMeterProvider records the metrics with mp. Default: the global
@@ -73,15 +74,27 @@ func WithKeyAttribute() Option {
 	return func(c *config) { c.withKey = true }
 }
 
+// WithChildSpans records a call's wait and its holding as spans of their
+// own, dlock.wait and dlock.hold, children of the call's span: three spans
+// a Lock+Release instead of one. Default: off, the call's span carries
+// them as events (dlock.wait.end, dlock.renewed, dlock.renew.failed,
+// dlock.hold.end), at a third of the SDK's per-span cost. Events that have
+// no call span to go to (an Observer reached only through its Event
+// method) are spans in either shape.
+func WithChildSpans() Option {
+	return func(c *config) { c.childSpans = true }
+}
+
 // Observer is a dlock.Observer that records OpenTelemetry metrics and
 // spans. It is safe for concurrent use and does not block beyond what its
 // providers do when recording.
 type Observer struct {
-	withKey bool
-	tracer  trace.Tracer // nil: no spans
-	inst    instruments
-	setsMu  sync.RWMutex
-	sets    map[setKey]*attrSet // when withKey is off
+	withKey    bool
+	childSpans bool         // the wait and the hold are spans, not events of the call's span
+	tracer     trace.Tracer // nil: no spans
+	inst       instruments
+	setsMu     sync.RWMutex
+	sets       map[setKey]*attrSet // when withKey is off
 
 	mu   sync.Mutex
 	live map[holdID]*holding // the holdings granted and not yet ended, chained by next
@@ -109,11 +122,12 @@ func NewObserver(opts ...Option) (*Observer, error) {
 		tracer = cfg.tp.Tracer(ScopeName)
 	}
 	return &Observer{
-		withKey: cfg.withKey,
-		tracer:  tracer,
-		inst:    inst,
-		sets:    map[setKey]*attrSet{},
-		live:    map[holdID]*holding{},
+		withKey:    cfg.withKey,
+		childSpans: cfg.childSpans,
+		tracer:     tracer,
+		inst:       inst,
+		sets:       map[setKey]*attrSet{},
+		live:       map[holdID]*holding{},
 	}, nil
 }
 
@@ -199,8 +213,8 @@ func (o *Observer) list(key string, kind dlock.Kind, outcome, cause dlock.Outcom
 	return kv
 }
 
-// waitEnd records a wait (its duration, its span) and, when it acquired,
-// starts the holding.
+// waitEnd records a wait (its duration; its span, or its event on the
+// call's span) and, when it acquired, starts the holding.
 func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 	set := o.attrs(e.Key, e.Kind, e.Outcome, "")
 	o.inst.waitDuration.Record(ctx, e.Waited.Seconds(), set.rec...)
@@ -208,13 +222,17 @@ func (o *Observer) waitEnd(ctx context.Context, now time.Time, e dlock.Event) {
 	if o.tracer != nil {
 		call = o.claim(ctx)
 	}
+	asEvent := call != nil && !o.childSpans
+	if asEvent {
+		waitEvent(call, e)
+	}
 	if e.Outcome == dlock.OutcomeAcquired {
 		o.inst.held.Add(ctx, 1, o.attrs(e.Key, e.Kind, "", "").add...)
-		o.begin(ctx, now, e, call)
+		o.begin(ctx, now, e, call, asEvent)
 	} else if call != nil {
 		defer endCallAtWait(call, e)
 	}
-	if o.tracer == nil || unsampled(ctx) {
+	if o.tracer == nil || unsampled(ctx) || asEvent {
 		return
 	}
 	_, span := o.tracer.Start(ctx, "dlock.wait", trace.WithTimestamp(now.Add(-e.Waited)), set.start[0], set.start[1])

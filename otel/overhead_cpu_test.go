@@ -69,10 +69,11 @@ type overheadMode struct {
 // overheadModes are the Client without an observer (twice: the second
 // measures the noise), with the OTel adapter recording metrics only,
 // metrics and spans (the SDK, a batch span processor in front of a no-op
-// exporter), and the same with 1 % of the calls traced; the SDK alone (a
-// bare span per event, 3 a cycle, to tell the adapter's share from the
-// SDK's); and the control, an observer that burns a known CPU time per
-// event.
+// exporter) in either shape (one span a call with the wait and the hold as
+// its events, the default; three spans a call, WithChildSpans), and the
+// default with 1 % of the calls traced; the SDK alone (a bare span a
+// cycle, and one per event, 3 a cycle: the floor under each shape); and
+// the control, an observer that burns a known CPU time per event.
 func overheadModes(t *testing.T, burn time.Duration) []overheadMode {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	metricsOnly, err := dlockotel.NewObserver(dlockotel.WithMeterProvider(mp), dlockotel.WithTracerProvider(noop.NewTracerProvider()))
@@ -85,10 +86,20 @@ func overheadModes(t *testing.T, burn time.Duration) []overheadMode {
 	if err != nil {
 		t.Fatal(err)
 	}
+	withChildSpans, err := dlockotel.NewObserver(dlockotel.WithMeterProvider(mp), dlockotel.WithTracerProvider(tp), dlockotel.WithChildSpans())
+	if err != nil {
+		t.Fatal(err)
+	}
 	tracer := tp.Tracer("bare")
 	bare := dlock.ObserverFunc(func(ctx context.Context, e dlock.Event) {
 		_, sp := tracer.Start(ctx, "bare")
 		sp.End()
+	})
+	bareOne := dlock.ObserverFunc(func(ctx context.Context, e dlock.Event) {
+		if e.Type == dlock.EventReleased {
+			_, sp := tracer.Start(ctx, "bare")
+			sp.End()
+		}
 	})
 	tps := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
@@ -105,8 +116,10 @@ func overheadModes(t *testing.T, burn time.Duration) []overheadMode {
 		{"off", nil},
 		{"off (noise)", nil},
 		{"metrics", []dlock.Option{dlock.WithObserver(metricsOnly)}},
-		{"metrics+spans", []dlock.Option{dlock.WithObserver(withSpans)}},
+		{"metrics+spans, events", []dlock.Option{dlock.WithObserver(withSpans)}},
+		{"metrics+spans, child spans", []dlock.Option{dlock.WithObserver(withChildSpans)}},
 		{"metrics+spans 1% sampled", []dlock.Option{dlock.WithObserver(sampled)}},
+		{"SDK alone: 1 bare span", []dlock.Option{dlock.WithObserver(bareOne)}},
 		{"SDK alone: 3 bare spans", []dlock.Option{dlock.WithObserver(bare)}},
 		{fmt.Sprintf("control (%v/event)", burn), []dlock.Option{dlock.WithObserver(burner)}},
 	}
@@ -177,7 +190,7 @@ func TestObserverOverheadOnRedis(t *testing.T) {
 	whole := least(costs[0], client) + least(costs[0], server)
 	pct := make([]float64, len(modes))
 	t.Logf("%d rounds of %d Lock+Release cycles, GOMAXPROCS %d; per cycle, the least over rounds, and the median of the rounds' differences from off", rounds, cycles, runtime.GOMAXPROCS(0))
-	t.Logf("%-26s %10s %10s %10s %7s %10s %13s", "observer", "client CPU", "server CPU", "wall", "allocs", "+client", "of CPU cycle")
+	t.Logf("%-28s %10s %10s %10s %7s %10s %13s", "observer", "client CPU", "server CPU", "wall", "allocs", "+client", "of CPU cycle")
 	for i, m := range modes {
 		diffs := make([]time.Duration, rounds)
 		for r := range rounds {
@@ -186,7 +199,7 @@ func TestObserverOverheadOnRedis(t *testing.T) {
 		slices.Sort(diffs)
 		extra := diffs[rounds/2]
 		pct[i] = 100 * float64(extra) / float64(whole)
-		t.Logf("%-26s %10v %10v %10v %7.1f %10v %12.2f%%", m.name, least(costs[i], client), least(costs[i], server),
+		t.Logf("%-28s %10v %10v %10v %7.1f %10v %12.2f%%", m.name, least(costs[i], client), least(costs[i], server),
 			least(costs[i], wall), costs[i][rounds-1].allocs, extra, pct[i])
 	}
 	noise := max(pct[1], -pct[1])

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/codes"
 
 	"example.com/dlock"
 	"example.com/dlock/internal/redisserver"
@@ -96,7 +97,7 @@ func TestContentionOnRedis(t *testing.T) {
 
 // A lease on a Redis server that is killed is lost with cause expired: the
 // loss counter, the failed renewals, the held counter back at 0, and the
-// hold span ended in error.
+// Lock's call span ended in error.
 func TestStoreKilledLossOnRedis(t *testing.T) {
 	s := newSink()
 	c, srv := redisClient(t, s.observer(t), dlock.WithAutoRenew(300*time.Millisecond))
@@ -125,8 +126,8 @@ func TestStoreKilledLossOnRedis(t *testing.T) {
 	if p := find(t, ms, dlockotel.MetricHeld, lock); p.value != 0 {
 		t.Errorf("dlock.held after the loss = %g", p.value)
 	}
-	lost := s.span(t, "dlock.hold", dlockotel.AttrEnd, "lost")
-	if attr(lost, dlockotel.AttrCause) != "expired" {
-		t.Errorf("lost hold span's cause: %q", attr(lost, dlockotel.AttrCause))
+	lost := s.span(t, "dlock.Lock", dlockotel.AttrEnd, "lost")
+	if attr(lost, dlockotel.AttrCause) != "expired" || lost.Status().Code != codes.Error {
+		t.Errorf("lost lock's call span: cause %q, status %v; want expired, Error", attr(lost, dlockotel.AttrCause), lost.Status())
 	}
 }
