@@ -264,11 +264,21 @@ func notHeld(expired bool) error {
 // Extend; a resent release that already ran answers nil. Other errors are as
 // for Acquire.
 func (s *Store) Release(ctx context.Context, key, token string) error {
+	return s.release(ctx, key, token, 0)
+}
+
+// release runs release.lua; a fence above 0 is its minimum tombstone fence
+// (ReleaseFence).
+func (s *Store) release(ctx context.Context, key, token string, fence uint64) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	lock, channel, done := s.done(key, token)
-	n, err := s.run(ctx, hotRelease, []any{nil, nil, 2, lock, done, token, channel, callID(), s.keep}).Int64()
+	args := []any{nil, nil, 2, lock, done, token, channel, callID(), s.keep}
+	if fence > 0 {
+		args = append(args, "", fence)
+	}
+	n, err := s.run(ctx, hotRelease, args).Int64()
 	switch {
 	case err != nil:
 		return classify(err, key)
