@@ -24,7 +24,9 @@ import (
 //
 //	cd bench && DLOCK_CALLGRIND=1 go test -run ServerInstructions -v .
 //
-// Each library runs warm-up cycles on its own key, then the counters are
+// DLOCK_CALLGRIND_LIBS picks the libraries (default floor,redislock,dlock;
+// dlock-noresend is dlock over a client with go-redis's retries off). Each
+// library runs warm-up cycles on its own key, then the counters are
 // zeroed (callgrind_control -z), n cycles run, and the counters are dumped:
 // the figure is the dump's instructions ÷ n, so start-up and warm-up cancel.
 func TestServerInstructions(t *testing.T) {
@@ -39,7 +41,12 @@ func TestServerInstructions(t *testing.T) {
 	ctx := context.Background()
 	for round := range 2 {
 		for _, name := range libs {
-			l, err := newLocker(name, rdb, defaultTuning)
+			c := rdb
+			if name == "dlock-noresend" { // a client that never resends: no release record
+				c = redis.NewClient(&redis.Options{Addr: srv.addr, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: -1})
+				t.Cleanup(func() { _ = c.Close() })
+			}
+			l, err := newLocker(strings.TrimSuffix(name, "-noresend"), c, defaultTuning)
 			if err != nil {
 				t.Fatal(err)
 			}

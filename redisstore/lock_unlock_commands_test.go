@@ -53,13 +53,17 @@ func perCycle(cmds map[string]int, cycles int) string {
 // within the retention) makes Redis run exactly: two scripts (EVALSHA),
 // and inside them TIME, GET and SET for the acquire (the fence from the
 // clock and the tombstone, one write) and GET, SET of the tombstone, SET
-// of the release record and PUBLISH for the release. Counted by the
-// server, so independent of load. The control is the same cycle with a
+// of the release record and PUBLISH for the release; with a client that
+// never resends (MaxRetries -1) no release record, which no resent call
+// could ever read. Counted by the server, so independent of load. The
+// control is the same cycle with a
 // resource read with the grant and written with the release (WithRead and
 // Lease.Commit): the count sees its GET and SET.
 func TestLockUnlockCommands(t *testing.T) {
-	_, rdb := newRedis(t)
-	s := newStore(t, rdb)
+	srv, rdb := newRedis(t) // MaxRetries -1: a client that never resends
+	resending := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = resending.Close() })
+	s := newStore(t, resending)
 	ctx := testCtx(t)
 	const cycles = 50
 	count := func(cycle func(tok string) error) map[string]int {
@@ -89,6 +93,19 @@ func TestLockUnlockCommands(t *testing.T) {
 	t.Logf("lock+unlock: %s", perCycle(plain, cycles))
 	if !maps.Equal(plain, want) {
 		t.Errorf("lock+unlock ran %s; want %s", perCycle(plain, cycles), perCycle(want, cycles))
+	}
+
+	once := newStore(t, rdb)
+	noRecord := count(func(tok string) error {
+		if _, err := once.Acquire(ctx, "cmds", tok, time.Minute); err != nil {
+			return err
+		}
+		return once.Release(ctx, "cmds", tok)
+	})
+	want["set"] -= cycles
+	t.Logf("lock+unlock, a client that never resends: %s", perCycle(noRecord, cycles))
+	if !maps.Equal(noRecord, want) {
+		t.Errorf("lock+unlock, a client that never resends, ran %s; want %s (no release record)", perCycle(noRecord, cycles), perCycle(want, cycles))
 	}
 
 	read := count(func(tok string) error {

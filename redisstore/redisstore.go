@@ -94,6 +94,10 @@ type Store struct {
 	subs   *subscriber
 	batch  *batcher // pipelines concurrent hot-path calls (batch.go); nil if Options.NoBatching
 	keep   any      // Options.Retention in milliseconds, boxed once for the scripts
+	// resends: the client may resend a command (go-redis's retries), so a
+	// final release leaves its record (see release.lua); without them
+	// nothing could ever consult it.
+	resends bool
 
 	retention time.Duration
 	sentinel  *redis.FailoverOptions // set by the redis+sentinel opener, for Doctor
@@ -128,7 +132,7 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 		keep = opts.Retention
 	}
 	keep = max(keep, retryWindow(client))
-	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client), keep: ms(keep), retention: keep}
+	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client), keep: ms(keep), retention: keep, resends: resends(client)}
 	if opts == nil || !opts.NoBatching {
 		s.batch = new(batcher)
 	}
@@ -275,6 +279,9 @@ func (s *Store) release(ctx context.Context, key, token string, fence uint64) er
 	}
 	lock, channel, done := s.done(key, token)
 	args := []any{nil, nil, 2, lock, done, token, channel, callID(), s.keep}
+	if !s.resends {
+		args = []any{nil, nil, 1, lock, token, channel, callID(), s.keep}
+	}
 	if fence > 0 {
 		args = append(args, "", fence)
 	}
