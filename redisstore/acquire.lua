@@ -24,42 +24,52 @@ local val = false
 if res then
   val = redis.call('GET', res)
 end
+-- The fence stays a string of digits on the common paths (no tonumber):
+-- TIME's seconds and zero-padded microseconds are the µs count, and two
+-- such strings of one length compare as their numbers do.
 local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local tail = ':' .. ARGV[3] .. ':' .. ARGV[1]
-local fence = now
-local old = redis.call('SET', KEYS[1], '1:' .. string.format('%d', now) .. tail, 'NX', 'PX', ARGV[2], 'GET')
-local holds = 1
-local fresh = not old
+local now = t[1] .. string.sub('00000', #t[2]) .. t[2]
+local v = '1:' .. now .. ':' .. ARGV[3] .. ':' .. ARGV[1]
+-- GET, then one SET: cheaper for Redis than SET NX GET followed by a
+-- second SET over a tombstone, the common case of a key used again.
+local old = redis.call('GET', KEYS[1])
+local fence, holds = now, 1
+local fresh = true
 if old then
-  local last, a, b, c
-  holds, last, a, b, c = parse(old)
-  if not holds then
+  local h, last, id = string.match(old, '^(%d+):(%d+):([^:]*):')
+  if not h then
     return notalock()
   end
-  if holds == 0 then
-    fence, holds, fresh = math.max(last + 1, now), 1, true
-    redis.call('SET', KEYS[1], '1:' .. string.format('%d', fence) .. tail, 'PX', ARGV[2])
-  elseif string.sub(old, c + 1) ~= ARGV[1] then
-    return {0, redis.call('PTTL', KEYS[1])}
-  elseif string.sub(old, b + 1, c - 1) ~= ARGV[3] then
-    fence, holds = last, holds + 1
-    local v = holds .. ':' .. string.sub(old, a + 1, b - 1) .. tail
-    if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-      redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
-      if mkey then
-        redis.call('PEXPIRE', mkey, ARGV[2])
-      end
-    else
-      redis.call('SET', KEYS[1], v, 'KEEPTTL')
+  if h == '0' then -- a tombstone
+    if #last > #now or (#last == #now and last >= now) then
+      fence = string.format('%d', tonumber(last) + 1)
+      v = '1:' .. fence .. ':' .. ARGV[3] .. ':' .. ARGV[1]
     end
+  elseif string.sub(old, #h + #last + #id + 4) ~= ARGV[1] then
+    return {0, redis.call('PTTL', KEYS[1])}
   else
-    fence = last -- a replay: the first run's answer
+    fence, holds, fresh = last, tonumber(h), false
+    if id ~= ARGV[3] then -- not a replay
+      holds = holds + 1
+      v = holds .. ':' .. last .. ':' .. ARGV[3] .. ':' .. ARGV[1]
+      if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+        redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+        if mkey then
+          redis.call('PEXPIRE', mkey, ARGV[2])
+        end
+      else
+        redis.call('SET', KEYS[1], v, 'KEEPTTL')
+      end
+    end
   end
 end
-if fresh and mkey then
-  redis.call('SET', mkey, string.format('%d', fence) .. ':' .. ARGV[4], 'PX', ARGV[2])
+if fresh then
+  redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
 end
+if fresh and mkey then
+  redis.call('SET', mkey, fence .. ':' .. ARGV[4], 'PX', ARGV[2])
+end
+fence = tonumber(fence)
 if res then
   return {1, fence, holds, val}
 end

@@ -41,3 +41,13 @@ func (s *Store) AcquireCall(ctx context.Context, key, token string, ttl time.Dur
 	}
 	return driver.Grant{Fence: uint64(v[1]), Holds: int(v[2]), TTL: ttl}, nil
 }
+
+// ReleaseFence is Release, except that a final release leaves a tombstone
+// whose fence is at least fence (never lower than the lock's own): the next
+// holding's fence then exceeds it (see acquire.lua). Redlock ends a holding
+// with it, so that every node of the holding's majority keeps the
+// holding's fence, the maximum over its nodes (see package redlock), without
+// a round trip of its own. Replies, errors and replays are as for Release.
+func (s *Store) ReleaseFence(ctx context.Context, key, token string, fence uint64) error {
+	return s.release(ctx, key, token, fence)
+}

@@ -25,7 +25,10 @@
 // read timeout or a broken connection (MaxRetries, on by default) and a
 // store cannot turn that off per command; with these records a resent
 // acquire, release, transfer or commit finds that it already ran and answers
-// what the first run did instead of running again. So ErrNotHeld (ErrLost
+// what the first run did instead of running again. A client that never
+// resends (a *redis.Client or *redis.ClusterClient with MaxRetries or
+// MaxRedirects -1, as Redlock's nodes are) gets no release record: no
+// resent release could ever read it. So ErrNotHeld (ErrLost
 // for Commit) always means nothing was written, provided the client's
 // retries end within the retention (Options.Retention). One gap: a release
 // resent after another goroutine with the same dlock.Owner re-acquired the
@@ -33,10 +36,10 @@
 // time per key, as the Owner doc asks.
 //
 // The {K} hash tag keeps all of a lock's keys in one Cluster slot. Taking a
-// lock costs the server TIME and SET NX PX GET in the script, plus a SET
-// over a tombstone; a final release GET, two SETs (tombstone and record)
-// and PUBLISH: per command, not per byte, is what a script costs Redis. It
-// needs Redis 7.0 or later (SET with both NX and GET). Earlier versions of this
+// lock costs the server TIME, GET and one SET PX in the script; a final
+// release GET, two SETs (tombstone and record; one without the record) and
+// PUBLISH: per command, not per byte, is what a script costs Redis
+// (TestLockUnlockCommands counts them). It needs Redis 7.0 or later. Earlier versions of this
 // package kept the lock in other layouts (a hash, or "<holds>:<owner>" with
 // a separate PREFIX{K}:fence counter): a process running one of them and a
 // process running this one refuse each other's locks (errors matching

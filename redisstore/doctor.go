@@ -22,7 +22,7 @@ var _ driver.Doctor = (*Store)(nil)
 //
 //   - connection: the server answers PING (Fail otherwise, and no other
 //     check of that server runs: what it would allow is unknown);
-//   - version: Redis 7.0 or later (Fail: the acquire script uses SET NX GET);
+//   - version: Redis 7.0 or later (Fail: the scripts are tested on 7.0 and later only);
 //   - maxmemory-policy: noeviction (Fail for a volatile-* or allkeys-*
 //     policy: eviction can free a held lock);
 //   - persistence: appendonly yes with appendfsync always keeps held locks
@@ -157,7 +157,7 @@ func versionCheck(info map[string]string, err error) driver.Check {
 	if major, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0]); major >= 7 {
 		return check(name, driver.OK, "redis "+v, "")
 	}
-	return check(name, driver.Fail, "redis "+v+" is older than 7.0: the acquire script uses SET with both NX and GET, which it refuses", fix)
+	return check(name, driver.Fail, "redis "+v+" is older than 7.0: the scripts are tested on 7.0 and later only", fix)
 }
 
 func evictionCheck(info map[string]string, infoErr error, cfg func(string) (string, error)) driver.Check {

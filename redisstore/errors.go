@@ -53,7 +53,24 @@ func classify(err error, key string) error {
 // and a read timeout at most, plus a backoff. 0 if the client does not say
 // (a Ring, a wrapper) or does not resend.
 func retryWindow(c redis.UniversalClient) time.Duration {
-	var retries int
+	retries, per, _ := retryOptions(c)
+	if retries <= 0 {
+		return 0
+	}
+	return time.Duration(retries) * per
+}
+
+// resends reports whether c may send a command again after its first run
+// (go-redis's retries): true unless c is a *redis.Client or
+// *redis.ClusterClient with them turned off (MaxRetries, MaxRedirects -1).
+func resends(c redis.UniversalClient) bool {
+	retries, _, known := retryOptions(c)
+	return !known || retries > 0
+}
+
+// retryOptions reads c's retry count and the longest wait of one retry;
+// known is false for a client whose options it cannot read.
+func retryOptions(c redis.UniversalClient) (retries int, per time.Duration, known bool) {
 	var rt, wt, backoff time.Duration
 	switch c := c.(type) {
 	case *redis.Client:
@@ -63,10 +80,7 @@ func retryWindow(c redis.UniversalClient) time.Duration {
 		o := c.Options()
 		retries, rt, wt, backoff = o.MaxRedirects, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
 	default:
-		return 0
+		return 0, 0, false
 	}
-	if retries <= 0 {
-		return 0
-	}
-	return time.Duration(retries) * (max(rt, 0) + max(wt, 0) + max(backoff, 0))
+	return retries, max(rt, 0) + max(wt, 0) + max(backoff, 0), true
 }

@@ -94,6 +94,10 @@ type Store struct {
 	subs   *subscriber
 	batch  *batcher // pipelines concurrent hot-path calls (batch.go); nil if Options.NoBatching
 	keep   any      // Options.Retention in milliseconds, boxed once for the scripts
+	// resends: the client may resend a command (go-redis's retries), so a
+	// final release leaves its record (see release.lua); without them
+	// nothing could ever consult it.
+	resends bool
 
 	retention time.Duration
 	sentinel  *redis.FailoverOptions // set by the redis+sentinel opener, for Doctor
@@ -128,7 +132,7 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 		keep = opts.Retention
 	}
 	keep = max(keep, retryWindow(client))
-	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client), keep: ms(keep), retention: keep}
+	s := &Store{client: client, prefix: prefix, subs: newSubscriber(client), keep: ms(keep), retention: keep, resends: resends(client)}
 	if opts == nil || !opts.NoBatching {
 		s.batch = new(batcher)
 	}
@@ -264,11 +268,24 @@ func notHeld(expired bool) error {
 // Extend; a resent release that already ran answers nil. Other errors are as
 // for Acquire.
 func (s *Store) Release(ctx context.Context, key, token string) error {
+	return s.release(ctx, key, token, 0)
+}
+
+// release runs release.lua; a fence above 0 is its minimum tombstone fence
+// (ReleaseFence).
+func (s *Store) release(ctx context.Context, key, token string, fence uint64) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	lock, channel, done := s.done(key, token)
-	n, err := s.run(ctx, hotRelease, []any{nil, nil, 2, lock, done, token, channel, callID(), s.keep}).Int64()
+	args := []any{nil, nil, 2, lock, done, token, channel, callID(), s.keep}
+	if !s.resends {
+		args = []any{nil, nil, 1, lock, token, channel, callID(), s.keep}
+	}
+	if fence > 0 {
+		args = append(args, "", fence)
+	}
+	n, err := s.run(ctx, hotRelease, args).Int64()
 	switch {
 	case err != nil:
 		return classify(err, key)

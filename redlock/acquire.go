@@ -326,8 +326,10 @@ func (s *Store) settle(ctx context.Context, k regKey, ttl time.Duration, start t
 				fences[i] = g.Fence
 			}
 			fence = kthLargest(fences, 1)
-			if err := s.raise(ctx, k.key, k.token, ttl, fence, t.granted); err != nil {
-				return driver.Grant{}, levelRef{}, err
+			if !s.lateRaise {
+				if err := s.raise(ctx, k.key, k.token, ttl, fence, t.granted); err != nil {
+					return driver.Grant{}, levelRef{}, err
+				}
 			}
 		}
 		if elapsed := s.clock.Now().Sub(start); s.validLeft(ttl, elapsed) <= 0 {

@@ -22,8 +22,8 @@ import (
 // measures the CPU cost of asking five servers. "rtt1ms" puts every server
 // behind an in-test proxy adding 0.5 ms per direction, as a network would:
 // there the parallel fan-out makes Redlock cost about the round trips of
-// one node (grant, fence raise, release: 3 against the single store's 2),
-// not five times as many.
+// one node (grant and release, as the single store: the fence raise rides
+// on the release), not five times as many.
 func BenchmarkAcquireRelease(b *testing.B) {
 	c := startCluster(b, 5)
 	for _, net := range []string{"loopback", "rtt1ms"} {

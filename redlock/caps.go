@@ -120,7 +120,7 @@ func (s *Store) reportMajority(ctx context.Context, views []map[string]driver.In
 		for i, v := range answered {
 			infos[i] = v[k] // absent: the zero Info, not held
 		}
-		if !fn(k, majorityView(infos, s.quorum)) {
+		if !fn(k, s.view(k, infos)) {
 			return nil
 		}
 	}

@@ -113,19 +113,27 @@
 // attempt raises the fences of the nodes that granted it, a holding may miss
 // a node. Taking the maximum of the majority's fences is therefore not
 // monotonic on its own (a test shows a later holding getting a smaller
-// maximum). After a first acquisition this store raises the fence of every
-// granting node to the maximum F and records F as the holding's fence on
-// those nodes and in its record of the holding (one extra round trip; it
-// needs a majority of confirmations or the acquisition fails). Any later
-// majority shares a node with this one, whose last fence is then at least
-// F, so its next grant, and the later holding's maximum, exceed F.
+// maximum). This store gives a new holding the maximum F of its granting
+// nodes' fences, records F in its record of the holding, and raises the
+// last fence of every node to F with the release that ends the holding
+// (FencedReleaser, which RedisNode is: no round trip of its own; a release
+// through a Store without the record first asks the nodes for the
+// holding's fences). Any later majority shares a node with this one, whose
+// last fence is then at least F, so its next grant, and the later holding's
+// maximum, exceed F. Until that release no other holding can start on the
+// node, and a lock that expires unreleased leaves no fence either way. Over
+// nodes that are FenceRaisers but not FencedReleasers the Store raises the
+// granting nodes' fences to F right after the grant instead (one more
+// round trip; it needs a majority of confirmations or the acquisition
+// fails).
 //
 // The promise is exactly this: fences strictly increase across holdings that
 // do not overlap in time, as long as every node in the majorities involved
 // either keeps its last fence (the lock or its tombstone; across a crash,
 // appendonly yes and appendfsync always) or, where it lost it (its retention
-// ended, or it restarted without its data), has a clock in microseconds past
-// the fences issued for the key: true unless a node's clock steps back or
+// ended, its lease expired unreleased, or it restarted without its data),
+// has a clock in microseconds past the fences issued for the key: true
+// unless a node's clock steps back or
 // lags the clock of the node that set F by more than the time between the
 // two holdings. A node that restarts without its data can hand out a smaller
 // fence when the fences ran ahead of the clocks (a test shows it, with

@@ -55,19 +55,16 @@ func TestDoneContextAsksNoNode(t *testing.T) {
 	if _, err := s.Acquire(testCtx(t), "k", tok, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	// Acquire returns once a majority granted; the third node's call may
-	// still be on its way. Wait for it (bounded) so that it is not counted
-	// as a call made with a done context.
+	// The Acquire returned at the quorum: wait for its last node call, which
+	// may start later, so that it is not counted as a call below.
 	before := int64(0)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	waitFor(t, 5*time.Second, "the Acquire's node calls", func() bool {
 		before = 0
 		for _, n := range nodes {
 			before += n.calls.Load()
 		}
-		if before >= int64(len(nodes)) || time.Now().After(deadline) {
-			break
-		}
-	}
+		return before >= int64(len(nodes))
+	})
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))

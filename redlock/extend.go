@@ -161,7 +161,10 @@ func (s *Store) extendResult(ctx context.Context, r driver.ExtendRequest, v *ver
 			fences[j], holds[j] = g.Fence, g.Holds
 		}
 		g := driver.Grant{Holds: kthLargest(holds, q), TTL: s.grantTTL(r.TTL)}
-		if s.fencing {
+		switch {
+		case s.lateRaise: // the nodes keep their own fences until the release (see raise)
+			g.Fence = kthLargest(fences, 1)
+		case s.fencing:
 			g.Fence = kthLargest(fences, q)
 		}
 		return driver.ExtendResult{Grant: g}
@@ -232,6 +235,12 @@ func allDecided(rs []reply[[]driver.ExtendResult], nreq, n, q int) bool {
 // the Store's record either way: nodes that were not reached drop it at the
 // key's expiry. If ctx is already done it changes nothing, asks no node and
 // returns ctx's error.
+//
+// With fencing over FencedReleaser nodes the release carries the holding's
+// fence, which every node that it frees keeps as its last fence (see the
+// package documentation). For a holding the Store does not know it first
+// asks every node for its view (one more round trip) and carries the
+// largest fence of the nodes where the token holds the key.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := driver.ValidateKey(key); err != nil {
 		return err
@@ -240,14 +249,21 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		return err
 	}
 	nodes := s.all
-	if set, final, known := s.reg.pop(regKey{key, token}, s.clock.Now()); known && !final {
+	set, fence, final, known := s.reg.popFence(regKey{key, token}, s.clock.Now())
+	if known && !final {
 		nodes = set.list()
+	}
+	if !known && s.lateRaise {
+		fence = s.heldFence(ctx, key, token)
 	}
 	n, q := len(nodes), min(s.quorum, len(nodes))
 	earlier, finished := s.flights.start(key, token, len(s.nodes), nodes)
 	rs := fanout(ctx, s.pool, s.timeout, nodes, func(ctx context.Context, i int) (struct{}, error) {
 		defer finished(i)
 		earlier(ctx, i)
+		if s.lateRaise && fence > 0 {
+			return struct{}{}, s.nodes[i].(FencedReleaser).ReleaseFence(ctx, key, token, fence)
+		}
 		return struct{}{}, s.nodes[i].Release(ctx, key, token)
 	}, func(rs []reply[struct{}]) bool {
 		var v verdict
@@ -272,4 +288,24 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		return err
 	}
 	return noQuorum("release", v.ok, n, q, v.errs, ctx.Err())
+}
+
+// heldFence returns the largest fence among the nodes where token holds key,
+// 0 if no node says so or the nodes cannot inspect: the fence of a holding
+// this Store has no record of, for its release to carry (see Release).
+func (s *Store) heldFence(ctx context.Context, key, token string) uint64 {
+	inspectors, err := nodeCaps[driver.Inspector](s, "inspect locks")
+	if err != nil {
+		return 0
+	}
+	rs := fanout(ctx, s.pool, s.timeout, s.all, func(ctx context.Context, i int) (driver.Info, error) {
+		return inspectors[i].Inspect(ctx, key)
+	}, nil, nil)
+	var f uint64
+	for _, r := range rs {
+		if r.answered && r.err == nil && r.val.Held && r.val.Token == token {
+			f = max(f, r.val.Fence)
+		}
+	}
+	return f
 }

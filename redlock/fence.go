@@ -25,6 +25,19 @@ type FenceRaiser interface {
 	RaiseFence(ctx context.Context, key, token string, fence uint64) (bool, error)
 }
 
+// FencedReleaser is the node capability that lets a Store raise a holding's
+// fence with the release that ends the holding, instead of in a round trip
+// of its own after the grant (see Store.raise). RedisNode has it
+// (redisstore.Store.ReleaseFence); a wrapper hides it unless it has it too.
+type FencedReleaser interface {
+	// ReleaseFence is driver.Mutex.Release, except that a release that
+	// frees key leaves its last fence (from which the node's next fence
+	// follows) at least fence.
+	ReleaseFence(ctx context.Context, key, token string, fence uint64) error
+}
+
+var _ FencedReleaser = (*RedisNode)(nil)
+
 var (
 	//go:embed raise_fence.lua
 	raiseSrc    string
@@ -115,6 +128,12 @@ func NewRedis(clients []redis.UniversalClient, prefix string, opts *Options) (*S
 // node with this one, whose last fence is then at least fence (or, once the
 // node lost it, whose clock has passed it: see the package doc), so that
 // node's next grant, and the later holding's maximum, exceed fence.
+//
+// Over FencedReleaser nodes (lateRaise) the Store does not call it: the
+// release that ends the holding carries fence to every node instead. That
+// is enough, because a node keeps a fence only in the holding's own lock
+// value until then: until the release no other holding can start on it,
+// and a lock value that expires unreleased is forgotten either way.
 func (s *Store) raise(ctx context.Context, key, token string, ttl time.Duration, fence uint64, granted []int) error {
 	q := s.quorum
 	rs := fanout(ctx, s.pool, s.nodeTimeout(ttl), granted, func(ctx context.Context, i int) (bool, error) {

@@ -11,8 +11,9 @@ var _ driver.Inspector = (*Store)(nil)
 
 // Inspect implements driver.Inspector with the majority's view of key: it is
 // held by a token only if that token holds it on a quorum of nodes, with the
-// hold count, remaining time and fence that a quorum agrees on (the
-// quorum-th largest: for the fence, the holding's own);
+// hold count and remaining time that a quorum agrees on (the quorum-th
+// largest) and the holding's fence (exactly, for a holding this Store
+// granted; through another Store possibly a later one, see view);
 // a free key has the fence a quorum of the answering nodes reach, which is
 // the last holding's when every node answers. It changes nothing.
 //
@@ -40,7 +41,32 @@ func (s *Store) Inspect(ctx context.Context, key string) (driver.Info, error) {
 	if len(answered) < s.quorum {
 		return driver.Info{}, noQuorum("inspect", len(answered), len(s.nodes), s.quorum, errs, ctx.Err())
 	}
-	return majorityView(answered, s.quorum), nil
+	return s.view(key, answered), nil
+}
+
+// view is majorityView with, over FencedReleaser nodes, a held key's fence
+// as the holding got it: its nodes keep their own fences until the release
+// carries the holding's to them (see raise), so the Store's record of the
+// holding says it, or, for a holding granted through another Store, the
+// largest fence of the nodes where its token holds the key (the holding's
+// own, unless a node that granted after the holding was settled has a
+// larger one).
+func (s *Store) view(key string, infos []driver.Info) driver.Info {
+	out := majorityView(infos, s.quorum)
+	if !out.Held || !s.lateRaise {
+		return out
+	}
+	if f, ok := s.reg.fenceOf(regKey{key, out.Token}, s.clock.Now()); ok {
+		out.Fence = f
+		return out
+	}
+	out.Fence = 0
+	for _, in := range infos {
+		if in.Held && in.Token == out.Token {
+			out.Fence = max(out.Fence, in.Fence)
+		}
+	}
+	return out
 }
 
 // majorityView merges the nodes' answers: a holder must hold the key on at

@@ -40,9 +40,11 @@ type Options struct {
 	// DriftFactor is the share of the TTL subtracted from the validity for
 	// clock drift; 2 ms are added to it. Default: DefaultDriftFactor (0.01).
 	DriftFactor float64
-	// DisableFencing skips the fence-raise round trip after each first
-	// acquisition. Grants then carry Fence 0 (no fencing token). Default:
-	// false; fencing is also off when any node does not implement FenceRaiser.
+	// DisableFencing turns fencing off: grants then carry Fence 0 (no
+	// fencing token), and over nodes that are not all FencedReleasers the
+	// fence-raise round trip after each first acquisition is skipped.
+	// Default: false; fencing is also off when any node does not implement
+	// FenceRaiser.
 	DisableFencing bool
 	// Clock measures the elapsed time of each call (monotonic). Default: the
 	// system clock. Tests inject a fake one.
@@ -53,17 +55,21 @@ type Options struct {
 // nodes (the Redlock algorithm). It is safe for concurrent use. It does not
 // own the node stores given to New; Close only ends what NewRedis created.
 type Store struct {
-	nodes    []driver.Mutex
-	all      []int // 0..len(nodes)-1, the fan-out set of most calls
-	quorum   int
-	timeout  time.Duration
-	drift    float64
-	fencing  bool
-	clock    driver.Clock
-	closeFns []func() error
-	flights  flights  // acquisitions still in progress on some node
-	pool     *pool    // runs the node calls of every fan-out
-	reg      registry // where each hold of each holding landed, and its fence
+	nodes   []driver.Mutex
+	all     []int // 0..len(nodes)-1, the fan-out set of most calls
+	quorum  int
+	timeout time.Duration
+	drift   float64
+	fencing bool
+	// lateRaise: fencing, and every node a FencedReleaser: a holding's
+	// fence is raised by the release that ends it, not by a round trip
+	// after the grant (see Store.raise).
+	lateRaise bool
+	clock     driver.Clock
+	closeFns  []func() error
+	flights   flights  // acquisitions still in progress on some node
+	pool      *pool    // runs the node calls of every fan-out
+	reg       registry // where each hold of each holding landed, and its fence
 	// callPrefix starts the call id of each acquisition ("" if some node
 	// is not a CallUndoer); callSeq numbers them.
 	callPrefix string
@@ -97,7 +103,7 @@ func New(nodes []driver.Mutex, opts *Options) (*Store, error) {
 	s := &Store{nodes: append([]driver.Mutex(nil), nodes...), quorum: len(nodes)/2 + 1,
 		timeout: DefaultNodeTimeout, drift: DefaultDriftFactor, fencing: true, clock: systemClock{},
 		pool: newPool(workersPerNode * len(nodes))}
-	undo := true
+	undo, lateRaise := true, true
 	for i, n := range nodes {
 		if n == nil {
 			return nil, fmt.Errorf("%w: redlock node %d is nil", driver.ErrInvalid, i)
@@ -107,6 +113,9 @@ func New(nodes []driver.Mutex, opts *Options) (*Store, error) {
 		}
 		if _, ok := n.(CallUndoer); !ok {
 			undo = false
+		}
+		if _, ok := n.(FencedReleaser); !ok {
+			lateRaise = false
 		}
 		s.all = append(s.all, i)
 	}
@@ -119,6 +128,7 @@ func New(nodes []driver.Mutex, opts *Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	s.lateRaise = s.fencing && lateRaise
 	return s, nil
 }
 

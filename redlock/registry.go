@@ -308,20 +308,26 @@ func (rec *holding) index(id uint64) int {
 // asks every node. known is false if the Store has no record of the
 // holding.
 func (r *registry) pop(k regKey, now time.Time) (nodes nodeSet, final, known bool) {
+	nodes, _, final, known = r.popFence(k, now)
+	return nodes, final, known
+}
+
+// popFence is pop that also returns the holding's fence (0 if unknown).
+func (r *registry) popFence(k regKey, now time.Time) (nodes nodeSet, fence uint64, final, known bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.live(k, now)
 	if rec == nil {
-		return 0, false, false
+		return 0, 0, false, false
 	}
 	top := rec.levels[len(rec.levels)-1]
 	rec.levels = rec.levels[:len(rec.levels)-1]
 	if len(rec.levels) == 0 {
 		delete(r.m, k)
 		rec.ended, rec.finalID = true, top.id
-		return top.nodes, true, true
+		return top.nodes, rec.fence, true, true
 	}
-	return top.nodes, false, true
+	return top.nodes, rec.fence, false, true
 }
 
 // extended records a successful extension of k's holding and returns its
@@ -334,6 +340,16 @@ func (r *registry) extended(k regKey, st stamp) (fence uint64, holds int, known 
 	}
 	rec.stamp = rec.stamp.after(st)
 	return rec.fence, len(rec.levels), true
+}
+
+// fenceOf returns the fence of k's holding, if the Store has a record of it.
+func (r *registry) fenceOf(k regKey, now time.Time) (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec := r.live(k, now); rec != nil {
+		return rec.fence, true
+	}
+	return 0, false
 }
 
 // size is the number of records (tests).
