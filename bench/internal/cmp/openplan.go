@@ -10,7 +10,8 @@ import (
 )
 
 // OpenPlan is the open-loop comparison on one store: each peer's saturated
-// throughput (a closed loop of 2 processes on one key), then dlock and the
+// throughput (a closed loop of 2 processes on one key) and dlock's (to
+// show what share of it the rates are), then dlock and the
 // best peer offered a Poisson load at Fractions of it, from 2 processes on
 // one key, the two taking turns in Rounds rounds.
 type OpenPlan struct {
@@ -58,8 +59,16 @@ func (p OpenPlan) Play(w io.Writer) ([]OpenRow, error) {
 	if best == "" {
 		return nil, fmt.Errorf("no peer reached a throughput")
 	}
-	fmt.Fprintf(w, "open loop: Poisson arrivals from %d processes on one key, seed %d; saturated throughput (closed loop): %s; rates from %s's\n\n",
-		p.Procs, p.Seed, strings.Join(sat, ", "), best)
+	own, err := p.Saturate(p.Dlock)
+	if err != nil {
+		return nil, fmt.Errorf("saturate %s: %w", p.Dlock, err)
+	}
+	var of []string
+	for _, f := range p.Fractions {
+		of = append(of, fmt.Sprintf("%.0f %%", 100*f*bestOps/max(own, 1)))
+	}
+	fmt.Fprintf(w, "open loop: Poisson arrivals from %d processes on one key, seed %d; saturated throughput (closed loop): %s; rates from %s's; "+
+		"%s's own: %.0f/s, so the rates offered are %s of it\n\n", p.Procs, p.Seed, strings.Join(sat, ", "), best, p.Dlock, own, strings.Join(of, " and "))
 	libs := []string{p.Dlock, best}
 	var rows []OpenRow
 	for _, f := range p.Fractions {
