@@ -13,7 +13,7 @@
 // says what: Redis commands, etcd gRPC messages, ZooKeeper packets,
 // PostgreSQL transactions, MariaDB statements).
 //
-//	cd bench && go run ./scale                                   # every store, about 15 minutes
+//	cd bench && go run ./scale                                   # every store, about 8 minutes
 //	cd bench && go run ./scale -stores redis -parts leases -leases 1000,10000,100000
 //
 // It exits 1 if a critical section overlapped another or a lease was lost.
