@@ -109,58 +109,75 @@ func runStore(out io.Writer, st string, o options) (bad bool, err error) {
 		return false, err
 	}
 	defer srv.stop()
-	ctx := context.Background()
 	fmt.Fprintf(out, "### %s\n\nload average at the start: %s; the store's requests: %s\n\n", st, cmp.LoadAvg(), srv.counted)
 	defer func() { fmt.Fprintf(out, "load average at the end: %s\n\n", cmp.LoadAvg()) }()
-	slowStore := st != "redis"
 	for _, part := range o.parts {
+		var b bool
 		switch part {
 		case "leases":
-			ns := o.leases
-			if slowStore {
-				ns = o.slowLeases
-			}
-			fmt.Fprintf(out, "| leases held | acquire all | requests per renewal interval (%v) | round trips per interval | client CPU per interval | heap per lease | lost |\n|---|---|---|---|---|---|---|\n", o.lease/3)
-			for _, n := range ns {
-				r, err := measureLeases(ctx, srv, n, o.lease, o.intervals)
-				if err != nil {
-					return bad, fmt.Errorf("leases %d: %w", n, err)
-				}
-				bad = bad || r.Lost > 0
-				trips := "same"
-				if srv.trips != nil {
-					trips = fmt.Sprintf("%.1f", r.TripsPerInterval)
-				}
-				fmt.Fprintf(out, "| %d | %v | %.1f | %s | %v | %.0f B | %d |\n", n, r.Acquire.Round(time.Millisecond), r.PerInterval, trips, r.CPUPerInterva.Round(100*time.Microsecond), r.BytesPerLease, r.Lost)
-			}
+			b, err = leasesPart(out, srv, st, o)
 		case "waiters":
-			ns := o.waiters
-			if st == "pg" || st == "mysql" {
-				ns = o.slowWaiter
-			}
-			fmt.Fprintln(out, "\n| waiters | granted | requests per handover | grant to next grant p50 | p99 | all hand-overs |\n|---|---|---|---|---|---|")
-			for _, n := range ns {
-				r, err := measureWaiters(ctx, srv, n, o.settle, o.limit)
-				if err != nil {
-					return bad, fmt.Errorf("waiters %d: %w", n, err)
-				}
-				fmt.Fprintf(out, "| %d | %d | %.1f | %s | %s | %v |\n", n, r.Done, r.PerRelease, cmp.MS(r.Gap.P50), cmp.MS(r.Gap.P99), r.Total.Round(time.Millisecond))
-			}
+			err = waitersPart(out, srv, st, o)
 		case "procs":
-			fmt.Fprintf(out, "\n| processes × %d goroutines, one key | critical sections/s | p99 cycle | failures |\n|---|---|---|---|\n", o.goroutines)
-			for _, p := range o.procs {
-				t, err := measureProcs(srv.url, p, o.goroutines, o.dur)
-				if err != nil {
-					return bad, fmt.Errorf("procs %d: %w", p, err)
-				}
-				bad = bad || t.Overlaps > 0
-				s := t.Summarize()
-				fmt.Fprintf(out, "| %d | %.0f | %s | %d |\n", p, s.OpsPerSec, cmp.MS(s.P99), t.Failures)
-			}
+			b, err = procsPart(out, srv, o)
 		default:
-			return bad, fmt.Errorf("unknown part %q (leases, waiters, procs)", part)
+			err = fmt.Errorf("unknown part %q (leases, waiters, procs)", part)
+		}
+		if bad = bad || b; err != nil {
+			return bad, err
 		}
 		fmt.Fprintln(out)
 	}
 	return bad, nil
+}
+
+func leasesPart(out io.Writer, srv *server, st string, o options) (lost bool, err error) {
+	ns := o.leases
+	if st != "redis" {
+		ns = o.slowLeases
+	}
+	fmt.Fprintf(out, "| leases held | acquire all | requests per renewal interval (%v) | round trips per interval | client CPU per interval | heap per lease | lost |\n|---|---|---|---|---|---|---|\n", o.lease/3)
+	for _, n := range ns {
+		r, err := measureLeases(context.Background(), srv, n, o.lease, o.intervals)
+		if err != nil {
+			return lost, fmt.Errorf("leases %d: %w", n, err)
+		}
+		lost = lost || r.Lost > 0
+		trips := "same"
+		if srv.trips != nil {
+			trips = fmt.Sprintf("%.1f", r.TripsPerInterval)
+		}
+		fmt.Fprintf(out, "| %d | %v | %.1f | %s | %v | %.0f B | %d |\n", n, r.Acquire.Round(time.Millisecond), r.PerInterval, trips, r.CPUPerInterva.Round(100*time.Microsecond), r.BytesPerLease, r.Lost)
+	}
+	return lost, nil
+}
+
+func waitersPart(out io.Writer, srv *server, st string, o options) error {
+	ns := o.waiters
+	if st == "pg" || st == "mysql" {
+		ns = o.slowWaiter
+	}
+	fmt.Fprintln(out, "\n| waiters | granted | requests per handover | grant to next grant p50 | p99 | all hand-overs |\n|---|---|---|---|---|---|")
+	for _, n := range ns {
+		r, err := measureWaiters(context.Background(), srv, n, o.settle, o.limit)
+		if err != nil {
+			return fmt.Errorf("waiters %d: %w", n, err)
+		}
+		fmt.Fprintf(out, "| %d | %d | %.1f | %s | %s | %v |\n", n, r.Done, r.PerRelease, cmp.MS(r.Gap.P50), cmp.MS(r.Gap.P99), r.Total.Round(time.Millisecond))
+	}
+	return nil
+}
+
+func procsPart(out io.Writer, srv *server, o options) (overlap bool, err error) {
+	fmt.Fprintf(out, "\n| processes × %d goroutines, one key | critical sections/s | p99 cycle | failures |\n|---|---|---|---|\n", o.goroutines)
+	for _, p := range o.procs {
+		t, err := measureProcs(srv.url, p, o.goroutines, o.dur)
+		if err != nil {
+			return overlap, fmt.Errorf("procs %d: %w", p, err)
+		}
+		overlap = overlap || t.Overlaps > 0
+		s := t.Summarize()
+		fmt.Fprintf(out, "| %d | %.0f | %s | %d |\n", p, s.OpsPerSec, cmp.MS(s.P99), t.Failures)
+	}
+	return overlap, nil
 }

@@ -76,29 +76,9 @@ func measureLeases(ctx context.Context, srv *server, n int, lease time.Duration,
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	row.BytesPerLease = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(n)
-	c0, err := srv.count(ctx)
-	if err != nil {
+	if err := srv.window(ctx, &row, time.Duration(intervals)*lease/3, lease/3); err != nil {
 		return row, err
 	}
-	r0, err := srv.readTrips(ctx)
-	if err != nil {
-		return row, err
-	}
-	cpu0, w0 := cmp.CPUTime(), time.Now()
-	time.Sleep(time.Duration(intervals) * lease / 3) // the window measured: the Client renews on its own
-	cpu1, w1 := cmp.CPUTime(), time.Now()
-	c1, err := srv.count(ctx)
-	if err != nil {
-		return row, err
-	}
-	r1, err := srv.readTrips(ctx)
-	if err != nil {
-		return row, err
-	}
-	per := float64(w1.Sub(w0)) / float64(lease/3)
-	row.PerInterval = float64(c1-c0-srv.self) / per
-	row.TripsPerInterval = float64(r1-r0-2) / per
-	row.CPUPerInterva = time.Duration(float64(cpu1-cpu0) / per)
 	for _, l := range leases {
 		if l.Err() != nil {
 			row.Lost++
@@ -113,10 +93,42 @@ func measureLeases(ctx context.Context, srv *server, n int, lease time.Duration,
 	return row, err
 }
 
+// window measures the store's requests and round trips and this
+// process's CPU over d (while the Client renews on its own) into row, per
+// interval.
+func (s *server) window(ctx context.Context, row *leaseRow, d, interval time.Duration) error {
+	c0, err := s.count(ctx)
+	if err != nil {
+		return err
+	}
+	r0, err := s.readTrips(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0, w0 := cmp.CPUTime(), time.Now()
+	time.Sleep(d)
+	cpu1, w1 := cmp.CPUTime(), time.Now()
+	c1, err := s.count(ctx)
+	if err != nil {
+		return err
+	}
+	r1, err := s.readTrips(ctx)
+	if err != nil {
+		return err
+	}
+	per := float64(w1.Sub(w0)) / float64(interval)
+	row.PerInterval = float64(c1-c0-s.self) / per
+	if s.trips != nil {
+		row.TripsPerInterval = float64(r1-r0-2) / per // less the two reads of the INFOs after r0's
+	}
+	row.CPUPerInterva = time.Duration(float64(cpu1-cpu0) / per)
+	return nil
+}
+
 // readTrips is s.trips, or 0 without it.
 func (s *server) readTrips(ctx context.Context) (int64, error) {
 	if s.trips == nil {
-		return 2, nil
+		return 0, nil
 	}
 	return s.trips(ctx)
 }
@@ -205,18 +217,7 @@ func measureWaiters(ctx context.Context, srv *server, n int, settle, limit time.
 	if err := l.Release(ctx); err != nil {
 		return waitRow{}, err
 	}
-	times := []time.Time{t0}
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	for len(times) <= n {
-		select {
-		case g := <-grants:
-			times = append(times, g)
-			continue
-		case <-timer.C:
-		}
-		break
-	}
+	times := collect(t0, grants, n, limit)
 	row := waitRow{N: n, Done: len(times) - 1, Total: time.Since(t0)}
 	cancel()
 	wg.Wait()
@@ -225,11 +226,28 @@ func measureWaiters(ctx context.Context, srv *server, n int, settle, limit time.
 		return row, err
 	}
 	row.PerRelease = float64(c1-c0-srv.self) / float64(max(row.Done, 1))
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 	var gaps []int64
 	for i := 1; i < len(times); i++ {
 		gaps = append(gaps, int64(times[i].Sub(times[i-1])))
 	}
 	row.Gap = cmp.QuantilesOf(gaps)
 	return row, nil
+}
+
+// collect returns t0 and the first n grant times from grants, in order,
+// or those that came within limit.
+func collect(t0 time.Time, grants <-chan time.Time, n int, limit time.Duration) []time.Time {
+	times := []time.Time{t0}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for len(times) <= n {
+		select {
+		case g := <-grants:
+			times = append(times, g)
+		case <-timer.C:
+			n = 0
+		}
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	return times
 }
