@@ -5,6 +5,7 @@
 //	cd bench && go run .                 # every scenario, 5 s each
 //	cd bench && go run . -quick          # smoke test, about half a minute
 //	cd bench && go run . -scenarios onekey-50,seed-2x500 -libs dlock,redsync -duration 10s
+//	cd bench && go run . -open -rounds 3 # latency under offered load (openloop.go)
 //
 // It prints a table, writes results.json and chart.svg, and exits 1 if any
 // scenario's protected counter disagrees with its successful critical
@@ -63,7 +64,16 @@ func main() {
 	flag.DurationVar(&f.tuning.RedsyncMax, "redsync-tuned-max", f.tuning.RedsyncMax, "redsync-tuned: longest retry delay")
 	flag.DurationVar(&f.tuning.RedislockMin, "redislock-tuned-min", f.tuning.RedislockMin, "redislock-tuned: shortest retry delay")
 	flag.DurationVar(&f.tuning.RedislockMax, "redislock-tuned-max", f.tuning.RedislockMax, "redislock-tuned: longest retry delay")
+	var open cmp.OpenFlags
+	open.Register(flag.CommandLine)
 	flag.Parse()
+	if open.On {
+		if err := runOpen(os.Stdout, f, open); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if f.quick {
 		f.duration, f.wdHold, f.wdLease = time.Second, 3*time.Second, 1500*time.Millisecond
 	}
@@ -269,7 +279,7 @@ func runJob(rdb *redis.Client, j job) (*result, error) {
 // together once all are set up, and merges their results (cmp.RunProcs).
 func runChildren(j job) (*result, error) {
 	total := newResult(j)
-	if err := cmp.RunProcs(childEnv, j.Scenario.Procs, func(int) job { return j }, nil, total.merge); err != nil {
+	if err := cmp.RunProcs(childEnv, j.Scenario.Procs, func(i int) job { j.Proc = i; return j }, nil, total.merge); err != nil {
 		return nil, err
 	}
 	return total, nil

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/dlock/bench/internal/cmp"
 )
 
 // scenario is one workload of the comparison.
@@ -45,6 +47,9 @@ type job struct {
 	Hold     time.Duration `json:"hold"`  // watchdog: how long to hold
 	Lease    time.Duration `json:"lease"` // watchdog: lease length
 	Tuning   tuning        `json:"tuning"`
+	Open     *cmp.Arrivals `json:"open,omitempty"` // an open-loop run (openloop.go) instead of the closed loop
+	Dir      string        `json:"dir,omitempty"`  // open loop: the overlap marker's directory, shared by the processes
+	Proc     int           `json:"proc,omitempty"` // the process's index in a run of several
 }
 
 // result is the outcome of a job in one process, merged over processes.
@@ -66,6 +71,7 @@ type result struct {
 	Extra      map[string]float64 `json:"extra,omitempty"`
 	Skipped    string             `json:"skipped,omitempty"`
 	RoundOps   []float64          `json:"round_ops,omitempty"` // ops/s of each round (see rounds.go)
+	Open       *cmp.Tally         `json:"open,omitempty"`      // an open-loop run's tally (openloop.go)
 }
 
 func newResult(j job) *result {
@@ -86,6 +92,12 @@ func (r *result) merge(o *result) {
 	r.Wall = max(r.Wall, o.Wall)
 	for k, v := range o.Extra {
 		r.Extra[k] += v
+	}
+	if o.Open != nil {
+		if r.Open == nil {
+			r.Open = &cmp.Tally{}
+		}
+		r.Open.Merge(o.Open)
 	}
 }
 
@@ -143,6 +155,10 @@ func runLocal(j job, ready func(), start <-chan struct{}) (*result, error) {
 	}
 	ready()
 	<-start
+	if j.Open != nil {
+		runOpenLocal(j, rdb, lk, res)
+		return res, nil
+	}
 	runWorkers(j, rdb, lk, rt, res, nil)
 	if base != nil {
 		res.Extra["crit_p99_uncontended_ns"] = float64(base.quantile(0.99))

@@ -7,6 +7,7 @@
 //	cd bench && go run ./etcd -quick           # 1 s each
 //	cd bench && go run ./etcd -scenarios onekey-50 -duration 10s
 //	cd bench && go run ./etcd -scenarios seed-2x50 -rounds 3 -libs dlock,concurrency,dlock-noread
+//	cd bench && go run ./etcd -open -rounds 3   # latency under offered load (openloop.go)
 //
 // It prints a Markdown table: throughput, latency of a whole cycle (lock,
 // critical section, unlock), each goroutine's share of the critical
@@ -57,10 +58,14 @@ func main() {
 	f.Register(flag.CommandLine)
 	bin := flag.String("etcd", "/usr/bin/etcd", "etcd binary")
 	libList := flag.String("libs", strings.Join(libNames, ","), "comma-separated libraries, in report order (also: "+strings.Join(extraLibs, ", ")+"); concurrency must be one")
+	var o cmp.OpenFlags
+	o.Register(flag.CommandLine)
 	flag.Parse()
 	f.Settle()
 	libs, err := parseLibs(*libList)
-	if err == nil {
+	if err == nil && o.On {
+		err = runOpen(os.Stdout, *bin, f, o, strings.Join(os.Args[1:], " "))
+	} else if err == nil {
 		err = run(os.Stdout, *bin, f.Dur, f.Only, f.Rounds, libs, strings.Join(os.Args[1:], " "))
 	}
 	if err != nil {

@@ -58,6 +58,11 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	defer stop()
 	res := &result{}
 	u0, s0 := ctr.unary.Load(), ctr.sends.Load()
+	if j.Open != nil {
+		res.OpenLoop(j.Open.Schedule(j.Proc, j.Duration), j.Duration, fns, lockKey, j.Dir, nil)
+		res.Unary, res.Sends = ctr.unary.Load()-u0, ctr.sends.Load()-s0
+		return res, nil
+	}
 	rl, reads := lk.(readLocker)
 	cmp.Workers(res, len(fns), func(g int) *result {
 		w := &worker{j: j, cli: cli}

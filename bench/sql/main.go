@@ -11,6 +11,7 @@
 //	cd bench && go run ./sql -rounds 3              # 3 rounds, the libraries taking turns to go first
 //	cd bench && go run ./sql -quick                 # 1 s scenarios
 //	cd bench && go run ./sql -db pg -scenarios onekey-50,wakeup
+//	cd bench && go run ./sql -open -rounds 3        # latency under offered load (openloop.go)
 //
 // It prints a Markdown table per database: throughput, latency of a whole
 // cycle (lock, critical section, unlock), each goroutine's share, database
@@ -81,6 +82,8 @@ func main() {
 	flag.IntVar(&o.samples, "samples", 200, "wake-up samples at most per library and round")
 	flag.StringVar(&o.pgURL, "pg-url", "", "use this PostgreSQL server instead of starting one (postgres://...)")
 	flag.StringVar(&o.mysqlDSN, "mysql-dsn", "", "use this MariaDB/MySQL server instead of starting one (go-sql-driver DSN)")
+	var open cmp.OpenFlags
+	open.Register(flag.CommandLine)
 	flag.Parse()
 	if *quick {
 		o.dur, o.cap = time.Second, 10*time.Second
@@ -88,7 +91,11 @@ func main() {
 	o.dbs = strings.Split(*dbs, ",")
 	o.rounds = max(o.rounds, 1)
 	o.args = strings.Join(os.Args[1:], " ")
-	if err := run(os.Stdout, o); err != nil {
+	play := run
+	if open.On {
+		play = func(out io.Writer, o options) error { return runOpen(out, o, open) }
+	}
+	if err := play(os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/sql:", err)
 		os.Exit(1)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 
 	"example.com/dlock/bench/internal/cmp"
@@ -22,6 +23,7 @@ type job struct {
 	Cap      time.Duration `json:"cap"`      // seed: the longest it may run
 	Dir      string        `json:"dir"`      // overlap marker's directory, shared by the processes
 	Proc     int           `json:"proc"`
+	Open     *cmp.Arrivals `json:"open,omitempty"` // an open-loop run (cmp.OpenLoop) instead of the closed loop
 }
 
 // result is what one process (or, merged, a whole run) measured. Its
@@ -76,11 +78,15 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	rctx, stop := context.WithTimeout(context.Background(), limit)
 	defer stop()
 	trips0, dials0, stmts0 := ctr.trips.Load(), ctr.dials.Load(), ctr.stmts.Load()
-	cmp.Workers(res, j.Goroutines, func(int) *result {
-		w := &worker{j: j, data: data}
-		w.res.Loop(rctx, cmp.Cycle{Lock: lk.lock, Key: lockKey, Critical: w.critical, Once: j.Seed, Cut: w.cut})
-		return &w.res
-	}, res.merge)
+	if j.Open != nil {
+		res.OpenLoop(j.Open.Schedule(j.Proc, j.Duration), j.Duration, slices.Repeat([]cmp.LockFn{lk.lock}, j.Goroutines), lockKey, j.Dir, nil)
+	} else {
+		cmp.Workers(res, j.Goroutines, func(int) *result {
+			w := &worker{j: j, data: data}
+			w.res.Loop(rctx, cmp.Cycle{Lock: lk.lock, Key: lockKey, Critical: w.critical, Once: j.Seed, Cut: w.cut})
+			return &w.res
+		}, res.merge)
+	}
 	res.Trips, res.Dials, res.Stmts = ctr.trips.Load()-trips0, ctr.dials.Load()-dials0, ctr.stmts.Load()-stmts0
 	return res, nil
 }

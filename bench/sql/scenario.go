@@ -35,8 +35,8 @@ func runDB(out io.Writer, db string, o options) (bad bool, err error) {
 	if err := setup(ctx, c); err != nil {
 		return false, fmt.Errorf("setup: %w", err)
 	}
-	fmt.Fprintf(out, "### %s\n\n%s\n\nload average at the start: %s\n\n", srv.name, srv.version, loadAvg())
-	defer func() { fmt.Fprintf(out, "load average at the end: %s\n\n", loadAvg()) }()
+	fmt.Fprintf(out, "### %s\n\n%s\n\nload average at the start: %s\n\n", srv.name, srv.version, cmp.LoadAvg())
+	defer func() { fmt.Fprintf(out, "load average at the end: %s\n\n", cmp.LoadAvg()) }()
 	var libs []string
 	for _, l := range libsOf[db] {
 		if cmp.Selected(o.libs, l) {

@@ -127,16 +127,3 @@ func startMySQL() (*server, error) {
 	}
 	return &server{name: "MariaDB", url: s.DSN(), stop: func() { s.Kill(); os.RemoveAll(dir) }}, nil
 }
-
-// loadAvg is the machine's 1, 5 and 15 minute load averages.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}

@@ -8,6 +8,7 @@
 //	cd bench && go run ./zk -quick           # 1 s each
 //	cd bench && go run ./zk -rounds 3        # each scenario 3 times, the libraries taking turns to go first
 //	cd bench && go run ./zk -scenarios onekey-50 -duration 10s
+//	cd bench && go run ./zk -open -rounds 3   # latency under offered load (openloop.go)
 //
 // It prints a Markdown table: throughput, latency of a whole cycle (lock,
 // critical section, unlock), each goroutine's share of the critical
@@ -56,10 +57,16 @@ func main() {
 	wakes := flag.Int("wakes", 100, "wake-ups measured per library and round in the wakeup scenario")
 	addr := flag.String("server", "", "host:port of a running standalone ZooKeeper to use instead of starting one (it must allow the mntr four-letter word)")
 	warmup := flag.Duration("warmup", 2*time.Second, "untimed uncontended lock+unlock per library before the first round, so that the server's JVM is warm for whichever library goes first (0: none)")
+	var o cmp.OpenFlags
+	o.Register(flag.CommandLine)
 	flag.Parse()
 	f.Settle()
 	cfg := config{dur: f.Dur, only: f.Only, rounds: f.Rounds, wakes: max(*wakes, 1), server: *addr, warmup: *warmup, args: strings.Join(os.Args[1:], " ")}
-	if err := run(os.Stdout, cfg); err != nil {
+	play := run
+	if o.On {
+		play = func(out io.Writer, cfg config) error { return runOpen(out, cfg, o) }
+	}
+	if err := play(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/zk:", err)
 		os.Exit(1)
 	}

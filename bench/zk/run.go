@@ -51,6 +51,10 @@ func runProcess(j job, ready func(), gate <-chan struct{}) (*result, error) {
 	}
 	defer stop()
 	res := &result{}
+	if j.Open != nil {
+		res.OpenLoop(j.Open.Schedule(j.Proc, j.Duration), j.Duration, fns, lockKey, j.Dir, nil)
+		return res, nil
+	}
 	cmp.Workers(res, len(fns), func(g int) *result {
 		w := &worker{j: j, conn: conn}
 		w.res.Loop(ctx, cmp.Cycle{Lock: fns[g], Key: lockKey, Critical: w.critical, Once: j.Duration == 0})

@@ -95,3 +95,16 @@ func CPUModel() string {
 func Play[S, R any](scs []S, name func(S) string, only string, rounds int, libs []string, run func(sc S, lib string) (R, error)) ([]R, error) {
 	return PlayWith(scs, name, only, rounds, libs, run, func(S, int) ([]R, bool, error) { return nil, false, nil })
 }
+
+// LoadAvg is the machine's 1, 5 and 15 minute load averages.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

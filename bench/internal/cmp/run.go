@@ -29,6 +29,7 @@ type Job struct {
 	Duration   time.Duration `json:"duration"` // 0: one request per goroutine (seed)
 	Dir        string        `json:"dir"`      // overlap marker's directory, shared by the processes
 	Proc       int           `json:"proc"`
+	Open       *Arrivals     `json:"open,omitempty"` // an open-loop run (OpenLoop) instead of the closed loop
 }
 
 // SeedLimit is the longest a seed scenario (Duration 0) may run.
@@ -70,7 +71,9 @@ type Tally struct {
 	Failures  int64         `json:"failures"`
 	Overlaps  int64         `json:"overlaps"`
 	FirstErr  string        `json:"first_err,omitempty"`
-	Lat       []int64       `json:"lat_ns"` // lock + critical section + unlock, per cycle
+	Lat       []int64       `json:"lat_ns"`            // lock + critical section + unlock, per cycle
+	Wait      []int64       `json:"wait_ns,omitempty"` // open loop: scheduled arrival to grant (OpenLoop)
+	Late      int64         `json:"late,omitempty"`    // open loop: requests cut while still waiting
 	PerWorker []int64       `json:"per_worker"`
 	Wall      time.Duration `json:"wall"`
 	CPU       time.Duration `json:"cpu"` // the client processes' user + system CPU time
@@ -87,6 +90,8 @@ func (t *Tally) Merge(o *Tally) {
 		t.FirstErr = o.FirstErr
 	}
 	t.Lat = append(t.Lat, o.Lat...)
+	t.Wait = append(t.Wait, o.Wait...)
+	t.Late += o.Late
 	t.PerWorker = append(t.PerWorker, o.PerWorker...)
 	t.Wall = max(t.Wall, o.Wall)
 	t.CPU += o.CPU
