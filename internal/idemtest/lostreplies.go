@@ -25,6 +25,11 @@ type FaultStore struct {
 	// closed when t ends. It may differ by i (Redis: go-redis retries on
 	// one of the three).
 	Open func(t testing.TB, addr string, i int) driver.Idempotency
+	// Spread multiplies the gaps between faults (5–60 ms if 0 or 1): a
+	// store whose calls take several round trips (a transaction) and
+	// whose clients connect in several needs longer gaps for calls to
+	// complete between them.
+	Spread int
 	// MaxRounds bounds the rounds of 16 fresh keys (8 if 0); a run stops
 	// earlier, after 2 rounds, once 6 faults were applied.
 	MaxRounds int
@@ -32,9 +37,10 @@ type FaultStore struct {
 
 // LostReplies: three Guards, each on its own store client through the
 // fault proxy, run 4 concurrent Do calls on each of 16 keys, then 4 more
-// per key, while the proxy drops replies (a blackhole ended by a reset),
-// delays them by 100–300 ms (past a client's read timeout, where it has
-// one), or resets every connection, at seeded times. fn always succeeds,
+// per key, while the proxy drops replies for 50–200 ms (a blackhole ended
+// by a reset), delays them by 100–300 ms (past a client's read timeout,
+// where it has one), or resets every connection, at seeded times, every
+// 5–60 ms (times FaultStore.Spread). fn always succeeds,
 // so a key runs fn once, unless an execution's Do answered an error (its
 // completion unconfirmed: the record may be taken over after its lease,
 // documented): then one more execution per such failure is allowed, as a
@@ -100,7 +106,7 @@ func runGuardFaults(t *testing.T, fs FaultStore, seed uint64, mutant bool) fault
 	done := make(chan struct{})
 	faults := make(chan map[string]int, 1)
 	var applied atomic.Int64
-	go func() { faults <- injectFaults(p, seed, &applied, done) }()
+	go func() { faults <- injectFaults(p, seed, max(fs.Spread, 1), &applied, done) }()
 	var seq atomic.Int64
 	// Rounds of fresh keys, until the faults have had their chance.
 	for round := 0; round < maxRounds && (round < 2 || applied.Load() < 6); round++ {

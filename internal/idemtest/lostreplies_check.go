@@ -123,12 +123,13 @@ func (r *faultReport) check(t *testing.T, direct driver.Idempotency, l *keyLog) 
 	}
 }
 
-// injectFaults applies a fault drawn from seed every 5–60 ms until done:
+// injectFaults applies a fault drawn from seed every 5–60 ms (times
+// spread, 1 or more) until done:
 // replies dropped for 50–200 ms then every connection reset (the dropped
 // replies never arrive), replies delayed by 100–300 ms (past the clients'
 // read timeout) for as long, or every connection reset. It returns how
 // many of each it applied.
-func injectFaults(p *faultproxy.Proxy, seed uint64, applied *atomic.Int64, done <-chan struct{}) map[string]int {
+func injectFaults(p *faultproxy.Proxy, seed uint64, spread int, applied *atomic.Int64, done <-chan struct{}) map[string]int {
 	rng := rand.New(rand.NewPCG(seed, 0xfa17))
 	n := map[string]int{}
 	wait := func(lo, hi int) bool {
@@ -139,7 +140,7 @@ func injectFaults(p *faultproxy.Proxy, seed uint64, applied *atomic.Int64, done 
 			return true
 		}
 	}
-	for i := 0; i < 1000 && wait(5, 60); i++ {
+	for i := 0; i < 1000 && wait(5*spread, 60*spread); i++ {
 		applied.Add(1)
 		switch rng.IntN(3) {
 		case 0:
