@@ -54,10 +54,10 @@ func TestExecutorCrashAfterTheChargeChargesOnce(t *testing.T) {
 // reply is only late: a begin that waits for another's row lock takes
 // longer than the 150 ms Redis' clients allow), faults 4 times further
 // apart than on Redis (a begin is a transaction of several round trips,
-// a connection's handshake several more), at most 4 rounds.
+// a connection's handshake several more), at most 6 rounds.
 func myFaults(t *testing.T) idemtest.FaultStore {
 	table := freshTable(t)
-	return idemtest.FaultStore{Addr: shared(t).Addr(), Spread: 4, MaxRounds: 4, Open: func(t testing.TB, addr string, _ int) driver.Idempotency {
+	return idemtest.FaultStore{Addr: shared(t).Addr(), Spread: 4, MaxRounds: 6, Open: func(t testing.TB, addr string, _ int) driver.Idempotency {
 		db := openDB(t, mysqlserver.DSNFor(addr, mysqlserver.Database))
 		s, err := mysqlstore.New(db, mysqlstore.Options{Table: table})
 		if err != nil {

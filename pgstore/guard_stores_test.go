@@ -46,10 +46,10 @@ func TestExecutorCrashAfterTheChargeChargesOnce(t *testing.T) {
 // pgFaults is the package's server as idemtest.LostReplies sees it: each
 // Guard's store a pool of its own (pgx has no read timeout: a delayed
 // reply is only late), faults 4 times further apart than on Redis (a
-// connection's handshake takes several round trips), at most 4 rounds.
+// connection's handshake takes several round trips), at most 6 rounds.
 func pgFaults(t *testing.T) idemtest.FaultStore {
 	table := uniqTable(t, newPool(t))
-	return idemtest.FaultStore{Addr: server(t).Addr(), Spread: 4, MaxRounds: 4, Open: func(t testing.TB, addr string, _ int) driver.Idempotency {
+	return idemtest.FaultStore{Addr: server(t).Addr(), Spread: 4, MaxRounds: 6, Open: func(t testing.TB, addr string, _ int) driver.Idempotency {
 		return idemtest.OpenURL(t, guardURL(t, table, addr))
 	}}
 }

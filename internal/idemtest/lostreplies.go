@@ -31,7 +31,8 @@ type FaultStore struct {
 	// complete between them.
 	Spread int
 	// MaxRounds bounds the rounds of 16 fresh keys (8 if 0); a run stops
-	// earlier, after 2 rounds, once 6 faults were applied.
+	// earlier, after 2 rounds, once 6 faults were applied and a begin's
+	// reply was lost.
 	MaxRounds int
 }
 
@@ -108,8 +109,16 @@ func runGuardFaults(t *testing.T, fs FaultStore, seed uint64, mutant bool) fault
 	var applied atomic.Int64
 	go func() { faults <- injectFaults(p, seed, max(fs.Spread, 1), &applied, done) }()
 	var seq atomic.Int64
-	// Rounds of fresh keys, until the faults have had their chance.
-	for round := 0; round < maxRounds && (round < 2 || applied.Load() < 6); round++ {
+	lost := func() (n int64) {
+		for _, s := range stores {
+			n += s.lostBegins.Load()
+		}
+		return n
+	}
+	// Rounds of fresh keys, until the faults have had their chance: 6 of
+	// them, and a begin's reply lost (a store without a read timeout loses
+	// none to a delay).
+	for round := 0; round < maxRounds && (round < 2 || applied.Load() < 6 || lost() == 0); round++ {
 		for k := range keys {
 			logs = append(logs, &keyLog{key: fmt.Sprintf("%x-r%d-k%d", seed, round, k)})
 		}
