@@ -87,8 +87,8 @@ func LostRepliesControl(t *testing.T, fs FaultStore) {
 }
 
 // runGuardFaults runs the Guards' calls under faults drawn from seed (see
-// LostReplies), on keys of the seed's own, and checks them; mutant wraps each store in a client that
-// takes a begin's silence for a start.
+// LostReplies), on keys of the seed's own, and checks them; mutant wraps
+// each store in a client that takes a begin's silence for a start.
 func runGuardFaults(t *testing.T, fs FaultStore, seed uint64, mutant bool) faultReport {
 	t.Helper()
 	p, err := faultproxy.New(fs.Addr)
