@@ -33,3 +33,12 @@ func SessionID(s *Store) int64 {
 	}
 	return int64(s.sess.id)
 }
+
+// SetBeforeWatch makes every queued waiter of s call f with its
+// predecessor's key before it watches it (nil: none), so that a test can
+// change the queue in that window.
+func SetBeforeWatch(s *Store, f func(pred string)) {
+	s.mu.Lock()
+	s.beforeWatch = f
+	s.mu.Unlock()
+}

@@ -88,9 +88,9 @@ func (s *Store) acquireQueued(ctx context.Context, key, token, read string) (dri
 		return s.acquire(ctx, key, token, read) // re-entry
 	}
 	w := &waiter{s: s, sess: sess, key: key, token: token, handle: handle, k: k, pfx: pfx, rev: resp.Header.Revision, read: read}
-	var pred string
+	var pred *mvccpb.KeyValue
 	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 2 && kvs[0].CreateRevision == w.rev {
-		pred = string(kvs[1].Key)
+		pred = kvs[1]
 	} else if len(kvs) == 1 && kvs[0].CreateRevision == w.rev {
 		w.s.remember(handle, holding{k: k, lease: sess.id, create: w.rev, mod: w.rev, holds: 1, fence: w.rev, token: token, meta: driver.MetaFrom(ctx)})
 		return driver.Grant{Fence: uint64(w.rev), Holds: 1, TTL: s.certainTTL(sess, start)}, readValue(read, resp.Responses), nil
@@ -138,13 +138,13 @@ type waiter struct {
 }
 
 // wait loops: watch the predecessor pred (and our own key) for deletion, if
-// pred is known; then read our key and our predecessor (and the resource
+// pred is known (nil otherwise); then read our key and our predecessor (and the resource
 // w.read, in the same read); none → ours is the lock. Its fence is the revision of that read, not our key's
 // CreateRevision: a holder of this Store's may have handed the lock on
 // (Transfer) while we were queued, with a fence greater than our
 // CreateRevision but below the revision at which its key was deleted.
-func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver.Grant, driver.Value, error) {
-	if pred != "" {
+func (w *waiter) wait(ctx context.Context, start time.Time, pred *mvccpb.KeyValue) (driver.Grant, driver.Value, error) {
+	if pred != nil {
 		if err := w.await(ctx, pred); err != nil {
 			return driver.Grant{}, driver.Value{}, err
 		}
@@ -168,7 +168,7 @@ func (w *waiter) wait(ctx context.Context, start time.Time, pred string) (driver
 			fence := w.s.remember(w.handle, h)
 			return driver.Grant{Fence: uint64(fence), Holds: v.holds, TTL: w.s.certainTTL(w.sess, start)}, readValue(w.read, resp.Responses), nil
 		}
-		if err := w.await(ctx, string(pred[0].Key)); err != nil {
+		if err := w.await(ctx, pred[0]); err != nil {
 			return driver.Grant{}, driver.Value{}, err
 		}
 	}
@@ -182,11 +182,15 @@ func (w *waiter) gone() error {
 	return fmt.Errorf("%w: etcdstore: the session expired while waiting for %q", driver.ErrNotAcquired, w.key)
 }
 
-// await returns when pred is deleted (or the watch broke: the caller reads
-// again), keeping the session alive meanwhile. It
-// returns an error when our own key is deleted, the session can no longer
-// be trusted, or ctx ends.
-func (w *waiter) await(ctx context.Context, pred string) error {
+// await returns when the predecessor key pred (its name and CreateRevision,
+// below ours) is deleted (or the watch broke: the caller reads again),
+// keeping the session alive meanwhile. It returns an error when our own key
+// is deleted, the session can no longer be trusted, or ctx ends.
+func (w *waiter) await(ctx context.Context, kv *mvccpb.KeyValue) error {
+	pred := string(kv.Key)
+	if hook := w.s.hookBeforeWatch(); hook != nil {
+		hook(pred)
+	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	// Watches from the current revision, not from rev: the server delivers
@@ -194,10 +198,11 @@ func (w *waiter) await(ctx context.Context, pred string) error {
 	// watchers (every 100 ms), which under steady writes is the common
 	// case and would add tens of milliseconds to each handover. What a
 	// watch from now misses (pred deleted before it was registered) the
-	// read after the registration sees.
+	// read after the registration sees: by CreateRevision, since the name
+	// may be a new key by then (names are reused, newName).
 	predc := w.s.cli.Watch(wctx, pred, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	ownc := w.s.cli.Watch(wctx, w.k, clientv3.WithFilterPut())
-	if gone, err := w.registered(ctx, predc, pred); gone || err != nil {
+	if gone, err := w.registered(ctx, predc, pred, kv.CreateRevision); gone || err != nil {
 		return err
 	}
 	tick := time.NewTicker(w.s.ttl / 3)
@@ -230,9 +235,12 @@ func (w *waiter) await(ctx context.Context, pred string) error {
 }
 
 // registered waits for the watch on pred to be registered, then reports
-// whether pred is gone already (deleted before the watch could see it).
-// A watch that failed reports gone, so that the caller reads again.
-func (w *waiter) registered(ctx context.Context, predc clientv3.WatchChan, pred string) (gone bool, err error) {
+// whether the key pred created at revision create is gone already (deleted
+// before the watch could see it), also when a key of that name exists but
+// was created later: a name freed and reused (newName), maybe by a waiter
+// queued behind us, which would wait for us while we waited for it. A
+// watch that failed reports gone, so that the caller reads again.
+func (w *waiter) registered(ctx context.Context, predc clientv3.WatchChan, pred string, create int64) (gone bool, err error) {
 	select {
 	case wr, ok := <-predc:
 		if !ok || wr.Err() != nil || hasDelete(wr.Events) {
@@ -241,11 +249,11 @@ func (w *waiter) registered(ctx context.Context, predc clientv3.WatchChan, pred 
 	case <-ctx.Done():
 		return true, fmt.Errorf("etcdstore: waiting for %q: %w", w.key, context.Cause(ctx))
 	}
-	resp, err := w.s.cli.Get(ctx, pred, clientv3.WithCountOnly())
+	resp, err := w.s.cli.Get(ctx, pred, clientv3.WithKeysOnly())
 	if err != nil {
 		return true, nil // read again (the caller's read reports the error)
 	}
-	return resp.Count == 0, nil
+	return len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != create, nil
 }
 
 func hasDelete(evs []*clientv3.Event) bool {
@@ -278,4 +286,11 @@ func (s *Store) certainDeadline(sess *session) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return sess.certain
+}
+
+// hookBeforeWatch is s.beforeWatch (a test's hook), or nil.
+func (s *Store) hookBeforeWatch() func(pred string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.beforeWatch
 }

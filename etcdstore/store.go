@@ -59,6 +59,9 @@ type Store struct {
 	// unguarded drops the revision guard of the lock family's admissions
 	// (a test's negative control: two acquirers may then both get in).
 	unguarded bool
+	// beforeWatch, if set, is called by a queued waiter before it watches
+	// its predecessor pred (a test's hook to order events around it).
+	beforeWatch func(pred string)
 	// waiting are the handles (ownKey) of the AcquireQueued calls under way.
 	waiting map[string]bool
 	closed  bool
