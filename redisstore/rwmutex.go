@@ -17,8 +17,8 @@ import (
 // prunes the holdings, and the mark, that have expired first, so each
 // holding ends at its own expiry whatever the others do. A release records
 // its call id at PREFIX{K}:rw:rel:<token> for the retention, so that a
-// resent release is recognised, and publishes on PREFIX{K}:rw:released, as
-// a downgrade does. All of them share the {K} hash tag.
+// resent release is recognised, and, if it leaves the key free, publishes
+// on PREFIX{K}:rw:released, as a downgrade does. All of them share the {K} hash tag.
 
 var (
 	//go:embed rw.lua
@@ -122,7 +122,7 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 }
 
 // ReleaseRW implements driver.RWMutex in one script call, which publishes
-// on the lock's channel. If token holds nothing of key it changes nothing
+// on the lock's channel if it leaves the key free. If token holds nothing of key it changes nothing
 // and returns driver.NotHeld (ErrExpired); a resent release that already
 // ran answers nil. Other errors are as for AcquireRead.
 func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
