@@ -12,26 +12,26 @@ import (
 	"example.com/dlock/etcdstore/internal/etcdtest"
 )
 
-// requestCounter counts what a Store asks of etcd, by kind: transactions
-// and other key-value requests, lease requests (grant, revoke, keep-alive
+// requestCounter counts what a Store asks of etcd, by kind: transactions,
+// reads (Get), puts, lease requests (grant, revoke, keep-alive
 // once, time to live) and watches started (each a round trip to register
 // it). It wraps a client's KV, Lease and Watcher before the Store is made.
-type requestCounter struct{ kv, lease, watch atomic.Int64 }
+type requestCounter struct{ txn, get, put, lease, watch atomic.Int64 }
 
 type countingKV struct {
 	clientv3.KV
-	n *atomic.Int64
+	rc *requestCounter
 }
 
-func (c countingKV) Txn(ctx context.Context) clientv3.Txn { c.n.Add(1); return c.KV.Txn(ctx) }
+func (c countingKV) Txn(ctx context.Context) clientv3.Txn { c.rc.txn.Add(1); return c.KV.Txn(ctx) }
 
 func (c countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	c.n.Add(1)
+	c.rc.get.Add(1)
 	return c.KV.Get(ctx, key, opts...)
 }
 
 func (c countingKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
-	c.n.Add(1)
+	c.rc.put.Add(1)
 	return c.KV.Put(ctx, key, val, opts...)
 }
 
@@ -69,7 +69,7 @@ func (c countingWatcher) Watch(ctx context.Context, key string, opts ...clientv3
 func countedStore(t testing.TB, c *etcdtest.Cluster, rc *requestCounter) *etcdstore.Store {
 	t.Helper()
 	cli := c.Client(t)
-	cli.KV = countingKV{cli.KV, &rc.kv}
+	cli.KV = countingKV{cli.KV, rc}
 	cli.Lease = countingLease{cli.Lease, &rc.lease}
 	cli.Watcher = countingWatcher{cli.Watcher, &rc.watch}
 	s, err := etcdstore.New(cli, etcdstore.Options{Prefix: uniq(t)})
@@ -87,13 +87,15 @@ func countedStore(t testing.TB, c *etcdtest.Cluster, rc *requestCounter) *etcdst
 // report notes the counts now and returns a func that reports the counts
 // since then per operation of b.
 func (rc *requestCounter) report(b *testing.B) func() {
-	kv, lease, watch := rc.kv.Load(), rc.lease.Load(), rc.watch.Load()
+	txn, get, put, lease, watch := rc.txn.Load(), rc.get.Load(), rc.put.Load(), rc.lease.Load(), rc.watch.Load()
 	return func() {
 		if b.N == 0 {
 			return
 		}
 		n := float64(b.N)
-		b.ReportMetric(float64(rc.kv.Load()-kv)/n, "kv/op")
+		b.ReportMetric(float64(rc.txn.Load()-txn)/n, "txn/op")
+		b.ReportMetric(float64(rc.get.Load()-get)/n, "get/op")
+		b.ReportMetric(float64(rc.put.Load()-put)/n, "put/op")
 		b.ReportMetric(float64(rc.lease.Load()-lease)/n, "lease/op")
 		b.ReportMetric(float64(rc.watch.Load()-watch)/n, "watches/op")
 	}

@@ -17,7 +17,8 @@ import (
 // (DLOCK_BENCH_HOLD sets another hold time), through the user API: the
 // mutex (dlock.Client, every operation exclusive) and the read-write lock
 // (dlock.RWLocks, reads overlap) in the same run. Compare their ops/s;
-// kv/op, lease/op and watches/op count the requests (requestCounter):
+// txn/op, get/op, put/op, lease/op and watches/op count the requests
+// (requestCounter):
 //
 //	go test -run '^$' -bench RWLockMix -benchtime 2s ./etcdstore
 func BenchmarkRWLockMix(b *testing.B) {
