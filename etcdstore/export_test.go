@@ -1,11 +1,5 @@
 package etcdstore
 
-import (
-	"context"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-)
-
 // SetFreshNames makes s create every holding and waiter under a new etcd
 // key name instead of reusing a free one (the key naming before names were
 // reused), for the negative control of TestKeyNamesReused.
@@ -38,10 +32,4 @@ func SessionID(s *Store) int64 {
 		return 0
 	}
 	return int64(s.sess.id)
-}
-
-// RWWake returns the filter by which s's SubscribeRW of key wakes on an
-// event under the key's prefix (see rwWake).
-func RWWake(s *Store, key string) func(context.Context, *clientv3.Event) bool {
-	return s.rwWake(s.famPfx(rwTag, key))
 }

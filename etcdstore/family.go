@@ -135,12 +135,11 @@ func (s *Store) leaseTTLs(ctx context.Context, kvs []*mvccpb.KeyValue) (map[int6
 }
 
 // subscribe watches the keys under pfx and sends a value on the returned
-// channel (capacity 1, coalesced) for each response with an event wake
-// accepts (asked in order until one is; its ctx ends with the watch), once the
+// channel (capacity 1, coalesced) for each event wake accepts, once the
 // watch is registered on the server. A broken watch is restarted from the
 // revision after the last one seen, with a wake-up (the caller reads
 // again). cancel ends it and waits for its goroutine.
-func (s *Store) subscribe(ctx context.Context, pfx string, wake func(context.Context, *clientv3.Event) bool) (<-chan struct{}, func(), error) {
+func (s *Store) subscribe(ctx context.Context, pfx string, wake func(*clientv3.Event) bool) (<-chan struct{}, func(), error) {
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.WithoutCancel(ctx)))
 	wc := s.cli.Watch(wctx, pfx, clientv3.WithPrefix(), clientv3.WithCreatedNotify(), clientv3.WithPrevKV())
 	select {
@@ -175,9 +174,8 @@ func (s *Store) subscribe(ctx context.Context, pfx string, wake func(context.Con
 				}
 				last = max(last, wr.Header.Revision)
 				for _, e := range wr.Events {
-					if wake(wctx, e) {
+					if wake(e) {
 						send()
-						break
 					}
 				}
 			}

@@ -67,41 +67,18 @@ func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 }
 
 // SubscribeRW implements driver.RWNotifier with a watch of key's
-// holdings: the deletion of the write holding (a release, a downgrade, or
-// a session ending) sends a value, and so does that of a read holding that
-// leaves none (rwWake); marks send nothing. It returns once the watch is
-// registered on the server.
+// holdings: every deletion of one (a release, a downgrade, whose write key
+// is deleted, or a session ending) sends a value; marks send nothing. It
+// returns once the watch is registered on the server.
 func (s *Store) SubscribeRW(ctx context.Context, key string) (<-chan struct{}, func(), error) {
 	if err := driver.ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
 	pfx := s.famPfx(rwTag, key)
-	return s.subscribe(ctx, pfx, s.rwWake(pfx))
-}
-
-// rwWake says whether event e under an RWMutex key's prefix pfx may let a
-// waiter in: the write holding's deletion, or a read holding's that left
-// no read holding at its revision (one serializable count of that
-// revision: no consensus round, and a revision's keys never change). A
-// reader leaving others lets no one in (a writer needs the key free; a
-// reader kept out waits for the writer or a mark), and waking every
-// waiter for it costs each a refused transaction. If the count fails
-// (compacted, or the member is behind) it wakes: the waiter reads again.
-func (s *Store) rwWake(pfx string) func(context.Context, *clientv3.Event) bool {
-	return func(ctx context.Context, e *clientv3.Event) bool {
-		rest, _ := strings.CutPrefix(string(e.Kv.Key), pfx)
-		switch {
-		case e.Type != mvccpb.DELETE:
-			return false
-		case strings.HasPrefix(rest, "x/"):
-			return true
-		case !strings.HasPrefix(rest, "r/"):
-			return false
-		}
-		resp, err := s.cli.Get(ctx, pfx+"r/", clientv3.WithPrefix(), clientv3.WithCountOnly(),
-			clientv3.WithRev(e.Kv.ModRevision), clientv3.WithSerializable())
-		return err != nil || resp.Count == 0
-	}
+	return s.subscribe(ctx, pfx, func(e *clientv3.Event) bool {
+		rest := strings.TrimPrefix(string(e.Kv.Key), pfx)
+		return e.Type == mvccpb.DELETE && (strings.HasPrefix(rest, "r/") || strings.HasPrefix(rest, "x/"))
+	})
 }
 
 // InspectRW implements driver.RWInspector: one read of key's keys, then

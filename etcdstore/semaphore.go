@@ -271,7 +271,7 @@ func (s *Store) SubscribePermits(ctx context.Context, key string) (<-chan struct
 	if err := driver.ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
-	return s.subscribe(ctx, s.semPfx(key), func(_ context.Context, e *clientv3.Event) bool { return e.Type == mvccpb.DELETE })
+	return s.subscribe(ctx, s.semPfx(key), func(e *clientv3.Event) bool { return e.Type == mvccpb.DELETE })
 }
 
 // InspectPermits implements driver.PermitInspector: one read of key's
