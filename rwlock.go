@@ -198,6 +198,15 @@ func (s rwStore) extend(ctx context.Context, key, token string, ttl time.Duratio
 	return driver.Grant{Fence: g.Fence, Holds: 1, TTL: g.TTL}, err
 }
 
+// extendBatch implements famBatcher with the store's RWBatchExtender, if
+// it has one.
+func (s rwStore) extendBatch() func(context.Context, []driver.ExtendRequest) []driver.ExtendResult {
+	if b, ok := driver.As[driver.RWBatchExtender](s.RWMutex); ok {
+		return b.ExtendRWBatch
+	}
+	return nil
+}
+
 func (s rwStore) notifier() driver.Notifier {
 	if n, ok := driver.As[driver.RWNotifier](s.RWMutex); ok {
 		return rwNotifier{n}

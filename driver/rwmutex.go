@@ -82,8 +82,8 @@ type RWMutex interface {
 	// means the expiry may or may not have been set.
 	ExtendRW(ctx context.Context, key, token string, ttl time.Duration) (RWGrant, error)
 
-	// ReleaseRW ends token's holding of key and wakes the key's waiters
-	// (RWNotifier). If token holds nothing of key it changes nothing and
+	// ReleaseRW ends token's holding of key and, if that leaves key free,
+	// wakes its waiters (RWNotifier). If token holds nothing of key it changes nothing and
 	// returns NotHeld(false); a resent release that already ran answers
 	// nil. An error matching no sentinel means the holding may or may not
 	// have ended.
@@ -191,17 +191,20 @@ func ValidateRW(key string, ttl time.Duration) error {
 	return nil
 }
 
-// RWNotifier wakes waiters of an RWMutex key when a holding of it ends or
-// is downgraded: the Notifier of RWMutex keys.
+// RWNotifier wakes waiters of an RWMutex key when a release leaves it free
+// or a holding is downgraded: the Notifier of RWMutex keys.
 //
 // Absent, or when SubscribeRW returns any error: waiters retry with
 // backoff, capped by RWTakenError.Remaining when the store reports it.
 type RWNotifier interface {
 	// SubscribeRW registers interest in key, as Notifier.Subscribe does for
-	// a Mutex key: once it returns without error, every later ReleaseRW of
-	// key and every downgrade sends a value on the channel (values may be
-	// coalesced; the channel is never closed); acquisitions, extensions,
-	// marks and refused calls send nothing. cancel ends the subscription
+	// a Mutex key: once it returns without error, every later ReleaseRW
+	// that leaves key with no holding and every downgrade sends a value on
+	// the channel (values may be coalesced; the channel is never closed).
+	// A release that leaves other holdings lets no waiter in (a writer
+	// needs the key free; a reader kept out waits for a writer or a mark)
+	// and may send or not; acquisitions, extensions, marks and refused
+	// calls send nothing. cancel ends the subscription
 	// and must be called exactly once. On error nothing stays subscribed.
 	SubscribeRW(ctx context.Context, key string) (ch <-chan struct{}, cancel func(), err error)
 }

@@ -45,6 +45,7 @@ func (s *suite) rwSuite() []primitiveCase {
 		{"NoStateLeftAfterRetention", s.testRWBoundedState},
 		{"NotifiesOnReleaseAndDowngradeOnly", s.testRWNotify},
 		{"InspectMatchesTheState", s.testRWInspect},
+		{"BatchRenewsAsExtendDoes", s.testRWBatch},
 		{"KeysAreANamespaceOfTheirOwn", s.testRWNamespace},
 	}
 	pcs := make([]primitiveCase, len(cs))

@@ -9,7 +9,7 @@ import (
 )
 
 // Cases of the read-write lock suite for its optional capabilities
-// (RWNotifier, RWInspector) and its namespace.
+// (RWNotifier, RWInspector, RWBatchExtender) and its namespace.
 
 // testRWNotify: a subscriber on another client is woken by a release and
 // by a downgrade within Slack, and by nothing else: acquisitions,
@@ -125,4 +125,43 @@ func (s *suite) testRWNamespace(t *testing.T, m driver.RWMutex) {
 	if isMutex {
 		s.wantContended(t, mu, key)
 	}
+}
+
+// testRWBatch: ExtendRWBatch answers each request as ExtendRW would, in
+// order: a reader's and a writer's fences (Holds 1), NotHeld (ErrExpired)
+// for a token holding nothing, ErrInvalid for a bad TTL; the renewed
+// holdings still hold afterwards and nothing was created.
+func (s *suite) testRWBatch(t *testing.T, m driver.RWMutex) {
+	b, ok := driver.As[driver.RWBatchExtender](s.rwClient(t))
+	if !ok {
+		t.Skip("store does not implement driver.RWBatchExtender")
+	}
+	kr, kw, r1, r2, w, c := Key(t), Key(t), Token(), Token(), Token(), Token()
+	g1, g2, gw := s.mustRW(t, m, kr, r1, driver.RWRead), s.mustRW(t, m, kr, r2, driver.RWRead), s.mustRW(t, m, kw, w, driver.RWWrite)
+	res := b.ExtendRWBatch(ctx(t), []driver.ExtendRequest{
+		{Key: kr, Token: r1, TTL: s.long}, {Key: kr, Token: c, TTL: s.long}, {Key: kw, Token: w, TTL: s.long},
+		{Key: kr, Token: r2, TTL: s.long}, {Key: kw, Token: w},
+	})
+	if len(res) != 5 {
+		t.Fatalf("ExtendRWBatch of 5 requests: %d results", len(res))
+	}
+	for i, want := range []driver.RWGrant{g1, {}, gw, g2} {
+		r := res[i]
+		if i == 1 {
+			wantNotHeld(t, r.Err, driver.ErrExpired)
+			continue
+		}
+		if r.Err != nil || r.Grant.Fence != want.Fence || r.Grant.Holds != 1 || r.Grant.TTL <= 0 || r.Grant.TTL > s.long {
+			t.Fatalf("result %d: %+v; want fence %d, Holds 1, TTL in (0, %v]", i, r, want.Fence, s.long)
+		}
+	}
+	if !errors.Is(res[4].Err, driver.ErrInvalid) {
+		t.Fatalf("result of a request without a TTL: %v; want ErrInvalid", res[4].Err)
+	}
+	s.wantRWTaken(t, m, kw, driver.RWRead, driver.RWWrite)
+	mustReleaseRW(t, m, kw, w)
+	wantNotHeld(t, m.ReleaseRW(ctx(t), kr, c), driver.ErrExpired)
+	mustExtendRW(t, m, kr, r2, s.long)
+	mustReleaseRW(t, m, kr, r1)
+	mustReleaseRW(t, m, kr, r2)
 }

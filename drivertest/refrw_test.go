@@ -28,12 +28,15 @@ const (
 	rwFenceStuck     mutation = "rw-fence-stuck"        // every holding gets fence 1
 	rwDowngradeFrees mutation = "rw-downgrade-frees"    // a downgrade ends the holding (CURATOR-621)
 	rwUpgradeWaits   mutation = "rw-upgrade-waits"      // an upgrade is refused as taken, so its caller waits
+	rwBatchBlind     mutation = "rw-batch-blind"        // a batch renewal answers every request with the first one's result
 )
 
 var (
 	_ driver.RWMutex     = (*rwMutant)(nil)
 	_ driver.RWNotifier  = (*rwMutant)(nil)
 	_ driver.RWInspector = (*rwMutant)(nil)
+
+	_ driver.RWBatchExtender = (*rwMutant)(nil)
 )
 
 func newRWMutant(m mutation) *rwMutant {
@@ -114,6 +117,21 @@ func (s *rwMutant) ExtendRW(ctx context.Context, key, token string, ttl time.Dur
 		}
 	}
 	return s.fix(g), err
+}
+
+// ExtendRWBatch calls ExtendRW for each request, or (the rw-batch-blind
+// mutant) answers them all with the first one's result.
+func (s *rwMutant) ExtendRWBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
+	out := make([]driver.ExtendResult, len(reqs))
+	for i, q := range reqs {
+		if i > 0 && s.mut == rwBatchBlind {
+			out[i] = out[0]
+			continue
+		}
+		g, err := s.ExtendRW(ctx, q.Key, q.Token, q.TTL)
+		out[i] = driver.ExtendResult{Grant: driver.Grant{Fence: g.Fence, Holds: 1, TTL: g.TTL}, Err: err}
+	}
+	return out
 }
 
 func (s *rwMutant) ReleaseRW(ctx context.Context, key, token string) error {

@@ -16,7 +16,9 @@ import (
 // 16 goroutines on one key, 90 % reads, each holding the key 1 ms
 // (DLOCK_BENCH_HOLD sets another hold time), through the user API: the
 // mutex (dlock.Client, every operation exclusive) and the read-write lock
-// (dlock.RWLocks, reads overlap) in the same run. Compare their ops/s:
+// (dlock.RWLocks, reads overlap) in the same run. Compare their ops/s;
+// txn/op, get/op, put/op, lease/op and watches/op count the requests
+// (requestCounter):
 //
 //	go test -run '^$' -bench RWLockMix -benchtime 2s ./etcdstore
 func BenchmarkRWLockMix(b *testing.B) {
@@ -26,8 +28,10 @@ func BenchmarkRWLockMix(b *testing.B) {
 	if d, err := time.ParseDuration(os.Getenv("DLOCK_BENCH_HOLD")); err == nil {
 		hold = d
 	}
+	var rc requestCounter
 	mix := func(b *testing.B, read, write func() (func() error, error)) {
 		var op atomic.Int64
+		defer rc.report(b)()
 		var wg sync.WaitGroup
 		errs := make(chan error, 16)
 		b.ResetTimer()
@@ -59,7 +63,7 @@ func BenchmarkRWLockMix(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 	}
 	b.Run("Mutex", func(b *testing.B) {
-		s, _ := newStore(b, c, uniq(b), 0)
+		s := countedStore(b, c, &rc)
 		dc, err := dlock.New(s)
 		if err != nil {
 			b.Fatal(err)
@@ -75,7 +79,7 @@ func BenchmarkRWLockMix(b *testing.B) {
 		mix(b, lock, lock)
 	})
 	b.Run("RWLock", func(b *testing.B) {
-		s, _ := newStore(b, c, uniq(b), 0)
+		s := countedStore(b, c, &rc)
 		l, err := dlock.NewRWLocks(s)
 		if err != nil {
 			b.Fatal(err)

@@ -81,15 +81,18 @@
 // keys expire Options.Retention after the last holding's expiry. A release
 // leaves PREFIX{K}:sem:rel:<token> for the retention (a resent release is
 // recognised) and publishes on PREFIX{K}:sem:released. Each call is one
-// script; they are not batched.
+// script; calls made at once share round trips, as acquisitions do, and
+// renewals of many holdings are one pipeline (driver.PermitBatchExtender).
 //
 // And a Store is a driver.RWMutex (with driver.RWNotifier and
 // driver.RWInspector): read-write lock K is a hash PREFIX{K}:rw (the mode,
 // the last fence, each holding's fence, the writer-waiting mark's token and
 // expiry) and a sorted set PREFIX{K}:rw:exp of each holding's expiry on the
 // server's clock, pruned with the mark by every script. Fences, expiry of
-// the keys, the release record (PREFIX{K}:rw:rel:<token>) and the channel
-// (PREFIX{K}:rw:released, also for downgrades) are as for the semaphore.
+// the keys, the release record (PREFIX{K}:rw:rel:<token>), the shared
+// round trips and the batched renewals (driver.RWBatchExtender) are as for
+// the semaphore; the channel PREFIX{K}:rw:released hears a release that
+// leaves the key free, and a downgrade.
 //
 // A Store is also a driver.RateLimiter: limiter key K is one string
 // PREFIX{K}:rate holding its TAT (GCRA) in µs on the server's clock, with an

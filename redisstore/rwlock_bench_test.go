@@ -18,12 +18,16 @@ import (
 // goroutines on one key, 90 % reads, each holding the key 1 ms, through the
 // user API on one Redis server (DLOCK_BENCH_HOLD sets another hold time): the mutex (dlock.Client, every operation
 // exclusive) and the read-write lock (dlock.RWLocks, reads overlap) in the
-// same run. Compare their ops/s:
+// same run. Compare their ops/s; roundtrips/op and commands/op count the
+// store's requests (a pipeline is one round trip; notifications are not
+// counted):
 //
 //	go test -run '^$' -bench RWLockMix -benchtime 3s ./redisstore
 func BenchmarkRWLockMix(b *testing.B) {
 	srv := redisserver.Start(b)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 32})
+	var rc roundTripCounter
+	rdb.AddHook(&rc)
 	b.Cleanup(func() { _ = rdb.Close() })
 	st, err := redisstore.New(rdb, nil)
 	if err != nil {
@@ -38,6 +42,7 @@ func BenchmarkRWLockMix(b *testing.B) {
 	}
 	mix := func(b *testing.B, read, write func() (func() error, error)) {
 		var op atomic.Int64
+		defer rc.report(b)()
 		runParallel(b, g, func(string) error {
 			take := read
 			if op.Add(1)%10 == 0 {

@@ -17,8 +17,8 @@ import (
 // prunes the holdings, and the mark, that have expired first, so each
 // holding ends at its own expiry whatever the others do. A release records
 // its call id at PREFIX{K}:rw:rel:<token> for the retention, so that a
-// resent release is recognised, and publishes on PREFIX{K}:rw:released, as
-// a downgrade does. All of them share the {K} hash tag.
+// resent release is recognised, and, if it leaves the key free, publishes
+// on PREFIX{K}:rw:released, as a downgrade does. All of them share the {K} hash tag.
 
 var (
 	//go:embed rw.lua
@@ -37,7 +37,12 @@ var (
 	rwReleaseScript = redis.NewScript(rwLua + rwReleaseLua)
 	rwInspectScript = redis.NewScript(rwLua + rwInspectLua)
 
+	hotRWAcquire = newHotScript(rwAcquireScript, rwLua+rwAcquireLua)
+	hotRWExtend  = newHotScript(rwExtendScript, rwLua+rwExtendLua)
 	hotRWRelease = newHotScript(rwReleaseScript, rwLua+rwReleaseLua)
+
+	// markArg is driver.WriterWaitTTL in ms, boxed once for the hot path.
+	markArg any = ms(driver.WriterWaitTTL)
 )
 
 var (
@@ -59,7 +64,9 @@ func checkRW(ctx context.Context, key string, ttl time.Duration) error {
 	return checkCall(ctx, key, driver.ValidateRW(key, ttl))
 }
 
-// AcquireRead implements driver.RWMutex in one script call: expired
+// AcquireRead implements driver.RWMutex in one script call (sent with the
+// other calls in flight when enough are, as Acquire is; so are the other
+// calls of the read-write lock but InspectRW): expired
 // holdings and mark are pruned, then token gets a read holding unless a
 // writer holds key or a writer-waiting mark is live (a
 // *driver.RWTakenError, changing nothing). A reader's call is a re-entry,
@@ -85,7 +92,7 @@ func (s *Store) acquireRW(ctx context.Context, key, token, mode string, ttl time
 		return driver.RWGrant{}, err
 	}
 	h, z := s.RWKeys(key)
-	v, err := rwAcquireScript.Run(ctx, s.client, []string{h, z}, token, mode, ms(ttl), s.keep, ms(driver.WriterWaitTTL), h+":released").Int64Slice()
+	v, err := s.run(ctx, hotRWAcquire, []any{nil, nil, 2, h, z, token, mode, ttlArg(ttl), s.keep, markArg, h + ":released"}).Int64Slice()
 	switch {
 	case err != nil:
 		return driver.RWGrant{}, classify(err, key)
@@ -107,7 +114,7 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 		return driver.RWGrant{}, err
 	}
 	h, z := s.RWKeys(key)
-	v, err := s.extendHolding(ctx, rwExtendScript, "read-write lock", key, h, z, token, ttl)
+	v, err := s.extendHolding(ctx, hotRWExtend, "read-write lock", key, h, z, token, ttl)
 	if err != nil {
 		return driver.RWGrant{}, err
 	}
@@ -115,7 +122,7 @@ func (s *Store) ExtendRW(ctx context.Context, key, token string, ttl time.Durati
 }
 
 // ReleaseRW implements driver.RWMutex in one script call, which publishes
-// on the lock's channel. If token holds nothing of key it changes nothing
+// on the lock's channel if it leaves the key free. If token holds nothing of key it changes nothing
 // and returns driver.NotHeld (ErrExpired); a resent release that already
 // ran answers nil. Other errors are as for AcquireRead.
 func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {

@@ -39,6 +39,7 @@ var (
 
 	hotSemAcquire = newHotScript(semAcquireScript, semLua+semAcquireLua)
 	hotSemRelease = newHotScript(semReleaseScript, semLua+semReleaseLua)
+	hotSemExtend  = newHotScript(semExtendScript, semLua+semExtendLua)
 )
 
 var (
@@ -98,7 +99,7 @@ func (s *Store) ExtendPermits(ctx context.Context, key, token string, ttl time.D
 		return driver.PermitGrant{}, err
 	}
 	h, z := s.SemaphoreKeys(key)
-	v, err := s.extendHolding(ctx, semExtendScript, "semaphore", key, h, z, token, ttl)
+	v, err := s.extendHolding(ctx, hotSemExtend, "semaphore", key, h, z, token, ttl)
 	if err != nil {
 		return driver.PermitGrant{}, err
 	}
