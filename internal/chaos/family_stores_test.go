@@ -1,0 +1,276 @@
+package chaos_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // database/sql driver of the MariaDB target
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"example.com/dlock/driver"
+	"example.com/dlock/etcdstore"
+	"example.com/dlock/internal/etcdserver"
+	"example.com/dlock/internal/faultproxy"
+	"example.com/dlock/internal/mysqlserver"
+	"example.com/dlock/internal/pgserver"
+	"example.com/dlock/internal/zkserver"
+	"example.com/dlock/memstore"
+	"example.com/dlock/mysqlstore"
+	"example.com/dlock/pgstore"
+	"example.com/dlock/redisstore"
+	"example.com/dlock/zkstore"
+)
+
+// The stores the read-write lock and semaphore traffic runs on. A target
+// starts its server for one run and makes the workers' clients, each on a
+// connection of its own through a fault proxy of its own (memstore, in
+// process, has no connection: lossyMem loses its replies instead).
+
+// famTarget is one store under the family traffic.
+type famTarget struct {
+	name string
+	// start starts the store's server for t and returns the maker of
+	// clients: a new client of that server on each call, with its proxy
+	// (nil when the store has no connection to fault), closed by t.Cleanup.
+	start func(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy)
+	// session: holdings live in a session (etcd lease, ZooKeeper session,
+	// database connection), whose TTL replaces the one asked for. The
+	// traffic then makes no expiry-only operation (Extend shorter or
+	// longer, killed fixed-lease holders), as the conformance suites skip
+	// the expiry cases there.
+	session bool
+	// pace is the run's pace; zero fields take famPace's.
+	pace famPace
+}
+
+// famPace is how a run goes: how long the traffic runs (and its control),
+// the longest wait a worker asks for, the shortest time between two faults
+// of a proxy (the longest is 6 times that), and how rare writes are (one
+// read-write lock operation in writeOneIn).
+type famPace struct {
+	runFor, controlFor, waitMax, faultGap time.Duration
+	writeOneIn                            int
+}
+
+// famDefaultPace is the pace of a store that answers in a round trip or
+// two: Redis, memstore and the SQL stores.
+var famDefaultPace = famPace{runFor: 2 * time.Second, controlFor: time.Second, waitMax: 800 * time.Millisecond, faultGap: 50 * time.Millisecond, writeOneIn: 6}
+
+// with returns p with its zero fields taken from famDefaultPace.
+func (p famPace) with() famPace {
+	for _, f := range []struct{ v, d *time.Duration }{{&p.runFor, &famDefaultPace.runFor}, {&p.controlFor, &famDefaultPace.controlFor}, {&p.waitMax, &famDefaultPace.waitMax}, {&p.faultGap, &famDefaultPace.faultGap}} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
+	}
+	if p.writeOneIn == 0 {
+		p.writeOneIn = famDefaultPace.writeOneIn
+	}
+	return p
+}
+
+// rwTargets are the stores whose read-write lock the traffic checks (R37).
+// mysqlRWHook: mysqlstore's lease-table read-write lock is being written;
+// once *mysqlstore.Store implements driver.RWMutex, add mysqlLease here.
+var rwTargets = []famTarget{
+	{name: "redis", start: redisTarget},
+	{name: "memstore", start: memTarget},
+	{name: "etcd", start: etcdTarget, session: true},
+	{name: "zookeeper", start: zkTarget, session: true, pace: slowPace},
+	{name: "postgres-session", start: pgSessionTarget, session: true, pace: slowPace},
+}
+
+// semTargets are the stores whose semaphore the traffic checks (R38). The
+// session stores of PostgreSQL and MariaDB have none.
+var semTargets = []famTarget{
+	{name: "redis", start: redisTarget},
+	{name: "memstore", start: memTarget},
+	{name: "etcd", start: etcdTarget, session: true},
+	{name: "zookeeper", start: zkTarget, session: true, pace: slowPace},
+	{name: "postgres-lease", start: pgLeaseTarget},
+	{name: "mysql-lease", start: mysqlLease},
+}
+
+// famProxy returns a fault proxy to addr, closed when t ends.
+func famProxy(t *testing.T, addr string) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// closeWithin calls close with a context of a few seconds.
+func closeWithin(close func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = close(ctx)
+}
+
+func redisTarget(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	srv, _ := newRedis(t)
+	return func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+		p := famProxy(t, srv.Addr())
+		rdb := redis.NewClient(clientOptions(p.Addr()))
+		t.Cleanup(func() { _ = rdb.Close() })
+		s, err := redisstore.New(rdb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s, p
+	}
+}
+
+// memTarget: every worker shares one in-process store, as goroutines of
+// one process would, each through a lossyMem of its own (lost replies).
+func memTarget(*testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	s := memstore.New(nil)
+	return func(*testing.T) (driver.Store, *faultproxy.Proxy) { return &lossyMem{Store: s}, nil }
+}
+
+// etcdTarget: a single node; each client has a 2 s session (etcd keeps
+// TTLs in seconds and checks expiry every 500 ms).
+func etcdTarget(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	c := etcdserver.Start(t)
+	return func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+		p := famProxy(t, c.Members[0].Addr())
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := etcdstore.New(cli, etcdstore.Options{Prefix: "chaos/", SessionTTL: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeWithin(s.Close); _ = cli.Close() })
+		return s, p
+	}
+}
+
+// zkTarget: a standalone server; each client has a 3 s session.
+func zkTarget(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	zkserver.Java(t)
+	e := zkserver.Start(t)
+	return func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+		p := famProxy(t, e.Addrs()[0])
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		s, err := zkstore.Dial(ctx, []string{p.Addr()}, zkstore.Options{Root: "/chaos", RWRoot: "/chaos-rw", SemRoot: "/chaos-sem", SessionTimeout: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s, p
+	}
+}
+
+// pgTarget starts a server with the default schema and returns the maker
+// of clients, each a store open makes on a pool of its own through its
+// proxy.
+func pgTarget(t *testing.T, open func(pool *pgxpool.Pool) (pgStore, error)) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	srv := pgserver.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	admin, err := pgxpool.New(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := pgstore.Migrate(ctx, admin, pgstore.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+		p := famProxy(t, srv.Addr())
+		cfg, err := pgxpool.ParseConfig(srv.URLFor(p.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = 8
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		s, err := open(pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeWithin(s.Close) })
+		return s, p
+	}
+}
+
+// pgStore is a PostgreSQL store: the lease table's or the session's.
+type pgStore interface {
+	driver.Store
+	Close(ctx context.Context) error
+}
+
+// pgLeaseTarget: the lease table (its semaphore).
+func pgLeaseTarget(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	return pgTarget(t, func(pool *pgxpool.Pool) (pgStore, error) {
+		return pgstore.New(pool, pgstore.Options{SweepInterval: 200 * time.Millisecond})
+	})
+}
+
+// pgSessionTarget: the session lock (its read-write lock on advisory
+// locks), with a 2 s check interval.
+func pgSessionTarget(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	return pgTarget(t, func(pool *pgxpool.Pool) (pgStore, error) {
+		return pgstore.NewSession(pool, pgstore.SessionOptions{CheckInterval: 2 * time.Second})
+	})
+}
+
+// mysqlLease: MariaDB's lease table (its semaphore; its read-write lock
+// joins rwTargets through mysqlRWHook). The clients read with a 1 s
+// timeout, as go-redis's 300 ms one for Redis: without one, a statement
+// whose reply the proxy dropped waits forever (the ROLLBACK of a failed
+// transaction takes no context).
+func mysqlLease(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	srv := mysqlserver.Start(t)
+	opts := mysqlstore.Options{Retention: 200 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := mysqlstore.Migrate(ctx, openSQL(t, srv.DSN()), opts); err != nil {
+		t.Fatal(err)
+	}
+	return func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+		p := famProxy(t, srv.Addr())
+		s, err := mysqlstore.New(openSQL(t, mysqlserver.DSNFor(p.Addr(), mysqlserver.Database, "interpolateParams=true", "readTimeout=1s", "writeTimeout=1s")), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s, p
+	}
+}
+
+// openSQL opens a MariaDB pool on dsn, closed when t ends.
+func openSQL(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// slowPace is the read-write lock's pace on ZooKeeper and on PostgreSQL's
+// session store. ZooKeeper's takes several round trips per call, and
+// serves writers in queue order, so that a writer that gave up (a TryLock,
+// a bound elapsed, a cancelled wait) holds every later writer and reader
+// back for driver.WriterWaitTTL (docs/rwlock.md); PostgreSQL's holds each
+// worker's holdings on a pinned connection, which every reset ends. Longer
+// waits, a longer run and fewer faults, or the traffic hardly moves.
+var slowPace = famPace{runFor: 4 * time.Second, waitMax: 3 * time.Second, faultGap: 400 * time.Millisecond}
