@@ -32,6 +32,10 @@ type famEnv struct {
 	// operation in writeOneIn writes (famPace).
 	waitMax    time.Duration
 	writeOneIn int
+	// late reports that the run's time is up and it goes on only because
+	// an operation is missing; missing(op) that op was not made yet.
+	late    func() bool
+	missing func(op string) bool
 }
 
 // famSpec is a primitive's traffic test.
@@ -105,7 +109,12 @@ func runTraffic(t *testing.T, tg famTarget, newClient func(*testing.T) (driver.S
 		d = pace.controlFor
 	}
 	ctx := testCtx(t, d+time.Minute)
-	env := famEnv{rec: &famRec{}, key: "fam-" + path.Base(t.Name()), session: tg.session, waitMax: pace.waitMax, writeOneIn: pace.writeOneIn}
+	rec, start := &famRec{}, time.Now()
+	env := famEnv{
+		rec: rec, key: "fam-" + path.Base(t.Name()), session: tg.session, waitMax: pace.waitMax, writeOneIn: pace.writeOneIn,
+		late:    func() bool { return time.Since(start) >= d },
+		missing: func(op string) bool { _, counts := rec.result(); return counts[op] == 0 },
+	}
 	var proxies []*faultproxy.Proxy
 	var ws []famWorker
 	for i := range 6 {
@@ -128,7 +137,7 @@ func runTraffic(t *testing.T, tg famTarget, newClient func(*testing.T) (driver.S
 		}
 		return spec.shown == nil || spec.shown(hs)
 	}
-	runWorkers(ctx, s, d, pace.faultGap, covered, proxies, func(ctx context.Context, i int, rng *rand.Rand) { ws[i].step(ctx, rng) })
+	runWorkers(ctx, s, d, pace.faultGap, pace.noCuts, covered, proxies, func(ctx context.Context, i int, rng *rand.Rand) { ws[i].step(ctx, rng) })
 	for _, w := range ws {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		_ = w.close(cctx)

@@ -209,13 +209,17 @@ func sinceEpoch(at time.Time) string {
 
 // injectFaults cuts, holds, drops or slows proxy's traffic at random while
 // more reports true, one fault at a time, gap to 6×gap apart, and leaves it
-// clear.
-func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, gap time.Duration, more func() bool) {
+// clear. With noCuts it only holds and slows.
+func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, gap time.Duration, noCuts bool, more func() bool) {
 	defer proxy.Clear()
 	span := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
 	for more() {
 		time.Sleep(gap + time.Duration(rng.Int64N(int64(5*gap)))) // time between faults
-		switch rng.IntN(4) {
+		kind := rng.IntN(4)
+		if noCuts {
+			kind = 1 + 2*rng.IntN(2) // hold or slow
+		}
+		switch kind {
 		case 0:
 			proxy.ResetAll()
 		case 1: // replies delivered after the client's 300 ms read timeout: lost
@@ -237,8 +241,9 @@ func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, gap time.Duration, mo
 // runWorkers runs step for each of n workers until d passes, and on until
 // covered reports true or 2×d passes (at most 500 steps each), with a fault
 // goroutine per worker's proxy (none for a nil one; faults gap to 6×gap
-// apart) while the steps go on, think time of 1–10 ms between steps.
-func runWorkers(ctx context.Context, s uint64, d, gap time.Duration, covered func() bool, proxies []*faultproxy.Proxy, step func(ctx context.Context, w int, rng *rand.Rand)) {
+// apart, only held and slow replies with noCuts) while the steps go on,
+// think time of 1–10 ms between steps.
+func runWorkers(ctx context.Context, s uint64, d, gap time.Duration, noCuts bool, covered func() bool, proxies []*faultproxy.Proxy, step func(ctx context.Context, w int, rng *rand.Rand)) {
 	start := time.Now()
 	more := func() bool {
 		at := time.Since(start)
@@ -248,7 +253,7 @@ func runWorkers(ctx context.Context, s uint64, d, gap time.Duration, covered fun
 	for i, p := range proxies {
 		if p != nil {
 			frng := rand.New(rand.NewPCG(s, uint64(1000+i)))
-			wg.Go(func() { injectFaults(p, frng, gap, more) })
+			wg.Go(func() { injectFaults(p, frng, gap, noCuts, more) })
 		}
 		rng := rand.New(rand.NewPCG(s, uint64(i)))
 		wg.Go(func() {

@@ -28,6 +28,9 @@ func (w *rwWorker) close(ctx context.Context) error { return w.l.Close(ctx) }
 // or RDo with a re-entry attempt inside; or a wait cancelled after 2–40 ms.
 func (w *rwWorker) step(ctx context.Context, rng *rand.Rand) {
 	write := rng.IntN(w.writeOneIn) == 0
+	if w.late() { // the run goes on for a missing operation: writers' marks keep readers out
+		write = w.missing("write") || w.missing("downgrade")
+	}
 	switch op := rng.IntN(5); {
 	case op < 3:
 		w.explicit(ctx, rng, write)
