@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"path"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,10 +139,12 @@ func runTraffic(t *testing.T, tg famTarget, newClient func(*testing.T) (driver.S
 		return spec.shown == nil || spec.shown(hs)
 	}
 	runWorkers(ctx, s, d, pace.faultGap, pace.noCuts, covered, proxies, func(ctx context.Context, i int, rng *rand.Rand) { ws[i].step(ctx, rng) })
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
 	for _, w := range ws {
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_ = w.close(cctx)
-		cancel()
+		wg.Go(func() { _ = w.close(cctx) })
 	}
+	wg.Wait()
 	return env.rec.result()
 }
