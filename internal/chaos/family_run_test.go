@@ -55,6 +55,8 @@ type famSpec struct {
 	// control names the negative control; broken makes its store.
 	control string
 	broken  func(driver.Store) driver.Store
+	// offers reports whether a store has the primitive.
+	offers func(driver.Store) bool
 }
 
 // required lists the operations a run on a store must make: ops, and
@@ -73,6 +75,9 @@ func runFamily(t *testing.T, targets []famTarget, spec famSpec, s uint64) {
 		t.Run(tg.name, func(t *testing.T) {
 			t.Logf("seed %d (DLOCK_CHAOS_SEED to replay); session store: %v", s, tg.session)
 			newClient := tg.start(t)
+			if st, _ := newClient(t); !spec.offers(st) {
+				t.Fatalf("%s: a %T has no %s", tg.name, st, spec.what)
+			}
 			t.Run("traffic", func(t *testing.T) {
 				hs, counts := runTraffic(t, tg, newClient, spec, s, false, func(st driver.Store) driver.Store { return st })
 				if v := spec.check(t, hs, counts); v != 0 {

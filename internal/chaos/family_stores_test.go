@@ -1,8 +1,10 @@
 package chaos_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,7 +46,7 @@ type famTarget struct {
 	// longer, killed fixed-lease holders), as the conformance suites skip
 	// the expiry cases there.
 	session bool
-	// pace is the run's pace; zero fields take famPace's.
+	// pace is the run's pace; its zero fields take famDefaultPace's.
 	pace famPace
 }
 
@@ -65,20 +67,22 @@ var famDefaultPace = famPace{runFor: 2 * time.Second, controlFor: time.Second, w
 
 // with returns p with its zero fields taken from famDefaultPace.
 func (p famPace) with() famPace {
-	for _, f := range []struct{ v, d *time.Duration }{{&p.runFor, &famDefaultPace.runFor}, {&p.controlFor, &famDefaultPace.controlFor}, {&p.waitMax, &famDefaultPace.waitMax}, {&p.faultGap, &famDefaultPace.faultGap}} {
-		if *f.v == 0 {
-			*f.v = *f.d
-		}
-	}
-	if p.writeOneIn == 0 {
-		p.writeOneIn = famDefaultPace.writeOneIn
-	}
+	d := famDefaultPace
+	p.runFor, p.controlFor = cmp.Or(p.runFor, d.runFor), cmp.Or(p.controlFor, d.controlFor)
+	p.waitMax, p.faultGap = cmp.Or(p.waitMax, d.waitMax), cmp.Or(p.faultGap, d.faultGap)
+	p.writeOneIn = cmp.Or(p.writeOneIn, d.writeOneIn)
 	return p
 }
 
 // rwTargets are the stores whose read-write lock the traffic checks (R37).
-// mysqlRWHook: mysqlstore's lease-table read-write lock is being written;
-// once *mysqlstore.Store implements driver.RWMutex, add mysqlLease here.
+//
+// mysqlRWHook: mysqlstore's lease-table read-write lock is being written.
+// Once *mysqlstore.Store implements driver.RWMutex, its traffic is the line
+//
+//	{name: "mysql-lease", start: mysqlLease},
+//
+// added to this list (the target already serves the semaphore's);
+// TestRWTrafficListsMariaDBOnceItHasTheLock fails until it is.
 var rwTargets = []famTarget{
 	{name: "redis", start: redisTarget},
 	{name: "memstore", start: memTarget},
@@ -287,3 +291,14 @@ var (
 	zkRWPace  = famPace{runFor: slowPace.runFor, waitMax: slowPace.waitMax, faultGap: slowPace.faultGap, noCuts: true}
 	zkSemPace = famPace{noCuts: true}
 )
+
+// TestRWTrafficListsMariaDBOnceItHasTheLock: MariaDB's lease table is in
+// rwTargets exactly when *mysqlstore.Store offers the read-write lock
+// (mysqlRWHook), so that its lock does not land without its traffic.
+func TestRWTrafficListsMariaDBOnceItHasTheLock(t *testing.T) {
+	_, offers := any((*mysqlstore.Store)(nil)).(driver.RWMutex)
+	listed := slices.ContainsFunc(rwTargets, func(tg famTarget) bool { return tg.name == "mysql-lease" })
+	if offers != listed {
+		t.Fatalf("*mysqlstore.Store offers driver.RWMutex: %v; mysql-lease in rwTargets: %v. See mysqlRWHook", offers, listed)
+	}
+}

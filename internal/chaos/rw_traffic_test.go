@@ -192,6 +192,7 @@ var rwSpec = famSpec{
 	shown:   func(hs []check.Holding) bool { return readerOverlaps(hs) > 0 },
 	control: "control-writers-ignore-readers",
 	broken:  func(st driver.Store) driver.Store { return writersIgnoreReaders{st.(driver.RWMutex)} },
+	offers:  func(st driver.Store) bool { _, ok := st.(driver.RWMutex); return ok },
 }
 
 // checkRW counts writer overlaps, fence inversions and re-entries granted

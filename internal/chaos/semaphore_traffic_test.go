@@ -87,6 +87,7 @@ var semSpec = famSpec{
 	expiry:  []string{"extend-shorter", "extend-longer", "killed"},
 	control: "control-limit-ignored",
 	broken:  func(st driver.Store) driver.Store { return limitIgnored{st.(driver.Semaphore)} },
+	offers:  func(st driver.Store) bool { _, ok := st.(driver.Semaphore); return ok },
 }
 
 // checkSem counts the instants at which the permits out exceed the limit
