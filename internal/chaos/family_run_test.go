@@ -33,8 +33,8 @@ type famEnv struct {
 	// operation in writeOneIn writes (famPace).
 	waitMax    time.Duration
 	writeOneIn int
-	// late reports that the run's time is up and it goes on only because
-	// an operation is missing; missing(op) that op was not made yet.
+	// late reports that the run's time is up: it goes on only because an
+	// operation is missing; missing(op) that op was not made yet.
 	late    func() bool
 	missing func(op string) bool
 }

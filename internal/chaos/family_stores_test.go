@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"io"
+	"log"
 	"slices"
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // database/sql driver of the MariaDB target
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -241,6 +243,7 @@ func pgSessionTarget(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy
 // whose reply the proxy dropped waits forever (the ROLLBACK of a failed
 // transaction takes no context).
 func mysqlLease(t *testing.T) func(t *testing.T) (driver.Store, *faultproxy.Proxy) {
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0)) // the driver logs every connection the faults break
 	srv := mysqlserver.Start(t)
 	opts := mysqlstore.Options{Retention: 200 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

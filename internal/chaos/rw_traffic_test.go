@@ -26,18 +26,36 @@ func (w *rwWorker) close(ctx context.Context) error { return w.l.Close(ctx) }
 // step makes one random operation: Lock, TryLock, RLock or TryRLock then
 // work (Extend shorter and longer, Downgrade) and a release or a kill; Do
 // or RDo with a re-entry attempt inside; or a wait cancelled after 2–40 ms.
+// Once the run goes on only for a missing operation, it makes that one.
 func (w *rwWorker) step(ctx context.Context, rng *rand.Rand) {
-	write := rng.IntN(w.writeOneIn) == 0
-	if w.late() { // the run goes on for a missing operation: writers' marks keep readers out
-		write = w.missing("write") || w.missing("downgrade")
+	if w.late() {
+		w.makeMissing(ctx, rng)
+		return
 	}
+	write := rng.IntN(w.writeOneIn) == 0
 	switch op := rng.IntN(5); {
 	case op < 3:
-		w.explicit(ctx, rng, write)
+		w.explicit(ctx, rng, write, false)
 	case op < 4:
 		w.do(ctx, rng, write)
 	default:
 		w.cancelled(ctx, rng, write)
+	}
+}
+
+// makeMissing makes an operation the run still misses, in a form that
+// leaves no writer-waiting mark behind where it can: a reader's cancelled
+// wait, an RDo, or a Lock or RLock that waits the longest (a writer that
+// gives up keeps readers out for 2 s, and on ZooKeeper every later writer
+// too).
+func (w *rwWorker) makeMissing(ctx context.Context, rng *rand.Rand) {
+	switch {
+	case w.missing("cancelled"):
+		w.cancelled(ctx, rng, false)
+	case w.missing("do") || w.missing("reentry-refused"):
+		w.do(ctx, rng, false)
+	default:
+		w.explicit(ctx, rng, w.missing("write") || w.missing("downgrade"), true)
 	}
 }
 
@@ -50,12 +68,19 @@ func lease(rng *rand.Rand) (dlock.Option, bool) {
 	return dlock.WithAutoRenew(300 * time.Millisecond), false
 }
 
-func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write bool) {
+// explicit takes the key with Lock or RLock (a wait of up to waitMax, or
+// exactly waitMax if patient) or TryLock or TryRLock (not if patient), and
+// holds it.
+func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write, patient bool) {
 	opt, fixed := lease(rng)
-	try := rng.IntN(3) == 0
+	try := !patient && rng.IntN(3) == 0
+	wait := time.Duration(rng.Int64N(int64(w.waitMax)))
+	if patient {
+		wait = w.waitMax
+	}
 	opts := []dlock.Option{opt}
 	if !try {
-		opts = append(opts, dlock.WithWait(time.Duration(rng.Int64N(int64(w.waitMax)))))
+		opts = append(opts, dlock.WithWait(wait))
 	}
 	invoke := time.Now()
 	h, err := w.take(ctx, write, try, opts...)
