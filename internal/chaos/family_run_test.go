@@ -30,9 +30,10 @@ type famEnv struct {
 	key     string // the key every worker contends for
 	session bool   // famTarget.session: no expiry-only operation
 	// waitMax bounds the waits the worker asks for; one read-write lock
-	// operation in writeOneIn writes (famPace).
-	waitMax    time.Duration
-	writeOneIn int
+	// operation in writeOneIn writes; patientWriters (famPace).
+	waitMax        time.Duration
+	writeOneIn     int
+	patientWriters bool
 	// late reports that the run's time is up: it goes on only because an
 	// operation is missing; missing(op) that op was not made yet.
 	late    func() bool
@@ -117,7 +118,7 @@ func runTraffic(t *testing.T, tg famTarget, newClient func(*testing.T) (driver.S
 	ctx := testCtx(t, d+time.Minute)
 	rec, start := &famRec{}, time.Now()
 	env := famEnv{
-		rec: rec, key: "fam-" + path.Base(t.Name()), session: tg.session, waitMax: pace.waitMax, writeOneIn: pace.writeOneIn,
+		rec: rec, key: "fam-" + path.Base(t.Name()), session: tg.session, waitMax: pace.waitMax, writeOneIn: pace.writeOneIn, patientWriters: pace.patientWriters,
 		late:    func() bool { return time.Since(start) >= d },
 		missing: func(op string) bool { _, counts := rec.result(); return counts[op] == 0 },
 	}

@@ -56,11 +56,13 @@ type famTarget struct {
 // the longest wait a worker asks for, the shortest time between two faults
 // of a proxy (the longest is 6 times that), how rare writes are (one
 // read-write lock operation in writeOneIn), and whether the faults only
-// hold and slow replies (noCuts: no resets, no dropped replies).
+// hold and slow replies (noCuts: no resets, no dropped replies), and
+// whether writers never give up early (patientWriters: no TryLock and no
+// cancelled wait of a writer; readers still make both).
 type famPace struct {
 	runFor, controlFor, waitMax, faultGap time.Duration
 	writeOneIn                            int
-	noCuts                                bool
+	noCuts, patientWriters                bool
 }
 
 // famDefaultPace is the pace of a store that answers in a round trip or
@@ -275,23 +277,26 @@ func openSQL(t *testing.T, dsn string) *sql.DB {
 	return db
 }
 
-// slowPace is the read-write lock's pace on PostgreSQL's session store and
-// (with zkCuts) on ZooKeeper. ZooKeeper's takes several round trips per
-// call, and serves writers in queue order, so that a writer that gave up
-// (a TryLock, a bound elapsed, a cancelled wait) holds every later writer
-// and reader back for driver.WriterWaitTTL (docs/rwlock.md); PostgreSQL's
-// holds each worker's holdings on a pinned connection, which every reset
-// ends. Longer waits, a longer run and fewer faults, or the traffic hardly
-// moves.
+// slowPace is the read-write lock's pace on PostgreSQL's session store,
+// and its waits and fault gaps on ZooKeeper (zkRWPace). ZooKeeper's takes
+// several round trips per call, and serves writers in queue order, so that
+// a writer that gave up (a TryLock, a bound elapsed, a cancelled wait)
+// holds every later writer and reader back for driver.WriterWaitTTL
+// (docs/rwlock.md); PostgreSQL's holds each worker's holdings on a pinned
+// connection, which every reset ends. Longer waits, a longer run and fewer
+// faults, or the traffic hardly moves.
 var slowPace = famPace{runFor: 4 * time.Second, waitMax: 3 * time.Second, faultGap: 400 * time.Millisecond}
 
 // zkRWPace and zkSemPace: on ZooKeeper the faults only hold and slow
-// replies. A reset or a dropped reply makes go-zookeeper v1.0.4 reconnect,
+// replies, and the read-write lock's writers never give up early: a writer
+// that did (a TryLock refused, a cancelled wait) left its node ahead of
+// every later writer for 2 s, and loaded runs made no write in 8 s, even
+// with writers waiting 3 s. A reset or a dropped reply makes go-zookeeper v1.0.4 reconnect,
 // and its reconnect races (recvLoop writes lastZxid while sendSetWatches
 // reads it: samuel/go-zookeeper#260, go-zookeeper/zk#35, both open), which
 // -race reports.
 var (
-	zkRWPace  = famPace{runFor: slowPace.runFor, waitMax: slowPace.waitMax, faultGap: slowPace.faultGap, noCuts: true}
+	zkRWPace  = famPace{waitMax: slowPace.waitMax, faultGap: slowPace.faultGap, noCuts: true, patientWriters: true}
 	zkSemPace = famPace{noCuts: true}
 )
 

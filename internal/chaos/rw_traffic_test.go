@@ -35,11 +35,11 @@ func (w *rwWorker) step(ctx context.Context, rng *rand.Rand) {
 	write := rng.IntN(w.writeOneIn) == 0
 	switch op := rng.IntN(5); {
 	case op < 3:
-		w.explicit(ctx, rng, write, false)
+		w.explicit(ctx, rng, write, write && w.patientWriters)
 	case op < 4:
 		w.do(ctx, rng, write)
 	default:
-		w.cancelled(ctx, rng, write)
+		w.cancelled(ctx, rng, write && !w.patientWriters)
 	}
 }
 
