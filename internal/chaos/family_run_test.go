@@ -144,7 +144,7 @@ func runTraffic(t *testing.T, tg famTarget, newClient func(*testing.T) (driver.S
 		}
 		return spec.shown == nil || spec.shown(hs)
 	}
-	runWorkers(ctx, s, d, pace.faultGap, pace.noCuts, covered, proxies, func(ctx context.Context, i int, rng *rand.Rand) { ws[i].step(ctx, rng) })
+	runWorkers(ctx, s, d, pace, covered, proxies, func(ctx context.Context, i int, rng *rand.Rand) { ws[i].step(ctx, rng) })
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -208,16 +208,21 @@ func sinceEpoch(at time.Time) string {
 }
 
 // injectFaults cuts, holds, drops or slows proxy's traffic at random while
-// more reports true, one fault at a time, gap to 6×gap apart, and leaves it
-// clear. With noCuts it only holds and slows.
-func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, gap time.Duration, noCuts bool, more func() bool) {
+// more reports true, one fault at a time, pace.faultGap to 6 times that
+// apart, and leaves it clear. With pace.noCuts it only holds and slows;
+// with pace.noDrops it holds where it would drop.
+func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, pace famPace, more func() bool) {
+	gap := pace.faultGap
 	defer proxy.Clear()
 	span := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
 	for more() {
 		time.Sleep(gap + time.Duration(rng.Int64N(int64(5*gap)))) // time between faults
 		kind := rng.IntN(4)
-		if noCuts {
+		switch {
+		case pace.noCuts:
 			kind = 1 + 2*rng.IntN(2) // hold or slow
+		case pace.noDrops && kind == 2:
+			kind = 1
 		}
 		switch kind {
 		case 0:
@@ -240,10 +245,10 @@ func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, gap time.Duration, no
 
 // runWorkers runs step for each of n workers until d passes, and on until
 // covered reports true or 2×d passes (at most 500 steps each), with a fault
-// goroutine per worker's proxy (none for a nil one; faults gap to 6×gap
-// apart, only held and slow replies with noCuts) while the steps go on,
+// goroutine per worker's proxy (none for a nil one; faults of the kinds
+// pace allows, pace.faultGap to 6 times that apart) while the steps go on,
 // think time of 1–10 ms between steps.
-func runWorkers(ctx context.Context, s uint64, d, gap time.Duration, noCuts bool, covered func() bool, proxies []*faultproxy.Proxy, step func(ctx context.Context, w int, rng *rand.Rand)) {
+func runWorkers(ctx context.Context, s uint64, d time.Duration, pace famPace, covered func() bool, proxies []*faultproxy.Proxy, step func(ctx context.Context, w int, rng *rand.Rand)) {
 	start := time.Now()
 	more := func() bool {
 		at := time.Since(start)
@@ -253,7 +258,7 @@ func runWorkers(ctx context.Context, s uint64, d, gap time.Duration, noCuts bool
 	for i, p := range proxies {
 		if p != nil {
 			frng := rand.New(rand.NewPCG(s, uint64(1000+i)))
-			wg.Go(func() { injectFaults(p, frng, gap, noCuts, more) })
+			wg.Go(func() { injectFaults(p, frng, pace, more) })
 		}
 		rng := rand.New(rand.NewPCG(s, uint64(i)))
 		wg.Go(func() {
