@@ -5,10 +5,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
-	"example.com/dlock/etcdstore"
 	"example.com/dlock/internal/faultproxy"
 )
 
@@ -20,26 +16,7 @@ import (
 // read-write traffic on etcd hung for minutes). Without the fix in
 // subscribe both calls are still blocked a second after their context.
 func TestSubscribeEndsWithItsContext(t *testing.T) {
-	c := node(t)
-	p, err := faultproxy.New(c.Members[0].Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	s, err := etcdstore.New(cli, etcdstore.Options{Prefix: uniq(t), SessionTTL: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-	})
+	s, p := proxiedStore(t, node(t), uniq(t), 5*time.Second)
 	p.Blackhole(faultproxy.Downstream, true)
 	for _, sub := range []struct {
 		name string
