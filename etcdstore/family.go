@@ -138,12 +138,20 @@ func (s *Store) leaseTTLs(ctx context.Context, kvs []*mvccpb.KeyValue) (map[int6
 // channel (capacity 1, coalesced) for each event wake accepts, once the
 // watch is registered on the server. A broken watch is restarted from the
 // revision after the last one seen, with a wake-up (the caller reads
-// again). cancel ends it and waits for its goroutine.
+// again). cancel ends it and waits for its goroutine. It returns by ctx's
+// end even when the connection answers nothing.
 func (s *Store) subscribe(ctx context.Context, pfx string, wake func(*clientv3.Event) bool) (<-chan struct{}, func(), error) {
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.WithoutCancel(ctx)))
+	// The watch outlives ctx once registered, but clientv3's Watch waits
+	// for its stream with the context it is given: until then, ctx's end
+	// ends it.
+	unhook := context.AfterFunc(ctx, stop)
 	wc := s.cli.Watch(wctx, pfx, clientv3.WithPrefix(), clientv3.WithCreatedNotify(), clientv3.WithPrevKV())
 	select {
 	case wr, ok := <-wc:
+		if !unhook() { // ctx ended and stopped the watch
+			return nil, nil, fmt.Errorf("etcdstore: watch %q: %w", pfx, context.Cause(ctx))
+		}
 		if !ok || wr.Err() != nil || !wr.Created {
 			stop()
 			return nil, nil, fmt.Errorf("etcdstore: watch %q: not registered: %v", pfx, wr.Err())

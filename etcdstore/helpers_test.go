@@ -10,7 +10,9 @@ import (
 
 	"example.com/dlock/etcdstore"
 	"example.com/dlock/etcdstore/internal/etcdtest"
+	"example.com/dlock/internal/faultproxy"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // single is one etcd node shared by the tests of this package that do not
@@ -67,6 +69,33 @@ func newStore(t testing.TB, c *etcdtest.Cluster, prefix string, ttl time.Duratio
 		_ = s.Close(ctx)
 	})
 	return s, cli
+}
+
+// proxiedStore returns a Store on c with its own prefix and ttl whose
+// client reaches c through a fault proxy of its own, both closed when the
+// test ends (the store without a deadline of its own beyond 3 s).
+func proxiedStore(t testing.TB, c *etcdtest.Cluster, prefix string, ttl time.Duration) (*etcdstore.Store, *faultproxy.Proxy) {
+	t.Helper()
+	p, err := faultproxy.New(c.Members[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	s, err := etcdstore.New(cli, etcdstore.Options{Prefix: prefix, SessionTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return s, p
 }
 
 // uniq returns a prefix no other test uses.

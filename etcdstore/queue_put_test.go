@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/dlock/etcdstore"
 	"example.com/dlock/internal/faultproxy"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // A queued acquisition whose context ends while its put's reply is held
@@ -19,21 +16,7 @@ import (
 func TestQueuedPutWithoutReplyLeavesNothing(t *testing.T) {
 	c := node(t)
 	pfx := uniq(t)
-	p, err := faultproxy.New(c.Members[0].Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{p.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	s, err := etcdstore.New(cli, etcdstore.Options{Prefix: pfx})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	s, p := proxiedStore(t, c, pfx, 0)
 	holder, _ := newStore(t, c, pfx, 0)
 	ctx := ctxT(t, 30*time.Second)
 	if _, err := holder.Acquire(ctx, "q", tok(), time.Second); err != nil {

@@ -16,10 +16,13 @@
 // composed_test.go).
 //
 // The read-write lock and semaphore traffic (rw_traffic_test.go,
-// semaphore_traffic_test.go, on the kit of family_traffic_test.go) mixes
-// their operations with the same kinds of composed operations and lost
-// replies, and is checked by check.WriterOverlaps, check.PermitsOver and
-// check.FenceInversions, each with a broken store that must fail.
+// semaphore_traffic_test.go, on the kit of family_traffic_test.go and
+// family_run_test.go) mixes their operations with the same kinds of
+// composed operations and lost replies, and is checked by
+// check.WriterOverlaps, check.PermitsOver and check.FenceInversions, each
+// with a broken store that must fail. It runs on every store that has the
+// primitive (family_stores_test.go): Redis, memstore, etcd, ZooKeeper,
+// PostgreSQL and MariaDB, each started by its internal/... harness.
 //
 // The fast scenarios run with go test ./...; the long random fault schedule
 // runs with:

@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"example.com/dlock/internal/chaos/check"
 	"example.com/dlock/internal/faultproxy"
-	"example.com/dlock/redisstore"
 )
 
 // The read-write lock and semaphore traffic (rw_traffic_test.go,
-// semaphore_traffic_test.go) share this kit: every worker is an in-process
+// semaphore_traffic_test.go) share this kit, its run (family_run_test.go)
+// and its stores (family_stores_test.go): every worker is an in-process
 // Client with its own connection through its own fault proxy, which a fault
 // goroutine resets, holds (replies delivered after the client gave up: lost
 // replies), blackholes or slows at random; each holding the worker takes
@@ -167,21 +164,24 @@ func (t *tracked) kill() {
 }
 
 // work holds t for a few steps of 1–30 ms, extending it shorter (60–150
-// ms) or longer (500–900 ms) than its lease at random; between steps,
+// ms) or longer (500–900 ms) than its lease at random unless session (a
+// session store renews the session, whatever the ttl); between steps,
 // between(i) may do more (a Downgrade). It returns false if the holding
 // ended on the way.
-func (t *tracked) work(ctx context.Context, rng *rand.Rand, between func(i int)) bool {
+func (t *tracked) work(ctx context.Context, rng *rand.Rand, session bool, between func(i int)) bool {
 	for i := range 1 + rng.IntN(3) {
 		if !t.alive() {
 			return false
 		}
 		time.Sleep(time.Duration(1+rng.IntN(30)) * time.Millisecond) // work inside the holding
 		ectx, cancel := context.WithTimeout(ctx, time.Second)
-		switch rng.IntN(5) {
-		case 0:
+		switch op := rng.IntN(5); {
+		case session && op < 2:
+			between(i)
+		case op == 0:
 			t.rec.count("extend-shorter")
 			t.extend(ectx, time.Duration(60+rng.IntN(90))*time.Millisecond)
-		case 1:
+		case op == 1:
 			t.rec.count("extend-longer")
 			t.extend(ectx, time.Duration(500+rng.IntN(400))*time.Millisecond)
 		default:
@@ -207,32 +207,24 @@ func sinceEpoch(at time.Time) string {
 	return fmt.Sprintf("%.1f", float64(at.Sub(famEpoch).Microseconds())/1000)
 }
 
-// famClient returns a store for a worker, on its own fault proxy to addr.
-func famClient(t *testing.T, addr string) (*redisstore.Store, *faultproxy.Proxy) {
-	t.Helper()
-	proxy, err := faultproxy.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	rdb := redis.NewClient(clientOptions(proxy.Addr()))
-	t.Cleanup(func() { _ = rdb.Close() })
-	store, err := redisstore.New(rdb, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	return store, proxy
-}
-
-// injectFaults cuts, holds, drops or slows proxy's traffic at random until
-// until, one fault at a time, and leaves it clear.
-func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, until time.Time) {
+// injectFaults cuts, holds, drops or slows proxy's traffic at random while
+// more reports true, one fault at a time, pace.faultGap to 6 times that
+// apart, and leaves it clear. With pace.noCuts it only holds and slows;
+// with pace.noDrops it holds where it would drop.
+func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, pace famPace, more func() bool) {
+	gap := pace.faultGap
 	defer proxy.Clear()
 	span := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo)) * time.Millisecond }
-	for time.Now().Before(until) {
-		time.Sleep(span(50, 300)) // time between faults
-		switch rng.IntN(4) {
+	for more() {
+		time.Sleep(gap + time.Duration(rng.Int64N(int64(5*gap)))) // time between faults
+		kind := rng.IntN(4)
+		switch {
+		case pace.noCuts:
+			kind = 1 + 2*rng.IntN(2) // hold or slow
+		case pace.noDrops && kind == 2:
+			kind = 1
+		}
+		switch kind {
 		case 0:
 			proxy.ResetAll()
 		case 1: // replies delivered after the client's 300 ms read timeout: lost
@@ -251,18 +243,26 @@ func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, until time.Time) {
 	}
 }
 
-// runWorkers runs step for each of n workers until d passes (at most 500
-// steps each), with a fault goroutine per worker's proxy, think time of
-// 1–10 ms between steps.
-func runWorkers(ctx context.Context, s uint64, d time.Duration, proxies []*faultproxy.Proxy, step func(ctx context.Context, w int, rng *rand.Rand)) {
-	until := time.Now().Add(d)
+// runWorkers runs step for each of n workers until d passes, and on until
+// covered reports true or 2×d passes (at most 500 steps each), with a fault
+// goroutine per worker's proxy (none for a nil one; faults of the kinds
+// pace allows, pace.faultGap to 6 times that apart) while the steps go on,
+// think time of 1–10 ms between steps.
+func runWorkers(ctx context.Context, s uint64, d time.Duration, pace famPace, covered func() bool, proxies []*faultproxy.Proxy, step func(ctx context.Context, w int, rng *rand.Rand)) {
+	start := time.Now()
+	more := func() bool {
+		at := time.Since(start)
+		return at < d || at < 2*d && !covered()
+	}
 	var wg sync.WaitGroup
 	for i, p := range proxies {
-		frng := rand.New(rand.NewPCG(s, uint64(1000+i)))
-		wg.Go(func() { injectFaults(p, frng, until) })
+		if p != nil {
+			frng := rand.New(rand.NewPCG(s, uint64(1000+i)))
+			wg.Go(func() { injectFaults(p, frng, pace, more) })
+		}
 		rng := rand.New(rand.NewPCG(s, uint64(i)))
 		wg.Go(func() {
-			for n := 0; n < 500 && time.Now().Before(until); n++ {
+			for n := 0; n < 500 && more(); n++ {
 				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				step(sctx, i, rng)
 				cancel()

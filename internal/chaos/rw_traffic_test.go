@@ -11,34 +11,51 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/check"
-	"example.com/dlock/internal/faultproxy"
-	"example.com/dlock/redisstore"
 )
-
-// rwKey is the read-write lock every RW worker contends for.
-const rwKey = "rw-chaos"
 
 // rwWorker is one RW-traffic client.
 type rwWorker struct {
+	famEnv
 	id     int
 	l      *dlock.RWLocks
-	rec    *famRec
 	killed bool // it killed a holder already
 }
+
+func (w *rwWorker) close(ctx context.Context) error { return w.l.Close(ctx) }
 
 // step makes one random operation: Lock, TryLock, RLock or TryRLock then
 // work (Extend shorter and longer, Downgrade) and a release or a kill; Do
 // or RDo with a re-entry attempt inside; or a wait cancelled after 2–40 ms.
+// Once the run goes on only for a missing operation, it makes that one.
 func (w *rwWorker) step(ctx context.Context, rng *rand.Rand) {
-	switch op := rng.IntN(10); {
-	case op < 2:
-		w.explicit(ctx, rng, true)
-	case op < 6:
-		w.explicit(ctx, rng, false)
-	case op < 8:
-		w.do(ctx, rng, op == 6)
+	if w.late() {
+		w.makeMissing(ctx, rng)
+		return
+	}
+	write := rng.IntN(w.writeOneIn) == 0
+	switch op := rng.IntN(5); {
+	case op < 3:
+		w.explicit(ctx, rng, write, write && w.patientWriters)
+	case op < 4:
+		w.do(ctx, rng, write)
 	default:
-		w.cancelled(ctx, rng)
+		w.cancelled(ctx, rng, write && !w.patientWriters)
+	}
+}
+
+// makeMissing makes an operation the run still misses, in a form that
+// leaves no writer-waiting mark behind where it can: a reader's cancelled
+// wait, an RDo, or a Lock or RLock that waits the longest (a writer that
+// gives up keeps readers out for 2 s, and on ZooKeeper every later writer
+// too).
+func (w *rwWorker) makeMissing(ctx context.Context, rng *rand.Rand) {
+	switch {
+	case w.missing("cancelled"):
+		w.cancelled(ctx, rng, false)
+	case w.missing("do") || w.missing("reentry-refused"):
+		w.do(ctx, rng, false)
+	default:
+		w.explicit(ctx, rng, w.missing("write") || w.missing("downgrade"), true)
 	}
 }
 
@@ -51,23 +68,22 @@ func lease(rng *rand.Rand) (dlock.Option, bool) {
 	return dlock.WithAutoRenew(300 * time.Millisecond), false
 }
 
-func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write bool) {
+// explicit takes the key with Lock or RLock (a wait of up to waitMax, or
+// exactly waitMax if patient) or TryLock or TryRLock (not if patient), and
+// holds it.
+func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write, patient bool) {
 	opt, fixed := lease(rng)
-	try := rng.IntN(3) == 0
-	wait := dlock.WithWait(time.Duration(rng.IntN(800)) * time.Millisecond)
-	invoke := time.Now()
-	var h *dlock.RWHolding
-	var err error
-	switch {
-	case write && try:
-		h, err = w.l.TryLock(ctx, rwKey, opt)
-	case write:
-		h, err = w.l.Lock(ctx, rwKey, opt, wait)
-	case try:
-		h, err = w.l.TryRLock(ctx, rwKey, opt)
-	default:
-		h, err = w.l.RLock(ctx, rwKey, opt, wait)
+	try := !patient && rng.IntN(3) == 0
+	wait := time.Duration(rng.Int64N(int64(w.waitMax)))
+	if patient {
+		wait = w.waitMax
 	}
+	opts := []dlock.Option{opt}
+	if !try {
+		opts = append(opts, dlock.WithWait(wait))
+	}
+	invoke := time.Now()
+	h, err := w.take(ctx, write, try, opts...)
 	if err != nil {
 		w.rec.count("refused")
 		return
@@ -76,10 +92,26 @@ func (w *rwWorker) explicit(ctx context.Context, rng *rand.Rand, write bool) {
 	w.hold(ctx, rng, w.rec.track(w.id, h, invoke, time.Now(), write, 0, fmt.Sprintf("explicit(try=%v fixed=%v)", try, fixed)), h, fixed)
 }
 
+// take calls Lock, TryLock, RLock or TryRLock on the worker's key.
+func (w *rwWorker) take(ctx context.Context, write, try bool, opts ...dlock.Option) (*dlock.RWHolding, error) {
+	switch {
+	case write && try:
+		return w.l.TryLock(ctx, w.key, opts...)
+	case write:
+		return w.l.Lock(ctx, w.key, opts...)
+	case try:
+		return w.l.TryRLock(ctx, w.key, opts...)
+	default:
+		return w.l.RLock(ctx, w.key, opts...)
+	}
+}
+
 // hold works inside h (downgrading a write holding at random), then kills
-// a fixed-lease holding (its first, then one in three) or releases it.
+// a fixed-lease holding (its first, then one in three; never on a session
+// store, where it would hold the key as long as the session lives) or
+// releases it.
 func (w *rwWorker) hold(ctx context.Context, rng *rand.Rand, t *tracked, h *dlock.RWHolding, fixed bool) {
-	t.work(ctx, rng, func(int) {
+	t.work(ctx, rng, w.session, func(int) {
 		if h.Mode() == driver.RWWrite && rng.IntN(2) == 0 && t.phase(false) {
 			w.rec.count("downgrade")
 			dctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -87,7 +119,7 @@ func (w *rwWorker) hold(ctx context.Context, rng *rand.Rand, t *tracked, h *dloc
 			_ = h.Downgrade(dctx)
 		}
 	})
-	if fixed && (!w.killed || rng.IntN(3) == 0) {
+	if fixed && !w.session && (!w.killed || rng.IntN(3) == 0) {
 		w.killed = true
 		t.kill()
 		return
@@ -113,12 +145,12 @@ func (w *rwWorker) do(ctx context.Context, rng *rand.Rand, write bool) {
 		}
 		return nil
 	}
-	opts := []dlock.Option{dlock.WithAutoRenew(300 * time.Millisecond), dlock.WithWait(time.Duration(rng.IntN(800)) * time.Millisecond)}
+	opts := []dlock.Option{dlock.WithAutoRenew(300 * time.Millisecond), dlock.WithWait(time.Duration(rng.Int64N(int64(w.waitMax))))}
 	var err error
 	if write {
-		err = w.l.Do(ctx, rwKey, fn, opts...)
+		err = w.l.Do(ctx, w.key, fn, opts...)
 	} else {
-		err = w.l.RDo(ctx, rwKey, fn, opts...)
+		err = w.l.RDo(ctx, w.key, fn, opts...)
 	}
 	if err == nil {
 		w.rec.count("do")
@@ -131,13 +163,7 @@ func (w *rwWorker) do(ctx context.Context, rng *rand.Rand, write bool) {
 func (w *rwWorker) reenter(ctx, fctx context.Context, rng *rand.Rand) {
 	write := rng.IntN(2) == 0
 	invoke := time.Now()
-	var h *dlock.RWHolding
-	var err error
-	if write {
-		h, err = w.l.TryLock(fctx, rwKey, dlock.WithTTL(200*time.Millisecond))
-	} else {
-		h, err = w.l.TryRLock(fctx, rwKey, dlock.WithTTL(200*time.Millisecond))
-	}
+	h, err := w.take(fctx, write, true, dlock.WithTTL(200*time.Millisecond))
 	if err == nil {
 		w.rec.count("reentry-granted")
 		w.rec.track(w.id, h, invoke, time.Now(), write, 0, "reentry").release(ctx)
@@ -150,18 +176,11 @@ func (w *rwWorker) reenter(ctx, fctx context.Context, rng *rand.Rand) {
 
 // cancelled waits for the key with a context cancelled after 2–40 ms; a
 // holding granted in time is held and released as usual.
-func (w *rwWorker) cancelled(ctx context.Context, rng *rand.Rand) {
+func (w *rwWorker) cancelled(ctx context.Context, rng *rand.Rand, write bool) {
 	cctx, cancel := context.WithTimeout(ctx, time.Duration(2+rng.IntN(38))*time.Millisecond)
 	defer cancel()
-	write := rng.IntN(2) == 0
 	invoke := time.Now()
-	var h *dlock.RWHolding
-	var err error
-	if write {
-		h, err = w.l.Lock(cctx, rwKey, dlock.WithAutoRenew(300*time.Millisecond))
-	} else {
-		h, err = w.l.RLock(cctx, rwKey, dlock.WithAutoRenew(300*time.Millisecond))
-	}
+	h, err := w.take(cctx, write, false, dlock.WithAutoRenew(300*time.Millisecond))
 	if err != nil {
 		w.rec.count("cancelled")
 		return
@@ -172,7 +191,10 @@ func (w *rwWorker) cancelled(ctx context.Context, rng *rand.Rand) {
 // writersIgnoreReaders is the negative control: its AcquireWrite takes a
 // read holding and calls it a write, so writers share the key with
 // readers and with each other.
-type writersIgnoreReaders struct{ *redisstore.Store }
+type writersIgnoreReaders struct{ driver.RWMutex }
+
+// Unwrap returns the store, whose notifications the waits still use.
+func (s writersIgnoreReaders) Unwrap() driver.Store { return s.RWMutex }
 
 func (s writersIgnoreReaders) AcquireWrite(ctx context.Context, key, token string, ttl time.Duration) (driver.RWGrant, error) {
 	g, err := s.AcquireRead(ctx, key, token, ttl)
@@ -182,80 +204,51 @@ func (s writersIgnoreReaders) AcquireWrite(ctx context.Context, key, token strin
 	return g, err
 }
 
-// runRWTraffic runs 6 RW workers for d over stores made by wrap and
-// returns the phases recorded and the operations counted.
-func runRWTraffic(t *testing.T, s uint64, d time.Duration, wrap func(*redisstore.Store) driver.RWMutex) ([]check.Holding, map[string]int) {
-	t.Helper()
-	srv, _ := newRedis(t)
-	ctx := testCtx(t, d+time.Minute)
-	var rec famRec
-	var proxies []*faultproxy.Proxy
-	var ws []*rwWorker
-	for i := range 6 {
-		store, proxy := famClient(t, srv.Addr())
-		l, err := dlock.NewRWLocks(wrap(store))
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxies, ws = append(proxies, proxy), append(ws, &rwWorker{id: i + 1, l: l, rec: &rec})
-	}
-	runWorkers(ctx, s, d, proxies, func(ctx context.Context, i int, rng *rand.Rand) { ws[i].step(ctx, rng) })
-	for _, w := range ws {
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_ = w.l.Close(cctx)
-		cancel()
-	}
-	return rec.result()
+// rwSpec is the read-write lock's traffic.
+var rwSpec = famSpec{
+	what: "read-write lock",
+	open: func(st driver.Store, id int, env famEnv) (famWorker, error) {
+		l, err := dlock.NewRWLocks(st.(driver.RWMutex))
+		return &rwWorker{famEnv: env, id: id, l: l}, err
+	},
+	check:   checkRW,
+	ops:     []string{"write", "read", "do", "downgrade", "cancelled", "reentry-refused"},
+	expiry:  []string{"extend-shorter", "extend-longer", "killed"},
+	shown:   func(hs []check.Holding) bool { return readerOverlaps(hs) > 0 },
+	control: "control-writers-ignore-readers",
+	broken:  func(st driver.Store) driver.Store { return writersIgnoreReaders{st.(driver.RWMutex)} },
+	offers:  func(st driver.Store) bool { _, ok := st.(driver.RWMutex); return ok },
 }
 
-// R37. Invariant: read-write lock traffic on Redis under connection resets,
-// held (lost) and dropped replies keeps many readers or one writer: no
-// write phase of a holding intersects another holding's phase while both
-// holders take them to be valid, and fences follow real-time order (a
-// write's above every earlier holding's, a read's above every earlier
-// write's). The traffic mixes Lock, TryLock, RLock, TryRLock, Do and RDo
-// (with a re-entry inside, which must be refused), Downgrade, Extend
-// shorter and longer than the lease, waits cancelled after 2–40 ms and
-// holders killed (fixed lease, never released). Pass: zero violations.
-// Negative control: control-writers-ignore-readers, a store whose
-// AcquireWrite takes a read holding, must show overlaps.
-func TestRWTrafficZeroViolations(t *testing.T) {
-	s := composedSeed()
-	d := 3 * time.Second
-	if testing.Short() {
-		d = 2 * time.Second
+// checkRW counts writer overlaps, fence inversions and re-entries granted
+// inside Do, and logs them with the first overlapping pairs; the traffic
+// must show readers sharing the key.
+func checkRW(t *testing.T, hs []check.Holding, counts map[string]int) int {
+	over, inv, shared := check.WriterOverlaps(hs), check.FenceInversions(hs, true), readerOverlaps(hs)
+	t.Logf("RESULT %s phases=%d %v writer-overlaps=%d fence-inversions=%d reader-overlaps=%d", t.Name(), len(hs), counts, over, inv, shared)
+	for _, p := range check.WriterOverlapPairs(hs, 5) {
+		t.Logf("overlap: %s | %s", phaseString(p[0]), phaseString(p[1]))
 	}
-	t.Run("redis", func(t *testing.T) {
-		t.Logf("seed %d (DLOCK_CHAOS_SEED to replay)", s)
-		hs, counts := runRWTraffic(t, s, d, func(st *redisstore.Store) driver.RWMutex { return st })
-		over, inv := check.WriterOverlaps(hs), check.FenceInversions(hs, true)
-		t.Logf("RESULT rw seed=%d phases=%d %v writer-overlaps=%d fence-inversions=%d reader-overlaps=%d", s, len(hs), counts, over, inv, readerOverlaps(hs))
-		for _, p := range check.WriterOverlapPairs(hs, 5) {
-			t.Logf("overlap: %s | %s", phaseString(p[0]), phaseString(p[1]))
-		}
-		if over != 0 || inv != 0 {
-			t.Fatalf("seed %d: %d writer overlaps, %d fence inversions", s, over, inv)
-		}
-		for _, op := range []string{"write", "read", "do", "downgrade", "extend-shorter", "extend-longer", "cancelled", "killed", "reentry-refused"} {
-			if counts[op] == 0 {
-				t.Errorf("no %s in the traffic: it did not exercise it", op)
-			}
-		}
-		if shared := readerOverlaps(hs); shared == 0 {
-			t.Errorf("no two read phases overlapped: the traffic did not share the key")
-		}
-		if counts["reentry-granted"] != 0 {
-			t.Errorf("%d re-entries granted through Do's context", counts["reentry-granted"])
-		}
-	})
-	t.Run("control-writers-ignore-readers", func(t *testing.T) {
-		hs, counts := runRWTraffic(t, s, d, func(st *redisstore.Store) driver.RWMutex { return writersIgnoreReaders{st} })
-		over := check.WriterOverlaps(hs)
-		t.Logf("RESULT rw-control seed=%d phases=%d %v writer-overlaps=%d", s, len(hs), counts, over)
-		if over == 0 {
-			t.Fatalf("seed %d: writers that ignore readers made no overlap: the checker cannot fail", s)
-		}
-	})
+	if shared == 0 {
+		t.Errorf("no two read phases overlapped: the traffic did not share the key")
+	}
+	return over + inv + counts["reentry-granted"]
+}
+
+// R37. Invariant: read-write lock traffic on every store that has the
+// primitive (rwTargets), under connection resets, held (lost) and dropped
+// replies, keeps many readers or one writer: no write phase of a holding
+// intersects another holding's phase while both holders take them to be
+// valid, and fences follow real-time order (a write's above every earlier
+// holding's, a read's above every earlier write's). The traffic mixes
+// Lock, TryLock, RLock, TryRLock, Do and RDo (with a re-entry inside, which
+// must be refused), Downgrade, waits cancelled after 2–40 ms and, on the
+// stores with per-holding leases, Extend shorter and longer than the lease
+// and holders killed (fixed lease, never released). Pass: zero violations.
+// Negative control: control-writers-ignore-readers, the store with an
+// AcquireWrite that takes a read holding, must show violations.
+func TestRWTrafficZeroViolations(t *testing.T) {
+	runFamily(t, rwTargets, rwSpec, composedSeed())
 }
 
 // readerOverlaps counts the pairs of read phases of different holdings

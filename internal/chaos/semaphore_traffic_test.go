@@ -10,26 +10,25 @@ import (
 	"example.com/dlock"
 	"example.com/dlock/driver"
 	"example.com/dlock/internal/chaos/check"
-	"example.com/dlock/internal/faultproxy"
-	"example.com/dlock/redisstore"
 )
 
-const (
-	semKey   = "sem-chaos" // the semaphore every worker takes permits of
-	semLimit = 3           // its limit, N
-)
+// semLimit is the limit, N, of the key every worker takes permits of.
+const semLimit = 3
 
 // semWorker is one semaphore-traffic client.
 type semWorker struct {
-	id  int
-	s   *dlock.Semaphores
-	rec *famRec
+	famEnv
+	id int
+	s  *dlock.Semaphores
 }
+
+func (w *semWorker) close(ctx context.Context) error { return w.s.Close(ctx) }
 
 // step takes k ∈ {1, 2} permits with Acquire (a wait of up to 800 ms, or
 // one cancelled after 2–40 ms) or TryAcquire, works inside them (Extend
-// shorter and longer), then releases them or, for a fixed lease one time
-// in five, kills the holder.
+// shorter and longer, but not on a session store), then releases them or,
+// for a fixed lease one time in five, kills the holder (not on a session
+// store either).
 func (w *semWorker) step(ctx context.Context, rng *rand.Rand) {
 	k := 1 + rng.IntN(2)
 	opt, fixed := lease(rng)
@@ -43,9 +42,9 @@ func (w *semWorker) step(ctx context.Context, rng *rand.Rand) {
 	var p *dlock.Permit
 	var err error
 	if how == 1 {
-		p, err = w.s.TryAcquire(actx, semKey, semLimit, k, opt)
+		p, err = w.s.TryAcquire(actx, w.key, semLimit, k, opt)
 	} else {
-		p, err = w.s.Acquire(actx, semKey, semLimit, k, opt, dlock.WithWait(time.Duration(rng.IntN(800))*time.Millisecond))
+		p, err = w.s.Acquire(actx, w.key, semLimit, k, opt, dlock.WithWait(time.Duration(rng.Int64N(int64(w.waitMax)))))
 	}
 	switch {
 	case err != nil && how == 0:
@@ -57,8 +56,8 @@ func (w *semWorker) step(ctx context.Context, rng *rand.Rand) {
 	}
 	w.rec.count(fmt.Sprintf("permits-%d", k))
 	t := w.rec.track(w.id, p, invoke, time.Now(), false, k, fmt.Sprintf("acquire(how=%d fixed=%v)", how, fixed))
-	t.work(ctx, rng, func(int) {})
-	if fixed && rng.IntN(5) == 0 {
+	t.work(ctx, rng, w.session, func(int) {})
+	if fixed && !w.session && rng.IntN(5) == 0 {
 		t.kill()
 		return
 	}
@@ -67,76 +66,51 @@ func (w *semWorker) step(ctx context.Context, rng *rand.Rand) {
 
 // limitIgnored is the negative control: it stores ten times the limit, so
 // the store lets out more permits than the callers' N.
-type limitIgnored struct{ *redisstore.Store }
+type limitIgnored struct{ driver.Semaphore }
+
+// Unwrap returns the store, whose notifications the waits still use.
+func (s limitIgnored) Unwrap() driver.Store { return s.Semaphore }
 
 func (s limitIgnored) AcquirePermits(ctx context.Context, key, token string, n, k int, ttl time.Duration) (driver.PermitGrant, error) {
-	return s.Store.AcquirePermits(ctx, key, token, 10*n, k, ttl)
+	return s.Semaphore.AcquirePermits(ctx, key, token, 10*n, k, ttl)
 }
 
-// runSemTraffic runs 6 semaphore workers for d over stores made by wrap
-// and returns the holdings recorded and the operations counted.
-func runSemTraffic(t *testing.T, s uint64, d time.Duration, wrap func(*redisstore.Store) driver.Semaphore) ([]check.Holding, map[string]int) {
-	t.Helper()
-	srv, _ := newRedis(t)
-	ctx := testCtx(t, d+time.Minute)
-	var rec famRec
-	var proxies []*faultproxy.Proxy
-	var ws []*semWorker
-	for i := range 6 {
-		store, proxy := famClient(t, srv.Addr())
-		sem, err := dlock.NewSemaphores(wrap(store))
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxies, ws = append(proxies, proxy), append(ws, &semWorker{id: i + 1, s: sem, rec: &rec})
-	}
-	runWorkers(ctx, s, d, proxies, func(ctx context.Context, i int, rng *rand.Rand) { ws[i].step(ctx, rng) })
-	for _, w := range ws {
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_ = w.s.Close(cctx)
-		cancel()
-	}
-	return rec.result()
+// semSpec is the semaphore's traffic.
+var semSpec = famSpec{
+	what: "semaphore",
+	open: func(st driver.Store, id int, env famEnv) (famWorker, error) {
+		s, err := dlock.NewSemaphores(st.(driver.Semaphore))
+		return &semWorker{famEnv: env, id: id, s: s}, err
+	},
+	check:   checkSem,
+	ops:     []string{"permits-1", "permits-2", "refused", "cancelled"},
+	expiry:  []string{"extend-shorter", "extend-longer", "killed"},
+	control: "control-limit-ignored",
+	broken:  func(st driver.Store) driver.Store { return limitIgnored{st.(driver.Semaphore)} },
+	offers:  func(st driver.Store) bool { _, ok := st.(driver.Semaphore); return ok },
 }
 
-// R38. Invariant: semaphore traffic on Redis under connection resets, held
-// (lost) and dropped replies never lets the permits of the holdings their
-// holders take to be valid exceed the limit N = 3 at any instant, and
-// fences follow real-time order. The traffic takes k ∈ {1, 2} permits with
-// Acquire, TryAcquire and waits cancelled after 2–40 ms, extends shorter
-// and longer than the lease, and kills holders (fixed lease, never
-// released). Pass: zero violations. Negative control:
+// checkSem counts the instants at which the permits out exceed the limit
+// and the fence inversions, and logs them with the first excesses.
+func checkSem(t *testing.T, hs []check.Holding, counts map[string]int) int {
+	over, inv := check.PermitsOver(hs, semLimit), check.FenceInversions(hs, false)
+	t.Logf("RESULT %s holdings=%d %v over-limit=%d fence-inversions=%d", t.Name(), len(hs), counts, over, inv)
+	logExcess(t, hs, semLimit, 2)
+	return over + inv
+}
+
+// R38. Invariant: semaphore traffic on every store that has the primitive
+// (semTargets), under connection resets, held (lost) and dropped replies,
+// never lets the permits of the holdings their holders take to be valid
+// exceed the limit N = 3 at any instant, and fences follow real-time
+// order. The traffic takes k ∈ {1, 2} permits with Acquire, TryAcquire and
+// waits cancelled after 2–40 ms and, on the stores with per-holding
+// leases, extends shorter and longer than the lease and kills holders
+// (fixed lease, never released). Pass: zero violations. Negative control:
 // control-limit-ignored, a store that stores ten times the limit, must
 // exceed it.
 func TestSemaphoreTrafficZeroViolations(t *testing.T) {
-	s := composedSeed()
-	d := 3 * time.Second
-	if testing.Short() {
-		d = 2 * time.Second
-	}
-	t.Run("redis", func(t *testing.T) {
-		t.Logf("seed %d (DLOCK_CHAOS_SEED to replay)", s)
-		hs, counts := runSemTraffic(t, s, d, func(st *redisstore.Store) driver.Semaphore { return st })
-		over, inv := check.PermitsOver(hs, semLimit), check.FenceInversions(hs, false)
-		t.Logf("RESULT semaphore seed=%d holdings=%d %v over-limit=%d fence-inversions=%d", s, len(hs), counts, over, inv)
-		logExcess(t, hs, semLimit, 2)
-		if over != 0 || inv != 0 {
-			t.Fatalf("seed %d: permits over the limit %d times, %d fence inversions", s, over, inv)
-		}
-		for _, op := range []string{"permits-1", "permits-2", "refused", "cancelled", "killed", "extend-shorter", "extend-longer"} {
-			if counts[op] == 0 {
-				t.Errorf("no %s in the traffic: it did not exercise it", op)
-			}
-		}
-	})
-	t.Run("control-limit-ignored", func(t *testing.T) {
-		hs, counts := runSemTraffic(t, s, d, func(st *redisstore.Store) driver.Semaphore { return limitIgnored{st} })
-		over := check.PermitsOver(hs, semLimit)
-		t.Logf("RESULT semaphore-control seed=%d holdings=%d %v over-limit=%d", s, len(hs), counts, over)
-		if over == 0 {
-			t.Fatalf("seed %d: a store that ignores the limit never exceeded it: the checker cannot fail", s)
-		}
-	})
+	runFamily(t, semTargets, semSpec, composedSeed())
 }
 
 // logExcess logs, for the first few holdings at whose start the permits
