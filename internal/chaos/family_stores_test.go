@@ -79,20 +79,16 @@ func (p famPace) with() famPace {
 }
 
 // rwTargets are the stores whose read-write lock the traffic checks (R37).
-//
-// mysqlRWHook: mysqlstore's lease-table read-write lock is being written.
-// Once *mysqlstore.Store implements driver.RWMutex, its traffic is the line
-//
-//	{name: "mysql-lease", start: mysqlLease},
-//
-// added to this list (the target already serves the semaphore's);
-// TestRWTrafficListsMariaDBOnceItHasTheLock fails until it is.
+// TestRWTrafficListsMariaDBOnceItHasTheLock keeps MariaDB's lease table
+// here while *mysqlstore.Store offers the lock (mysqlRWHook).
 var rwTargets = []famTarget{
 	{name: "redis", start: redisTarget},
 	{name: "memstore", start: memTarget},
 	{name: "etcd", start: etcdTarget, session: true},
 	{name: "zookeeper", start: zkTarget, session: true, pace: zkRWPace},
 	{name: "postgres-session", start: pgSessionTarget, session: true, pace: pgSessionPace},
+	{name: "postgres-lease", start: pgLeaseTarget},
+	{name: "mysql-lease", start: mysqlLease},
 }
 
 // semTargets are the stores whose semaphore the traffic checks (R38). The
