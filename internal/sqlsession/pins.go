@@ -53,8 +53,8 @@ func (p *Conn[C]) Hold(ctx context.Context) error {
 func (p *Conn[C]) Unhold() { <-p.sem }
 
 // Hooks are what the dialect does with a connection. Drop and Kill are
-// called with no statement of the store's running on it, except Kill from
-// a Run whose statement broke the connection (after the statement).
+// called with no statement of the store's running on it (Kill from a Run
+// whose statement broke the connection runs after the statement).
 type Hooks[C any] struct {
 	// Open takes a new connection from the pool and makes it ready; its
 	// error is returned as is (a pool-exhaustion sentinel, say).
@@ -243,8 +243,39 @@ func (s *Pins[C]) MarkDead(p *Conn[C]) {
 
 // Kill closes p (Hooks.Kill: the server frees its locks) and marks it
 // dead. It calls the hook only on a connection that is still open and
-// was not killed before (a dead one may be back in the pool already).
+// was not killed before (a dead one may be back in the pool already), and
+// never while a statement runs on it: with one under way (a Run whose
+// caller gave up) the hook runs in the background once that statement
+// ends, which Config.Timeout bounds; the connection counts as dead at once
+// and is given up after the hook.
 func (s *Pins[C]) Kill(p *Conn[C]) {
+	select {
+	case p.sem <- struct{}{}:
+		s.killHeld(p)
+		p.Unhold()
+		return
+	default:
+	}
+	s.mu.Lock()
+	first := !p.killed && !p.dead && !p.gone
+	p.killed = true
+	if first {
+		p.users++ // keeps p from being given up before the hook ran
+	}
+	s.mu.Unlock()
+	s.MarkDead(p)
+	if first {
+		go func() {
+			_ = p.Hold(context.Background())
+			s.hooks.Kill(p)
+			p.Unhold()
+			s.Unuse(p)
+		}()
+	}
+}
+
+// killHeld is Kill by the holder of p's statement slot.
+func (s *Pins[C]) killHeld(p *Conn[C]) {
 	s.mu.Lock()
 	first := !p.killed && !p.dead && !p.gone
 	p.killed = true

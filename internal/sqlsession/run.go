@@ -80,7 +80,7 @@ func (s *Pins[C]) exec(ctx context.Context, p *Conn[C], fn Stmt[C], late Late[C]
 	defer cancel()
 	v, err := fn(sctx, p.C)
 	if err != nil && s.hooks.Broken(p.C, err) {
-		s.Kill(p)
+		s.killHeld(p)
 		err = fmt.Errorf("%w: %w", ErrConnDead, err)
 	}
 	c.mu.Lock()
@@ -124,7 +124,8 @@ func (s *Pins[C]) Wait(ctx context.Context, p *Conn[C], stop <-chan struct{}, gr
 	select {
 	case r := <-done:
 		if r.err != nil {
-			s.Discard(p)
+			s.killHeld(p)
+			s.Unuse(p)
 		}
 		return r.v, r.err
 	case <-ctx.Done():
@@ -144,7 +145,8 @@ func (s *Pins[C]) Wait(ctx context.Context, p *Conn[C], stop <-chan struct{}, gr
 		qcancel()
 		<-done
 	}
-	s.Discard(p)
+	s.killHeld(p)
+	s.Unuse(p)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
