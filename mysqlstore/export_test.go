@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"time"
 
@@ -120,3 +121,10 @@ func WithoutRWMark(s *Store) { s.rwNoMark = true }
 // in flight): the wrong design that TestRWExtensionInFlightIsCounted's
 // control must catch.
 func WithoutRWPrune(s *Store) { s.rwNoPrune = true }
+
+// InTx runs fn in s's acquisition transaction (inTx), with rollbacks
+// bounded by wait instead of the default. For tests.
+func InTx(ctx context.Context, s *Store, wait time.Duration, fn func(tx *sql.Tx) (bool, error)) error {
+	s.rollbackWait = wait
+	return s.inTx(ctx, "test", fn)
+}

@@ -70,6 +70,8 @@ type Store struct {
 	sweepMu   sync.Mutex
 	lastSweep time.Time
 	deadlocks atomic.Int64
+
+	rollbackWait time.Duration // bounds a rollback's reply (rollbackWait; tests shorten it)
 }
 
 var zeroOwner = make([]byte, 32)
@@ -94,7 +96,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if opts.SweepEvery == 0 {
 		opts.SweepEvery = opts.Retention
 	}
-	s := &Store{db: db, n: n, opts: opts, lastSweep: time.Now(), mark: defaultMark}
+	s := &Store{db: db, n: n, opts: opts, lastSweep: time.Now(), mark: defaultMark, rollbackWait: rollbackWait}
 	s.prepareSQL()
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"time"
 )
 
 // The Semaphore's schema and housekeeping; the operations are in
@@ -129,8 +130,33 @@ func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) (bool, error)) er
 	}
 	commit, err := fn(tx)
 	if err != nil || !commit {
-		_ = tx.Rollback()
+		s.rollback(ctx, tx)
 		return err
 	}
 	return tx.Commit()
+}
+
+// rollbackWait bounds a rollback (Store.rollback).
+const rollbackWait = 5 * time.Second
+
+// rollback ends tx within s.rollbackWait (rollbackWait), even after ctx
+// ended. tx.Rollback has no context: a lost reply would block it forever
+// unless the DSN sets readTimeout. So the ROLLBACK goes first as a
+// statement with a context, which the driver enforces by closing the
+// connection (the server then rolls back); tx.Rollback then tells
+// database/sql (one more round trip on a live connection, none on a
+// closed one) and is waited for only until the bound.
+func (s *Store) rollback(ctx context.Context, tx *sql.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.rollbackWait)
+	defer cancel()
+	_, _ = tx.ExecContext(rctx, "ROLLBACK")
+	done := make(chan struct{})
+	go func() {
+		_ = tx.Rollback()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-rctx.Done():
+	}
 }
