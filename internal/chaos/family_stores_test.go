@@ -56,13 +56,13 @@ type famTarget struct {
 // the longest wait a worker asks for, the shortest time between two faults
 // of a proxy (the longest is 6 times that), how rare writes are (one
 // read-write lock operation in writeOneIn), and whether the faults only
-// hold and slow replies (noCuts: no resets, no dropped replies) or drop
-// none (noDrops), and whether writers never give up early (patientWriters:
+// hold and slow replies (noCuts: no resets, no dropped replies), and
+// whether writers never give up early (patientWriters:
 // no TryLock and no cancelled wait of a writer; readers still make both).
 type famPace struct {
 	runFor, controlFor, waitMax, faultGap time.Duration
 	writeOneIn                            int
-	noCuts, noDrops, patientWriters       bool
+	noCuts, patientWriters                bool
 }
 
 // famDefaultPace is the pace of a store that answers in a round trip or
@@ -86,7 +86,7 @@ var rwTargets = []famTarget{
 	{name: "memstore", start: memTarget},
 	{name: "etcd", start: etcdTarget, session: true},
 	{name: "zookeeper", start: zkTarget, session: true, pace: zkRWPace},
-	{name: "postgres-session", start: pgSessionTarget, session: true, pace: pgSessionPace},
+	{name: "postgres-session", start: pgSessionTarget, session: true, pace: slowPace},
 	{name: "postgres-lease", start: pgLeaseTarget},
 	{name: "mysql-lease", start: mysqlLease},
 }
@@ -282,13 +282,6 @@ func openSQL(t *testing.T, dsn string) *sql.DB {
 // connection, which every reset ends. Longer waits, a longer run and fewer
 // faults, or the traffic hardly moves.
 var slowPace = famPace{runFor: 4 * time.Second, waitMax: 3 * time.Second, faultGap: 400 * time.Millisecond}
-
-// pgSessionPace: slowPace with no dropped reply. A statement on a pinned
-// connection that gets no answer within the check interval has its
-// connection closed by the store while the statement still reads from it
-// (pgstore's dropMark, through sqlsession.Pins.Kill), a data race that
-// -race reports (left to pgstore's owners).
-var pgSessionPace = famPace{runFor: slowPace.runFor, waitMax: slowPace.waitMax, faultGap: slowPace.faultGap, noDrops: true}
 
 // zkRWPace and zkSemPace: on ZooKeeper the faults only hold and slow
 // replies, and the read-write lock's writers never give up early: a writer

@@ -209,8 +209,7 @@ func sinceEpoch(at time.Time) string {
 
 // injectFaults cuts, holds, drops or slows proxy's traffic at random while
 // more reports true, one fault at a time, pace.faultGap to 6 times that
-// apart, and leaves it clear. With pace.noCuts it only holds and slows;
-// with pace.noDrops it holds where it would drop.
+// apart, and leaves it clear. With pace.noCuts it only holds and slows.
 func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, pace famPace, more func() bool) {
 	gap := pace.faultGap
 	defer proxy.Clear()
@@ -218,11 +217,8 @@ func injectFaults(proxy *faultproxy.Proxy, rng *rand.Rand, pace famPace, more fu
 	for more() {
 		time.Sleep(gap + time.Duration(rng.Int64N(int64(5*gap)))) // time between faults
 		kind := rng.IntN(4)
-		switch {
-		case pace.noCuts:
+		if pace.noCuts {
 			kind = 1 + 2*rng.IntN(2) // hold or slow
-		case pace.noDrops && kind == 2:
-			kind = 1
 		}
 		switch kind {
 		case 0:
