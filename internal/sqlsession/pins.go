@@ -233,12 +233,16 @@ func (s *Pins[C]) Dead(p *Conn[C]) bool {
 // is given up when its last use ends.
 func (s *Pins[C]) MarkDead(p *Conn[C]) {
 	s.mu.Lock()
+	s.markDeadLocked(p)
+	s.mu.Unlock()
+}
+
+func (s *Pins[C]) markDeadLocked(p *Conn[C]) {
 	if !p.dead {
 		p.dead = true
 		s.removeLocked(p)
 		s.idleLocked(p)
 	}
-	s.mu.Unlock()
 }
 
 // Kill closes p (Hooks.Kill: the server frees its locks) and marks it
@@ -262,8 +266,8 @@ func (s *Pins[C]) Kill(p *Conn[C]) {
 	if first {
 		p.users++ // keeps p from being given up before the hook ran
 	}
+	s.markDeadLocked(p) // in the same step: Close claims no dead connection
 	s.mu.Unlock()
-	s.MarkDead(p)
 	if first {
 		go func() {
 			_ = p.Hold(context.Background())
