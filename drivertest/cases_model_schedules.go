@@ -96,16 +96,22 @@ func (s *suite) testNestedExtendShorter(t *testing.T, _ driver.Mutex) {
 func (s *suite) testNestedShortRenewal(t *testing.T, _ driver.Mutex) {
 	cl, _ := s.modelClient(t)
 	key := Key(t)
+	// The inner lease must outlive one renewal round trip delayed by the
+	// scheduler (2*ttl alone was lost at load 8-19), so it carries the
+	// slack; it stays far shorter than the outer default lease.
+	inner := 2*s.ttl + s.slack
 	err := cl.Do(ctx(t), key, func(octx context.Context) error {
 		outer, _ := dlock.LeaseFromContext(octx)
 		err := cl.Do(octx, key, func(context.Context) error {
-			time.Sleep(3 * s.ttl) // work long enough to renew a few times
+			time.Sleep(inner + inner/3) // work long enough to renew about four times
 			return nil
-		}, dlock.WithAutoRenew(2*s.ttl))
+		}, dlock.WithAutoRenew(inner))
 		if err != nil {
 			t.Errorf("nested Do: %v", err)
 		}
-		s.noOtherHolderWhileValid(t, "outer Do (default lease) after a nested Do renewed every "+(2*s.ttl/3).String(), key, outer, 4*s.ttl+s.slack)
+		// Had a renewal shortened the outer lease to the inner one, the
+		// key would be free within inner: watch for longer than that.
+		s.noOtherHolderWhileValid(t, "outer Do (default lease) after a nested Do renewed every "+(inner/3).String(), key, outer, inner+4*s.ttl+s.slack)
 		return nil
 	})
 	t.Logf("outer Do: %v", err)

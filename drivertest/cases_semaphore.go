@@ -81,6 +81,13 @@ func mustReleasePermits(t *testing.T, m driver.Semaphore, key, tok string) {
 func (s *suite) wantTaken(t *testing.T, m driver.Semaphore, key string, n, k, used int) *driver.PermitsTakenError {
 	t.Helper()
 	_, err := m.AcquirePermits(ctx(t), key, Token(), n, k, s.long)
+	return takenError(t, err, key, n, k, used)
+}
+
+// takenError fails the test unless err is the *PermitsTakenError of an
+// AcquirePermits(key, n, k) refused with used permits out, and returns it.
+func takenError(t *testing.T, err error, key string, n, k, used int) *driver.PermitsTakenError {
+	t.Helper()
 	var pe *driver.PermitsTakenError
 	if !errors.As(err, &pe) || !errors.Is(err, driver.ErrNotAcquired) {
 		t.Fatalf("AcquirePermits(%q, n %d, k %d) with %d out: got %v, want *PermitsTakenError matching ErrNotAcquired", key, n, k, used, err)

@@ -66,6 +66,15 @@ type Harness struct {
 	// the holding's.
 	InspectFenceMayBeLater bool
 
+	// BreakForgottenBySweep declares that the store's sweep may delete a
+	// broken holding's record at any moment after Break, after which the
+	// broken holder's Extend and Release answer NotHeld(false) (the
+	// deviation driver.Breaker lets a store document; pgstore's lease
+	// table). The Break case then takes a holding and breaks it again, on
+	// a new key, when the broken holder's answers say expired, at most 3
+	// times: at least one must see NotHeld(taken).
+	BreakForgottenBySweep bool
+
 	// Skip names cases the store is known to fail ("Case", in every
 	// primitive's suite that has it, or "Primitive/Case"), each with the reason
 	// (a finding to fix, not a rule to relax): they are skipped and the

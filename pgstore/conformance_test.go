@@ -100,6 +100,9 @@ func harness(srv *pgserver.Server, open func(t *testing.T) (driver.Mutex, func()
 			kill()
 		},
 		Slack: time.Second,
+		// The 200 ms sweep may delete a broken row between Break and the
+		// broken holder's Extend (seen at load 8-19); Store.Break says so.
+		BreakForgottenBySweep: true,
 	}
 }
 

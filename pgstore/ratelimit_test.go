@@ -39,7 +39,7 @@ func TestRateExactAcrossStores(t *testing.T) {
 		good, bad = append(good, s), append(bad, racy{s})
 	}
 	rep := exactRun.Exec(ctx(t), "exact", good)
-	t.Logf("%d of %d calls admitted in %v (at most %d)", rep.Admitted, rep.Calls, rep.Elapsed, ratekit.Most(exactRun.Limit, time.Microsecond, rep.Elapsed))
+	t.Logf("%d of %d calls admitted in %v (at most %d; %d intervals dropped in stalls)", rep.Admitted, rep.Calls, rep.Elapsed, ratekit.Most(exactRun.Limit, time.Microsecond, rep.Elapsed), rep.Stalled)
 	if err := exactRun.Check(rep, time.Microsecond); err != nil {
 		t.Fatal(err)
 	}

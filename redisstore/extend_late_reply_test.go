@@ -26,9 +26,13 @@ func TestLateExtendReplyReportsLossAndReleaseFreesKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	clienttest.Release(t, w)
-	l := clienttest.MustLock(t, holder, ctx, "l3", dlock.WithTTL(100*time.Millisecond))
+	// The lease must last until the Extend reaches the server (a 100 ms
+	// one ran out first at load 8-19), and the reply must come after the
+	// lease's local validity, whatever part of it is left.
+	const lease = 500 * time.Millisecond
+	l := clienttest.MustLock(t, holder, ctx, "l3", dlock.WithTTL(lease))
 	// The request reaches the server at once; its reply, late.
-	f.proxy.SetDelay(faultproxy.Downstream, 300*time.Millisecond)
+	f.proxy.SetDelay(faultproxy.Downstream, lease+300*time.Millisecond)
 	err := l.Extend(ctx, 5*time.Second)
 	eerr := err
 	f.proxy.SetDelay(faultproxy.Downstream, 0)

@@ -70,7 +70,9 @@ func TestWatchdogNegativeControlNoRenewal(t *testing.T) {
 // at the latest); a contender gets the lock within TTL + slack; the history
 // stays linearizable with the ghost.
 func TestIndeterminateAcquireIsPossiblyHeld(t *testing.T) {
-	ttl := 500 * time.Millisecond
+	// Long enough to outlast the client's 300 ms read timeout and the
+	// contender's first try on a loaded machine (500 ms was not).
+	ttl := 2 * time.Second
 	srv, direct := newRedis(t)
 	proxy, err := faultproxy.New(srv.Addr())
 	if err != nil {
@@ -93,10 +95,24 @@ func TestIndeterminateAcquireIsPossiblyHeld(t *testing.T) {
 		t.Fatal("no connection through the proxy")
 	}
 	proxy.Blackhole(faultproxy.Downstream, true)
-	_, aerr := a.tryLock(ctx, lockKey, ttl)
-	proxy.Clear()
+	aerrc := make(chan error, 1)
+	go func() { _, err := a.tryLock(ctx, lockKey, ttl); aerrc <- err }()
+	// Once Redis shows the acquisition applied, cut the requests too, so
+	// that the Client's background give-back cannot land before the
+	// contender's first try: under load it often came first, and the ghost
+	// hold was never observed.
+	inspector, _ := redisstore.New(direct, nil)
+	if !poll(ttl, func() bool { i, err := inspector.Inspect(ctx, lockKey); return err == nil && i.Held }) {
+		t.Fatalf("the acquisition was not applied within %v", ttl)
+	}
+	proxy.Blackhole(faultproxy.Upstream, true)
+	aerr := <-aerrc
 	start := rec.Ops()[len(rec.Ops())-1].Call
 	var lb *dlock.Lease
+	if lb, err = b.tryLock(ctx, lockKey, ttl); err == nil {
+		t.Fatalf("the contender got the key while the ghost (its give-back cut off) held it for %v from %v", ttl, time.Duration(history.Now()-start))
+	}
+	proxy.Clear()
 	if !poll(ttl+slack, func() bool { lb, err = b.tryLock(ctx, lockKey, ttl); return err == nil }) {
 		t.Fatal("contender did not get the lock within TTL + slack of the lost reply")
 	}

@@ -2,6 +2,7 @@ package ratekit_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,5 +39,39 @@ func TestRunChecksBothBounds(t *testing.T) {
 		if err := run.Check(run.Exec(ctx, "k", []ratekit.Allower{bad}), time.Nanosecond); err == nil {
 			t.Errorf("%T passed the check", bad)
 		}
+	}
+}
+
+// stalling is a limiter whose every call waits behind one call that stalls
+// for a while: a server or a machine that stopped answering.
+type stalling struct {
+	driver.RateLimiter
+	mu    sync.Mutex
+	once  sync.Once
+	stall time.Duration
+}
+
+func (s *stalling) AllowN(ctx context.Context, key string, l driver.RateLimit, n int) (driver.RateResult, error) {
+	s.mu.Lock()
+	s.once.Do(func() { time.Sleep(s.stall) }) // the fault: no answer for stall
+	s.mu.Unlock()
+	return s.RateLimiter.AllowN(ctx, key, l, n)
+}
+
+// TestStallIsNotCountedAgainstTheLimiter: a 400 ms stall at 100/s, before
+// the first answer (the fresh key's bucket is full), drops 40 intervals of
+// budget; the report counts them and the check passes, the upper bound
+// untouched. (never, in TestRunChecksBothBounds, still fails: answers that
+// come at once drop nothing.)
+func TestStallIsNotCountedAgainstTheLimiter(t *testing.T) {
+	run := ratekit.Run{Limit: driver.RateLimit{Rate: 100, Period: time.Second, Burst: 20}, For: 600 * time.Millisecond, Goroutines: 4}
+	s := &stalling{RateLimiter: memstore.New(nil), stall: 400 * time.Millisecond}
+	rep := run.Exec(context.Background(), "k", []ratekit.Allower{s})
+	t.Logf("%+v", rep)
+	if rep.Stalled < 35 {
+		t.Errorf("Stalled = %d after a 400 ms stall; want about 40", rep.Stalled)
+	}
+	if err := run.Check(rep, time.Nanosecond); err != nil {
+		t.Errorf("a stall of the server failed the limiter: %v", err)
 	}
 }

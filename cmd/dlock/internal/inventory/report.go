@@ -139,8 +139,10 @@ func linearScale(rs []Result, values func(Result) []float64) scale {
 }
 
 // logScale runs from the power of ten at or below the smallest positive
-// value to the one at or above the largest, a tick at each power. Values
-// at or below the bottom get no height.
+// value to the one at or above the largest, a tick at each power, over at
+// least two decades (three ticks: one decade's two do not read as a log
+// scale; the bottom moves down). Values at or below the bottom get no
+// height.
 func logScale(rs []Result, values func(Result) []float64) scale {
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range rs {
@@ -157,6 +159,7 @@ func logScale(rs []Result, values func(Result) []float64) scale {
 	if b <= a {
 		b = a + 1
 	}
+	a = min(a, b-2)
 	s := scale{frac: func(v float64) float64 {
 		if v <= 0 {
 			return 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -175,5 +176,27 @@ func TestA7ReportAxisAndColumns(t *testing.T) {
 	}
 	if !strings.Contains(page, "<th>oversold</th><th>overlaps</th>") || !strings.Contains(page, "<td>7</td><td>93</td>") {
 		t.Error("the table lacks the oversold and overlaps columns")
+	}
+}
+
+// The latency axis spans at least two decades (three labels) when every
+// latency falls within one (a quiet run on one store: 12 to 80 ms), and
+// its labels stay successive powers of ten around every value.
+func TestLatencyAxisSpansTwoDecadesAtLeast(t *testing.T) {
+	for _, vs := range [][]float64{{12, 80}, {10, 10}, {0.3, 0.9}, {2, 3000}} {
+		rs := []Result{{}}
+		sc := logScale(rs, func(Result) []float64 { return vs })
+		if len(sc.ticks) < 3 {
+			t.Errorf("values %v: ticks %v, want at least 3", vs, sc.ticks)
+			continue
+		}
+		for i := 1; i < len(sc.ticks); i++ {
+			if r := sc.ticks[i] / sc.ticks[i-1]; math.Abs(r-10) > 1e-9 {
+				t.Errorf("values %v: ticks %v are not successive powers of ten", vs, sc.ticks)
+			}
+		}
+		if lo, hi := sc.ticks[0], sc.ticks[len(sc.ticks)-1]; vs[0] < lo || vs[len(vs)-1] > hi {
+			t.Errorf("values %v outside the axis %v..%v", vs, lo, hi)
+		}
 	}
 }
