@@ -218,8 +218,9 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
+	notifier, turn := turnNotifier(c.caps.notifier)
 	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg,
-		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, c.caps.notifier, c.life.closing)}
+		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, notifier, c.life.closing)}
 	yield := false
 	if owned {
 		if l, ok := LeaseFromContext(ctx); ok && l.c == c && l.key == key && l.token == token && l.rec.Load() == nil {
@@ -244,6 +245,9 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		}
 	}
 	l, err := w.loop(wctx, yield)
+	if err == nil {
+		turn.acquired() // its release will notify: no turn to hand on
+	}
 	w.unsubscribe()
 	if err != nil {
 		return nil, w.failed(ctx, wctx, err)

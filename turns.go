@@ -1,0 +1,194 @@
+package dlock
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+
+	"example.com/dlock/driver"
+)
+
+// Turns. A store's release notification (driver.Notifier) would wake every
+// waiter of the key subscribed to it, and each would then ask the store for
+// the key: a herd of requests per release, one per waiting Client, of which
+// one at most succeeds. Instead, the exclusive waiters of a key in one
+// process that share a store's notifier line up in the order they
+// subscribed, share one subscription of the store, and a notification
+// wakes the first of them only (its turn). The others sleep on until the
+// next notification reaches them or the holder's lease would expire (the
+// Pacer's bound, which also covers a lost message), so each release costs
+// this process one attempt.
+//
+// The first waiter keeps its place until its wait ends. If it ends without
+// the key after a wake-up (cancelled, its wait bound elapsed, its Client
+// closed), it hands the turn on: the next waiter is woken as if by the
+// notification, so a release is never left to the expiry bound. A waiter
+// that acquired the key hands nothing on: its own release will notify.
+//
+// Only Lock's waits line up (the waits of read-write locks, semaphores and
+// families, whose one release may let in several, do not), and not on a
+// notifier that cannot be a map key.
+
+// turnLines is the process's lines, one per notifier and key.
+var turnLines = struct {
+	mu sync.Mutex
+	m  map[turnKey]*turnLine
+}{m: make(map[turnKey]*turnLine)}
+
+type turnKey struct {
+	n   driver.Notifier
+	key string
+}
+
+// turnLine is the line of one key. Its fields are guarded by turnLines.mu,
+// except ready's, set before ready is closed.
+type turnLine struct {
+	ready  chan struct{} // closed once the store's subscription is answered
+	err    error         // the store's subscription failed
+	cancel func()        // ends the store's subscription
+	done   chan struct{} // closed when the line ends
+	subs   []*turnSub    // in the order they subscribed: subs[0] has the turn
+}
+
+// turnSub is one wait's place in a line; it serves the wait's Pacer as its
+// driver.Notifier. A turnSub serves one wait, by one goroutine.
+type turnSub struct {
+	n     driver.Notifier
+	k     turnKey
+	line  *turnLine
+	ch    chan struct{}
+	woken bool // a notification reached it (guarded by turnLines.mu)
+	won   bool // its wait acquired the key (guarded by turnLines.mu)
+}
+
+// turnNotifier returns the driver.Notifier a wait's Pacer subscribes to:
+// a new place in the key's line; n itself if it is nil (the store does not
+// notify) or cannot key a map.
+func turnNotifier(n driver.Notifier) (driver.Notifier, *turnSub) {
+	if n == nil || !reflect.TypeOf(n).Comparable() {
+		return n, nil
+	}
+	s := &turnSub{n: n}
+	return s, s
+}
+
+// Subscribe implements driver.Notifier: it joins the key's line, the
+// first to join subscribing to the store for the line. It returns the
+// store's error (and stays out of the line) if that subscription fails,
+// ctx's if ctx ends before it is answered.
+func (s *turnSub) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	s.k, s.ch = turnKey{s.n, key}, make(chan struct{}, 1)
+	turnLines.mu.Lock()
+	l := turnLines.m[s.k]
+	first := l == nil
+	if first {
+		l = &turnLine{ready: make(chan struct{}), done: make(chan struct{})}
+		turnLines.m[s.k] = l
+	}
+	l.subs = append(l.subs, s)
+	s.line = l
+	turnLines.mu.Unlock()
+	if first {
+		l.open(ctx, s.k)
+	}
+	select {
+	case <-l.ready:
+	case <-ctx.Done():
+		s.leave()
+		return nil, nil, ctx.Err()
+	}
+	if l.err != nil {
+		s.leave()
+		return nil, nil, l.err
+	}
+	return s.ch, s.leave, nil
+}
+
+// open subscribes to the store for the line and starts forwarding its
+// notifications; on failure the line leaves the map, so that the next
+// waiter subscribes anew.
+func (l *turnLine) open(ctx context.Context, k turnKey) {
+	ch, cancel, err := k.n.Subscribe(ctx, k.key)
+	turnLines.mu.Lock()
+	l.err, l.cancel = err, cancel
+	if err != nil && turnLines.m[k] == l {
+		delete(turnLines.m, k)
+	}
+	close(l.ready)
+	turnLines.mu.Unlock()
+	if err == nil {
+		go l.forward(ch)
+	}
+}
+
+// forward gives each of the store's notifications to the line's first
+// waiter, until the line ends.
+func (l *turnLine) forward(ch <-chan struct{}) {
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-ch:
+			turnLines.mu.Lock()
+			l.wake()
+			turnLines.mu.Unlock()
+		}
+	}
+}
+
+// wake gives the turn to the first waiter, if any. turnLines.mu is held.
+func (l *turnLine) wake() {
+	if len(l.subs) == 0 {
+		return
+	}
+	h := l.subs[0]
+	h.woken = true
+	select {
+	case h.ch <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// acquired records that the wait acquired the key: leaving then hands no
+// turn on. No-op if it never subscribed.
+func (s *turnSub) acquired() {
+	if s == nil {
+		return
+	}
+	turnLines.mu.Lock()
+	s.won = true
+	turnLines.mu.Unlock()
+}
+
+// leave takes s out of its line (idempotent). The first waiter, woken and
+// leaving without the key, hands the turn to the next. The last to leave
+// ends the store's subscription.
+func (s *turnSub) leave() {
+	turnLines.mu.Lock()
+	l := s.line
+	i := -1
+	if l != nil {
+		i = slices.Index(l.subs, s)
+	}
+	if i < 0 {
+		turnLines.mu.Unlock()
+		return
+	}
+	l.subs = slices.Delete(l.subs, i, i+1)
+	if i == 0 && s.woken && !s.won {
+		l.wake()
+	}
+	var cancel func()
+	if len(l.subs) == 0 && l.cancel != nil {
+		cancel, l.cancel = l.cancel, nil
+		close(l.done)
+		if turnLines.m[s.k] == l {
+			delete(turnLines.m, s.k)
+		}
+	}
+	turnLines.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
