@@ -24,7 +24,11 @@ import (
 // the key after a wake-up (cancelled, its wait bound elapsed, its Client
 // closed), it hands the turn on: the next waiter is woken as if by the
 // notification, so a release is never left to the expiry bound. A waiter
-// that acquired the key hands nothing on: its own release will notify.
+// that acquired the key wakes the first of those left too: its attempt
+// meets the new holding, which a store may notify the release of only if
+// a waiter met it (PostgreSQL's marks, see pgstore's Subscribe), and
+// learns when that holding would expire. So a hand-over costs the release,
+// the acquisition and one contended attempt, however many wait.
 //
 // Only Lock's waits line up (the waits of read-write locks, semaphores and
 // families, whose one release may let in several, do not), and not on a
@@ -150,8 +154,8 @@ func (l *turnLine) wake() {
 	}
 }
 
-// acquired records that the wait acquired the key: leaving then hands no
-// turn on. No-op if it never subscribed.
+// acquired records that the wait acquired the key (see leave). No-op if it
+// never subscribed.
 func (s *turnSub) acquired() {
 	if s == nil {
 		return
@@ -161,9 +165,9 @@ func (s *turnSub) acquired() {
 	turnLines.mu.Unlock()
 }
 
-// leave takes s out of its line (idempotent). The first waiter, woken and
-// leaving without the key, hands the turn to the next. The last to leave
-// ends the store's subscription.
+// leave takes s out of its line (idempotent). A waiter leaving with the
+// key, or the first one leaving without it after a wake-up, wakes the
+// (new) first. The last to leave ends the store's subscription.
 func (s *turnSub) leave() {
 	turnLines.mu.Lock()
 	l := s.line
@@ -176,7 +180,7 @@ func (s *turnSub) leave() {
 		return
 	}
 	l.subs = slices.Delete(l.subs, i, i+1)
-	if i == 0 && s.woken && !s.won {
+	if s.won || (i == 0 && s.woken) {
 		l.wake()
 	}
 	var cancel func()

@@ -36,7 +36,8 @@ func pending(ch <-chan struct{}) bool {
 // TestTurnsWakeTheFirstAndHandOn: three waits of one key share one
 // subscription; a notification wakes the first only; the first leaving
 // without the key after its wake-up hands the turn to the second, which
-// acquires and hands nothing on; the last to leave ends the subscription.
+// acquires and wakes the third (to meet the new holding); the last to
+// leave ends the subscription.
 // Each step checks both the waiter that must be woken and those that must
 // not, so a broadcast (the herd) or a dropped hand-on fails it.
 func TestTurnsWakeTheFirstAndHandOn(t *testing.T) {
@@ -74,11 +75,11 @@ func checkTurns(t *testing.T) {
 	woken(false, true, false)
 	subs[1].acquired()
 	subs[1].leave()
-	woken(false, false, false)
+	woken(false, false, true) // to meet the new holding
 	f.ch <- struct{}{}
 	synctest.Wait()
 	woken(false, false, true)
-	subs[2].leave()
+	subs[2].leave() // without the key, after a wake-up: nobody left to hand on to
 	subs[2].leave() // idempotent
 	f.mu.Lock()
 	defer f.mu.Unlock()
