@@ -30,6 +30,14 @@ import (
 // learns when that holding would expire. So a hand-over costs the release,
 // the acquisition and one contended attempt, however many wait.
 //
+// On a store that can neither notify nor queue waiters (the MariaDB lease
+// table), the Lock waiters of a key that share the store value line up the
+// same way, with no subscription: only the first polls (lease.Poller), the
+// others sleep until the holder's lease would expire or a waiter leaving
+// wakes them; the first hands the polling on whenever it leaves. A free
+// key is thus still found within the first's backoff, and the store sees
+// one poller per process instead of one per waiting Client.
+//
 // Only Lock's waits line up (the waits of read-write locks, semaphores and
 // families, whose one release may let in several, do not), and not on a
 // notifier that cannot be a map key.
@@ -41,13 +49,14 @@ var turnLines = struct {
 }{m: make(map[turnKey]*turnLine)}
 
 type turnKey struct {
-	n   driver.Notifier
+	id  any // the notifier, or the store of a polling line
 	key string
 }
 
 // turnLine is the line of one key. Its fields are guarded by turnLines.mu,
 // except ready's, set before ready is closed.
 type turnLine struct {
+	polls  bool          // the store cannot notify: the first waiter polls
 	ready  chan struct{} // closed once the store's subscription is answered
 	err    error         // the store's subscription failed
 	cancel func()        // ends the store's subscription
@@ -58,7 +67,8 @@ type turnLine struct {
 // turnSub is one wait's place in a line; it serves the wait's Pacer as its
 // driver.Notifier. A turnSub serves one wait, by one goroutine.
 type turnSub struct {
-	n     driver.Notifier
+	n     driver.Notifier // nil in a polling line
+	id    any
 	k     turnKey
 	line  *turnLine
 	ch    chan struct{}
@@ -66,15 +76,33 @@ type turnSub struct {
 	won   bool // its wait acquired the key (guarded by turnLines.mu)
 }
 
-// turnNotifier returns the driver.Notifier a wait's Pacer subscribes to:
-// a new place in the key's line; n itself if it is nil (the store does not
-// notify) or cannot key a map.
-func turnNotifier(n driver.Notifier) (driver.Notifier, *turnSub) {
-	if n == nil || !reflect.TypeOf(n).Comparable() {
-		return n, nil
+// turnNotifier returns the driver.Notifier a Lock's Pacer subscribes to,
+// given the store's notifier n (nil if none) and whether it waits in a
+// queue of its own: a new place in the key's line of n, or of store (a
+// polling line) if it can neither notify nor queue; else n itself (a
+// notifier or store that cannot key a map).
+func turnNotifier(n driver.Notifier, store driver.Mutex, queues bool) (driver.Notifier, *turnSub) {
+	switch {
+	case n != nil && reflect.TypeOf(n).Comparable():
+		s := &turnSub{n: n, id: n}
+		return s, s
+	case n == nil && !queues && store != nil && reflect.TypeOf(store).Comparable():
+		s := &turnSub{id: store}
+		return pollTurn{s}, s
 	}
-	s := &turnSub{n: n}
-	return s, s
+	return n, nil
+}
+
+// pollTurn is a place in a polling line (lease.Poller): only the first
+// waiter polls.
+type pollTurn struct{ *turnSub }
+
+// Polls implements lease.Poller: s is the line's first waiter.
+func (p pollTurn) Polls() bool {
+	turnLines.mu.Lock()
+	defer turnLines.mu.Unlock()
+	l := p.line
+	return l != nil && len(l.subs) > 0 && l.subs[0] == p.turnSub
 }
 
 // Subscribe implements driver.Notifier: it joins the key's line, the
@@ -82,19 +110,23 @@ func turnNotifier(n driver.Notifier) (driver.Notifier, *turnSub) {
 // store's error (and stays out of the line) if that subscription fails,
 // ctx's if ctx ends before it is answered.
 func (s *turnSub) Subscribe(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	s.k, s.ch = turnKey{s.n, key}, make(chan struct{}, 1)
+	s.k, s.ch = turnKey{s.id, key}, make(chan struct{}, 1)
 	turnLines.mu.Lock()
 	l := turnLines.m[s.k]
 	first := l == nil
 	if first {
-		l = &turnLine{ready: make(chan struct{}), done: make(chan struct{})}
+		l = &turnLine{polls: s.n == nil, ready: make(chan struct{}), done: make(chan struct{})}
 		turnLines.m[s.k] = l
+		if l.polls {
+			l.cancel = func() {}
+			close(l.ready)
+		}
 	}
 	l.subs = append(l.subs, s)
 	s.line = l
 	turnLines.mu.Unlock()
-	if first {
-		l.open(ctx, s.k)
+	if first && !l.polls {
+		l.open(ctx, s.n, key)
 	}
 	select {
 	case <-l.ready:
@@ -112,8 +144,9 @@ func (s *turnSub) Subscribe(ctx context.Context, key string) (<-chan struct{}, f
 // open subscribes to the store for the line and starts forwarding its
 // notifications; on failure the line leaves the map, so that the next
 // waiter subscribes anew.
-func (l *turnLine) open(ctx context.Context, k turnKey) {
-	ch, cancel, err := k.n.Subscribe(ctx, k.key)
+func (l *turnLine) open(ctx context.Context, n driver.Notifier, key string) {
+	k := turnKey{n, key}
+	ch, cancel, err := n.Subscribe(ctx, key)
 	turnLines.mu.Lock()
 	l.err, l.cancel = err, cancel
 	if err != nil && turnLines.m[k] == l {
@@ -180,7 +213,7 @@ func (s *turnSub) leave() {
 		return
 	}
 	l.subs = slices.Delete(l.subs, i, i+1)
-	if s.won || (i == 0 && s.woken) {
+	if s.won || (i == 0 && (s.woken || l.polls)) {
 		l.wake()
 	}
 	var cancel func()

@@ -50,7 +50,7 @@ func checkTurns(t *testing.T) {
 	var subs [3]*turnSub
 	var chs [3]<-chan struct{}
 	for i := range subs {
-		n, s := turnNotifier(f)
+		n, s := turnNotifier(f, nil, false)
 		ch, _, err := n.Subscribe(ctx, "k")
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ type uncomparable struct {
 // used as it is (no line, no panic).
 func TestTurnsNeedAComparableNotifier(t *testing.T) {
 	u := uncomparable{fakeNotifier: &fakeNotifier{}}
-	if n, s := turnNotifier(u); s != nil || n == nil {
+	if n, s := turnNotifier(u, nil, false); s != nil || n == nil {
 		t.Fatalf("got %T, %v; want the store's notifier, no line", n, s)
 	}
 }
