@@ -218,7 +218,7 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
-	notifier, turn := turnNotifier(c.caps.notifier, c.store, c.caps.queuer != nil)
+	notifier, turn := c.turnNotifier(cfg)
 	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg,
 		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, notifier, c.life.closing)}
 	yield := false

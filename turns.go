@@ -42,6 +42,10 @@ import (
 // families, whose one release may let in several, do not), and not on a
 // notifier that cannot be a map key.
 
+// turnsHandOn is false only in tests' controls: a waiter leaving without
+// the key after a wake-up then hands nothing on (a lost wake-up).
+var turnsHandOn = true
+
 // turnLines is the process's lines, one per notifier and key.
 var turnLines = struct {
 	mu sync.Mutex
@@ -74,6 +78,15 @@ type turnSub struct {
 	ch    chan struct{}
 	woken bool // a notification reached it (guarded by turnLines.mu)
 	won   bool // its wait acquired the key (guarded by turnLines.mu)
+}
+
+// turnNotifier returns the notifier of a wait with cfg: a place in a line
+// (see turnNotifier) unless it is a single try, which never pauses.
+func (c *Client) turnNotifier(cfg config) (driver.Notifier, *turnSub) {
+	if cfg.wait == 0 {
+		return c.caps.notifier, nil
+	}
+	return turnNotifier(c.caps.notifier, c.store, c.caps.queuer != nil)
 }
 
 // turnNotifier returns the driver.Notifier a Lock's Pacer subscribes to,
@@ -213,7 +226,7 @@ func (s *turnSub) leave() {
 		return
 	}
 	l.subs = slices.Delete(l.subs, i, i+1)
-	if s.won || (i == 0 && (s.woken || l.polls)) {
+	if s.won || (i == 0 && (s.woken || l.polls) && turnsHandOn) {
 		l.wake()
 	}
 	var cancel func()
