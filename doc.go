@@ -78,8 +78,10 @@
 // the new holding; one that gives up after its wake-up hands it on. So a
 // release costs each process one attempt or two however many of its
 // Clients wait; the waiters not woken keep the bound above (the holder's
-// expiry). Waits of read-write locks, semaphores and families are not
-// lined up (one release may let several in).
+// expiry). On a store that can neither notify nor queue waiters (the
+// MariaDB lease table) they line up the same way and only the first polls.
+// Waits of read-write locks, semaphores and families are not lined up
+// (one release may let several in).
 //
 // # Reading the protected value with the grant
 //
