@@ -219,7 +219,7 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		defer cancel()
 	}
 	notifier, turn := c.turnNotifier(cfg)
-	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg,
+	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg, turn: turn,
 		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, notifier, c.life.closing)}
 	yield := false
 	if owned {
@@ -245,9 +245,6 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		}
 	}
 	l, err := w.loop(wctx, yield)
-	if err == nil {
-		turn.acquired() // its release will notify: no turn to hand on
-	}
 	w.unsubscribe()
 	if err != nil {
 		return nil, w.failed(ctx, wctx, err)

@@ -43,7 +43,8 @@ import (
 // notifier that cannot be a map key.
 
 // turnsHandOn is false only in tests' controls: a waiter leaving without
-// the key after a wake-up then hands nothing on (a lost wake-up).
+// the key, or getting no answer, after a wake-up then hands nothing on (a
+// lost wake-up).
 var turnsHandOn = true
 
 // turnLines is the process's lines, one per notifier and key.
@@ -197,6 +198,30 @@ func (l *turnLine) wake() {
 	select {
 	case h.ch <- struct{}{}:
 	default: // a wake-up is already pending
+	}
+}
+
+// unanswered is told that the wait's attempt got no answer (the store
+// unreachable, a call cut short). If s had the turn after a wake-up, the
+// next waiter is woken as well, so that a Client that cannot reach the
+// store does not keep the others asleep until the holder's expiry; s keeps
+// its place. No-op if it never subscribed.
+func (s *turnSub) unanswered() {
+	if s == nil {
+		return
+	}
+	turnLines.mu.Lock()
+	defer turnLines.mu.Unlock()
+	l := s.line
+	if l == nil || l.polls || !s.woken || len(l.subs) < 2 || l.subs[0] != s || !turnsHandOn {
+		return
+	}
+	s.woken = false
+	next := l.subs[1]
+	next.woken = true
+	select {
+	case next.ch <- struct{}{}:
+	default:
 	}
 }
 

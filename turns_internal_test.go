@@ -34,7 +34,8 @@ func pending(ch <-chan struct{}) bool {
 }
 
 // TestTurnsWakeTheFirstAndHandOn: three waits of one key share one
-// subscription; a notification wakes the first only; the first leaving
+// subscription; a notification wakes the first only; the first getting no
+// answer wakes the second too, once, and keeps its place; the first leaving
 // without the key after its wake-up hands the turn to the second, which
 // acquires and wakes the third (to meet the new holding); the last to
 // leave ends the subscription.
@@ -71,7 +72,14 @@ func checkTurns(t *testing.T) {
 	f.ch <- struct{}{} // a release
 	synctest.Wait()    // forwarded
 	woken(true, false, false)
-	subs[0].leave() // e.g. cancelled after its wake-up, without the key
+	subs[0].unanswered() // its attempt got no answer: the second tries too
+	woken(false, true, false)
+	subs[0].unanswered() // handed on once per wake-up
+	woken(false, false, false)
+	f.ch <- struct{}{}
+	synctest.Wait()
+	woken(true, false, false) // it kept its place
+	subs[0].leave()           // e.g. cancelled after its wake-up, without the key
 	woken(false, true, false)
 	subs[1].acquired()
 	subs[1].leave()
