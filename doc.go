@@ -75,7 +75,8 @@
 // value (so its notifier) take turns as well: they share one subscription,
 // and a release announcement wakes the one that subscribed first only. A
 // waiter that gets the key wakes the next one, whose single attempt meets
-// the new holding; one that gives up after its wake-up hands it on. So a
+// the new holding; one that gives up, or gets no answer from the store,
+// after its wake-up hands it on. So a
 // release costs each process one attempt or two however many of its
 // Clients wait; the waiters not woken keep the bound above (the holder's
 // expiry). On a store that can neither notify nor queue waiters (the

@@ -23,7 +23,8 @@ import (
 // The first waiter keeps its place until its wait ends. If it ends without
 // the key after a wake-up (cancelled, its wait bound elapsed, its Client
 // closed), it hands the turn on: the next waiter is woken as if by the
-// notification, so a release is never left to the expiry bound. A waiter
+// notification, so a release is never left to the expiry bound; one whose
+// attempt gets no answer wakes the next as well, keeping its place. A waiter
 // that acquired the key wakes the first of those left too: its attempt
 // meets the new holding, which a store may notify the release of only if
 // a waiter met it (PostgreSQL's marks, see pgstore's Subscribe), and
