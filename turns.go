@@ -18,7 +18,7 @@ import (
 // wakes the first of them only (its turn). The others sleep on until the
 // next notification reaches them or the holder's lease would expire (the
 // Pacer's bound, which also covers a lost message), so each release costs
-// this process one attempt.
+// this process an attempt or two (see below), not one per waiting Client.
 //
 // The first waiter keeps its place until its wait ends. If it ends without
 // the key after a wake-up (cancelled, its wait bound elapsed, its Client
