@@ -218,8 +218,9 @@ func (c *Client) acquire(ctx context.Context, key string, cfg config) (*Lease, e
 		wctx, cancel = context.WithTimeoutCause(ctx, cfg.wait, errWaitElapsed)
 		defer cancel()
 	}
-	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg,
-		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, c.caps.notifier, c.life.closing)}
+	notifier, turn := c.turnNotifier(cfg)
+	w := waiter{c: c, key: key, token: token, owned: owned, cfg: cfg, turn: turn,
+		pace: lease.NewPacer[Timer](cfg.clock, cfg.backoff, notifier, c.life.closing)}
 	yield := false
 	if owned {
 		if l, ok := LeaseFromContext(ctx); ok && l.c == c && l.key == key && l.token == token && l.rec.Load() == nil {

@@ -71,6 +71,19 @@
 // store so that other processes get their turn. Callers acquiring as an
 // explicit Owner skip the queue (see below).
 //
+// The Lock waiters of one key in one process whose Clients share a store
+// value (so its notifier) take turns as well: they share one subscription,
+// and a release announcement wakes the one that subscribed first only. A
+// waiter that gets the key wakes the next one, whose single attempt meets
+// the new holding; one that gives up, or gets no answer from the store,
+// after its wake-up hands it on. So a
+// release costs each process one attempt or two however many of its
+// Clients wait; the waiters not woken keep the bound above (the holder's
+// expiry). On a store that can neither notify nor queue waiters (the
+// MariaDB lease table) they line up the same way and only the first polls.
+// Waits of read-write locks, semaphores and families are not lined up
+// (one release may let several in).
+//
 // # Reading the protected value with the grant
 //
 // A read-modify-write section (lock, GET, SET, unlock) can skip its first

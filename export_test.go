@@ -10,3 +10,10 @@ func QueuedWaiters(c *Client, key string) int {
 	}
 	return 0
 }
+
+// BreakTurnsHandOn makes a waiter that leaves without the key after its
+// wake-up hand nothing on (the tests' control), until the test ends.
+func BreakTurnsHandOn(t interface{ Cleanup(func()) }) {
+	turnsHandOn = false
+	t.Cleanup(func() { turnsHandOn = true })
+}

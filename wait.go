@@ -18,6 +18,7 @@ type waiter struct {
 	token string
 	owned bool      // token is an explicit Owner's
 	q     *keyQueue // the key's local slot, nil if the call bypasses the queue
+	turn  *turnSub  // the wait's place in the key's line (turns.go), or nil
 	rec   *record   // the owner's record of the key, if owned (record.go)
 	cfg   config
 	pace  lease.Pacer[Timer] // failures, subscription and sleeps (the lease engine)
@@ -43,6 +44,7 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 		}
 		l, err := c.attempt(ctx, w.key, w.token, w.rec, w.cfg, w.q)
 		if err == nil {
+			w.turn.acquired() // see turnSub.leave
 			if yield && first {
 				c.queues.contended(w.q, false) // nobody took the key while we yielded
 			}
@@ -58,6 +60,7 @@ func (w *waiter) loop(ctx context.Context, yield bool) (*Lease, error) {
 			}
 		case errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			w.unsure++
+			w.turn.unanswered()
 		}
 		if ctx.Err() != nil {
 			// Cut short by the end of the wait: not an answer. If the wait

@@ -70,7 +70,9 @@ func (p *Pacer[T]) Sleep(ctx context.Context, d time.Duration) bool {
 }
 
 func (p *Pacer[T]) delay(contended bool, remaining, retry time.Duration) time.Duration {
-	if contended && retry > 0 {
+	q, inLine := p.notifier.(Poller)
+	polls := inLine && q.Polls()
+	if contended && retry > 0 && (polls || !inLine || p.wake == nil) {
 		// The store expects the next attempt within retry: come a little
 		// early (up to a tenth), never late.
 		if j := retry / 10; j > 0 {
@@ -85,10 +87,20 @@ func (p *Pacer[T]) delay(contended bool, remaining, retry time.Duration) time.Du
 	// The holder's expiry, plus a little jitter so that the waiters of one
 	// holder do not all retry at the same instant.
 	expiry := remaining + rand.N(time.Millisecond+remaining/50)
-	if p.wake != nil || expiry < d {
+	if (p.wake != nil && !polls) || expiry < d {
 		return expiry
 	}
 	return d
+}
+
+// A Poller is a Notifier whose subscriber may have to poll meanwhile: a
+// place in a line of waiters that wakes them in turn on a store that
+// cannot notify, where the first of them polls for the others.
+type Poller interface {
+	driver.Notifier
+	// Polls reports whether the subscriber polls (with the backoff) rather
+	// than sleeping until it is woken or the holder's lease would expire.
+	Polls() bool
 }
 
 // Stop ends the subscription, if any.
