@@ -169,32 +169,16 @@ type Result struct {
 	Fence uint64
 }
 
-// Do runs fn once for key in g's scope and returns its result; every later
-// call of key (on any Guard of the store) gets that result back, Replayed,
-// for the retention. fingerprint identifies the request (a digest of its
-// method, path and body): a call with another fingerprint than the key's
-// first gets ErrMismatch (a *driver.FingerprintMismatchError).
-//
-// While fn runs, its lease is renewed (unless WithTTL); other calls of key
-// get an *InFlightError (ErrInFlight), or wait for the result up to
-// WithWait's bound, running fn themselves if the execution's lease passes
-// first (its process died): a takeover, with a greater fence. fn's ctx is
-// cancelled if the lease is lost; an execution that was taken over cannot
-// store its result: Do returns it with an error matching ErrLost and
-// ErrStaleFence. fn gets an Execution whose DownstreamKey to pass on to
-// calls that must not run twice.
-//
-// If fn fails (or panics), nothing is stored: the record is abandoned so
-// that a retry runs fn again, and Do returns fn's error (or panics). A
-// result over driver.MaxResultLen is not stored either: Do abandons the
-// record and returns the result with a *driver.ResultTooLargeError. If the
-// store does not answer the completion, Do returns the result and an error
-// matching ErrUnavailable: the record may be completed, or taken over once
-// its lease passes. A BeginRecord without an answer is resent with the
-// same token (twice at most) before Do gives up with ErrUnavailable; the
-// record it may have made blocks the key until its lease passes. Invalid
-// arguments (a nil ctx or fn, a key, scope or fingerprint
-// driver.ValidateRecord refuses) return ErrInvalid before any I/O.
+// Do runs fn once for key in g's scope and returns its result; later calls
+// of key get that result back, Replayed, for the retention; another
+// fingerprint gets ErrMismatch. While fn runs (its lease renewed, its ctx
+// cancelled on loss), other calls get an *InFlightError or, WithWait, wait
+// and take over after the lease if fn's process died. A taken-over
+// execution's result is refused (ErrLost and ErrStaleFence). If fn fails,
+// panics or returns over driver.MaxResultLen, nothing is stored; an
+// unanswered completion returns the result with ErrUnavailable. Invalid
+// arguments return ErrInvalid before any I/O. Pass Execution.DownstreamKey
+// to calls that must not run twice; docs/idempotency.md has the rest.
 func (g *Guard) Do(ctx context.Context, key, fingerprint string, fn func(context.Context, Execution) ([]byte, error)) (Result, error) {
 	return g.do(ctx, key, fingerprint, runMode{}, fn)
 }

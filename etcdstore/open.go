@@ -21,19 +21,11 @@ func init() {
 }
 
 // Open opens a Store from a URL etcd://[user:password@]host:port[,host:port...][/prefix]
-// with the query parameter session-ttl (a Go duration in whole seconds,
-// default 10s) and dial-timeout (default 5s). The scheme etcds:// is the same
-// over TLS: the server's certificate is checked against the system's roots,
-// or against the PEM file given by cacert=PATH; cert=PATH and key=PATH (both
-// or neither) give the client certificate that a server started with
-// --client-cert-auth asks for. The TLS parameters are refused on etcd://. The path, without its leading
-// slash and with a trailing one added, is Options.Prefix: etcd://h:2379/locks
-// puts lock N under locks/N/, where `etcdctl lock locks/N` queues too; no
-// path puts it under N/. The query parameter prefix= sets Options.Prefix
-// verbatim instead (etcd://h:2379?prefix=locks/ is the same as the path
-// above); giving both is an error. It creates an etcd client, which the returned
-// Close closes after revoking the session. A malformed URL or parameter
-// returns an error matching driver.ErrInvalid; a user or password the
+// or etcds:// (TLS; cacert=, cert=, key=), with session-ttl (default 10s),
+// dial-timeout (default 5s) and prefix= (or the path; not both), as
+// docs/etcd.md "Opening a store" details. It creates an etcd client, which
+// the returned Close closes after revoking the session. A malformed URL or
+// parameter returns an error matching driver.ErrInvalid; credentials the
 // cluster rejects, driver.ErrRefused; an unreachable cluster or a refused
 // TLS handshake, driver.ErrUnavailable.
 func Open(ctx context.Context, u *url.URL) (*driver.Opened, error) {

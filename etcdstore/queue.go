@@ -17,19 +17,14 @@ const cleanupTimeout = 5 * time.Second
 // putDropTimeout bounds the deletion of a key whose put had no answer.
 const putDropTimeout = 300 * time.Millisecond
 
-// AcquireQueued implements driver.Queuer, with concurrency.Mutex's queue: it
-// puts our key under the lock's prefix, then waits for the key created just
-// before it (its predecessor) to be deleted, watching only that key, until
-// ours is the first. Waiters are served in the order their keys were
-// created, etcdctl's included. While it waits it keeps the session alive;
-// if the session expires (our key is deleted, or keepalives fail past the
-// session's certain life) it stops with an error matching
-// driver.ErrNotAcquired. When it returns an error it deletes the key it put
-// (guarded by its CreateRevision), so it leaves nothing behind; also when
-// the put itself got no reply (ctx ended with it in flight: a delete of our
-// key with its one hold, bounded by 300 ms). If that delete cannot be done,
-// the key goes with the session. A client etcd refuses gets an error
-// matching driver.ErrRefused, as from Acquire.
+// AcquireQueued implements driver.Queuer with concurrency.Mutex's queue: it
+// puts our key under the lock's prefix and waits, watching only its
+// predecessor, until ours is first; waiters (etcdctl's too) are served in
+// creation order. If the session expires meanwhile it returns an error
+// matching driver.ErrNotAcquired; a client etcd refuses gets
+// driver.ErrRefused. On error it deletes the key it put (guarded by its
+// CreateRevision, also after a put without a reply); failing that, the key
+// goes with the session.
 func (s *Store) AcquireQueued(ctx context.Context, key, token string, ttl time.Duration) (driver.Grant, error) {
 	g, _, err := s.acquireQueued(ctx, key, token, "")
 	return g, authRefused(err)

@@ -10,28 +10,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Transfer implements driver.Transferer, for the dlock Client's local
-// handoff to the next waiter of the same Client: one compare-and-set of the
-// holder's key on its ModRevision that rewrites its value to the
-// recipient's token digest and the new holding's fence. The key keeps its
-// CreateRevision, so it keeps its place at the head of etcd's queue: other
-// processes' waiters (etcdctl's too) stay queued behind it, unwoken, and a
-// handoff costs one write instead of a delete, a watch event and a put.
-//
-// The new fence is the previous holding's plus one (for a holding this
-// Store has no record of, one more than the revision of the read that found
-// it): greater than every earlier fence of the key and at most the
-// rewrite's revision, so below the fence of any later holding (a waiter
-// that becomes the holder takes the revision of its confirming read as its
-// fence, see AcquireQueued). The fence is written into the value, so that
-// any Store reads it back (Extend, Inspect). The previous holder's OwnerCmp
-// fails from the rewrite on.
-//
-// ttl is ignored, as for Acquire; Grant.TTL is how long the session is
-// certain to last. If from does not hold key it returns driver.NotHeld and
-// changes nothing; if from holds it more than once, an error matching
-// driver.ErrInvalid. An error matching no sentinel leaves the outcome
-// unknown.
+// Transfer implements driver.Transferer (a Client's local handoff): one
+// compare-and-set rewrites the holder's key to the recipient's token digest
+// and a fence greater than every earlier one of the key and below any later
+// holding's; the key keeps its place in etcd's queue (docs/etcd.md "Local
+// handoff"). ttl is ignored; Grant.TTL is how long the session is certain to
+// last. If from does not hold key it returns driver.NotHeld and changes
+// nothing; if from holds it more than once, driver.ErrInvalid. An error
+// matching no sentinel leaves the outcome unknown.
 func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Duration) (driver.Grant, error) {
 	g, _, err := s.transfer(ctx, key, from, to, nil, "")
 	return g, err
@@ -41,6 +27,12 @@ func (s *Store) Transfer(ctx context.Context, key, from, to string, ttl time.Dur
 // resource key read (if not empty) in the rewriting transaction, under the
 // same ownership compare: a refused transfer reads and writes nothing.
 func (s *Store) transfer(ctx context.Context, key, from, to string, w *driver.Write, read string) (driver.Grant, driver.Value, error) {
+	// The new fence is the previous holding's plus one (for a holding this
+	// Store has no record of, one more than the revision of the read that
+	// found it): at most the rewrite's revision, so below the fence of any
+	// later holding (a waiter takes its confirming read's revision, see
+	// AcquireQueued). It is written into the value for any Store to read
+	// back; the previous holder's OwnerCmp fails from the rewrite on.
 	start := time.Now()
 	digFrom, digTo, pfx := digest(from), digest(to), s.pfx(key)
 	sess := s.live()

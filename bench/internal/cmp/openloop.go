@@ -40,21 +40,13 @@ func (a Arrivals) Schedule(proc int, dur time.Duration) []time.Duration {
 	}
 }
 
-// OpenLoop offers the requests of sched (Schedule) to lock on key, each at
-// its scheduled time whether or not the earlier ones are done, and adds
-// them to t. A request takes one of fns (each a worker: a session or
-// connection, so that at most len(fns) are in flight and the rest queue);
-// it then locks, enters the overlap marker in dir (Enter), runs critical
-// (if not nil) and unlocks. Every latency is measured from
-// the request's scheduled arrival, not from when a goroutine got to it, so
-// a stalled client or a queue for a worker counts (no coordinated
-// omission): t.Wait gets arrival to grant, t.Lat arrival to unlock
-// returned. A request still waiting OpenGrace after the last arrival is
-// cut, counted Late and recorded in both at its age then (a lower bound).
-// A lock error otherwise, a critical section's or an unlock's is a
-// failure, recorded in both at its age too (a library that gives up does
-// not hide the wait it gave up after). t.Ops counts the completed requests; t.Wall is the schedule's
-// span, t.CPU the process's CPU time over the whole.
+// OpenLoop offers sched's requests to lock on key, each at its scheduled
+// time whether or not earlier ones are done, through at most len(fns)
+// workers, and adds them to t. Latencies run from the scheduled arrival (no
+// coordinated omission): t.Wait to the grant, t.Lat to the unlock. A request
+// still waiting OpenGrace after the last arrival is cut and counted Late; a
+// lock, section or unlock error is a failure; both are recorded at their age
+// then. t.Ops counts completed requests, t.Wall the schedule, t.CPU the CPU.
 func (t *Tally) OpenLoop(sched []time.Duration, dur time.Duration, fns []LockFn, key, dir string, critical func(context.Context) error) {
 	if len(fns) == 0 {
 		return
@@ -67,6 +59,8 @@ func (t *Tally) OpenLoop(sched []time.Duration, dur time.Duration, fns []LockFn,
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	// A request takes a worker from pool, locks, enters the overlap marker
+	// in dir, runs critical (if not nil) and unlocks.
 	inside := func(ctx context.Context) error {
 		mu.Lock()
 		leave := t.Enter(dir)
