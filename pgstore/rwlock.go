@@ -157,15 +157,7 @@ func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 	if err := s.checkRW(ctx, key, time.Millisecond); err != nil {
 		return err
 	}
-	var notified int64
-	err := s.db.queryRow(ctx, s.rwsql.release, []any{key, digest(token), s.names.rw}, &notified)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return driver.NotHeld(false)
-	}
-	if err != nil {
-		return wrap("release rw", err)
-	}
-	return nil
+	return s.releaseHolding(ctx, "release rw", s.rwsql.release, key, token, s.names.rw)
 }
 
 // SubscribeRW implements driver.RWNotifier on the store's listener (see
@@ -174,13 +166,7 @@ func (s *Store) ReleaseRW(ctx context.Context, key, token string) error {
 // every downgrade, sends a value. A lease that ends without a release
 // sends nothing. Its errors are Subscribe's, without the mark.
 func (s *Store) SubscribeRW(ctx context.Context, key string) (<-chan struct{}, func(), error) {
-	if err := driver.ValidateKey(key); err != nil {
-		return nil, nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return nil, nil, err
-	}
-	return s.lis.subscribe(ctx, rwSub(key))
+	return s.subscribeFamily(ctx, key, rwSub(key))
 }
 
 // rwSub is the listener's subscription key of a read-write lock key: a NUL

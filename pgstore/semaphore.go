@@ -135,13 +135,20 @@ func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 	if err := s.checkPermits(ctx, key, 1, 1, time.Millisecond); err != nil {
 		return err
 	}
+	return s.releaseHolding(ctx, "release permits", s.psql.release, key, token, s.names.permits)
+}
+
+// releaseHolding runs q, a release function of a family table that
+// notifies channel: driver.NotHeld(false) when it returns no row (token
+// held nothing of key), else nil or the error wrapped as op.
+func (s *Store) releaseHolding(ctx context.Context, op, q, key, token, channel string) error {
 	var notified int64
-	err := s.db.queryRow(ctx, s.psql.release, []any{key, digest(token), s.names.permits}, &notified)
+	err := s.db.queryRow(ctx, q, []any{key, digest(token), channel}, &notified)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return driver.NotHeld(false)
 	}
 	if err != nil {
-		return wrap("release permits", err)
+		return wrap(op, err)
 	}
 	return nil
 }
@@ -153,13 +160,19 @@ func (s *Store) ReleasePermits(ctx context.Context, key, token string) error {
 // mark, unlike the lease table's). A lease that ends without a release
 // sends nothing. Its errors are Subscribe's, without the mark.
 func (s *Store) SubscribePermits(ctx context.Context, key string) (<-chan struct{}, func(), error) {
+	return s.subscribeFamily(ctx, key, permitsSub(key))
+}
+
+// subscribeFamily checks key and subscribes the store's listener to sub,
+// the family subscription key of key.
+func (s *Store) subscribeFamily(ctx context.Context, key, sub string) (<-chan struct{}, func(), error) {
 	if err := driver.ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
-	return s.lis.subscribe(ctx, permitsSub(key))
+	return s.lis.subscribe(ctx, sub)
 }
 
 // permitsSub is the listener's subscription key of a Semaphore key: a NUL
