@@ -31,16 +31,17 @@ func (c *Client) giveBackBound(ttl time.Duration) time.Duration {
 
 // giveBack releases, in the background, up to n holds of token on key
 // (see above), not before notBefore (the validity a lost lease reported:
-// no other owner may get the key within it), then calls done if not nil.
-func (c *Client) giveBack(key, token string, n int, ttl time.Duration, notBefore time.Time, done func()) {
+// no other owner may get the key within it), then calls done if not nil
+// with the number of holds the store said the token did not have.
+func (c *Client) giveBack(key, token string, n int, ttl time.Duration, notBefore time.Time, done func(left int)) {
 	wait := max(0, notBefore.Sub(c.cfg.clock.Now()))
 	c.backgroundFor(wait+c.giveBackBound(ttl), func(ctx context.Context) {
 		if wait > 0 {
 			sleep(ctx, c.cfg.clock, wait, nil)
 		}
-		c.releaseN(ctx, key, token, n)
+		left := c.releaseN(ctx, key, token, n)
 		if done != nil {
-			done()
+			done(left)
 		}
 	})
 }
@@ -69,8 +70,9 @@ func (c *Client) giveBackNow(ctx context.Context, key, token string, n int, ttl 
 
 // releaseN releases up to n holds of token on key, retrying a release that
 // got no answer until ctx ends. It stops early when the store says the token
-// holds nothing, or refuses in a way retrying cannot fix.
-func (c *Client) releaseN(ctx context.Context, key, token string, n int) {
+// holds nothing, or refuses in a way retrying cannot fix, and returns how
+// many of the n it did not release.
+func (c *Client) releaseN(ctx context.Context, key, token string, n int) int {
 	for fails := 0; n > 0; {
 		err := classify(c.store.Release(ctx, key, token))
 		switch {
@@ -79,13 +81,14 @@ func (c *Client) releaseN(ctx context.Context, key, token string, n int) {
 			fails = 0
 			continue
 		case isNotHeld(err), errors.Is(err, ErrInvalid), errors.Is(err, ErrRefused):
-			return
+			return n
 		}
 		fails++
 		if !sleep(ctx, c.cfg.clock, giveBackRetry(fails), nil) {
-			return
+			return n
 		}
 	}
+	return 0
 }
 
 // backgroundFor runs f in its own goroutine with a context of its own,

@@ -314,7 +314,7 @@ func (h *holder) Lost() {
 		return
 	}
 	if back := l.v.ClaimGiveBack(); back != nil {
-		l.c.giveBack(l.key, l.token, 1, l.ttl, l.ValidUntil(), func() { close(back) })
+		l.c.giveBack(l.key, l.token, 1, l.ttl, l.ValidUntil(), func(int) { close(back) })
 	}
 }
 

@@ -25,6 +25,12 @@ import (
 //     owner in this Client ends, the Client gives back every hold the token
 //     may still have, in the background, retried until the store confirms.
 //     Acquisitions of the same owner and key wait for that give-back.
+//   - An acquisition with no answer may be applied after its give-back
+//     found nothing to release (its request was still on its way), and a
+//     later holding of the owner would then absorb that late hold and
+//     extend it. So for a while (lateWindow) the Client remembers how many
+//     such holds may come, and a grant reporting more holds than the record
+//     accounts for counts them as holds to give back.
 //
 // The rule holds within one Client: an Owner used with two Clients of the
 // same store has two records, and neither knows the other's holdings.
@@ -33,6 +39,19 @@ import (
 type records struct {
 	mu sync.Mutex
 	m  map[recordKey]*record
+	// late remembers, past its record, the holds that acquisitions with no
+	// answer may still add (see above).
+	late map[recordKey]lateHolds
+}
+
+// lateHoldsCounted is false only in tests' controls: late holds that a
+// grant reports are then not given back.
+var lateHoldsCounted = true
+
+// lateHolds is what may still arrive for a record: at most n holds, until.
+type lateHolds struct {
+	n     int
+	until time.Time
 }
 
 type recordKey struct{ key, token string }
@@ -45,9 +64,13 @@ type record struct {
 	acquiring int                      // acquisitions in flight
 	// holds bounds the holds the store may keep for the token: grants and
 	// unanswered acquisitions, less confirmed releases.
-	holds  int
-	maxTTL time.Duration // the longest lease that joined: bounds the give-back
-	stray  bool          // the store may keep holds no live lease accounts for
+	holds int
+	// unanswered counts the acquisitions with no answer among holds: those
+	// the give-back finds nothing of may still be applied (late).
+	unanswered int
+	late       lateHolds
+	maxTTL     time.Duration // the longest lease that joined: bounds the give-back
+	stray      bool          // the store may keep holds no live lease accounts for
 	// notBefore is the latest validity a lease that left without a confirmed
 	// release reported: the give-back waits for it.
 	notBefore time.Time
@@ -85,7 +108,8 @@ func (rs *records) get(key, token string) *record {
 	}
 	r := rs.m[k]
 	if r == nil {
-		r = &record{recordKey: k, members: make(map[*Lease]time.Duration)}
+		r = &record{recordKey: k, members: make(map[*Lease]time.Duration), late: rs.late[k]}
+		delete(rs.late, k)
 		rs.m[k] = r
 	}
 	return r
@@ -192,6 +216,12 @@ func (c *Client) joined(r *record, l *Lease) {
 	r.members[l] = l.ttl
 	r.holds++
 	r.maxTTL = max(r.maxTTL, l.ttl)
+	if extra := int(l.holds) - r.holds; extra > 0 && r.late.n > 0 && lateHoldsCounted && c.cfg.clock.Now().Before(r.late.until) {
+		extra = min(extra, r.late.n) // late holds the grant counted: give them back
+		r.late.n -= extra
+		r.holds += extra
+		r.stray = true
+	}
 	c.records.mu.Unlock()
 }
 
@@ -212,6 +242,7 @@ func (c *Client) acquired(r *record, unsure int) {
 	defer rs.mu.Unlock()
 	r.acquiring--
 	r.holds += unsure
+	r.unanswered += unsure
 	r.stray = r.stray || unsure > 0
 	c.settleRecord(r)
 }
@@ -254,17 +285,38 @@ func (c *Client) settleRecord(r *record) {
 		return
 	}
 	if !r.stray || r.holds == 0 {
-		delete(c.records.m, r.recordKey)
+		c.records.forget(r, c.cfg.clock.Now())
 		return
 	}
 	n := r.holds
 	r.giving = make(chan struct{})
-	c.giveBack(r.key, r.token, n, max(r.maxTTL, c.cfg.ttl), r.notBefore, func() {
+	bound := max(r.maxTTL, c.cfg.ttl)
+	c.giveBack(r.key, r.token, n, bound, r.notBefore, func(left int) {
 		c.records.mu.Lock()
 		close(r.giving)
 		r.giving = nil
-		r.holds, r.stray, r.notBefore = 0, false, time.Time{}
+		if late := min(left, r.unanswered); late > 0 {
+			r.late = lateHolds{n: r.late.n + late, until: c.cfg.clock.Now().Add(c.giveBackBound(bound))}
+		}
+		r.holds, r.unanswered, r.stray, r.notBefore = 0, 0, false, time.Time{}
 		c.settleRecord(r)
 		c.records.mu.Unlock()
 	})
+}
+
+// forget deletes r, which nothing live uses, keeping the late holds it may
+// still see until their time is up. Called with rs.mu held.
+func (rs *records) forget(r *record, now time.Time) {
+	delete(rs.m, r.recordKey)
+	for k, lh := range rs.late {
+		if !now.Before(lh.until) {
+			delete(rs.late, k)
+		}
+	}
+	if r.late.n > 0 && now.Before(r.late.until) {
+		if rs.late == nil {
+			rs.late = make(map[recordKey]lateHolds)
+		}
+		rs.late[r.recordKey] = r.late
+	}
 }
