@@ -21,6 +21,7 @@ import "fmt"
 // only if it had ended before the statement began.
 type statements struct {
 	acquire, insert, extend, release string
+	extendBatch                      string
 	transfer, refused, taken, mark   string
 	inspect, list, sweep             string
 	breaks                           string
@@ -111,6 +112,14 @@ RETURNING owner = $2, fence, holds, `+remainingExpr, n.locks, n.fence),
 SELECT coalesce(u.fence, 0), coalesce(u.holds, 0),
   EXISTS (SELECT 1 FROM %[1]s WHERE name = $1 AND (owner <> $2 AND expires_at > now() OR owner = $2 AND expires_at = '-infinity'))
 FROM (VALUES (1)) AS one LEFT JOIN u ON true`, n.locks),
+
+		// extendBatch is extend for many holdings at once (arrays of names,
+		// owners and ttls): it returns the 1-based index of each request
+		// whose live holding it moved, with its fence and holds.
+		extendBatch: fmt.Sprintf(`UPDATE %[1]s AS l SET expires_at = now() + r.ttl * interval '1 microsecond'
+FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(name, owner, ttl, i)
+WHERE l.name = r.name AND l.owner = r.owner AND l.expires_at > now()
+RETURNING r.i, l.fence, l.holds`, n.locks),
 
 		// release takes one hold off the owner's live row, or on the last
 		// hold frees it: its expiry set to the epoch (long past). The row
