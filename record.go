@@ -28,9 +28,10 @@ import (
 //   - An acquisition with no answer may be applied after its give-back
 //     found nothing to release (its request was still on its way), and a
 //     later holding of the owner would then absorb that late hold and
-//     extend it. So for a while (lateWindow) the Client remembers how many
-//     such holds may come, and a grant reporting more holds than the record
-//     accounts for counts them as holds to give back.
+//     extend it. So for a while (the give-back bound) the Client remembers
+//     how many such holds may come: a grant reporting more holds than the
+//     record accounts for counts them as holds to give back, and the
+//     give-back after the next last holding tries them once more.
 //
 // The rule holds within one Client: an Owner used with two Clients of the
 // same store has two records, and neither knows the other's holdings.
@@ -69,8 +70,11 @@ type record struct {
 	// the give-back finds nothing of may still be applied (late).
 	unanswered int
 	late       lateHolds
-	maxTTL     time.Duration // the longest lease that joined: bounds the give-back
-	stray      bool          // the store may keep holds no live lease accounts for
+	// probe says a holding joined since the last give-back: the next one
+	// tries the late holds again.
+	probe  bool
+	maxTTL time.Duration // the longest lease that joined: bounds the give-back
+	stray  bool          // the store may keep holds no live lease accounts for
 	// notBefore is the latest validity a lease that left without a confirmed
 	// release reported: the give-back waits for it.
 	notBefore time.Time
@@ -138,6 +142,7 @@ func (c *Client) adopt(ctx context.Context, l *Lease) {
 		r.members[l] = ttl
 		r.holds++
 		r.maxTTL = max(r.maxTTL, ttl)
+		r.probe = true
 	})
 	c.settleRecord(r) // forgets it if l had ended
 }
@@ -216,6 +221,7 @@ func (c *Client) joined(r *record, l *Lease) {
 	r.members[l] = l.ttl
 	r.holds++
 	r.maxTTL = max(r.maxTTL, l.ttl)
+	r.probe = true
 	if extra := int(l.holds) - r.holds; extra > 0 && r.late.n > 0 && lateHoldsCounted && c.cfg.clock.Now().Before(r.late.until) {
 		extra = min(extra, r.late.n) // late holds the grant counted: give them back
 		r.late.n -= extra
@@ -284,19 +290,30 @@ func (c *Client) settleRecord(r *record) {
 	if len(r.members) > 0 || r.acquiring > 0 || r.giving != nil {
 		return
 	}
-	if !r.stray || r.holds == 0 {
-		c.records.forget(r, c.cfg.clock.Now())
+	now := c.cfg.clock.Now()
+	late := 0 // late holds that may have arrived since the last give-back
+	if r.probe && lateHoldsCounted && now.Before(r.late.until) {
+		late = r.late.n
+	}
+	n := late
+	if r.stray {
+		n += r.holds
+	}
+	if n == 0 {
+		c.records.forget(r, now)
 		return
 	}
-	n := r.holds
-	r.giving = make(chan struct{})
+	r.giving, r.probe = make(chan struct{}), false
 	bound := max(r.maxTTL, c.cfg.ttl)
 	c.giveBack(r.key, r.token, n, bound, r.notBefore, func(left int) {
 		c.records.mu.Lock()
 		close(r.giving)
 		r.giving = nil
-		if late := min(left, r.unanswered); late > 0 {
-			r.late = lateHolds{n: r.late.n + late, until: c.cfg.clock.Now().Add(c.giveBackBound(bound))}
+		// What the store did not have may still come: at most the late
+		// holds tried and the acquisitions with no answer.
+		r.late.n += min(left, late+r.unanswered) - late
+		if r.unanswered > 0 {
+			r.late.until = c.cfg.clock.Now().Add(c.giveBackBound(bound))
 		}
 		r.holds, r.unanswered, r.stray, r.notBefore = 0, 0, false, time.Time{}
 		c.settleRecord(r)
