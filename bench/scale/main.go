@@ -169,15 +169,28 @@ func waitersPart(out io.Writer, srv *server, st string, o options) error {
 }
 
 func procsPart(out io.Writer, srv *server, o options) (overlap bool, err error) {
-	fmt.Fprintf(out, "\n| processes × %d goroutines, one key | critical sections/s | p99 cycle | failures |\n|---|---|---|---|\n", o.goroutines)
+	fmt.Fprintf(out, "\n| processes × %d goroutines, one key | critical sections/s | requests per critical section | client CPU per critical section | p99 cycle | failures |\n|---|---|---|---|---|---|\n", o.goroutines)
+	ctx := context.Background()
 	for _, p := range o.procs {
+		c0, err := srv.count(ctx)
+		if err != nil {
+			return overlap, err
+		}
 		t, err := measureProcs(srv.url, p, o.goroutines, o.dur)
 		if err != nil {
 			return overlap, fmt.Errorf("procs %d: %w", p, err)
 		}
+		c1, err := srv.count(ctx)
+		if err != nil {
+			return overlap, err
+		}
 		overlap = overlap || t.Overlaps > 0
 		s := t.Summarize()
-		fmt.Fprintf(out, "| %d | %.0f | %s | %d |\n", p, s.OpsPerSec, cmp.MS(s.P99), t.Failures)
+		// The count includes the processes' start, warm-up and close:
+		// the same few requests per process, small beside a run's.
+		per := float64(c1-c0-srv.self) / float64(max(t.Ops, 1))
+		cpu := t.CPU / time.Duration(max(t.Ops, 1))
+		fmt.Fprintf(out, "| %d | %.0f | %.2f | %v | %s | %d |\n", p, s.OpsPerSec, per, cpu.Round(time.Microsecond/10), cmp.MS(s.P99), t.Failures)
 	}
 	return overlap, nil
 }
