@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/extendbatch"
 )
 
 var _ driver.BatchExtender = (*Store)(nil)
@@ -21,21 +22,7 @@ const extendBatchSize = 500
 // answered by Extend, so each result is what Extend would have returned.
 func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	out := make([]driver.ExtendResult, len(reqs))
-	var batched, rest []int // indexes in reqs: in the statements, left to Extend
-	seen := make(map[[2]string]bool, len(reqs))
-	for i, r := range reqs {
-		if err := checkArgs(r.Key, r.Token, r.TTL, true); err != nil {
-			out[i].Err = err
-			continue
-		}
-		if k := [2]string{r.Key, r.Token}; seen[k] {
-			rest = append(rest, i) // a second Extend of one holding: after the first
-			continue
-		} else {
-			seen[k] = true
-		}
-		batched = append(batched, i)
-	}
+	batched, rest := extendbatch.Split(reqs, out, func(r driver.ExtendRequest) error { return checkArgs(r.Key, r.Token, r.TTL, true) })
 	for len(batched) > 0 {
 		part := batched[:min(len(batched), extendBatchSize)]
 		batched = batched[len(part):]

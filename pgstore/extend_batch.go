@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"example.com/dlock/driver"
+	"example.com/dlock/internal/extendbatch"
 )
 
 var _ driver.BatchExtender = (*Store)(nil)
@@ -15,25 +16,10 @@ var _ driver.BatchExtender = (*Store)(nil)
 // answered by Extend, so each result is what Extend would have returned.
 func (s *Store) ExtendBatch(ctx context.Context, reqs []driver.ExtendRequest) []driver.ExtendResult {
 	out := make([]driver.ExtendResult, len(reqs))
-	var (
-		names, owners []string
-		ttls          []int64
-		batched, rest []int // indexes in reqs: in the statement, left to Extend
-	)
-	seen := make(map[[2]string]bool, len(reqs))
-	for i, r := range reqs {
-		if err := s.check(r.Key, r.TTL); err != nil {
-			out[i].Err = err
-			continue
-		}
-		if k := [2]string{r.Key, r.Token}; seen[k] {
-			rest = append(rest, i) // a second Extend of one holding: after the first
-			continue
-		} else {
-			seen[k] = true
-		}
-		batched = append(batched, i)
-		names, owners, ttls = append(names, r.Key), append(owners, digest(r.Token)), append(ttls, micros(r.TTL))
+	batched, rest := extendbatch.Split(reqs, out, func(r driver.ExtendRequest) error { return s.check(r.Key, r.TTL) })
+	names, owners, ttls := make([]string, len(batched)), make([]string, len(batched)), make([]int64, len(batched))
+	for j, i := range batched {
+		names[j], owners[j], ttls[j] = reqs[i].Key, digest(reqs[i].Token), micros(reqs[i].TTL)
 	}
 	done := make([]bool, len(reqs))
 	if len(batched) > 0 {
