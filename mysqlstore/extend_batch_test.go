@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"example.com/dlock/driver"
-	"example.com/dlock/internal/mysqlserver"
-	"example.com/dlock/mysqlstore"
 )
 
 // TestExtendBatchTwoStatementsPerPart: with interpolateParams=true every
@@ -19,13 +17,7 @@ import (
 // one held by another token) costs one Extend more and gets its NotHeld.
 // Control: 1,200 Extends count 1,200.
 func TestExtendBatchTwoStatementsPerPart(t *testing.T) {
-	_, opts := migrated(t, mysqlstore.Options{SweepEvery: time.Hour})
-	db := openDB(t, mysqlserver.DSNFor(shared(t).Addr(), mysqlserver.Database, "interpolateParams=true"))
-	db.SetMaxOpenConns(1) // one session: the counter is its
-	s, err := mysqlstore.New(db, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s, _ := oneSessionStore(t)
 	ctx := ctxT(t)
 	count := func(what string, want int, f func(ctx context.Context)) {
 		t.Helper()

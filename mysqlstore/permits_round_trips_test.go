@@ -24,6 +24,21 @@ func questions(t *testing.T, db *sql.DB) int {
 	return n
 }
 
+// oneSessionStore returns a lease store on a fresh prefix whose pool has
+// one connection with interpolateParams=true (every statement one round
+// trip, counted by questions), that pool and the store's options.
+// Housekeeping is off (SweepEvery of an hour, after the first call's sweep).
+func oneSessionStore(t *testing.T) (*sql.DB, *mysqlstore.Store, mysqlstore.Options) {
+	_, opts := migrated(t, mysqlstore.Options{SweepEvery: time.Hour})
+	db := openDB(t, mysqlserver.DSNFor(shared(t).Addr(), mysqlserver.Database, "interpolateParams=true"))
+	db.SetMaxOpenConns(1) // one session: the counter is its
+	s, err := mysqlstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, s, opts
+}
+
 // TestPermitRoundTrips: with interpolateParams=true every statement is one
 // round trip, so the statements a session sends count them. An uncontended
 // AcquirePermits + ReleasePermits is 2 (the acquisition is one compound
@@ -32,13 +47,7 @@ func questions(t *testing.T, db *sql.DB) int {
 // so the counter sees each statement. Housekeeping is off (SweepEvery of an
 // hour, after the first call's sweep).
 func TestPermitRoundTrips(t *testing.T) {
-	_, opts := migrated(t, mysqlstore.Options{SweepEvery: time.Hour})
-	db := openDB(t, mysqlserver.DSNFor(shared(t).Addr(), mysqlserver.Database, "interpolateParams=true"))
-	db.SetMaxOpenConns(1) // one session: the counter is its
-	s, err := mysqlstore.New(db, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s, opts := oneSessionStore(t)
 	ctx := ctxT(t)
 	count := func(what string, want int, f func(ctx context.Context) error) {
 		t.Helper()

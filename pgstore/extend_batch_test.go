@@ -1,13 +1,10 @@
 package pgstore_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/dlock/driver"
 	"example.com/dlock/pgstore"
@@ -19,17 +16,7 @@ import (
 // held by another token) costs one Extend more and gets its NotHeld.
 // Control: 300 Extends cost 300.
 func TestExtendBatchOneStatement(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(server(t).URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var qc queryCounter
-	cfg.ConnConfig.Tracer = &qc
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, qc := countedPool(t)
 	s := newStore(t, pool, pgstore.Options{SweepInterval: -1})
 	c := ctx(t)
 	const n = 300

@@ -23,23 +23,29 @@ func (c *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 
 func (c *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// countedPool returns a pool on the test server whose statements qc counts.
+func countedPool(t *testing.T) (*pgxpool.Pool, *queryCounter) {
+	cfg, err := pgxpool.ParseConfig(server(t).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc := new(queryCounter)
+	cfg.ConnConfig.Tracer = qc
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, qc
+}
+
 // TestPermitRoundTrips: an uncontended AcquirePermits + ReleasePermits is 2
 // statements (a function call each), 2 round trips once prepared, whether
 // the key has another holding or not; a refused acquisition 1. Control:
 // two plain statements on the same pool count 2, so the counter sees each.
 // The sweep is off (it would send statements of its own).
 func TestPermitRoundTrips(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(server(t).URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var qc queryCounter
-	cfg.ConnConfig.Tracer = &qc
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, qc := countedPool(t)
 	s := newStore(t, pool, pgstore.Options{SweepInterval: -1})
 	c := ctx(t)
 	count := func(what string, want int64, f func() error) {
