@@ -144,6 +144,24 @@ func tail(out []byte) string {
 	return string(out)
 }
 
+// whyLine marks a line of a child's output that says why a case failed:
+// the model case's invariant and trace lines, a failed check's message.
+var whyLine = regexp.MustCompile(`invariant [12]:|lease still valid|trace \(replay|^\s+\+\d+ms |\.go:\d+: .*(want|got|fail|Fatal|violat)`)
+
+// why returns the lines of a child's output that say why a case failed
+// (tail shows only the end of it), at most 150.
+func why(out string) string {
+	var b strings.Builder
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if n < 150 && whyLine.MatchString(line) {
+			b.WriteString(line + "\n")
+			n++
+		}
+	}
+	return b.String()
+}
+
 // modelCase is the model-based case (issue 23).
 const modelCase = "ModelRandomHoldingsNeverOverlapAndFreeTheKey"
 
@@ -246,7 +264,7 @@ func TestReferenceStoresPassTheSuite(t *testing.T) {
 		t.Run(store, func(t *testing.T) {
 			out, err := runChild(t, store, 8*time.Second)
 			if err != nil || len(failed(out)) > 0 || !strings.Contains(out, "--- PASS: TestMutantChild ") {
-				t.Fatalf("%s: %v, failed %v:\n%s", store, err, failed(out), tail([]byte(out)))
+				t.Fatalf("%s: %v, failed %v:\n%s\n%s", store, err, failed(out), why(out), tail([]byte(out)))
 			}
 			var ran []string
 			switch store {
