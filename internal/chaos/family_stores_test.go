@@ -280,8 +280,15 @@ func openSQL(t *testing.T, dsn string) *sql.DB {
 // holds every later writer and reader back for driver.WriterWaitTTL
 // (docs/rwlock.md); PostgreSQL's holds each worker's holdings on a pinned
 // connection, which every reset ends. Longer waits, a longer run and fewer
-// faults, or the traffic hardly moves.
-var slowPace = famPace{runFor: 4 * time.Second, waitMax: 3 * time.Second, faultGap: 400 * time.Millisecond}
+// faults, or the traffic hardly moves. On PostgreSQL only held and slow
+// replies (noCuts): a reset ends the connection's advisory locks on the
+// server at once, before the holder can know (the session lock's
+// documented window, docs/stores.md), and this check counts the holder's
+// belief, so resets made overlaps of a few milliseconds in 2 of 4 runs on
+// 2026-11-29 (seeds 1795969918323732797, 1795970805241365811). The
+// session store's reset and kill cases are pgstore's TestFaultSessionReset
+// and TestFaultDatabaseKilled, which check the loss signal instead.
+var slowPace = famPace{runFor: 4 * time.Second, waitMax: 3 * time.Second, faultGap: 400 * time.Millisecond, noCuts: true}
 
 // zkRWPace and zkSemPace: on ZooKeeper the faults only hold and slow
 // replies, and the read-write lock's writers never give up early: a writer
